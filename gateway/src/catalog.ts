@@ -1,0 +1,282 @@
+// The gateway's view of the proto files: resources, their fields and behaviours, and the
+// route table derived from the google.api.http bindings. Built once at start-up.
+import { loadReflection, vnmProtoFiles } from "@vnm/kit";
+import protobuf from "protobufjs";
+
+export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE";
+
+export interface FieldInfo {
+  name: string;
+  /** Scalar type name ("string", "int64", ...) or "message" / "enum". */
+  type: string;
+  repeated: boolean;
+  message?: MessageInfo;
+  enumValues?: string[];
+  behaviors: Set<Behavior>;
+  link?: string;
+  internal: boolean;
+}
+
+export interface ResourceInfo {
+  /** Kind name used by change notifications and the cache: the message name ("Bridge"). */
+  kind: string;
+  displayName: string;
+  mediaType: string;
+  collectionMediaType: string;
+  rootCollection?: string;
+  rootTemplate?: string;
+  rootPath?: string;
+}
+
+export interface MessageInfo {
+  fullName: string;
+  name: string;
+  fields: FieldInfo[];
+  byName: Map<string, FieldInfo>;
+  resource?: ResourceInfo;
+  /** True when an int64-like field occurs anywhere inside (JSON needs lossless numbers). */
+  hasInt64: boolean;
+}
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+export type Segment = { literal: string } | { variable: string };
+
+export interface Route {
+  method: HttpMethod;
+  template: string;
+  segments: Segment[];
+  /** Full gRPC service name, its domain (vnm.<domain>.v1) and the RPC name. */
+  service: string;
+  domain: string;
+  rpc: string;
+  request: MessageInfo;
+  response: MessageInfo;
+  /** Request field that receives the JSON body. */
+  bodyField?: FieldInfo;
+  /** What the response is: one resource, a collection of one, or nothing. */
+  shape: { kind: "item"; item: MessageInfo } | { kind: "collection"; field: FieldInfo; item: MessageInfo } | { kind: "empty" };
+}
+
+export interface Catalog {
+  routes: Route[];
+  resources: MessageInfo[];
+  /** Full gRPC service names with their domains. */
+  services: { name: string; domain: string }[];
+}
+
+const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
+
+function behaviorsOf(field: protobuf.Field): Set<Behavior> {
+  const out = new Set<Behavior>();
+  const add = (v: unknown) => {
+    if (v === "REQUIRED" || v === "OUTPUT_ONLY" || v === "IMMUTABLE") out.add(v);
+  };
+  for (const opt of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
+    const v = (opt as Record<string, unknown>)["(google.api.field_behavior)"];
+    if (Array.isArray(v)) v.forEach(add);
+    else add(v);
+  }
+  add(field.options?.["(google.api.field_behavior)"]);
+  return out;
+}
+
+function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
+  const opts = type.options ?? {};
+  const mediaType = opts["(vnm.api.resource).media_type"] as string | undefined;
+  if (!mediaType) return undefined;
+  return {
+    kind: type.name,
+    displayName: (opts["(vnm.api.resource).display_name"] as string | undefined) ?? type.name,
+    mediaType,
+    collectionMediaType: (opts["(vnm.api.resource).collection_media_type"] as string | undefined) ?? `collection.${mediaType}`,
+    rootCollection: opts["(vnm.api.resource).root_collection"] as string | undefined,
+    rootTemplate: opts["(vnm.api.resource).root_template"] as string | undefined,
+    rootPath: opts["(vnm.api.resource).root_path"] as string | undefined,
+  };
+}
+
+export function parseTemplate(template: string): Segment[] {
+  if (!template.startsWith("/")) throw new Error(`HTTP path must start with '/': ${template}`);
+  return template
+    .slice(1)
+    .split("/")
+    .map((s) => {
+      const m = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(s);
+      if (m) return { variable: m[1]! };
+      if (s.includes("{")) throw new Error(`unsupported path segment ${s} in ${template}`);
+      return { literal: s };
+    });
+}
+
+export function buildCatalog(root: protobuf.Root = loadReflection(), files = vnmProtoFiles()): Catalog {
+  const messages = new Map<string, MessageInfo>();
+
+  const messageInfo = (type: protobuf.Type): MessageInfo => {
+    const known = messages.get(type.fullName);
+    if (known) return known;
+    const info: MessageInfo = {
+      fullName: type.fullName.replace(/^\./, ""),
+      name: type.name,
+      fields: [],
+      byName: new Map(),
+      resource: resourceOf(type),
+      hasInt64: false,
+    };
+    messages.set(type.fullName, info);
+    for (const f of type.fieldsArray) {
+      f.resolve();
+      const fi: FieldInfo = {
+        name: f.name,
+        type: f.resolvedType instanceof protobuf.Type ? "message" : f.resolvedType instanceof protobuf.Enum ? "enum" : f.type,
+        repeated: f.repeated,
+        behaviors: behaviorsOf(f),
+        link: f.options?.["(vnm.api.link)"] as string | undefined,
+        internal: f.options?.["(vnm.api.internal)"] === true,
+      };
+      if (f.map) throw new Error(`map fields are not supported by the gateway: ${type.fullName}.${f.name}`);
+      if (f.resolvedType instanceof protobuf.Type) fi.message = messageInfo(f.resolvedType);
+      if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
+      if (INT64.has(f.type) || fi.message?.hasInt64) info.hasInt64 = true;
+      info.fields.push(fi);
+      info.byName.set(fi.name, fi);
+    }
+    return info;
+  };
+
+  const routes: Route[] = [];
+  const services: { name: string; domain: string }[] = [];
+  const fileSet = new Set(files.map((f) => f.replace(/\\/g, "/")));
+  const visit = (ns: protobuf.NamespaceBase) => {
+    for (const obj of ns.nestedArray) {
+      if (obj instanceof protobuf.Service) {
+        if (!obj.filename || ![...fileSet].some((f) => obj.filename!.endsWith(f))) continue;
+        const name = obj.fullName.replace(/^\./, "");
+        const domain = /^vnm\.([a-z0-9_]+)\./.exec(name)?.[1];
+        if (!domain) throw new Error(`service ${name} is not in a vnm.<domain> package`);
+        services.push({ name, domain });
+        for (const m of obj.methodsArray) routes.push(...methodRoutes(name, domain, m));
+      } else if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) {
+        visit(obj);
+      }
+    }
+  };
+
+  const methodRoutes = (service: string, domain: string, m: protobuf.Method): Route[] => {
+    m.resolve();
+    const rule = ((m.parsedOptions ?? []) as Record<string, unknown>[])
+      .map((o) => o["(google.api.http)"])
+      .find((v) => v !== undefined) as Record<string, unknown> | undefined;
+    if (!rule) return [];
+    const request = messageInfo(m.resolvedRequestType!);
+    const response = messageInfo(m.resolvedResponseType!);
+    // A single additional_bindings entry arrives as an object, several as an array.
+    const extra = rule["additional_bindings"];
+    const bindings = [rule, ...(Array.isArray(extra) ? extra : extra ? [extra] : [])] as Record<string, unknown>[];
+    return bindings.map((b) => {
+      const method = (["get", "post", "put", "delete"] as const).find((k) => typeof b[k] === "string");
+      if (!method) throw new Error(`${service}/${m.name}: binding without get/post/put/delete`);
+      const template = b[method] as string;
+      const bodyName = b["body"] as string | undefined;
+      const bodyField = bodyName ? request.byName.get(bodyName) : undefined;
+      if (bodyName && (!bodyField || bodyField.type !== "message")) {
+        throw new Error(`${service}/${m.name}: body "${bodyName}" must name a message field`);
+      }
+      const segments = parseTemplate(template);
+      for (const s of segments) {
+        if ("variable" in s && !request.byName.has(s.variable)) {
+          throw new Error(`${service}/${m.name}: path variable {${s.variable}} is not a request field`);
+        }
+      }
+      return {
+        method: method.toUpperCase() as HttpMethod,
+        template,
+        segments,
+        service,
+        domain,
+        rpc: m.name,
+        request,
+        response,
+        bodyField,
+        shape: shapeOf(response),
+      };
+    });
+  };
+
+  visit(root);
+  const resources = [...messages.values()].filter((m) => m.resource);
+  // Most literal segments first, so /x/literal wins over /x/{var}.
+  routes.sort(
+    (a, b) =>
+      b.segments.filter((s) => "literal" in s).length - a.segments.filter((s) => "literal" in s).length,
+  );
+  return { routes, resources, services };
+}
+
+function shapeOf(response: MessageInfo): Route["shape"] {
+  if (response.resource) return { kind: "item", item: response };
+  const repeated = response.fields.filter((f) => f.repeated && f.message?.resource);
+  if (repeated.length === 1 && response.fields.length === 1) {
+    return { kind: "collection", field: repeated[0]!, item: repeated[0]!.message! };
+  }
+  if (response.fields.length === 0) return { kind: "empty" };
+  throw new Error(`${response.fullName} is neither a resource, a collection of one, nor empty`);
+}
+
+export interface Match {
+  route: Route;
+  params: Record<string, string>;
+  /** The decoded path segments. */
+  parts: string[];
+}
+
+/** A template with its variable names blanked: "/bridges/{}/dhcp". */
+export function templateShape(template: string): string {
+  return template.replace(/\{[^}]*\}/g, "{}");
+}
+
+/** Finds the route for a method and path; `allowed` lists the methods the path supports. */
+export class Router {
+  private readonly bySize = new Map<number, Route[]>();
+
+  constructor(routes: Route[]) {
+    for (const r of routes) {
+      const list = this.bySize.get(r.segments.length) ?? [];
+      list.push(r);
+      this.bySize.set(r.segments.length, list);
+    }
+  }
+
+  match(method: string, parts: string[]): { match?: Match; allowed: string[] } {
+    const candidates = this.bySize.get(parts.length);
+    const allowed: string[] = [];
+    if (!candidates) return { allowed };
+    let found: Match | undefined;
+    for (const route of candidates) {
+      const params: Record<string, string> = {};
+      let ok = true;
+      for (let i = 0; i < parts.length; i++) {
+        const seg = route.segments[i]!;
+        if ("literal" in seg) {
+          if (seg.literal !== parts[i]) {
+            ok = false;
+            break;
+          }
+        } else params[seg.variable] = parts[i]!;
+      }
+      if (!ok) continue;
+      if (!allowed.includes(route.method)) allowed.push(route.method);
+      if (!found && route.method === method) found = { route, params, parts };
+    }
+    return { match: found, allowed };
+  }
+
+  /** The GET route of a template shape (used to tell 404 from 400 on a bad body). */
+  getAt(shape: string): Route | undefined {
+    for (const list of this.bySize.values()) {
+      const r = list.find((x) => x.method === "GET" && templateShape(x.template) === shape);
+      if (r) return r;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,113 @@
+// Gateway assembly: reads its configuration, loads the catalog, connects to the services, the
+// bus and the cache, and listens.
+import type { Server } from "node:http";
+import {
+  createLogger,
+  type Bus,
+  loadConfig,
+  loadGrpc,
+  localBus,
+  natsBus,
+  onShutdown,
+  optional,
+  parseBool,
+  parseChangeSubject,
+  parsePort,
+  parsePositiveInt,
+} from "@vnm/kit";
+import { createApp } from "./app.ts";
+import { type CollectionCache, memoryCache, redisCache } from "./cache.ts";
+import { buildCatalog } from "./catalog.ts";
+import { createUpstream } from "./upstream.ts";
+
+export interface RunningGateway {
+  port: number;
+  server: Server;
+  cache: CollectionCache;
+  bus: Bus;
+  stop(): Promise<void>;
+}
+
+/** Environment variable holding a domain's gRPC address(es): VNM_<DOMAIN>_ADDR. */
+export function addressVariable(domain: string): string {
+  return `VNM_${domain.toUpperCase()}_ADDR`;
+}
+
+export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
+  const log = createLogger({ service: "gateway" });
+  const catalog = buildCatalog();
+  const domains = [...new Set(catalog.services.map((s) => s.domain))];
+  const cfg = loadConfig(
+    {
+      port: { env: "PORT", default: "8080", parse: parsePort },
+      host: { env: "HOST", default: "127.0.0.1" },
+      redisUrl: { env: "REDIS_URL", default: "", parse: optional },
+      natsUrl: { env: "NATS_URL", default: "", parse: optional },
+      prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
+      bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
+      callTimeoutMs: { env: "VNM_CALL_TIMEOUT_MS", default: "10000", parse: parsePositiveInt },
+      trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseBool },
+      ...Object.fromEntries(
+        domains.map((d) => [`addr_${d}`, { env: addressVariable(d), description: `gRPC address of the ${d} service` }]),
+      ),
+    },
+    env,
+  );
+  const addressOf = (d: string) => (cfg as unknown as Record<string, string>)[`addr_${d}`]!;
+
+  const kinds = () => catalog.resources.map((m) => m.resource!.kind);
+  const cache = cfg.redisUrl ? redisCache(cfg.redisUrl, cfg.prefix, kinds, log) : memoryCache();
+  if (!cfg.redisUrl) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway" }) : localBus(cfg.prefix);
+  if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
+  // Changes committed anywhere (another gateway replica, a cascade) invalidate the cache here.
+  bus.subscribe(
+    (msg) => {
+      const parsed = parseChangeSubject(cfg.prefix, msg.subject);
+      if (parsed) void cache.invalidate([parsed.kind]);
+    },
+    (state) => cache.setFeedConnected(state === "connected"),
+  );
+  if (bus.state() !== "connected") cache.setFeedConnected(false);
+
+  const upstream = createUpstream(loadGrpc(), catalog.services, addressOf);
+  const { app } = createApp({
+    catalog,
+    upstream,
+    cache,
+    log,
+    busReady: () => bus.state() === "connected",
+    bodyLimit: cfg.bodyLimit,
+    callTimeoutMs: cfg.callTimeoutMs,
+    trustProxy: cfg.trustProxy,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(cfg.port, cfg.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : cfg.port;
+  log.info("gateway listening", {
+    url: `http://${cfg.host}:${port}`,
+    routes: catalog.routes.length,
+    cache: cache.kind,
+    bus: bus.kind,
+  });
+
+  const stop = async () => {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      setTimeout(() => {
+        server.closeAllConnections();
+        resolve();
+      }, 5_000).unref();
+    });
+    upstream.close();
+    await bus.close();
+    await cache.close();
+    log.info("gateway stopped");
+  };
+  onShutdown(stop, log);
+  return { port, server, cache, bus, stop };
+}

@@ -1,0 +1,3 @@
+import { startGateway } from "./index.ts";
+
+await startGateway();

@@ -1,0 +1,226 @@
+// JSON <-> proto objects, driven by the catalog. Client JSON is type-checked field by field
+// before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
+// responses are written with every field present (null when unset), int64 values with their
+// exact digits, and link fields resolved to absolute URLs.
+import type { Violation } from "@vnm/kit";
+import type { FieldInfo, MessageInfo } from "./catalog.ts";
+
+/** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
+export class LosslessNumber {
+  readonly source: string;
+  constructor(source: string) {
+    this.source = source;
+  }
+}
+
+/** JSON.parse that keeps integers outside the safe range exact, as LosslessNumber. */
+export function parseJson(text: string, lossless: boolean): unknown {
+  if (!lossless) return JSON.parse(text);
+  return JSON.parse(text, (_key, value, context?: { source?: string }) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && context?.source && /^-?\d+$/.test(context.source)
+      ? new LosslessNumber(context.source)
+      : value,
+  );
+}
+
+const INT_RANGES: Record<string, [bigint, bigint]> = {
+  int32: [-(2n ** 31n), 2n ** 31n - 1n],
+  sint32: [-(2n ** 31n), 2n ** 31n - 1n],
+  sfixed32: [-(2n ** 31n), 2n ** 31n - 1n],
+  uint32: [0n, 2n ** 32n - 1n],
+  fixed32: [0n, 2n ** 32n - 1n],
+  int64: [-(2n ** 63n), 2n ** 63n - 1n],
+  sint64: [-(2n ** 63n), 2n ** 63n - 1n],
+  sfixed64: [-(2n ** 63n), 2n ** 63n - 1n],
+  uint64: [0n, 2n ** 64n - 1n],
+  fixed64: [0n, 2n ** 64n - 1n],
+};
+
+type Converted = { ok: true; value: unknown } | { ok: false; message: string };
+
+function integer(type: string, v: unknown): Converted {
+  let digits: string | undefined;
+  if (typeof v === "number" && Number.isInteger(v)) digits = String(v);
+  else if (v instanceof LosslessNumber) digits = v.source;
+  else if (typeof v === "string" && /^-?\d{1,40}$/.test(v.trim())) digits = v.trim();
+  const [min, max] = INT_RANGES[type]!;
+  if (digits === undefined) return { ok: false, message: "must be an integer" };
+  const n = BigInt(digits);
+  if (n < min || n > max) return { ok: false, message: `must be an integer between ${min} and ${max}` };
+  // 64-bit values travel as decimal strings (proto-loader longs: String); 32-bit as numbers.
+  return { ok: true, value: type.endsWith("64") ? n.toString() : Number(n) };
+}
+
+function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string): Converted {
+  switch (field.type) {
+    case "string":
+      return typeof v === "string" ? { ok: true, value: v } : { ok: false, message: "must be a string" };
+    case "bool":
+      if (typeof v === "boolean") return { ok: true, value: v };
+      if (v === "true" || v === "false") return { ok: true, value: v === "true" };
+      return { ok: false, message: "must be a boolean" };
+    case "double":
+    case "float":
+      if (typeof v === "number") return { ok: true, value: v };
+      return { ok: false, message: "must be a number" };
+    case "enum":
+      return typeof v === "string" && field.enumValues!.includes(v)
+        ? { ok: true, value: v }
+        : { ok: false, message: `must be one of ${field.enumValues!.join(", ")}` };
+    case "message": {
+      if (typeof v !== "object" || v === null || Array.isArray(v)) return { ok: false, message: "must be an object" };
+      const before = violations.length;
+      const value = fromJson(field.message!, v as Record<string, unknown>, "create", violations, path);
+      return violations.length === before ? { ok: true, value } : { ok: true, value: undefined };
+    }
+    case "bytes":
+      return { ok: false, message: "is not accepted" };
+    default:
+      return integer(field.type, v);
+  }
+}
+
+/**
+ * Converts a client JSON object into a proto object of `msg`. Read-only fields are ignored,
+ * and so are POST-only (IMMUTABLE) fields when `mode` is "replace"; null means absent.
+ * Problems are appended to `violations`, named by the top-level JSON property.
+ */
+export function fromJson(
+  msg: MessageInfo,
+  json: Record<string, unknown>,
+  mode: "create" | "replace",
+  violations: Violation[],
+  path = "",
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of msg.fields) {
+    if (field.internal || field.behaviors.has("OUTPUT_ONLY")) continue;
+    if (mode === "replace" && field.behaviors.has("IMMUTABLE")) continue;
+    const property = path ? `${path}.${field.name}` : field.name;
+    const v = Object.hasOwn(json, field.name) ? json[field.name] : undefined;
+    if (v === undefined || v === null) {
+      if (field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
+      continue;
+    }
+    if (field.repeated) {
+      if (!Array.isArray(v)) {
+        violations.push({ property, message: "must be an array" });
+        continue;
+      }
+      const items: unknown[] = [];
+      for (const item of v) {
+        const c = item === null ? ({ ok: false, message: "must not contain null" } as const) : scalar(field, item, violations, property);
+        if (!c.ok) {
+          violations.push({ property, message: `each element ${c.message}` });
+          break;
+        }
+        items.push(c.value);
+      }
+      out[field.name] = items;
+      continue;
+    }
+    const c = scalar(field, v, violations, property);
+    if (c.ok) out[field.name] = c.value;
+    else violations.push({ property, message: c.message });
+  }
+  return out;
+}
+
+/** Converts a query-string value for a top-level scalar request field. */
+export function fromQuery(field: FieldInfo, raw: string): Converted {
+  if (field.repeated || field.type === "message") return { ok: false, message: "cannot be given in the query" };
+  return scalar(field, raw, [], field.name);
+}
+
+// ---- output -------------------------------------------------------------------------------
+
+/** Keeps path segments readable (ids, addresses, MACs) and escapes everything else. */
+function pathValue(v: string): string {
+  return v.replace(/[^A-Za-z0-9\-._~:@!$&'()*+,;=]/g, (c) => encodeURIComponent(c));
+}
+
+const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** Resolves a link template against an object; null when a referenced field is unset. */
+export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
+  let missing = false;
+  const path = template.replace(PLACEHOLDER, (whole, name: string) => {
+    if (!msg.byName.has(name)) return whole;
+    const v = obj[name];
+    if (v === undefined || v === null || v === "") {
+      missing = true;
+      return "";
+    }
+    return pathValue(String(v));
+  });
+  return missing ? null : base + path;
+}
+
+type Writer = (obj: Record<string, unknown>, base: string) => string;
+const writers = new WeakMap<MessageInfo, Writer>();
+
+function valueJson(field: FieldInfo, v: unknown, base: string): string {
+  switch (field.type) {
+    case "message":
+      return toJson(field.message!, v as Record<string, unknown>, base);
+    case "string":
+    case "enum":
+      return JSON.stringify(v);
+    case "bool":
+      return v ? "true" : "false";
+    case "double":
+    case "float":
+      return Number.isFinite(v as number) ? String(v) : "null";
+    default:
+      // Integers: proto-loader gives int64 as decimal strings, 32-bit as numbers.
+      return /^-?\d+$/.test(String(v)) ? String(v) : "0";
+  }
+}
+
+function compile(msg: MessageInfo): Writer {
+  const parts = msg.fields
+    .filter((f) => !f.internal)
+    .map((f) => {
+      const key = `${JSON.stringify(f.name)}:`;
+      if (f.link) {
+        const template = f.link;
+        return (obj: Record<string, unknown>, base: string) => {
+          const link = resolveLink(msg, template, obj, base);
+          return key + (link === null ? "null" : JSON.stringify(link));
+        };
+      }
+      if (f.repeated) {
+        return (obj: Record<string, unknown>, base: string) => {
+          const v = obj[f.name] as unknown[] | undefined;
+          return `${key}[${(v ?? []).map((x) => valueJson(f, x, base)).join(",")}]`;
+        };
+      }
+      return (obj: Record<string, unknown>, base: string) => {
+        const v = obj[f.name];
+        return key + (v === undefined || v === null ? "null" : valueJson(f, v, base));
+      };
+    });
+  return (obj, base) => {
+    let s = "{";
+    for (let i = 0; i < parts.length; i++) s += (i ? "," : "") + parts[i]!(obj, base);
+    return `${s}}`;
+  };
+}
+
+/** The JSON text of a proto object: every field present, links absolute. */
+export function toJson(msg: MessageInfo, obj: Record<string, unknown>, base: string): string {
+  let w = writers.get(msg);
+  if (!w) {
+    w = compile(msg);
+    writers.set(msg, w);
+  }
+  return w(obj, base);
+}
+
+/** Path of an item below the API root: its `uri` link, or <root path>/<id>. */
+export function itemPath(msg: MessageInfo, obj: Record<string, unknown>): string | undefined {
+  const uri = msg.byName.get("uri");
+  if (uri?.link) return resolveLink(msg, uri.link, obj, "") ?? undefined;
+  if (msg.resource?.rootPath && typeof obj["id"] === "string") return `${msg.resource.rootPath}/${obj["id"]}`;
+  return undefined;
+}

@@ -1,0 +1,98 @@
+// gRPC clients for the services: one long-lived channel per domain (round-robin over every
+// address given), a deadline on every call, and the trailing metadata kept for the caller.
+import * as grpc from "@grpc/grpc-js";
+import { CHANGED_KINDS_KEY, clientConstructor } from "@vnm/kit";
+
+export interface CallResult {
+  response: Record<string, unknown>;
+  changedKinds: string[];
+}
+
+export interface Upstream {
+  call(service: string, rpc: string, request: unknown, timeoutMs: number): Promise<CallResult>;
+  health(domain: string, timeoutMs: number): Promise<boolean>;
+  close(): void;
+}
+
+/** "host:port" or "ip:port,ip:port,..." -> a grpc-js target. */
+export function grpcTarget(addresses: string): string {
+  const list = addresses
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.length === 1) return list[0]!.includes(":") && !list[0]!.startsWith("dns:") ? `dns:${list[0]}` : list[0]!;
+  if (list.every((a) => /^\d+\.\d+\.\d+\.\d+:\d+$/.test(a))) return `ipv4:${list.join(",")}`;
+  throw new Error(`several addresses must all be ipv4:port, got ${addresses}`);
+}
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1_000,
+  "grpc.keepalive_time_ms": 10_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+};
+
+export function createUpstream(
+  pkg: grpc.GrpcObject,
+  services: { name: string; domain: string }[],
+  addressOf: (domain: string) => string,
+): Upstream {
+  const clients = new Map<string, grpc.Client>();
+  const health = new Map<string, grpc.Client>();
+  for (const s of services) {
+    const target = grpcTarget(addressOf(s.domain));
+    const Ctor = clientConstructor(pkg, s.name);
+    clients.set(s.name, new Ctor(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+    if (!health.has(s.domain)) {
+      const H = clientConstructor(pkg, "grpc.health.v1.Health");
+      health.set(s.domain, new H(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+    }
+  }
+
+  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number): Promise<CallResult> =>
+    new Promise((resolve, reject) => {
+      const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
+      if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
+      let response: Record<string, unknown> | undefined;
+      let failure: unknown;
+      const call = fn.call(
+        client,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
+          if (err) failure = err;
+          else response = res;
+        },
+      ) as grpc.ClientUnaryCall;
+      // The callback runs before the status event, which carries the trailing metadata.
+      call.on("status", (st: grpc.StatusObject) => {
+        if (failure || !response) return reject(failure ?? new Error("no response"));
+        const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
+        resolve({ response, changedKinds: typeof changed === "string" && changed ? changed.split(",") : [] });
+      });
+    });
+
+  return {
+    call(service, rpc, request, timeoutMs) {
+      const client = clients.get(service);
+      if (!client) return Promise.reject(new Error(`no client for ${service}`));
+      return unary(client, rpc, request, timeoutMs);
+    },
+    async health(domain, timeoutMs) {
+      const client = health.get(domain);
+      if (!client) return false;
+      try {
+        const r = await unary(client, "Check", { service: "" }, timeoutMs);
+        return r.response["status"] === "SERVING";
+      } catch {
+        return false;
+      }
+    },
+    close() {
+      for (const c of [...clients.values(), ...health.values()]) c.close();
+    },
+  };
+}

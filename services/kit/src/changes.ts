@@ -1,0 +1,147 @@
+// Change notifications: written to the outbox in the same transaction as the change, then
+// relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
+import type pg from "pg";
+import type { Bus } from "./bus.ts";
+import type { Queryable } from "./db.ts";
+import type { Logger } from "./log.ts";
+
+export type ChangeEvent = "created" | "updated" | "deleted";
+
+export interface Change {
+  /** Resource kind, the media type name without version ("Bridge", "DhcpSubnet"). */
+  kind: string;
+  event: ChangeEvent;
+  id: string;
+  /** Path of the item below the API root ("/bridges/<id>"). */
+  path: string;
+  /** Owning tenant, for filtering the event stream; null when the item has none. */
+  tenantId: string | null;
+}
+
+/** The message carried on the bus. */
+export interface ChangeMessage extends Change {
+  domain: string;
+  at: string;
+}
+
+export function changeSubject(prefix: string, domain: string, kind: string, event: ChangeEvent): string {
+  return `${prefix}.${domain}.${kind}.${event}`;
+}
+
+/** Parses <prefix>.<domain>.<kind>.<event>; undefined for anything else. */
+export function parseChangeSubject(prefix: string, subject: string): { domain: string; kind: string } | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const parts = subject.slice(prefix.length + 1).split(".");
+  if (parts.length !== 3 || !parts[0] || !parts[1]) return undefined;
+  return { domain: parts[0], kind: parts[1] };
+}
+
+export async function writeChanges(q: Queryable, prefix: string, domain: string, changes: Change[]): Promise<void> {
+  if (changes.length === 0) return;
+  const at = new Date().toISOString();
+  const subjects: string[] = [];
+  const payloads: string[] = [];
+  for (const c of changes) {
+    subjects.push(changeSubject(prefix, domain, c.kind, c.event));
+    payloads.push(JSON.stringify({ ...c, domain, at } satisfies ChangeMessage));
+  }
+  await q.query("INSERT INTO outbox (subject, payload) SELECT * FROM unnest($1::text[], $2::jsonb[])", [
+    subjects,
+    payloads,
+  ]);
+}
+
+/**
+ * Publishes outbox rows in order and deletes them once the broker has acknowledged them. One
+ * replica drains at a time (transaction-level advisory lock); a failed publish leaves the rows
+ * for the next round, and the bus drops a re-sent message by its id (<schema>-<outbox id>).
+ */
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  private readonly bus: Bus;
+  private readonly log: Logger;
+  private readonly intervalMs: number;
+
+  constructor(pool: pg.Pool, schema: string, bus: Bus, log: Logger, intervalMs = 500) {
+    this.pool = pool;
+    this.schema = schema;
+    this.bus = bus;
+    this.log = log;
+    this.intervalMs = intervalMs;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Asks for a drain soon; calls made while one runs fold into one more round. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .catch((err) => this.log.warn("outbox relay: publish failed, will retry", { err: (err as Error).message }))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Publishes everything committed so far (used by tests and at shutdown). */
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
+    await this.drain();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      const client = await this.pool.connect();
+      let count = 0;
+      try {
+        await client.query("BEGIN");
+        const lock = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [
+          `vnm-outbox:${this.schema}`,
+        ]);
+        if (!lock.rows[0]?.ok) {
+          await client.query("COMMIT");
+          // Another replica is draining; it may have missed rows committed just now.
+          setTimeout(() => this.kick(), 50).unref();
+          return;
+        }
+        const rows = await client.query<{ id: string; subject: string; payload: unknown }>(
+          "SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500",
+        );
+        count = rows.rows.length;
+        if (count > 0) {
+          await Promise.all(rows.rows.map((r) => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`)));
+          await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.rows.map((r) => r.id)]);
+        }
+        await client.query("COMMIT");
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+      if (count < 500) return;
+    }
+  }
+}
