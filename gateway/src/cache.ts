@@ -166,7 +166,12 @@ export function memoryCache(maxEntriesPerKind = 1000): CollectionCache {
       }
     },
     setFeedConnected(connected) {
-      if (connected && !feed) for (const s of kinds.values()) s.entries.clear(), s.gen++;
+      if (connected && !feed) {
+        for (const s of kinds.values()) {
+          s.entries.clear();
+          s.gen++;
+        }
+      }
       feed = connected;
     },
     async ready() {

@@ -1,6 +1,6 @@
 // The gateway's view of the proto files: resources, their fields and behaviours, and the
 // route table derived from the google.api.http bindings. Built once at start-up.
-import { loadReflection, vnmProtoFiles } from "@vnm/kit";
+import { loadReflection } from "@vnm/kit";
 import protobuf from "protobufjs";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE";
@@ -109,7 +109,7 @@ export function parseTemplate(template: string): Segment[] {
     });
 }
 
-export function buildCatalog(root: protobuf.Root = loadReflection(), files = vnmProtoFiles()): Catalog {
+export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
   const messages = new Map<string, MessageInfo>();
 
   const messageInfo = (type: protobuf.Type): MessageInfo => {
@@ -146,12 +146,11 @@ export function buildCatalog(root: protobuf.Root = loadReflection(), files = vnm
 
   const routes: Route[] = [];
   const services: { name: string; domain: string }[] = [];
-  const fileSet = new Set(files.map((f) => f.replace(/\\/g, "/")));
   const visit = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
       if (obj instanceof protobuf.Service) {
-        if (!obj.filename || ![...fileSet].some((f) => obj.filename!.endsWith(f))) continue;
         const name = obj.fullName.replace(/^\./, "");
+        if (!name.startsWith("vnm.")) continue; // e.g. grpc.health.v1.Health
         const domain = /^vnm\.([a-z0-9_]+)\./.exec(name)?.[1];
         if (!domain) throw new Error(`service ${name} is not in a vnm.<domain> package`);
         services.push({ name, domain });
@@ -179,7 +178,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection(), files = vnm
       const template = b[method] as string;
       const bodyName = b["body"] as string | undefined;
       const bodyField = bodyName ? request.byName.get(bodyName) : undefined;
-      if (bodyName && (!bodyField || bodyField.type !== "message")) {
+      if (bodyName && bodyField?.type !== "message") {
         throw new Error(`${service}/${m.name}: body "${bodyName}" must name a message field`);
       }
       const segments = parseTemplate(template);

@@ -1,0 +1,404 @@
+// End to end: real bridge service and gateway processes, real Postgres, NATS and Redis,
+// plain HTTP. Each block maps to the interface document's Bridge (v4) section or a rule of
+// conventions.md (sections in the test names).
+import { gzipSync } from "node:zlib";
+import { connect, type NatsConnection, StringCodec } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEPS, Stack, waitFor } from "./harness.ts";
+
+const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
+const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
+const ERROR = "application/vnd.org.service.Error-v1+json";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const stack = new Stack();
+let gw = "";
+let nc: NatsConnection;
+const events: { subject: string; data: Record<string, unknown> }[] = [];
+
+async function http(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const h: Record<string, string> = { ...headers };
+  let payload: string | Buffer | undefined;
+  if (body !== undefined) {
+    payload = typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+    h["content-type"] ??= BRIDGE;
+  }
+  const res = await fetch(path.startsWith("http") ? path : gw + path, { method, headers: h, body: payload });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected freely
+  return { status: res.status, headers: res.headers, text, json: json as any };
+}
+
+const create = (body: unknown) => http("POST", "/bridges", body);
+
+function expectError(r: Awaited<ReturnType<typeof http>>, status: number) {
+  expect(r.status).toBe(status);
+  expect(r.headers.get("content-type")).toBe(ERROR);
+  expect(r.json.code).toBe(status);
+  expect(typeof r.json.message).toBe("string");
+  expect(r.json.message.length).toBeGreaterThan(0);
+  expect(r.json.requestId).toBe(r.headers.get("x-request-id"));
+}
+
+beforeAll(async () => {
+  nc = await connect({ servers: DEPS.natsUrl });
+  const sc = StringCodec();
+  nc.subscribe(`${stack.prefix}.>`, {
+    callback: (_e, m) => events.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
+  });
+  await stack.startBridge();
+  gw = await stack.startGateway();
+});
+
+afterAll(async () => {
+  await stack.stop();
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.delete(stack.prefix.toUpperCase()).catch(() => {});
+  await nc.close();
+});
+
+describe("root document (conventions 1)", () => {
+  it("lists the bridge collection and template as absolute URLs, version v5.0", async () => {
+    const r = await http("GET", "/");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("application/vnd.org.service.Application-v5+json");
+    expect(r.json).toMatchObject({ uri: `${gw}/`, version: "v5.0", bridges: `${gw}/bridges`, bridgeTemplate: `${gw}/bridges/{id}` });
+  });
+});
+
+describe("Bridge (v4) representation", () => {
+  it("POST answers 201 with Location and the full representation; defaults applied", async () => {
+    const r = await create({ name: "b1" });
+    expect(r.status).toBe(201);
+    expect(r.headers.get("content-type")).toBe(BRIDGE);
+    const id = r.json.id as string;
+    expect(id).toMatch(UUID);
+    expect(r.headers.get("location")).toBe(`${gw}/bridges/${id}`);
+    const u = `${gw}/bridges/${id}`;
+    expect(r.json).toEqual({
+      id,
+      tenantId: null,
+      name: "b1",
+      adminStateUp: true,
+      inboundFilterId: null,
+      outboundFilterId: null,
+      inboundMirrorIds: [],
+      outboundMirrorIds: [],
+      vxlanPortIds: [],
+      uri: u,
+      arpTable: `${u}/arp_table`,
+      dhcpSubnets: `${u}/dhcp`,
+      dhcpSubnets6: `${u}/dhcpV6`,
+      inboundFilter: null,
+      outboundFilter: null,
+      macTable: `${u}/mac_table`,
+      ports: `${u}/ports`,
+      peerPorts: `${u}/peer_ports`,
+      vxLanPorts: `${u}/vxlan_ports`,
+      macPortTemplate: `${u}/mac_table/{macAddress}_{portId}`,
+      vlanMacPortTemplate: `${u}/vlans/{vlanId}/mac_table/{macAddress}_{portId}`,
+      vlanMacTableTemplate: `${u}/vlans/{vlanId}/mac_table`,
+    });
+    const g = await http("GET", `/bridges/${id}`);
+    expect(g.status).toBe(200);
+    expect(g.json).toEqual(r.json);
+  });
+
+  it("keeps every POST field, takes a client id, and links the filter chains", async () => {
+    const id = "0b6a1d9e-3c1f-4a55-9d7e-1a2b3c4d5e6f";
+    const inF = "11111111-2222-3333-4444-555555555555";
+    const body = {
+      id,
+      name: "full",
+      tenantId: "tenant-a",
+      adminStateUp: false,
+      inboundFilterId: inF,
+      outboundFilterId: "AAAAAAAA-2222-3333-4444-555555555555",
+      inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"],
+      outboundMirrorIds: [],
+      vxlanPortIds: ["77777777-2222-3333-4444-555555555555"],
+      uri: "http://elsewhere/ignored",
+      unknownField: 1,
+    };
+    const r = await create(body);
+    expect(r.status).toBe(201);
+    expect(r.json).toMatchObject({
+      id,
+      name: "full",
+      tenantId: "tenant-a",
+      adminStateUp: false,
+      inboundFilterId: inF,
+      outboundFilterId: "aaaaaaaa-2222-3333-4444-555555555555",
+      inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"],
+      vxlanPortIds: [],
+      uri: `${gw}/bridges/${id}`,
+      inboundFilter: `${gw}/chains/${inF}`,
+      outboundFilter: `${gw}/chains/aaaaaaaa-2222-3333-4444-555555555555`,
+    });
+    const dup = await create({ id, name: "again" });
+    expectError(dup, 409);
+    expect(dup.json.message).toContain(id);
+  });
+
+  it("accepts a name of 255 characters, and strings for booleans as the conventions say", async () => {
+    const r = await create({ name: "é".repeat(255), adminStateUp: "false" });
+    expect(r.status).toBe(201);
+    expect(r.json.name).toBe("é".repeat(255));
+    expect(r.json.adminStateUp).toBe(false);
+  });
+});
+
+describe("400 with violations for each bad field (conventions 3, 4, 5)", () => {
+  const cases: [string, Record<string, unknown>, string][] = [
+    ["name longer than 255", { name: "x".repeat(256) }, "name"],
+    ["name not a string", { name: 42 }, "name"],
+    ["name with NUL", { name: "a\u0000b" }, "name"],
+    ["tenantId not a string", { tenantId: ["a"] }, "tenantId"],
+    ["adminStateUp not a boolean", { adminStateUp: "yes" }, "adminStateUp"],
+    ["adminStateUp a number", { adminStateUp: 1 }, "adminStateUp"],
+    ["inboundFilterId not a UUID", { inboundFilterId: "nope" }, "inboundFilterId"],
+    ["outboundFilterId not a UUID", { outboundFilterId: "1234" }, "outboundFilterId"],
+    ["inboundMirrorIds not an array", { inboundMirrorIds: "66666666-2222-3333-4444-555555555555" }, "inboundMirrorIds"],
+    ["outboundMirrorIds with a bad element", { outboundMirrorIds: ["zz"] }, "outboundMirrorIds"],
+    ["id not a UUID", { id: "abc" }, "id"],
+  ];
+  for (const [what, body, property] of cases) {
+    it(what, async () => {
+      const before = (await http("GET", "/bridges")).json.length;
+      const r = await create(body);
+      expectError(r, 400);
+      expect(r.json.violations).toEqual([expect.objectContaining({ property, message: expect.any(String) })]);
+      expect((await http("GET", "/bridges")).json.length).toBe(before);
+    });
+  }
+
+  it("names every offending field at once", async () => {
+    const r = await create({ name: 1, adminStateUp: "maybe" });
+    expectError(r, 400);
+    expect(r.json.violations.map((v: { property: string }) => v.property).sort()).toEqual(["adminStateUp", "name"]);
+  });
+
+  it.each([
+    ["empty body", ""],
+    ["not JSON", "{name:"],
+    ["a JSON array", "[]"],
+    ["a JSON string", '"x"'],
+  ])("%s is a 400", async (_what, body) => {
+    expectError(await http("POST", "/bridges", body), 400);
+  });
+
+  it("a body that is not UTF-8 is a 400", async () => {
+    expectError(await http("POST", "/bridges", Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d])), 400);
+  });
+});
+
+describe("PUT replaces (conventions 5)", () => {
+  it("omitted optional fields return to their defaults; id in the body is ignored", async () => {
+    const c = await create({ name: "before", tenantId: "t", adminStateUp: false, inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"] });
+    const id = c.json.id as string;
+    const r = await http("PUT", `/bridges/${id}`, { id: "99999999-2222-3333-4444-555555555555", name: "after" });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ id, name: "after", tenantId: null, adminStateUp: true, inboundMirrorIds: [] });
+    expect((await http("GET", `/bridges/${id}`)).json.name).toBe("after");
+    expectError(await http("GET", "/bridges/99999999-2222-3333-4444-555555555555"), 404);
+  });
+
+  it("a PUT back of what was read is accepted unchanged", async () => {
+    const c = await create({ name: "roundtrip", tenantId: "t9" });
+    const r = await http("PUT", c.json.uri, c.json);
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual(c.json);
+  });
+
+  it("a missing target is a 404 before its body is judged", async () => {
+    const missing = "12345678-1234-1234-1234-123456789abc";
+    expectError(await http("PUT", `/bridges/${missing}`, { name: "x" }), 404);
+    expectError(await http("PUT", `/bridges/${missing}`, { adminStateUp: "bad" }), 404);
+  });
+
+  it("a bad field on an existing bridge is a 400 and changes nothing", async () => {
+    const c = await create({ name: "keep" });
+    const r = await http("PUT", `/bridges/${c.json.id}`, { name: "y".repeat(300) });
+    expectError(r, 400);
+    expect((await http("GET", `/bridges/${c.json.id}`)).json.name).toBe("keep");
+  });
+});
+
+describe("GET, list, tenant filter, DELETE", () => {
+  it("?tenant_id= lists only that tenant's bridges, in creation order", async () => {
+    const tenant = `tenant-${stack.id}`;
+    const a = await create({ name: "a", tenantId: tenant });
+    const b = await create({ name: "b", tenantId: tenant });
+    await create({ name: "c", tenantId: `${tenant}-other` });
+    const r = await http("GET", `/bridges?tenant_id=${tenant}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe(BRIDGES);
+    expect(r.json.map((x: { id: string }) => x.id)).toEqual([a.json.id, b.json.id]);
+    expect((await http("GET", "/bridges?tenant_id=nobody")).json).toEqual([]);
+  });
+
+  it("DELETE answers 204, then the bridge is gone (404) and a second DELETE is 404", async () => {
+    const c = await create({ name: "doomed" });
+    const d = await http("DELETE", `/bridges/${c.json.id}`);
+    expect(d.status).toBe(204);
+    expect(d.text).toBe("");
+    expectError(await http("GET", `/bridges/${c.json.id}`), 404);
+    expectError(await http("DELETE", `/bridges/${c.json.id}`), 404);
+  });
+
+  it("a path id that is not a UUID is a 404", async () => {
+    expectError(await http("GET", "/bridges/not-a-uuid"), 404);
+    expectError(await http("DELETE", "/bridges/not-a-uuid"), 404);
+    expectError(await http("PUT", "/bridges/not-a-uuid", { name: "x" }), 404);
+  });
+});
+
+describe("protocol errors carry the error body (conventions 2, 3)", () => {
+  it("404 for an unknown path, 405 with Allow for an unsupported method", async () => {
+    expectError(await http("GET", "/nothing-here"), 404);
+    const m = await http("PATCH", "/bridges");
+    expectError(m, 405);
+    expect(m.headers.get("allow")).toBe("GET, POST");
+    const p = await http("POST", "/bridges/12345678-1234-1234-1234-123456789abc", {});
+    expectError(p, 405);
+    expect(p.headers.get("allow")).toBe("GET, PUT, DELETE");
+  });
+
+  it("negotiates Accept: vendor type, JSON alone, wildcards, q-values; 406 otherwise", async () => {
+    const c = await create({ name: "neg" });
+    const path = `/bridges/${c.json.id}`;
+    const get = (accept: string) => http("GET", path, undefined, { accept });
+    expect((await get(BRIDGE)).headers.get("content-type")).toBe(BRIDGE);
+    expect((await get(`${BRIDGE}; charset=utf-8`)).status).toBe(200);
+    expect((await get("application/json")).headers.get("content-type")).toBe("application/json");
+    expect((await get("*/*")).headers.get("content-type")).toBe(BRIDGE);
+    expect((await get("application/*")).headers.get("content-type")).toBe(BRIDGE);
+    expect((await get(`application/json;q=0.9, ${BRIDGE};q=0.1`)).headers.get("content-type")).toBe("application/json");
+    expectError(await get("application/vnd.org.service.Bridge-v3+json"), 406);
+    expectError(await get("text/html"), 406);
+    expectError(await get(`${BRIDGE};q=0`), 406);
+    expectError(await http("GET", "/bridges", undefined, { accept: BRIDGE }), 406);
+    expect((await http("GET", "/bridges", undefined, { accept: BRIDGES })).status).toBe(200);
+  });
+
+  it("415 for a missing or foreign Content-Type or coding; JSON and gzip accepted", async () => {
+    expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "text/plain" }), 415);
+    expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "application/vnd.org.service.Bridge-v3+json" }), 415);
+    const res = await fetch(`${gw}/bridges`, { method: "POST", body: new Uint8Array(Buffer.from('{"name":"x"}')) });
+    expect(res.status).toBe(415);
+    expect((await http("POST", "/bridges", '{"name":"j"}', { "content-type": "application/json; charset=UTF-8" })).status).toBe(201);
+    const gz = await http("POST", "/bridges", gzipSync('{"name":"gz"}'), { "content-encoding": "gzip" });
+    expect(gz.status).toBe(201);
+    expect(gz.json.name).toBe("gz");
+    expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-encoding": "br" }), 415);
+    expectError(await http("POST", "/bridges", Buffer.from("not gzip"), { "content-encoding": "gzip" }), 400);
+  });
+
+  it("413 for a body over 1 MiB, gzip bombs included", async () => {
+    expectError(await create({ name: "x".repeat(1024 * 1024 + 10) }), 413);
+    const bomb = gzipSync(Buffer.from(`{"name":"${"x".repeat(4 * 1024 * 1024)}"}`));
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    expectError(await http("POST", "/bridges", bomb, { "content-encoding": "gzip" }), 413);
+  });
+
+  it("echoes X-Request-Id, and answers CORS preflights before anything else", async () => {
+    const r = await http("GET", "/bridges", undefined, { "x-request-id": "abc-123" });
+    expect(r.headers.get("x-request-id")).toBe("abc-123");
+    expect(r.headers.get("access-control-allow-origin")).toBe("*");
+    const o = await http("OPTIONS", "/bridges/whatever");
+    expect(o.status).toBe(200);
+    expect(o.headers.get("access-control-allow-headers")).toContain("X-Auth-Token");
+    expect(o.headers.get("access-control-allow-methods")).toBe("GET, POST, PUT, DELETE, OPTIONS");
+  });
+
+  it("/healthz and /readyz answer 200 while everything is up", async () => {
+    expect((await http("GET", "/healthz")).status).toBe(200);
+    const r = await http("GET", "/readyz");
+    expect(r.status).toBe(200);
+    expect(r.json.checks).toEqual({ bridge: "ok", cache: "ok", bus: "ok" });
+  });
+});
+
+describe("change notifications on NATS (architecture 4)", () => {
+  it("publishes created, updated and deleted, each once, with the item's path", async () => {
+    const c = await create({ name: "evented", tenantId: "tn" });
+    const id = c.json.id as string;
+    await http("PUT", `/bridges/${id}`, { name: "evented2", tenantId: "tn" });
+    await http("DELETE", `/bridges/${id}`);
+    const mine = () => events.filter((e) => e.data["id"] === id);
+    await waitFor("three events", async () => mine().length >= 3, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mine().map((e) => e.subject)).toEqual([
+      `${stack.prefix}.bridge.Bridge.created`,
+      `${stack.prefix}.bridge.Bridge.updated`,
+      `${stack.prefix}.bridge.Bridge.deleted`,
+    ]);
+    expect(mine()[0]!.data).toMatchObject({ kind: "Bridge", id, path: `/bridges/${id}`, tenantId: "tn" });
+  });
+});
+
+describe("Redis collection cache (issue 2)", () => {
+  it("a client reads its own writes through the cached collection", async () => {
+    const tenant = `cache-${stack.id}`;
+    const list = () => http("GET", `/bridges?tenant_id=${tenant}`);
+    expect((await list()).json).toEqual([]);
+    expect((await list()).json).toEqual([]); // now served from the cache
+    const c = await create({ name: "c1", tenantId: tenant });
+    expect((await list()).json.map((b: { id: string }) => b.id)).toEqual([c.json.id]);
+    await http("PUT", `/bridges/${c.json.id}`, { name: "c2", tenantId: tenant });
+    expect((await list()).json[0].name).toBe("c2");
+    await http("DELETE", `/bridges/${c.json.id}`);
+    expect((await list()).json).toEqual([]);
+  });
+
+  it("a write through another gateway replica reaches this one's cached reads via NATS", async () => {
+    const other = await stack.startGateway();
+    const tenant = `replica-${stack.id}`;
+    const list = () => http("GET", `${gw}/bridges?tenant_id=${tenant}`);
+    expect((await list()).json).toEqual([]);
+    expect((await list()).json).toEqual([]);
+    const c = await http("POST", `${other}/bridges`, { name: "r", tenantId: tenant });
+    expect(c.status).toBe(201);
+    await waitFor("replica invalidation", async () => (await list()).json.length === 1, 5_000);
+  });
+
+  it("with Redis unreachable the gateway still answers correctly (slower, never an error)", async () => {
+    const noRedis = await stack.startGateway({ REDIS_URL: "redis://127.0.0.1:1" }, false);
+    const c = await http("POST", `${noRedis}/bridges`, { name: "no-cache" });
+    expect(c.status).toBe(201);
+    const l = await http("GET", `${noRedis}/bridges`);
+    expect(l.status).toBe(200);
+    expect(l.json.some((b: { id: string }) => b.id === c.json.id)).toBe(true);
+    const ready = await http("GET", `${noRedis}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.json.checks.cache).toBe("unavailable");
+  });
+});
+
+describe("a lost service (issue 2)", () => {
+  it("answers 503 with the error body at once, and recovers when the service is back", async () => {
+    const c = await create({ name: "survivor" });
+    await stack.stopBridge("SIGKILL");
+    const t0 = Date.now();
+    const r = await http("GET", `/bridges/${c.json.id}`);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    expectError(r, 503);
+    expect(r.headers.get("retry-after")).toBeTruthy();
+    const w = await create({ name: "during outage" });
+    expectError(w, 503);
+    const ready = await http("GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.json.checks.bridge).toBe("unavailable");
+
+    await stack.startBridge();
+    await waitFor("recovery", async () => (await http("GET", `/bridges/${c.json.id}`)).status === 200, 15_000);
+    expect((await http("GET", `/bridges/${c.json.id}`)).json.name).toBe("survivor");
+    expect((await http("GET", "/readyz")).status).toBe(200);
+  });
+});
