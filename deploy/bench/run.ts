@@ -1,0 +1,700 @@
+// `npm run bench`: load-tests the real stack (bridge service + gateway against the machine's
+// Postgres, NATS and Redis, in a schema and prefix of its own) with autocannon, next to
+// baseline servers that show what the same bytes cost without the gateway, and checks goals.
+//
+// Environment: BENCH_SECONDS (5) per scenario, BENCH_CONNECTIONS (32), BENCH_WARMUP (1 s before
+// each scenario, not recorded), DATABASE_URL / NATS_URL / REDIS_URL (the machine's defaults),
+// BENCH_CPU_PROF=1 (gateway runs with --cpu-prof; profiles land in bench-results/prof-<ts>/).
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { Redis } from "ioredis";
+import { connect, type NatsConnection } from "nats";
+import pg from "pg";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BASELINE = fileURLToPath(new URL("./baseline.ts", import.meta.url));
+
+/** A BENCH_* setting (read by name: these are no turbo task inputs). */
+const setting = (name: string): string | undefined => process.env[`BENCH_${name}`] || undefined;
+const SECONDS = Number(setting("SECONDS") ?? 5);
+const CONNECTIONS = Number(setting("CONNECTIONS") ?? 32);
+const WARMUP = Number(setting("WARMUP") ?? 1);
+const CPU_PROF = setting("CPU_PROF") === "1";
+const DEPS = {
+  databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
+  natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
+  redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
+};
+const ID = randomBytes(4).toString("hex");
+const SCHEMA = `bridge_bench_${ID}`;
+const PREFIX = `vnmbench${ID}`;
+const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
+const RESULTS_DIR = join(ROOT, "bench-results");
+const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
+const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
+
+const COLL_TENANT = `bench-coll-${ID}`;
+const FIXED_TENANT = `bench-fixed-${ID}`;
+const GROWTH_TENANTS = 1000;
+const GROWTH_SIZES = [1_000, 10_000, 100_000];
+const TOTAL_SCENARIOS = 18;
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  output: string[];
+}
+
+const procs: Proc[] = [];
+
+function startNode(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  const keep = (d: Buffer) => {
+    output.push(d.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  const p = { name, child, output };
+  procs.push(p);
+  return p;
+}
+
+function stopProc(p: Proc): Promise<void> {
+  return new Promise((resolve) => {
+    const i = procs.indexOf(p);
+    if (i >= 0) procs.splice(i, 1);
+    if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
+    const t = setTimeout(() => p.child.kill("SIGKILL"), 5_000);
+    p.child.once("exit", () => {
+      clearTimeout(t);
+      resolve();
+    });
+    p.child.kill("SIGTERM");
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+async function waitFor(what: string, p: Proc | undefined, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (p && p.child.exitCode !== null) throw new Error(`${what}: process exited\n${p.output.join("")}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}\n${p?.output.join("") ?? ""}`);
+    await sleep(100);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(p: Proc): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.child.pid}/status`, "utf8"));
+    return m ? Math.round(Number(m[1]) / 102.4) / 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts a baseline child and returns its port once it prints READY. */
+async function startBaseline(mode: string, config: Record<string, unknown>): Promise<{ proc: Proc; port: number }> {
+  const file = join(TMP, `${mode}-${randomBytes(3).toString("hex")}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const proc = startNode(`baseline-${mode}`, [BASELINE, mode, file]);
+  let port = 0;
+  await waitFor(`baseline ${mode}`, proc, async () => {
+    const m = /READY (\d+)/.exec(proc.output.join(""));
+    if (m) port = Number(m[1]);
+    return port > 0;
+  });
+  return { proc, port };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stack
+
+const stackEnv = {
+  DATABASE_URL: DEPS.databaseUrl,
+  NATS_URL: DEPS.natsUrl,
+  REDIS_URL: DEPS.redisUrl,
+  VNM_DB_SCHEMA: SCHEMA,
+  VNM_BUS_PREFIX: PREFIX,
+  LOG_LEVEL: "warn",
+};
+let grpcPort = 0;
+
+async function startGateway(label: string): Promise<{ proc: Proc; base: string }> {
+  const port = await freePort();
+  const args = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`, "gateway/src/main.ts"] : ["gateway/src/main.ts"];
+  const proc = startNode(label, args, { ...stackEnv, PORT: String(port), VNM_BRIDGE_ADDR: `127.0.0.1:${grpcPort}` });
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${label} ${base}/readyz`, proc, async () => (await fetch(`${base}/readyz`)).status === 200);
+  return { proc, base };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+interface Result {
+  scenario: string;
+  group: string;
+  url: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  ok2xx: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  baseline?: string;
+  ratio?: number;
+  note?: string;
+}
+
+const results: Result[] = [];
+let scenarioNo = 0;
+
+type AcOptions = Parameters<typeof autocannon>[0];
+
+async function cannon(opts: AcOptions, seconds: number): Promise<autocannon.Result> {
+  return (await autocannon({ connections: CONNECTIONS, ...opts, duration: seconds })) as autocannon.Result;
+}
+
+/** One scenario: a progress line, an unrecorded warm-up, then the measured run. */
+async function scenario(
+  name: string,
+  group: string,
+  opts: AcOptions,
+  extra: Partial<Result> = {},
+  onWarmup?: (r: autocannon.Result) => void,
+): Promise<Result> {
+  scenarioNo++;
+  const urls = Array.isArray(opts.url) ? opts.url : [opts.url];
+  const conns = (opts.connections as number | undefined) ?? CONNECTIONS;
+  console.log(
+    `[${String(scenarioNo).padStart(2)}/${TOTAL_SCENARIOS}] ${name}: ${opts.method ?? "GET"} ${urls.join(" + ")} (${conns} connections, ${SECONDS} s)`,
+  );
+  if (WARMUP > 0) {
+    const w = await cannon(opts, WARMUP);
+    onWarmup?.(w);
+  }
+  const r = await cannon(opts, SECONDS);
+  const res: Result = {
+    scenario: name,
+    group,
+    url: urls.join(" + "),
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+    ok2xx: r["2xx"],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    ...extra,
+  };
+  results.push(res);
+  return res;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NATS: every write must be published
+
+const received = { created: 0, updated: 0, deleted: 0, other: 0 };
+const expected = { created: 0, updated: 0, deleted: 0 };
+type Ev = keyof typeof expected;
+
+function watchBus(nc: NatsConnection): void {
+  const sub = nc.subscribe(`${PREFIX}.>`);
+  void (async () => {
+    for await (const m of sub) {
+      const ev = m.subject.slice(m.subject.lastIndexOf(".") + 1);
+      if (ev === "created" || ev === "updated" || ev === "deleted") received[ev]++;
+      else received.other++;
+    }
+  })();
+}
+
+interface Publication {
+  scenario: string;
+  event: Ev;
+  written: number;
+  published: number;
+  waitedMs: number;
+  match: boolean;
+}
+const publications: Publication[] = [];
+
+/** Waits until every write made so far has been seen on the bus (so counts start clean). */
+async function drain(): Promise<void> {
+  const t0 = Date.now();
+  const behind = () => (Object.keys(expected) as Ev[]).some((e) => received[e] < expected[e]);
+  while (behind() && Date.now() - t0 < 15_000) await sleep(50);
+}
+
+/** After a write scenario: waits (up to 15 s) for the outbox relay to catch up. */
+async function checkPublished(name: string, event: Ev, before: number, written: number): Promise<void> {
+  const t0 = Date.now();
+  while (received[event] < expected[event] && Date.now() - t0 < 15_000) await sleep(50);
+  const published = received[event] - before;
+  const p = { scenario: name, event, written, published, waitedMs: Date.now() - t0, match: published === written };
+  publications.push(p);
+  console.log(`      ${name}: ${written} written (2xx, incl. warm-up), ${published} ${event} messages on ${PREFIX}.> (waited ${p.waitedMs} ms)`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+function fmt(n: number | undefined, digits = 0): string {
+  return n === undefined || !Number.isFinite(n) ? "-" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function table(): string {
+  const head = ["scenario", "req/s", "p50 ms", "p99 ms", "non2xx/err", "ratio", "ratio to"];
+  const rows = results.map((r) => [
+    r.scenario,
+    fmt(r.rps),
+    fmt(r.p50, 1),
+    fmt(r.p99, 1),
+    `${r.non2xx}/${r.errors + r.timeouts}`,
+    r.ratio === undefined ? "" : fmt(r.ratio, 2),
+    r.baseline ?? "",
+  ]);
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 6 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join("  ");
+  const out = [line(head), w.map((n) => "-".repeat(n)).join("  ")];
+  let group = "";
+  for (let i = 0; i < rows.length; i++) {
+    if (results[i]!.group !== group && group !== "") out.push("");
+    group = results[i]!.group;
+    out.push(line(rows[i]!));
+  }
+  return out.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+let nc: NatsConnection | undefined;
+let cleaned = false;
+
+async function cleanup(): Promise<void> {
+  if (cleaned) return;
+  cleaned = true;
+  await Promise.all([...procs].map(stopProc));
+  try {
+    await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  } catch (err) {
+    console.error(`# drop schema failed: ${(err as Error).message}`);
+  }
+  await db.end().catch(() => {});
+  if (nc) {
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.streams.delete(PREFIX.toUpperCase());
+    } catch (err) {
+      console.error(`# delete stream failed: ${(err as Error).message}`);
+    }
+    await nc.close().catch(() => {});
+  }
+  const redis = new Redis(DEPS.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const keys: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await redis.scan(cursor, "MATCH", `${PREFIX}:*`, "COUNT", 1000);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== "0");
+    if (keys.length > 0) await redis.del(...keys);
+  } catch (err) {
+    console.error(`# redis cleanup failed: ${(err as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+  rmSync(TMP, { recursive: true, force: true });
+}
+
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.once(sig, () => {
+    console.error(`# ${sig}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const t0 = Date.now();
+  console.log(
+    `# vnm bench: ${SECONDS} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, ${cpus().length} CPUs, node ${process.version}, schema ${SCHEMA}, prefix ${PREFIX}`,
+  );
+  if (CPU_PROF) mkdirSync(PROF_DIR, { recursive: true });
+  await db.connect();
+  nc = await connect({ servers: DEPS.natsUrl, name: "vnm-bench" });
+  watchBus(nc);
+
+  // --- stack
+  grpcPort = await freePort();
+  const bridge = startNode("bridge", ["services/bridge/src/main.ts"], { ...stackEnv, GRPC_PORT: String(grpcPort) });
+  const gw = await startGateway("gateway");
+  const base = gw.base;
+  await waitFor("bridges table", bridge, async () => {
+    const r = await db.query(`SELECT to_regclass('${SCHEMA}.bridges') AS t`);
+    return r.rows[0].t !== null;
+  });
+
+  // --- seed (before any GET of the URLs measured below)
+  const insert = (tenantSql: string, from: number, to: number) =>
+    db.query(
+      `INSERT INTO ${SCHEMA}.bridges (id, tenant_id, name)
+       SELECT gen_random_uuid(), ${tenantSql}, 'bench-' || g FROM generate_series($1::int, $2::int) AS g`,
+      [from, to],
+    );
+  await insert(`'${COLL_TENANT}'`, 1, 100);
+  await insert(`'${FIXED_TENANT}'`, 1, 10);
+  let growthRows = 0;
+  const growTo = async (total: number) => {
+    // Total rows in the table become `total`: the 110 fixed rows plus growth rows spread over
+    // GROWTH_TENANTS tenants (gt0000..gt0999), round-robin.
+    const target = total - 110;
+    if (target > growthRows) {
+      await insert(`'gt' || lpad(((g - 1) % ${GROWTH_TENANTS})::text, 4, '0')`, growthRows + 1, target);
+      growthRows = target;
+    }
+    await db.query(`ANALYZE ${SCHEMA}.bridges`);
+  };
+  const growthTenant = "gt0000";
+  const itemId: string = (
+    await db.query(`SELECT id FROM ${SCHEMA}.bridges WHERE tenant_id = $1 ORDER BY seq LIMIT 1`, [FIXED_TENANT])
+  ).rows[0].id;
+
+  /** Direct SQL bypasses the cache invalidation: one write through the gateway invalidates. */
+  const invalidateViaGateway = async () => {
+    const r = await fetch(`${base}/bridges`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "invalidate", tenantId: "bench-invalidate" }),
+    });
+    if (r.status !== 201) throw new Error(`invalidating POST: ${r.status} ${await r.text()}`);
+    expected.created++;
+    const loc = r.headers.get("location")!;
+    const d = await fetch(new URL(new URL(loc).pathname, base), { method: "DELETE" });
+    if (d.status !== 204) throw new Error(`invalidating DELETE: ${d.status}`);
+    expected.deleted++;
+  };
+
+  /** Fetches a collection twice (miss, then the cached copy) and checks its size. */
+  const checkList = async (url: string, tenant: string) => {
+    const n = Number((await db.query(`SELECT count(*) FROM ${SCHEMA}.bridges WHERE tenant_id = $1`, [tenant])).rows[0].count);
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(url);
+      const items = (await r.json()) as unknown[];
+      if (r.status !== 200 || items.length !== n) throw new Error(`${url}: ${r.status}, ${items.length} items, expected ${n}`);
+    }
+    return n;
+  };
+
+  await growTo(GROWTH_SIZES[0]!);
+
+  // The exact bytes of GET one bridge, for the baselines.
+  const itemUrl = `${base}/bridges/${itemId}`;
+  const first = await fetch(itemUrl);
+  if (first.status !== 200) throw new Error(`GET ${itemUrl}: ${first.status}`);
+  const itemBody = await first.text();
+  const itemType = first.headers.get("content-type")!;
+
+  // --- baselines
+  const protoPath = join(TMP, "echo.proto");
+  writeFileSync(
+    protoPath,
+    `syntax = "proto3";
+package bench;
+service Echo { rpc Get(Req) returns (Res); }
+message Req { string id = 1; }
+message Res { string body = 1; }
+`,
+  );
+  const bcfg = { body: itemBody, contentType: itemType, protoPath };
+  const path = `/bridges/${itemId}`;
+  const runBaseline = async (name: string, mode: string, echo?: { pg: boolean }) => {
+    const started: Proc[] = [];
+    let echoAddr: string | undefined;
+    if (echo) {
+      const e = await startBaseline("echo", {
+        ...bcfg,
+        pg: echo.pg ? { databaseUrl: DEPS.databaseUrl, schema: SCHEMA, id: itemId } : undefined,
+      });
+      started.push(e.proc);
+      echoAddr = `127.0.0.1:${e.port}`;
+    }
+    const b = await startBaseline(mode, { ...bcfg, echoAddr });
+    started.push(b.proc);
+    const url = `http://127.0.0.1:${b.port}${path}`;
+    const check = await fetch(url);
+    const text = await check.text();
+    if (check.status !== 200 || text !== itemBody) throw new Error(`baseline ${name} answers ${check.status} with other bytes`);
+    const r = await scenario(name, "baseline", { url });
+    for (const p of started) await stopProc(p);
+    return r;
+  };
+  const bHttp = await runBaseline("baseline: node:http", "http");
+  const bExpress = await runBaseline("baseline: express", "express");
+  await runBaseline("baseline: express+grpc", "express-grpc", { pg: false });
+  const bPg = await runBaseline("baseline: express+grpc+pg", "express-grpc", { pg: true });
+  for (const r of results) {
+    if (r !== bHttp) {
+      r.baseline = "node:http";
+      r.ratio = r.rps / bHttp.rps;
+    }
+  }
+
+  // --- the gateway at 1,000 bridges
+  const collUrl = `${base}/bridges?tenant_id=${COLL_TENANT}`;
+  await checkList(collUrl, COLL_TENANT);
+  const item1k = await scenario("item GET", "gateway", { url: itemUrl }, { baseline: "express+grpc+pg" });
+  item1k.ratio = item1k.rps / bPg.rps;
+  const coll = await scenario("cached collection GET (100 items)", "gateway", { url: collUrl }, { baseline: "express" });
+  coll.ratio = coll.rps / bExpress.rps;
+
+  // --- replicas: a second gateway, autocannon spreads connections over both
+  const gw2 = await startGateway("gateway-2");
+  const replicas = await scenario(
+    "item GET, 2 gateway replicas",
+    "gateway",
+    { url: [itemUrl, `${gw2.base}${path}`] },
+    { baseline: "item GET" },
+  );
+  replicas.ratio = replicas.rps / item1k.rps;
+  const rssGateway2 = rssMb(gw2.proc);
+  await stopProc(gw2.proc);
+
+  // --- growth
+  const growth: { size: number; rows: number; tenantListSize: number; item: Result; list: Result; fixed: Result }[] = [];
+  for (const size of GROWTH_SIZES) {
+    if (size !== GROWTH_SIZES[0]) {
+      console.log(`# growing to ${fmt(size)} bridges`);
+      await growTo(size);
+      await invalidateViaGateway();
+    }
+    const rows = Number((await db.query(`SELECT count(*) FROM ${SCHEMA}.bridges`)).rows[0].count);
+    const listUrl = `${base}/bridges?tenant_id=${growthTenant}`;
+    const fixedUrl = `${base}/bridges?tenant_id=${FIXED_TENANT}`;
+    const tenantListSize = await checkList(listUrl, growthTenant);
+    await checkList(fixedUrl, FIXED_TENANT);
+    const label = size >= 1000 ? `${size / 1000}k` : String(size);
+    const group = `growth-${size}`;
+    const item =
+      size === GROWTH_SIZES[0]
+        ? item1k
+        : await scenario(`item GET @${label}`, group, { url: itemUrl }, { baseline: "item GET" });
+    const list = await scenario(`tenant list GET @${label} (${tenantListSize} items)`, group, { url: listUrl });
+    const fixed = await scenario(`fixed tenant list GET @${label} (10 items)`, group, { url: fixedUrl });
+    growth.push({ size, rows, tenantListSize, item, list, fixed });
+  }
+  const g0 = growth[0]!;
+  for (const g of growth.slice(1)) {
+    g.item.ratio = g.item.rps / g0.item.rps;
+    g.list.baseline = `tenant list @1k`;
+    g.list.ratio = g.list.rps / g0.list.rps;
+    g.fixed.baseline = `fixed tenant list @1k`;
+    g.fixed.ratio = g.fixed.rps / g0.fixed.rps;
+  }
+
+  // --- writes (last, so they do not change the growth sizes)
+  const json = { "content-type": "application/json" };
+  await drain();
+  let before = received.created;
+  const post = await scenario(
+    "POST bridge",
+    "writes",
+    { url: `${base}/bridges`, method: "POST", headers: json, body: JSON.stringify({ name: "b", tenantId: "bench" }) },
+    { baseline: "item GET" },
+    (w) => {
+      expected.created += w["2xx"];
+    },
+  );
+  expected.created += post.ok2xx;
+  post.ratio = post.rps / item1k.rps;
+  await checkPublished("POST bridge", "created", before, expected.created - before);
+
+  const putIds: string[] = (
+    await db.query(`SELECT id FROM ${SCHEMA}.bridges WHERE tenant_id = 'bench' ORDER BY seq LIMIT 256`)
+  ).rows.map((r: { id: string }) => r.id);
+  if (putIds.length === 0) throw new Error("no bridges to PUT");
+  let putNo = 0;
+  const putRequest = {
+    method: "PUT" as const,
+    path: `/bridges/${putIds[0]}`,
+    headers: json,
+    body: JSON.stringify({ name: "b2", tenantId: "bench", adminStateUp: false }),
+    setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/bridges/${putIds[putNo++ % putIds.length]}` }),
+  };
+  await drain();
+  before = received.updated;
+  const put = await scenario(
+    "PUT bridge",
+    "writes",
+    { url: base, requests: [putRequest] },
+    { baseline: "item GET" },
+    (w) => {
+      expected.updated += w["2xx"];
+    },
+  );
+  expected.updated += put.ok2xx;
+  put.ratio = put.rps / item1k.rps;
+  await checkPublished("PUT bridge", "updated", before, expected.updated - before);
+
+  // 90/10: every connection cycles through 9 item GETs and 1 PUT.
+  let mixedPuts = 0;
+  const mixedRequests = [
+    ...Array.from({ length: 9 }, () => ({ method: "GET" as const, path })),
+    {
+      ...putRequest,
+      onResponse: (status: number) => {
+        if (status >= 200 && status < 300) mixedPuts++;
+      },
+    },
+  ];
+  await drain();
+  before = received.updated;
+  const mixed = await scenario("mixed 90% item GET / 10% PUT", "writes", { url: base, requests: mixedRequests }, {
+    baseline: "item GET",
+  });
+  expected.updated += mixedPuts;
+  mixed.ratio = mixed.rps / item1k.rps;
+  await checkPublished("mixed 90/10", "updated", before, mixedPuts);
+
+  // --- memory at the end
+  const rss = { gateway: rssMb(gw.proc), gateway2AfterReplicaRun: rssGateway2, bridge: rssMb(bridge) };
+  let streamMessages: number | undefined;
+  try {
+    const jsm = await nc.jetstreamManager();
+    streamMessages = (await jsm.streams.info(PREFIX.toUpperCase())).state.messages;
+  } catch {}
+
+  // --- goals
+  const within = (a: number, b: number, tol: number) => Math.abs(a - b) / b <= tol;
+  const g100 = growth[growth.length - 1]!;
+  const goals = [
+    {
+      goal: "item GET >= 0.9 x express+grpc+pg baseline",
+      pass: item1k.rps >= 0.9 * bPg.rps,
+      detail: `${fmt(item1k.rps)} vs ${fmt(bPg.rps)} req/s (${fmt(item1k.rps / bPg.rps, 2)}x)`,
+    },
+    {
+      goal: "cached collection GET >= 0.7 x bare express",
+      pass: coll.rps >= 0.7 * bExpress.rps,
+      detail: `${fmt(coll.rps)} vs ${fmt(bExpress.rps)} req/s (${fmt(coll.rps / bExpress.rps, 2)}x)`,
+    },
+    {
+      goal: "POST >= 0.5 x item GET",
+      pass: post.rps >= 0.5 * item1k.rps,
+      detail: `${fmt(post.rps)} vs ${fmt(item1k.rps)} req/s (${fmt(post.rps / item1k.rps, 2)}x)`,
+    },
+    {
+      goal: "item GET @100k within 20% of @1k (req/s)",
+      pass: within(g100.item.rps, g0.item.rps, 0.2),
+      detail: `${fmt(g100.item.rps)} vs ${fmt(g0.item.rps)} req/s (${fmt(g100.item.rps / g0.item.rps, 2)}x)`,
+    },
+    {
+      goal: "fixed 10-item tenant list GET @100k within 20% of @1k (req/s)",
+      pass: within(g100.fixed.rps, g0.fixed.rps, 0.2),
+      detail: `${fmt(g100.fixed.rps)} vs ${fmt(g0.fixed.rps)} req/s (${fmt(g100.fixed.rps / g0.fixed.rps, 2)}x)`,
+    },
+    {
+      goal: "gateway RSS < 200 MB at the end",
+      pass: (rss.gateway ?? Infinity) < 200,
+      detail: `${fmt(rss.gateway, 1)} MB`,
+    },
+    { goal: "service RSS < 150 MB at the end", pass: (rss.bridge ?? Infinity) < 150, detail: `${fmt(rss.bridge, 1)} MB` },
+    {
+      goal: "every write published on NATS",
+      pass: publications.every((p) => p.match),
+      detail: publications.map((p) => `${p.scenario} ${p.written}/${p.published}`).join(", "),
+    },
+  ];
+
+  // --- report
+  console.log("");
+  console.log(table());
+  console.log("");
+  console.log(
+    `growth: ${GROWTH_TENANTS} tenants; the tenant list grows with N (${growth.map((g) => `${g.tenantListSize} items @${fmt(g.rows)} rows`).join(", ")}); the fixed tenant always has 10. Collection GETs are served from the Redis cache after the first miss.`,
+  );
+  console.log(
+    `NATS: ${publications.map((p) => `${p.scenario}: ${p.written} written / ${p.published} published`).join("; ")}; stream ${PREFIX.toUpperCase()} holds ${streamMessages ?? "?"} messages`,
+  );
+  console.log(
+    `RSS: gateway ${fmt(rss.gateway, 1)} MB, bridge service ${fmt(rss.bridge, 1)} MB (second gateway after the replica run: ${fmt(rss.gateway2AfterReplicaRun, 1)} MB)`,
+  );
+  console.log("");
+  for (const g of goals) console.log(`${g.pass ? "PASS" : "MISS"}  ${g.goal}: ${g.detail}`);
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `bench-${STAMP}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        startedAt: startedAt.toISOString(),
+        elapsedSeconds: Math.round((Date.now() - t0) / 1000),
+        config: { seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, cpus: cpus().length, node: process.version },
+        stack: { schema: SCHEMA, prefix: PREFIX, itemId, collectionTenant: COLL_TENANT, fixedTenant: FIXED_TENANT },
+        results,
+        growth: growth.map((g) => ({
+          size: g.size,
+          rows: g.rows,
+          tenantListSize: g.tenantListSize,
+          item: g.item.scenario,
+          list: g.list.scenario,
+          fixed: g.fixed.scenario,
+        })),
+        publications,
+        streamMessages,
+        rssMb: rss,
+        goals,
+        cpuProfiles: CPU_PROF ? PROF_DIR : undefined,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\n# results: ${file} (${Math.round((Date.now() - t0) / 1000)} s)`);
+}
+
+try {
+  await main();
+} catch (err) {
+  console.error(`bench failed: ${(err as Error).stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
