@@ -2,6 +2,7 @@
 // each test run in its own schema, bus subject prefix and cache prefix.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -62,14 +63,21 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   }
 }
 
-/** One isolated deployment: its own schema, subject prefix and cache prefix. */
+/** Every service folder with a src/main.ts (the launcher runs the same set). */
+export function serviceDomains(): string[] {
+  return readdirSync(`${ROOT}/services`)
+    .filter((d) => existsSync(`${ROOT}/services/${d}/src/main.ts`))
+    .sort();
+}
+
+/** One isolated deployment: its own schemas, subject prefix and cache prefix. */
 export class Stack {
   readonly id = `t${randomBytes(4).toString("hex")}`;
   readonly procs: Proc[] = [];
   readonly gateways: string[] = [];
-  serviceAddr = "";
-  private servicePort = 0;
-  private service?: Proc;
+  /** gRPC address per domain, fixed for the life of the stack (a restart reuses it). */
+  readonly addrs = new Map<string, string>();
+  private readonly services = new Map<string, Proc>();
 
   get prefix(): string {
     return `vnm${this.id}`;
@@ -81,26 +89,38 @@ export class Stack {
       NATS_URL: DEPS.natsUrl,
       REDIS_URL: DEPS.redisUrl,
       VNM_BUS_PREFIX: this.prefix,
-      VNM_DB_SCHEMA: `bridge_${this.id}`,
       ...extra,
     };
   }
 
-  async startBridge(): Promise<void> {
-    if (!this.servicePort) this.servicePort = await freePort();
-    this.serviceAddr = `127.0.0.1:${this.servicePort}`;
-    this.service = startProcess("services/bridge/src/main.ts", this.env({ GRPC_PORT: String(this.servicePort) }));
-    this.procs.push(this.service);
+  schema(domain: string): string {
+    return `${domain}_${this.id}`;
   }
 
-  async stopBridge(signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
-    await this.service?.stop(signal);
+  /** Starts one service (every one when no domain is named); addresses stay the same across restarts. */
+  async startServices(...domains: string[]): Promise<void> {
+    for (const d of domains.length > 0 ? domains : serviceDomains()) {
+      if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
+      const port = this.addrs.get(d)!.split(":")[1]!;
+      const proc = startProcess(`services/${d}/src/main.ts`, this.env({ GRPC_PORT: port, VNM_DB_SCHEMA: this.schema(d) }));
+      this.services.set(d, proc);
+      this.procs.push(proc);
+    }
+  }
+
+  async stopService(domain: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    await this.services.get(domain)?.stop(signal);
+  }
+
+  /** Gateway environment: every service's address. */
+  addressEnv(): NodeJS.ProcessEnv {
+    return Object.fromEntries([...this.addrs].map(([d, a]) => [`VNM_${d.toUpperCase()}_ADDR`, a]));
   }
 
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */
   async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
     const port = await freePort();
-    const proc = startProcess("gateway/src/main.ts", this.env({ PORT: String(port), VNM_BRIDGE_ADDR: this.serviceAddr, ...extra }));
+    const proc = startProcess("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...extra }));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
     await waitFor(`gateway ${base}`, async () => {
@@ -115,7 +135,7 @@ export class Stack {
     await Promise.all(this.procs.map((p) => p.stop()));
     const client = new pg.Client({ connectionString: DEPS.databaseUrl });
     await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS bridge_${this.id} CASCADE`);
+    for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
     await client.end();
   }
 }
