@@ -10,7 +10,7 @@ import type { CollectionCache } from "./cache.ts";
 import { type Catalog, type Match, type Route, Router, templateShape } from "./catalog.ts";
 import { HTTP_STATUS, HttpError, send, sendError } from "./http-error.ts";
 import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
-import { fromJson, fromQuery, itemPath, parseJson, toJson } from "./transcode.ts";
+import { fromJson, fromText, itemPath, parseJson, toJson } from "./transcode.ts";
 import type { Upstream } from "./upstream.ts";
 
 export interface GatewayOptions {
@@ -142,12 +142,18 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     const responseType = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
     if (offers.length > 0 && !responseType) throw notAcceptable(offers);
 
-    const request: Record<string, unknown> = { ...params };
+    const request: Record<string, unknown> = {};
+    for (const [name, raw] of Object.entries(params)) {
+      // A path segment of the wrong type (a VLAN "abc") names nothing.
+      const c = fromText(route.request.byName.get(name)!, raw);
+      if (!c.ok) throw new HttpError(404, `There is no resource at ${req.path}`);
+      request[name] = c.value;
+    }
     const queryViolations: Violation[] = [];
     for (const [name, raw] of Object.entries(req.query)) {
       const field = route.request.byName.get(name);
       if (!field || name in params || field === route.bodyField || typeof raw !== "string") continue;
-      const c = fromQuery(field, raw);
+      const c = fromText(field, raw);
       if (c.ok) request[name] = c.value;
       else queryViolations.push({ property: name, message: c.message });
     }
@@ -173,7 +179,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     }
 
     const { response, changedKinds } = await upstream.call(route.service, route.rpc, request, opts.callTimeoutMs);
-    if (changedKinds.length > 0) await cache.invalidate(changedKinds);
+    if (changedKinds.length > 0) await cache.invalidate(catalog.affected(changedKinds));
 
     switch (route.shape.kind) {
       case "empty":
@@ -230,14 +236,23 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     return value;
   }
 
-  /** Throws the 404 of the item a PUT targets, or of the parent a POST creates under. */
+  /**
+   * Throws the 404 of the item a PUT targets, or of the nearest parent a POST creates under
+   * (the closest shorter path that has a GET route).
+   */
   async function probeTarget(route: Route, parts: string[]): Promise<void> {
-    const shape = templateShape(route.method === "PUT" ? route.template : route.template.replace(/\/[^/]+$/, ""));
-    const probe = router.getAt(shape);
+    let probe: Route | undefined;
+    const segments = templateShape(route.template).split("/");
+    for (let n = route.method === "PUT" ? segments.length : segments.length - 1; n > 1 && !probe; n--) {
+      probe = router.getAt(segments.slice(0, n).join("/"));
+    }
     if (!probe || probe === route) return;
     const request: Record<string, unknown> = {};
     probe.segments.forEach((s, i) => {
-      if ("variable" in s) request[s.variable] = parts[i];
+      if ("variable" in s) {
+        const c = fromText(probe.request.byName.get(s.variable)!, parts[i]!);
+        request[s.variable] = c.ok ? c.value : parts[i];
+      }
     });
     try {
       await upstream.call(probe.service, probe.rpc, request, opts.callTimeoutMs);

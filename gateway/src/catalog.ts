@@ -63,6 +63,12 @@ export interface Catalog {
   resources: MessageInfo[];
   /** Full gRPC service names with their domains. */
   services: { name: string; domain: string }[];
+  /**
+   * Kinds whose cached collections must go when a kind changes: the kind itself, plus every
+   * kind listed under a path that contains an item of it (a bridge deleted empties the cached
+   * lists of its DHCP subnets, which must then answer 404).
+   */
+  affected(kinds: Iterable<string>): Set<string>;
 }
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
@@ -209,7 +215,28 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     (a, b) =>
       b.segments.filter((s) => "literal" in s).length - a.segments.filter((s) => "literal" in s).length,
   );
-  return { routes, resources, services };
+  const dependents = new Map<string, Set<string>>();
+  for (const r of routes) {
+    if (r.shape.kind !== "collection") continue;
+    const listed = r.shape.item.resource!.kind;
+    const segs = templateShape(r.template).split("/");
+    for (let n = segs.length - 1; n > 1; n--) {
+      const parent = routes.find((x) => x.method === "GET" && x.shape.kind === "item" && templateShape(x.template) === segs.slice(0, n).join("/"));
+      if (parent?.shape.kind !== "item") continue;
+      const kind = parent.shape.item.resource!.kind;
+      if (!dependents.has(kind)) dependents.set(kind, new Set());
+      dependents.get(kind)!.add(listed);
+    }
+  }
+  const affected = (kinds: Iterable<string>) => {
+    const out = new Set<string>();
+    for (const k of kinds) {
+      out.add(k);
+      for (const d of dependents.get(k) ?? []) out.add(d);
+    }
+    return out;
+  };
+  return { routes, resources, services, affected };
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

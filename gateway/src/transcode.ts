@@ -126,8 +126,8 @@ export function fromJson(
   return out;
 }
 
-/** Converts a query-string value for a top-level scalar request field. */
-export function fromQuery(field: FieldInfo, raw: string): Converted {
+/** Converts a query-string or path value for a top-level scalar request field. */
+export function fromText(field: FieldInfo, raw: string): Converted {
   if (field.repeated || field.type === "message") return { ok: false, message: "cannot be given in the query" };
   return scalar(field, raw, [], field.name);
 }
@@ -139,19 +139,23 @@ function pathValue(v: string): string {
   return v.replace(/[^A-Za-z0-9\-._~:@!$&'()*+,;=]/g, (c) => encodeURIComponent(c));
 }
 
-const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** {name} is one path segment; {+name} (RFC 6570 reserved expansion) may hold several. */
+const PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-/** Resolves a link template against an object; null when a referenced field is unset. */
+/**
+ * Resolves a link template against an object; null when a referenced field is unset.
+ * Placeholders naming no field of the message stay as written (URI templates for clients).
+ */
 export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
   let missing = false;
-  const path = template.replace(PLACEHOLDER, (whole, name: string) => {
+  const path = template.replace(PLACEHOLDER, (whole, plus: string, name: string) => {
     if (!msg.byName.has(name)) return whole;
     const v = obj[name];
     if (v === undefined || v === null || v === "") {
       missing = true;
       return "";
     }
-    return pathValue(String(v));
+    return plus ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
   });
   return missing ? null : base + path;
 }

@@ -4,11 +4,10 @@
 import { gzipSync } from "node:zlib";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, Stack, waitFor } from "./harness.ts";
+import { DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
-const ERROR = "application/vnd.org.service.Error-v1+json";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const stack = new Stack();
@@ -16,35 +15,8 @@ let gw = "";
 let nc: NatsConnection;
 const events: { subject: string; data: Record<string, unknown> }[] = [];
 
-async function http(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const h: Record<string, string> = { ...headers };
-  let payload: string | Buffer | undefined;
-  if (body !== undefined) {
-    payload = typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-    h["content-type"] ??= BRIDGE;
-  }
-  const res = await fetch(path.startsWith("http") ? path : gw + path, { method, headers: h, body: payload });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected freely
-  return { status: res.status, headers: res.headers, text, json: json as any };
-}
-
+const http = httpClient(() => gw, BRIDGE);
 const create = (body: unknown) => http("POST", "/bridges", body);
-
-function expectError(r: Awaited<ReturnType<typeof http>>, status: number) {
-  expect(r.status).toBe(status);
-  expect(r.headers.get("content-type")).toBe(ERROR);
-  expect(r.json.code).toBe(status);
-  expect(typeof r.json.message).toBe("string");
-  expect(r.json.message.length).toBeGreaterThan(0);
-  expect(r.json.requestId).toBe(r.headers.get("x-request-id"));
-}
 
 beforeAll(async () => {
   nc = await connect({ servers: DEPS.natsUrl });

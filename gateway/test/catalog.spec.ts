@@ -20,6 +20,21 @@ describe("catalog from the proto files", () => {
     expect([...bridge.byName.get("vxlanPortIds")!.behaviors]).toEqual(["OUTPUT_ONLY"]);
   });
 
+  it("knows which cached lists depend on a kind", () => {
+    expect([...catalog.affected(["Bridge"])].sort()).toEqual([
+      "Bridge",
+      "DhcpHost",
+      "DhcpSubnet",
+      "DhcpV6Host",
+      "DhcpV6Subnet",
+      "Ip4MacPair",
+      "MacPort",
+      "Port",
+    ]);
+    expect([...catalog.affected(["DhcpSubnet"])].sort()).toEqual(["DhcpHost", "DhcpSubnet"]);
+    expect([...catalog.affected(["MacPort"])]).toEqual(["MacPort"]);
+  });
+
   it("matches paths, reporting the allowed methods of a path", () => {
     const router = new Router(catalog.routes);
     expect(router.match("GET", ["bridges", "abc"]).match?.params).toEqual({ id: "abc" });

@@ -6,6 +6,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { expect } from "vitest";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -138,4 +139,48 @@ export class Stack {
     for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
     await client.end();
   }
+}
+
+export const ERROR_TYPE = "application/vnd.org.service.Error-v1+json";
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected freely
+  json: any;
+}
+
+/**
+ * A small HTTP client bound to a base URL (or taking absolute URLs). Bodies that are not
+ * strings or buffers are sent as JSON with `contentType`.
+ */
+export function httpClient(base: () => string, contentType: string) {
+  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> => {
+    const h: Record<string, string> = { ...headers };
+    let payload: string | Buffer | undefined;
+    if (body !== undefined) {
+      payload = typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+      h["content-type"] ??= contentType;
+    }
+    const res = await fetch(path.startsWith("http") ? path : base() + path, { method, headers: h, body: payload });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+}
+
+/** The response is an error of this status with the conventions' error body. */
+export function expectError(r: HttpResult, status: number): void {
+  expect(r.status).toBe(status);
+  expect(r.headers.get("content-type")).toBe(ERROR_TYPE);
+  expect(r.json.code).toBe(status);
+  expect(typeof r.json.message).toBe("string");
+  expect(r.json.message.length).toBeGreaterThan(0);
+  expect(r.json.requestId).toBe(r.headers.get("x-request-id"));
 }

@@ -2,6 +2,8 @@
 import { randomUUID } from "node:crypto";
 import { ApiError, type CallContext, type Handlers, PG, parseInput, pathId, pgCode, type Store, text, uuid } from "@vnm/kit";
 import { z } from "zod";
+import { entryPath } from "./mac-table.ts";
+import { bridgeNotFound, requireBridge } from "./parent.ts";
 
 const KIND = "Bridge";
 
@@ -61,7 +63,7 @@ function writable(b: z.output<typeof bridgeInput>): unknown[] {
   ];
 }
 
-const notFound = (id: string) => ApiError.notFound(`There is no ${KIND} with ID ${id}.`);
+const notFound = bridgeNotFound;
 
 export function bridgeHandlers(store: Store): Handlers {
   return {
@@ -109,8 +111,10 @@ export function bridgeHandlers(store: Store): Handlers {
 
     async UpdateBridge(req: { id: string; bridge?: unknown }, ctx: CallContext) {
       const id = pathId(req.id, KIND);
-      const b = parseInput(bridgeInput, req.bridge ?? {});
       return store.tx(ctx, async (q, emit) => {
+        // A missing bridge is a 404 before its body is judged.
+        await requireBridge(q, id, "update");
+        const b = parseInput(bridgeInput, req.bridge ?? {});
         const row = (
           await q.query<BridgeRow>(
             `UPDATE bridges SET tenant_id = $2, name = $3, admin_state_up = $4, inbound_filter_id = $5,
@@ -128,9 +132,44 @@ export function bridgeHandlers(store: Store): Handlers {
     async DeleteBridge(req: { id: string }, ctx: CallContext) {
       const id = pathId(req.id, KIND);
       return store.tx(ctx, async (q, emit) => {
-        const row = (await q.query<BridgeRow>(`DELETE FROM bridges WHERE id = $1 RETURNING ${COLUMNS}`, [id])).rows[0];
-        if (!row) throw notFound(id);
-        emit({ kind: KIND, event: "deleted", id, path: `/bridges/${id}`, tenantId: row.tenant_id });
+        // Lock the bridge first: a child created concurrently waits, then finds no bridge.
+        const { tenantId } = await requireBridge(q, id, "update");
+        // Children go first, each announced (the foreign keys would cascade silently).
+        const hosts = await q.query<{ mac: string; prefix: string; length: number }>(
+          `DELETE FROM dhcp_hosts h USING dhcp_subnets s WHERE h.subnet_id = s.id AND s.bridge_id = $1
+           RETURNING h.mac, s.prefix, s.length`,
+          [id],
+        );
+        for (const h of hosts.rows) {
+          const path = `/bridges/${id}/dhcp/${h.prefix}_${h.length}/hosts/${h.mac}`;
+          emit({ kind: "DhcpHost", event: "deleted", id: h.mac, path, tenantId });
+        }
+        const subnets = await q.query<{ prefix: string; length: number }>(
+          "DELETE FROM dhcp_subnets WHERE bridge_id = $1 RETURNING prefix, length",
+          [id],
+        );
+        for (const s of subnets.rows) {
+          const a = `${s.prefix}_${s.length}`;
+          emit({ kind: "DhcpSubnet", event: "deleted", id: a, path: `/bridges/${id}/dhcp/${a}`, tenantId });
+        }
+        const subnets6 = await q.query<{ prefix: string; length: number }>(
+          "DELETE FROM dhcp6_subnets WHERE bridge_id = $1 RETURNING prefix, length",
+          [id],
+        );
+        for (const s of subnets6.rows) {
+          const a = `${s.prefix}_${s.length}`;
+          emit({ kind: "DhcpV6Subnet", event: "deleted", id: a, path: `/bridges/${id}/dhcpV6/${a}`, tenantId });
+        }
+        const entries = await q.query<{ vlan_id: number; mac: string; port_id: string }>(
+          "DELETE FROM mac_ports WHERE bridge_id = $1 RETURNING vlan_id, mac, port_id",
+          [id],
+        );
+        for (const e of entries.rows) {
+          const path = entryPath(id, e);
+          emit({ kind: "MacPort", event: "deleted", id: path.slice(path.lastIndexOf("/") + 1), path, tenantId });
+        }
+        await q.query("DELETE FROM bridges WHERE id = $1", [id]);
+        emit({ kind: KIND, event: "deleted", id, path: `/bridges/${id}`, tenantId });
         return {};
       });
     },

@@ -21,3 +21,48 @@ export const migrations: Migration[] = [
     `,
   },
 ];
+
+migrations.push({
+  version: 2,
+  name: "dhcp and mac table",
+  sql: `
+    CREATE TABLE dhcp_subnets (
+      id bigserial PRIMARY KEY,
+      bridge_id uuid NOT NULL REFERENCES bridges (id) ON DELETE CASCADE,
+      prefix text NOT NULL,
+      length integer NOT NULL,
+      default_gateway text,
+      server_addr text,
+      dns_server_addrs text[] NOT NULL DEFAULT '{}',
+      interface_mtu integer,
+      opt121_routes jsonb NOT NULL DEFAULT '[]',
+      enabled boolean NOT NULL DEFAULT true,
+      UNIQUE (bridge_id, prefix, length)
+    );
+    CREATE TABLE dhcp_hosts (
+      id bigserial PRIMARY KEY,
+      subnet_id bigint NOT NULL REFERENCES dhcp_subnets (id) ON DELETE CASCADE,
+      mac text NOT NULL,
+      ip text NOT NULL,
+      name text NOT NULL,
+      extra_dhcp_opts jsonb NOT NULL DEFAULT '[]',
+      UNIQUE (subnet_id, mac)
+    );
+    CREATE TABLE dhcp6_subnets (
+      id bigserial PRIMARY KEY,
+      bridge_id uuid NOT NULL REFERENCES bridges (id) ON DELETE CASCADE,
+      prefix text NOT NULL,
+      length integer NOT NULL,
+      UNIQUE (bridge_id, prefix, length)
+    );
+    CREATE TABLE mac_ports (
+      id bigserial PRIMARY KEY,
+      bridge_id uuid NOT NULL REFERENCES bridges (id) ON DELETE CASCADE,
+      vlan_id integer NOT NULL,
+      mac text NOT NULL,
+      port_id uuid NOT NULL,
+      UNIQUE (bridge_id, vlan_id, mac, port_id)
+    );
+    CREATE INDEX mac_ports_bridge_vlan ON mac_ports (bridge_id, vlan_id, id);
+  `,
+});

@@ -94,6 +94,7 @@ export const PG = {
   uniqueViolation: "23505",
   foreignKeyViolation: "23503",
   serializationFailure: "40001",
+  deadlock: "40P01",
 } as const;
 
 export function pgCode(err: unknown): string | undefined {

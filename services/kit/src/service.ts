@@ -6,7 +6,7 @@ import type pg from "pg";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Change, OutboxRelay, writeChanges } from "./changes.ts";
 import { loadConfig, optional, parsePort } from "./config.ts";
-import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
+import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
@@ -96,6 +96,11 @@ export function toApiError(err: unknown): ApiError {
     /timeout exceeded when trying to connect|Connection terminated/.test(message)
   ) {
     return new ApiError(grpc.status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
+  }
+  if (code === PG.foreignKeyViolation || code === PG.serializationFailure || code === PG.deadlock) {
+    return new ApiError(grpc.status.ABORTED, "A concurrent change got in the way of this request; try again", [], {
+      cause: err,
+    });
   }
   return ApiError.from(err);
 }

@@ -54,3 +54,62 @@ export function pathId(id: unknown, kind: string): string {
   if (!isUuid(id)) throw ApiError.notFound(`There is no ${kind} with ID ${String(id)}.`);
   return id.toLowerCase();
 }
+
+// ---- network values -------------------------------------------------------------------
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
+
+export function isIpv4(value: string): boolean {
+  return IPV4.test(value);
+}
+
+/** An IPv6 address in its RFC 5952 form (lower case, longest zero run compressed), or undefined. */
+export function canonicalIpv6(value: string): string | undefined {
+  if (!/^[0-9A-Fa-f:.]+$/.test(value) || !value.includes(":")) return undefined;
+  try {
+    const host = new URL(`http://[${value}]/`).hostname;
+    return host.slice(1, -1);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The 32-bit value of a dotted quad. */
+export function ipv4ToInt(value: string): number {
+  return value.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
+}
+
+/** Whether `ip` lies inside `prefix`/`length`. */
+export function ipv4InSubnet(ip: string, prefix: string, length: number): boolean {
+  if (length === 0) return true;
+  const shift = 32 - length;
+  return Math.floor(ipv4ToInt(ip) / 2 ** shift) === Math.floor(ipv4ToInt(prefix) / 2 ** shift);
+}
+
+/** A dotted-quad IPv4 address. */
+export const ipv4 = () => z.string().regex(IPV4, "must be an IPv4 address in dotted-quad form, e.g. 10.0.0.1");
+
+/** An IPv6 address in any valid form, returned in compressed form. */
+export const ipv6 = () =>
+  z.string().transform((s, ctx) => {
+    const c = canonicalIpv6(s);
+    if (c === undefined) {
+      ctx.addIssue({ code: "custom", message: "must be a valid IPv6 address" });
+      return z.NEVER;
+    }
+    return c;
+  });
+
+/** A MAC address: six groups of two hex digits separated by ':', returned in lower case. */
+export const mac = () =>
+  z
+    .string()
+    .regex(MAC, "must be six groups of two hex digits separated by ':', e.g. 02:00:00:00:00:01")
+    .transform((s) => s.toLowerCase());
+
+/** A MAC written with ':' or '-' (path segments), in lower case with ':'; undefined if malformed. */
+export function parseMac(value: string): string | undefined {
+  const s = value.replace(/-/g, ":");
+  return MAC.test(s) ? s.toLowerCase() : undefined;
+}

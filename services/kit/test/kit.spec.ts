@@ -1,7 +1,7 @@
 // The shared kit against the machine's real Postgres and NATS.
 import { randomBytes } from "node:crypto";
 import { connect, type NatsConnection } from "nats";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { natsBus, streamName } from "../src/bus.ts";
