@@ -2,6 +2,7 @@
 // bus and the cache, and listens.
 import type { Server } from "node:http";
 import {
+  buildCatalog,
   createLogger,
   type Bus,
   loadConfig,
@@ -17,7 +18,6 @@ import {
 } from "@vnm/kit";
 import { createApp } from "./app.ts";
 import { type CollectionCache, memoryCache, redisCache } from "./cache.ts";
-import { buildCatalog } from "./catalog.ts";
 import { createUpstream } from "./upstream.ts";
 
 export interface RunningGateway {

@@ -3,7 +3,7 @@
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
 import type { Violation } from "@vnm/kit";
-import type { FieldInfo, MessageInfo } from "./catalog.ts";
+import type { FieldInfo, MessageInfo } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
 export class LosslessNumber {

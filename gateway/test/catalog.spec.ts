@@ -1,7 +1,8 @@
 import protobuf from "protobufjs";
 import { loadReflection } from "@vnm/kit";
 import { describe, expect, it } from "vitest";
-import { buildCatalog, parseTemplate, Router } from "../src/catalog.ts";
+import { buildCatalog, parseTemplate } from "@vnm/kit";
+import { Router } from "../src/router.ts";
 
 describe("catalog from the proto files", () => {
   const catalog = buildCatalog();

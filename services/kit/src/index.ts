@@ -8,3 +8,4 @@ export * from "./proto.ts";
 export * from "./service.ts";
 export * from "./shutdown.ts";
 export * from "./validate.ts";
+export * from "./catalog.ts";

@@ -1,6 +1,7 @@
-// The gateway's view of the proto files: resources, their fields and behaviours, and the
-// route table derived from the google.api.http bindings. Built once at start-up.
-import { loadReflection } from "@vnm/kit";
+// What the proto files declare, read once at start-up: resources, their fields and
+// behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
+// routes and transcoding from it; the services derive their tenancy checks from it.
+import { loadReflection } from "./proto.ts";
 import protobuf from "protobufjs";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE";
@@ -249,60 +250,8 @@ function shapeOf(response: MessageInfo): Route["shape"] {
   throw new Error(`${response.fullName} is neither a resource, a collection of one, nor empty`);
 }
 
-export interface Match {
-  route: Route;
-  params: Record<string, string>;
-  /** The decoded path segments. */
-  parts: string[];
-}
-
 /** A template with its variable names blanked: "/bridges/{}/dhcp". */
 export function templateShape(template: string): string {
   return template.replace(/\{[^}]*\}/g, "{}");
 }
 
-/** Finds the route for a method and path; `allowed` lists the methods the path supports. */
-export class Router {
-  private readonly bySize = new Map<number, Route[]>();
-
-  constructor(routes: Route[]) {
-    for (const r of routes) {
-      const list = this.bySize.get(r.segments.length) ?? [];
-      list.push(r);
-      this.bySize.set(r.segments.length, list);
-    }
-  }
-
-  match(method: string, parts: string[]): { match?: Match; allowed: string[] } {
-    const candidates = this.bySize.get(parts.length);
-    const allowed: string[] = [];
-    if (!candidates) return { allowed };
-    let found: Match | undefined;
-    for (const route of candidates) {
-      const params: Record<string, string> = {};
-      let ok = true;
-      for (let i = 0; i < parts.length; i++) {
-        const seg = route.segments[i]!;
-        if ("literal" in seg) {
-          if (seg.literal !== parts[i]) {
-            ok = false;
-            break;
-          }
-        } else params[seg.variable] = parts[i]!;
-      }
-      if (!ok) continue;
-      if (!allowed.includes(route.method)) allowed.push(route.method);
-      if (!found && route.method === method) found = { route, params, parts };
-    }
-    return { match: found, allowed };
-  }
-
-  /** The GET route of a template shape (used to tell 404 from 400 on a bad body). */
-  getAt(shape: string): Route | undefined {
-    for (const list of this.bySize.values()) {
-      const r = list.find((x) => x.method === "GET" && templateShape(x.template) === shape);
-      if (r) return r;
-    }
-    return undefined;
-  }
-}
