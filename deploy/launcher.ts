@@ -3,8 +3,9 @@
 // runs an embedded PostgreSQL (data kept in .data/postgres); without NATS_URL and REDIS_URL
 // the processes use in-process stand-ins for the bus and the cache, and say so.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -53,6 +54,15 @@ async function main(): Promise<void> {
     env["DATABASE_URL"] = pg.url;
     stopPostgres = pg.stop;
     say(`DATABASE_URL not set: using embedded PostgreSQL at ${pg.url.replace(/:[^:@/]+@/, ":***@")}`);
+  }
+  if (!env["VNM_TOKEN_SECRET"]) {
+    // Kept in .data so tokens stay valid across restarts of a local run.
+    const file = join(ROOT, ".data", "token-secret");
+    if (!existsSync(file)) {
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 });
+    }
+    env["VNM_TOKEN_SECRET"] = readFileSync(file, "utf8").trim();
   }
   if (!env["NATS_URL"]) say("NATS_URL not set: change notifications use an in-process stand-in bus");
   if (!env["REDIS_URL"]) say("REDIS_URL not set: the gateway caches collections in its own memory");

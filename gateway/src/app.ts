@@ -3,8 +3,9 @@
 // collection cache, health, and the root document.
 import { randomUUID } from "node:crypto";
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, type Logger, type Violation } from "@vnm/kit";
+import { ApiError, accessRules, coarseDenial, type Identity, type Logger, type Violation } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
+import { authenticate, loginHandler, type RateLimiter, sendLogin, tokenKey } from "./auth.ts";
 import { readBodyText } from "./body.ts";
 import type { CollectionCache } from "./cache.ts";
 import { type Catalog, type Route, templateShape } from "@vnm/kit";
@@ -21,6 +22,10 @@ export interface GatewayOptions {
   log: Logger;
   /** Bus state for /readyz. */
   busReady: () => boolean;
+  tokenSecret: string;
+  tokenTtlSeconds: number;
+  limiter: RateLimiter;
+  loginFailures: RateLimiter;
   bodyLimit: number;
   callTimeoutMs: number;
   trustProxy: boolean;
@@ -112,9 +117,28 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     return JSON.stringify(doc);
   };
 
+  const login = loginHandler({
+    secret: opts.tokenSecret,
+    ttlSeconds: opts.tokenTtlSeconds,
+    upstream,
+    callTimeoutMs: opts.callTimeoutMs,
+    failures: opts.loginFailures,
+  });
+  const rules = accessRules(catalog);
+
   app.use(async (req: Request, res: Response) => {
     const requestId = res.locals["requestId"] as string;
     try {
+      if (req.path === "/login") {
+        sendLogin(res, await login(req));
+        return;
+      }
+      const caller = authenticate(req, opts.tokenSecret);
+      const verdict = await opts.limiter.hit(tokenKey(caller.token));
+      if (!verdict.allowed) {
+        throw new HttpError(429, "Too many requests for this token; slow down", [], { "Retry-After": String(verdict.retryAfter) });
+      }
+      res.locals["caller"] = caller;
       const method = req.method === "HEAD" ? "GET" : req.method;
       const path = req.path;
       if (path === "/") {
@@ -139,6 +163,11 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
   });
 
   async function dispatch(req: Request, res: Response, { route, params, parts }: Match, base: string): Promise<void> {
+    const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
+    // Refusals that need no data are made here, without a hop; the service checks again.
+    const access = rules.get(`${route.service}/${route.rpc}`);
+    const denied = access && coarseDenial(access, identity);
+    if (denied) throw denied;
     const offers = responseOffers(route);
     const responseType = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
     if (offers.length > 0 && !responseType) throw notAcceptable(offers);
@@ -161,13 +190,14 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     if (queryViolations.length > 0) throw ApiError.invalid(queryViolations);
 
     if (route.bodyField) {
-      request[route.bodyField.name] = await readJsonBody(req, route, parts);
+      request[route.bodyField.name] = await readJsonBody(req, route, parts, token);
     }
 
     const cacheable = route.shape.kind === "collection";
     const cacheKind = route.shape.kind === "collection" ? route.shape.item.resource!.kind : "";
-    const cacheKey = cacheable ? req.originalUrl : "";
-    let token: string | undefined;
+    // What a list holds depends on who asks: non-admins see their tenant's part only.
+    const cacheKey = cacheable ? `${identity.role === "admin" ? "*" : `t:${identity.tenantId}`}|${req.originalUrl}` : "";
+    let fillToken: string | undefined;
     if (cacheable) {
       const found = await cache.get(cacheKind, cacheKey);
       if (found?.hit) {
@@ -176,10 +206,10 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         return;
       }
       metrics.cacheMisses++;
-      token = found?.token;
+      fillToken = found?.token;
     }
 
-    const { response, changedKinds } = await upstream.call(route.service, route.rpc, request, opts.callTimeoutMs);
+    const { response, changedKinds } = await upstream.call(route.service, route.rpc, request, opts.callTimeoutMs, token);
     if (changedKinds.length > 0) await cache.invalidate(catalog.affected(changedKinds));
 
     switch (route.shape.kind) {
@@ -190,7 +220,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         const item = route.shape.item;
         const items = (response[route.shape.field.name] as Record<string, unknown>[] | undefined) ?? [];
         const body = `[${items.map((i) => toJson(item, i, base)).join(",")}]`;
-        if (token !== undefined) void cache.fill(cacheKind, cacheKey, body, token);
+        if (fillToken !== undefined) void cache.fill(cacheKind, cacheKey, body, fillToken);
         send(res, 200, responseType!, body);
         return;
       }
@@ -205,7 +235,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     }
   }
 
-  async function readJsonBody(req: Request, route: Route, parts: string[]): Promise<unknown> {
+  async function readJsonBody(req: Request, route: Route, parts: string[], token: string): Promise<unknown> {
     const bodyType = route.bodyField!.message!;
     const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
     const ct = essence(req.headers["content-type"]);
@@ -231,7 +261,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     const value = fromJson(bodyType, json as Record<string, unknown>, route.method === "PUT" ? "replace" : "create", violations);
     if (violations.length > 0) {
       // A missing target (or parent) is a 404 before its body is judged.
-      await probeTarget(route, parts);
+      await probeTarget(route, parts, token);
       throw ApiError.invalid(violations);
     }
     return value;
@@ -241,7 +271,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
    * Throws the 404 of the item a PUT targets, or of the nearest parent a POST creates under
    * (the closest shorter path that has a GET route).
    */
-  async function probeTarget(route: Route, parts: string[]): Promise<void> {
+  async function probeTarget(route: Route, parts: string[], token: string): Promise<void> {
     let probe: Route | undefined;
     const segments = templateShape(route.template).split("/");
     for (let n = route.method === "PUT" ? segments.length : segments.length - 1; n > 1 && !probe; n--) {
@@ -256,7 +286,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       }
     });
     try {
-      await upstream.call(probe.service, probe.rpc, request, opts.callTimeoutMs);
+      await upstream.call(probe.service, probe.rpc, request, opts.callTimeoutMs, token);
     } catch (err) {
       const e = ApiError.from(err);
       if (e.code === Code.NOT_FOUND) throw e;

@@ -35,7 +35,8 @@ type FillingRedis = Redis & {
   vnmFill(hash: string, gen: string, field: string, body: string, token: string, ttl: number): Promise<number>;
 };
 
-export function redisCache(url: string, prefix: string, allKinds: () => string[], log: Logger): CollectionCache {
+/** A Redis client that fails fast instead of queueing while Redis is away. */
+export function connectRedis(url: string): Redis {
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -43,9 +44,14 @@ export function redisCache(url: string, prefix: string, allKinds: () => string[]
     connectTimeout: 2_000,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
     lazyConnect: false,
-  }) as FillingRedis;
-  redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
+  });
   redis.on("error", () => {});
+  return redis;
+}
+
+export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger): CollectionCache {
+  const redis = client as FillingRedis;
+  redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
 
   // Trusted only when connected, fed, and nothing may have been missed.
   let dirty = true;

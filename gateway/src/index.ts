@@ -14,10 +14,12 @@ import {
   parseBool,
   parseChangeSubject,
   parsePort,
+  parseNonNegativeInt,
   parsePositiveInt,
 } from "@vnm/kit";
 import { createApp } from "./app.ts";
-import { type CollectionCache, memoryCache, redisCache } from "./cache.ts";
+import { rateLimiter } from "./auth.ts";
+import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 import { createUpstream } from "./upstream.ts";
 
 export interface RunningGateway {
@@ -47,6 +49,12 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
       bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
       callTimeoutMs: { env: "VNM_CALL_TIMEOUT_MS", default: "10000", parse: parsePositiveInt },
       trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseBool },
+      tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret for signing tokens, shared by gateways and services" },
+      tokenTtlSeconds: { env: "VNM_TOKEN_TTL_SECONDS", default: "3600", parse: parsePositiveInt },
+      rateLimit: { env: "VNM_RATE_LIMIT", default: "1000", parse: parseNonNegativeInt },
+      rateWindowSeconds: { env: "VNM_RATE_WINDOW_SECONDS", default: "10", parse: parsePositiveInt },
+      loginFailureLimit: { env: "VNM_LOGIN_FAILURE_LIMIT", default: "10", parse: parseNonNegativeInt },
+      loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
       ...Object.fromEntries(
         domains.map((d) => [`addr_${d}`, { env: addressVariable(d), description: `gRPC address of the ${d} service` }]),
       ),
@@ -56,7 +64,10 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const addressOf = (d: string) => (cfg as unknown as Record<string, string>)[`addr_${d}`]!;
 
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
-  const cache = cfg.redisUrl ? redisCache(cfg.redisUrl, cfg.prefix, kinds, log) : memoryCache();
+  const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
+  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log) : memoryCache();
+  const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
+  const loginFailures = rateLimiter(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
   if (!cfg.redisUrl) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway" }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
@@ -77,6 +88,10 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     cache,
     log,
     busReady: () => bus.state() === "connected",
+    tokenSecret: cfg.tokenSecret,
+    tokenTtlSeconds: cfg.tokenTtlSeconds,
+    limiter,
+    loginFailures,
     bodyLimit: cfg.bodyLimit,
     callTimeoutMs: cfg.callTimeoutMs,
     trustProxy: cfg.trustProxy,

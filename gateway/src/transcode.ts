@@ -183,7 +183,7 @@ function valueJson(field: FieldInfo, v: unknown, base: string): string {
 
 function compile(msg: MessageInfo): Writer {
   const parts = msg.fields
-    .filter((f) => !f.internal)
+    .filter((f) => !f.internal && !f.behaviors.has("INPUT_ONLY"))
     .map((f) => {
       const key = `${JSON.stringify(f.name)}:`;
       if (f.link) {

@@ -9,7 +9,8 @@ export interface CallResult {
 }
 
 export interface Upstream {
-  call(service: string, rpc: string, request: unknown, timeoutMs: number): Promise<CallResult>;
+  /** `token` is the caller's bearer token, passed on for the service to verify. */
+  call(service: string, rpc: string, request: unknown, timeoutMs: number, token?: string): Promise<CallResult>;
   health(domain: string, timeoutMs: number): Promise<boolean>;
   close(): void;
 }
@@ -51,16 +52,18 @@ export function createUpstream(
     }
   }
 
-  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number): Promise<CallResult> =>
+  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string): Promise<CallResult> =>
     new Promise((resolve, reject) => {
       const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
       if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
       let response: Record<string, unknown> | undefined;
       let failure: unknown;
+      const metadata = new grpc.Metadata();
+      if (token) metadata.set("authorization", `Bearer ${token}`);
       const call = fn.call(
         client,
         request,
-        new grpc.Metadata(),
+        metadata,
         { deadline: Date.now() + timeoutMs },
         (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
           if (err) failure = err;
@@ -76,10 +79,10 @@ export function createUpstream(
     });
 
   return {
-    call(service, rpc, request, timeoutMs) {
+    call(service, rpc, request, timeoutMs, token) {
       const client = clients.get(service);
       if (!client) return Promise.reject(new Error(`no client for ${service}`));
-      return unary(client, rpc, request, timeoutMs);
+      return unary(client, rpc, request, timeoutMs, token);
     },
     async health(domain, timeoutMs) {
       const client = health.get(domain);

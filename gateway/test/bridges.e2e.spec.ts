@@ -4,7 +4,7 @@
 import { gzipSync } from "node:zlib";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { adminToken, DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
@@ -262,7 +262,11 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
   it("415 for a missing or foreign Content-Type or coding; JSON and gzip accepted", async () => {
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "text/plain" }), 415);
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "application/vnd.org.service.Bridge-v3+json" }), 415);
-    const res = await fetch(`${gw}/bridges`, { method: "POST", body: new Uint8Array(Buffer.from('{"name":"x"}')) });
+    const res = await fetch(`${gw}/bridges`, {
+      method: "POST",
+      headers: { "x-auth-token": adminToken() },
+      body: new Uint8Array(Buffer.from('{"name":"x"}')),
+    });
     expect(res.status).toBe(415);
     expect((await http("POST", "/bridges", '{"name":"j"}', { "content-type": "application/json; charset=UTF-8" })).status).toBe(201);
     const gz = await http("POST", "/bridges", gzipSync('{"name":"gz"}'), { "content-encoding": "gzip" });

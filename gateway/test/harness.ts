@@ -80,6 +80,9 @@ export class Stack {
   readonly addrs = new Map<string, string>();
   private readonly services = new Map<string, Proc>();
 
+  readonly tokenSecret = randomBytes(24).toString("hex");
+  readonly adminPassword = randomBytes(12).toString("hex");
+
   get prefix(): string {
     return `vnm${this.id}`;
   }
@@ -90,8 +93,20 @@ export class Stack {
       NATS_URL: DEPS.natsUrl,
       REDIS_URL: DEPS.redisUrl,
       VNM_BUS_PREFIX: this.prefix,
+      VNM_TOKEN_SECRET: this.tokenSecret,
+      VNM_ADMIN_USER: "admin",
+      VNM_ADMIN_PASSWORD: this.adminPassword,
       ...extra,
     };
+  }
+
+  /** Logs in at a gateway; returns the token. */
+  async login(base: string, name: string, password: string, project?: string): Promise<string> {
+    const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}` };
+    if (project) headers["x-auth-project"] = project;
+    const r = await fetch(`${base}/login`, { method: "POST", headers });
+    if (r.status !== 200) throw new Error(`login of ${name} failed: ${r.status} ${await r.text()}`);
+    return ((await r.json()) as { key: string }).key;
   }
 
   schema(domain: string): string {
@@ -129,6 +144,7 @@ export class Stack {
       return r.status === 200;
     });
     this.gateways.push(base);
+    if (!defaultToken) defaultToken = await this.login(base, "admin", this.adminPassword);
     return base;
   }
 
@@ -142,6 +158,13 @@ export class Stack {
 }
 
 export const ERROR_TYPE = "application/vnd.org.service.Error-v1+json";
+
+/** The admin token of the first gateway a stack started; sent unless a test sends its own. */
+let defaultToken: string | undefined;
+export function adminToken(): string {
+  if (!defaultToken) throw new Error("no gateway started yet");
+  return defaultToken;
+}
 
 export interface HttpResult {
   status: number;
@@ -158,6 +181,9 @@ export interface HttpResult {
 export function httpClient(base: () => string, contentType: string) {
   return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> => {
     const h: Record<string, string> = { ...headers };
+    if (defaultToken && !Object.keys(h).some((k) => k.toLowerCase() === "x-auth-token" || k.toLowerCase() === "authorization")) {
+      h["x-auth-token"] = defaultToken;
+    }
     let payload: string | Buffer | undefined;
     if (body !== undefined) {
       payload = typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);

@@ -4,7 +4,7 @@
 import { loadReflection } from "./proto.ts";
 import protobuf from "protobufjs";
 
-export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE";
+export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
 export interface FieldInfo {
   name: string;
@@ -16,6 +16,8 @@ export interface FieldInfo {
   behaviors: Set<Behavior>;
   link?: string;
   internal: boolean;
+  /** A list request's tenant filter (?tenant_id=). */
+  tenantFilter: boolean;
 }
 
 export interface ResourceInfo {
@@ -27,6 +29,9 @@ export interface ResourceInfo {
   rootCollection?: string;
   rootTemplate?: string;
   rootPath?: string;
+  /** Field holding the owning tenant, when the kind has one. */
+  tenantField?: string;
+  adminOnly: boolean;
 }
 
 export interface MessageInfo {
@@ -64,6 +69,8 @@ export interface Catalog {
   resources: MessageInfo[];
   /** Full gRPC service names with their domains. */
   services: { name: string; domain: string }[];
+  /** "<service>/<rpc>" of the methods callable without a caller identity. */
+  publicMethods: Set<string>;
   /**
    * Kinds whose cached collections must go when a kind changes: the kind itself, plus every
    * kind listed under a path that contains an item of it (a bridge deleted empties the cached
@@ -77,7 +84,7 @@ const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 function behaviorsOf(field: protobuf.Field): Set<Behavior> {
   const out = new Set<Behavior>();
   const add = (v: unknown) => {
-    if (v === "REQUIRED" || v === "OUTPUT_ONLY" || v === "IMMUTABLE") out.add(v);
+    if (v === "REQUIRED" || v === "OUTPUT_ONLY" || v === "IMMUTABLE" || v === "INPUT_ONLY") out.add(v);
   };
   for (const opt of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
     const v = (opt as Record<string, unknown>)["(google.api.field_behavior)"];
@@ -100,6 +107,8 @@ function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
     rootCollection: opts["(vnm.api.resource).root_collection"] as string | undefined,
     rootTemplate: opts["(vnm.api.resource).root_template"] as string | undefined,
     rootPath: opts["(vnm.api.resource).root_path"] as string | undefined,
+    tenantField: (opts["(vnm.api.resource).tenant_field"] as string | undefined) || undefined,
+    adminOnly: opts["(vnm.api.resource).admin_only"] === true,
   };
 }
 
@@ -140,6 +149,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
         behaviors: behaviorsOf(f),
         link: f.options?.["(vnm.api.link)"] as string | undefined,
         internal: f.options?.["(vnm.api.internal)"] === true,
+        tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
       };
       if (f.map) throw new Error(`map fields are not supported by the gateway: ${type.fullName}.${f.name}`);
       if (f.resolvedType instanceof protobuf.Type) fi.message = messageInfo(f.resolvedType);
@@ -153,6 +163,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
 
   const routes: Route[] = [];
   const services: { name: string; domain: string }[] = [];
+  const publicMethods = new Set<string>();
   const visit = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
       if (obj instanceof protobuf.Service) {
@@ -161,7 +172,10 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
         const domain = /^vnm\.([a-z0-9_]+)\./.exec(name)?.[1];
         if (!domain) throw new Error(`service ${name} is not in a vnm.<domain> package`);
         services.push({ name, domain });
-        for (const m of obj.methodsArray) routes.push(...methodRoutes(name, domain, m));
+        for (const m of obj.methodsArray) {
+          if (m.options?.["(vnm.api.public)"] === true) publicMethods.add(`${name}/${m.name}`);
+          routes.push(...methodRoutes(name, domain, m));
+        }
       } else if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) {
         visit(obj);
       }
@@ -237,7 +251,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     }
     return out;
   };
-  return { routes, resources, services, affected };
+  return { routes, resources, services, publicMethods, affected };
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

@@ -52,6 +52,12 @@ export function parsePositiveInt(raw: string): number {
   return n;
 }
 
+export function parseNonNegativeInt(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error("must be a whole number, 0 or more");
+  return n;
+}
+
 export function parseBool(raw: string): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;

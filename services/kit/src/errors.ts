@@ -33,6 +33,12 @@ export class ApiError extends Error {
   static conflict(message: string): ApiError {
     return new ApiError(status.ALREADY_EXISTS, message);
   }
+  static unauthenticated(message: string): ApiError {
+    return new ApiError(status.UNAUTHENTICATED, message);
+  }
+  static forbidden(message: string): ApiError {
+    return new ApiError(status.PERMISSION_DENIED, message);
+  }
   static unavailable(message: string): ApiError {
     return new ApiError(status.UNAVAILABLE, message);
   }

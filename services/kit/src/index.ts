@@ -9,3 +9,5 @@ export * from "./service.ts";
 export * from "./shutdown.ts";
 export * from "./validate.ts";
 export * from "./catalog.ts";
+export * from "./auth.ts";
+export * from "./tenancy.ts";

@@ -3,7 +3,9 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
+import { bearer, type Identity, verifyToken } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
+import { buildCatalog } from "./catalog.ts";
 import { type Change, OutboxRelay, writeChanges } from "./changes.ts";
 import { loadConfig, optional, parsePort } from "./config.ts";
 import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
@@ -11,6 +13,7 @@ import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 import { onShutdown } from "./shutdown.ts";
+import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
 /** Metadata key listing the resource kinds a call changed, for the gateway's cache. */
 export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
@@ -19,6 +22,8 @@ export interface CallContext {
   /** Kinds changed by this call (filled by Store.tx). */
   readonly changed: Set<string>;
   readonly metadata: grpc.Metadata;
+  /** The verified caller; undefined only in public methods. */
+  readonly identity?: Identity;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: handlers are typed by each service
@@ -73,6 +78,8 @@ export interface ServiceSpec {
   migrations: Migration[];
   /** Handlers per full gRPC service name, built once the store exists. */
   services: (store: Store, log: Logger) => Record<string, Handlers>;
+  /** Runs after the migrations, before the service answers (seeding, say). */
+  onStart?: (store: Store, log: Logger) => Promise<void>;
 }
 
 export interface RunningService {
@@ -105,10 +112,38 @@ export function toApiError(err: unknown): ApiError {
   return ApiError.from(err);
 }
 
-function wrap(name: string, handler: Handler, log: Logger): grpc.handleUnaryCall<unknown, unknown> {
+interface CallGuard {
+  secret: string;
+  isPublic: boolean;
+  access?: Access;
+  readOwner: (service: string, rpc: string, request: Record<string, unknown>, ctx: CallContext) => Promise<Record<string, unknown>>;
+}
+
+/** Verifies the caller's token and applies the tenancy rules before the handler runs. */
+async function guarded(handler: Handler, request: Record<string, unknown>, ctx: CallContext, g: CallGuard): Promise<unknown> {
+  if (g.isPublic) return handler(request, ctx);
+  const token = bearer(ctx.metadata.get("authorization")[0]);
+  const identity = token ? verifyToken(token, g.secret) : undefined;
+  if (!identity) throw ApiError.unauthenticated("A valid token is required");
+  const withId: CallContext = { ...ctx, identity };
+  if (!g.access) {
+    // An RPC no HTTP route reaches: administrators only.
+    if (identity.role !== "admin") throw ApiError.forbidden("Only administrators may call this");
+    return handler(request, withId);
+  }
+  return withTenancy(
+    g.access,
+    identity,
+    request,
+    (service, rpc, req) => g.readOwner(service, rpc, req, withId),
+    () => handler(request, withId),
+  );
+}
+
+function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
     const ctx: CallContext = { changed: new Set(), metadata: call.metadata };
-    handler(call.request, ctx).then(
+    guarded(handler, call.request as Record<string, unknown>, ctx, g).then(
       (response) => {
         const trailer = new grpc.Metadata();
         if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
@@ -134,6 +169,7 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
     host: { env: "GRPC_HOST", default: "127.0.0.1" },
     schema: { env: "VNM_DB_SCHEMA", default: spec.domain, parse: assertIdentifier },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
+    tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
   });
   const log = createLogger({ service: spec.domain });
   const pool = createPool(cfg.databaseUrl, cfg.schema);
@@ -146,15 +182,30 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
 
+  await spec.onStart?.(store, log);
   const pkg = loadGrpc();
+  const catalog = buildCatalog();
+  const rules = accessRules(catalog);
+  const all = spec.services(store, log);
+  const readOwner = async (service: string, rpc: string, req: Record<string, unknown>, ctx: CallContext) => {
+    const h = all[service]?.[rpc];
+    if (!h) throw new Error(`owner ${service}/${rpc} is not served by this process`);
+    return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
+  };
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
-  for (const [fullName, handlers] of Object.entries(spec.services(store, log))) {
+  for (const [fullName, handlers] of Object.entries(all)) {
     const def = clientConstructor(pkg, fullName).service;
     const impl: grpc.UntypedServiceImplementation = {};
     for (const method of Object.keys(def)) {
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
-      impl[method] = wrap(`${fullName}/${method}`, h, log);
+      const key = `${fullName}/${method}`;
+      impl[method] = wrap(key, h, log, {
+        secret: cfg.tokenSecret,
+        isPublic: catalog.publicMethods.has(key),
+        access: rules.get(key),
+        readOwner,
+      });
     }
     server.addService(def, impl);
   }

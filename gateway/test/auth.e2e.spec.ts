@@ -1,0 +1,368 @@
+// Authentication, users and tenant isolation (conventions.md section 6), end to end through
+// the gateway with real processes, Postgres, NATS and Redis.
+import { randomBytes } from "node:crypto";
+import { signToken } from "@vnm/kit";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminToken, DEPS, expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
+
+const stack = new Stack();
+let gw = "";
+const http = httpClient(() => gw, "application/json");
+const as = (token: string) => ({ "x-auth-token": token });
+const basic = (name: string, password: string) => `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}`;
+
+const TENANT_A = `A-${stack.id}`;
+const TENANT_B = `B-${stack.id}`;
+const PASSWORD = "correct horse battery";
+type Who = "admin" | "taA" | "tuA" | "taB" | "none" | "bad";
+const tokens: Record<Who, string> = { admin: "", taA: "", tuA: "", taB: "", none: "", bad: "v1.forged.token" };
+/** Every body answered to tenant B, to check none holds tenant A's data. */
+const seenByB: string[] = [];
+
+async function req(who: Who, method: string, path: string, body?: unknown): Promise<HttpResult> {
+  const r = await http(method, path, body, as(tokens[who]));
+  if (who === "taB") seenByB.push(r.text, JSON.stringify([...r.headers]));
+  return r;
+}
+
+beforeAll(async () => {
+  await stack.startServices();
+  gw = await stack.startGateway();
+  tokens.admin = adminToken();
+  const users: [Who, string, string][] = [
+    ["taA", "tenant_admin", TENANT_A],
+    ["tuA", "tenant_user", TENANT_A],
+    ["taB", "tenant_admin", TENANT_B],
+  ];
+  for (const [who, role, tenantId] of users) {
+    const r = await http("POST", "/users", { name: `${who}-${stack.id}`, password: PASSWORD, tenantId, roles: [role] });
+    expect(r.status).toBe(201);
+    tokens[who] = await stack.login(gw, `${who}-${stack.id}`, PASSWORD);
+  }
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+describe("POST /login", () => {
+  it("answers a Token-v1 body, the same token in Set-Cookie and X-Auth-Token; it expires", async () => {
+    const r = await fetch(`${gw}/login`, { method: "POST", headers: { authorization: basic(`taA-${stack.id}`, PASSWORD) } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("application/vnd.org.service.Token-v1+json");
+    const body = (await r.json()) as { key: string; expires: string };
+    expect(r.headers.get("x-auth-token")).toBe(body.key);
+    expect(r.headers.get("set-cookie")).toContain(`sessionId=${body.key}`);
+    const ttl = Date.parse(body.expires) - Date.now();
+    expect(ttl).toBeGreaterThan(3500_000);
+    expect(ttl).toBeLessThanOrEqual(3600_000);
+    // The token works with either header.
+    expect((await http("GET", "/bridges", undefined, as(body.key))).status).toBe(200);
+    expect((await http("GET", "/bridges", undefined, { authorization: `Bearer ${body.key}` })).status).toBe(200);
+  });
+
+  it.each([
+    ["no credentials", {}],
+    ["a wrong password", { authorization: basic("admin", "wrong-password") }],
+    ["an unknown user", { authorization: basic("nobody", PASSWORD) }],
+    ["not Basic", { authorization: "Digest x" }],
+    ["garbage", { authorization: "Basic !!!" }],
+  ])("%s is a 401 with WWW-Authenticate", async (_what, headers: Record<string, string>) => {
+    const r = await http("POST", "/login", undefined, { "x-auth-token": "", ...headers });
+    expectError(r, 401);
+    expect(r.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+  });
+
+  it("X-Auth-Project names the tenant: an admin acts in it, a member of another tenant is refused", async () => {
+    const adminInA = await stack.login(gw, "admin", stack.adminPassword, TENANT_A);
+    const b = await http("POST", "/bridges", { name: "admin in A" }, as(adminInA));
+    expect(b.json.tenantId).toBe(TENANT_A);
+    const plain = await http("POST", "/bridges", { name: "admin nowhere" });
+    expect(plain.json.tenantId).toBeNull();
+    const r = await fetch(`${gw}/login`, {
+      method: "POST",
+      headers: { authorization: basic(`taA-${stack.id}`, PASSWORD), "x-auth-project": TENANT_B },
+    });
+    expect(r.status).toBe(401);
+  });
+
+  it("only POST: another method is a 405", async () => {
+    const r = await http("GET", "/login", undefined, { authorization: basic("admin", stack.adminPassword) });
+    expectError(r, 405);
+    expect(r.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("tokens", () => {
+  it.each([
+    ["missing", ""],
+    ["forged", "v1.e30.AAAA"],
+    ["signed with another secret", signToken({ userId: "x", name: "x", role: "admin", tenantId: null, exp: 2e9 }, "other")],
+    ["expired", "EXPIRED"],
+  ])("a %s token is a 401 with WWW-Authenticate", async (_what, token) => {
+    const t =
+      token === "EXPIRED"
+        ? signToken({ userId: "x", name: "admin", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) - 1 }, stack.tokenSecret)
+        : token;
+    for (const path of ["/", "/bridges", "/users"]) {
+      const r = await http("GET", path, undefined, as(t));
+      expectError(r, 401);
+      expect(r.headers.get("www-authenticate")).toBeTruthy();
+    }
+  });
+
+  it("/healthz, /readyz and /metrics need no token and show no tenant data", async () => {
+    for (const p of ["/healthz", "/readyz", "/metrics"]) {
+      const r = await http("GET", p, undefined, { "x-auth-token": "" });
+      expect(r.status, p).toBe(200);
+      expect(r.text).not.toContain(TENANT_A);
+    }
+  });
+});
+
+describe("users (admin only)", () => {
+  it("create, list, get, replace, delete; the password is never returned and stored only hashed", async () => {
+    const name = `carol-${stack.id}`;
+    const c = await http("POST", "/users", { name, password: "s3cret-passw0rd", tenantId: TENANT_A, roles: ["tenant_user"] }, {
+      "content-type": "application/vnd.org.service.User-v1+json",
+    });
+    expect(c.status).toBe(201);
+    expect(c.headers.get("location")).toBe(`${gw}/users/${c.json.id}`);
+    expect(c.json).toEqual({ id: c.json.id, name, tenantId: TENANT_A, roles: ["tenant_user"], uri: `${gw}/users/${c.json.id}` });
+    expect(c.text).not.toContain("s3cret");
+    const list = await http("GET", "/users");
+    expect(list.json.some((u: { id: string }) => u.id === c.json.id)).toBe(true);
+    expect(list.text).not.toContain("password");
+
+    const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+    await db.connect();
+    const stored = (await db.query(`SELECT password_hash FROM ${stack.schema("identity")}.users WHERE id = $1`, [c.json.id])).rows[0];
+    await db.end();
+    expect(stored.password_hash).toMatch(/^scrypt\$/);
+    expect(stored.password_hash).not.toContain("s3cret");
+
+    // PUT without a password keeps it; with one, changes it.
+    const u = await http("PUT", c.json.uri, { name, tenantId: TENANT_A, roles: ["tenant_admin"] });
+    expect(u.json.roles).toEqual(["tenant_admin"]);
+    expect(await stack.login(gw, name, "s3cret-passw0rd")).toBeTruthy();
+    await http("PUT", c.json.uri, { name, tenantId: TENANT_A, roles: ["tenant_admin"], password: "another-passw0rd" });
+    await expect(stack.login(gw, name, "s3cret-passw0rd")).rejects.toThrow(/401/);
+    expect(await stack.login(gw, name, "another-passw0rd")).toBeTruthy();
+
+    expect((await http("DELETE", c.json.uri)).status).toBe(204);
+    await expect(stack.login(gw, name, "another-passw0rd")).rejects.toThrow(/401/);
+  });
+
+  it("names are unique (409); roles, tenant and password are checked (400)", async () => {
+    expectError(await http("POST", "/users", { name: `taA-${stack.id}`, password: PASSWORD, tenantId: "x", roles: ["tenant_user"] }), 409);
+    const bad: [Record<string, unknown>, string][] = [
+      [{ name: "u1", password: PASSWORD, tenantId: "t", roles: ["king"] }, "roles"],
+      [{ name: "u1", password: PASSWORD, tenantId: "t", roles: [] }, "roles"],
+      [{ name: "u1", password: PASSWORD, roles: ["tenant_user"] }, "tenantId"],
+      [{ name: "u1", password: "short", tenantId: "t", roles: ["tenant_user"] }, "password"],
+      [{ name: "u1", tenantId: "t", roles: ["tenant_user"] }, "password"],
+      [{ name: "a:b", password: PASSWORD, tenantId: "t", roles: ["tenant_user"] }, "name"],
+      [{ password: PASSWORD, tenantId: "t", roles: ["tenant_user"] }, "name"],
+    ];
+    for (const [body, property] of bad) {
+      const r = await http("POST", "/users", body);
+      expectError(r, 400);
+      expect(r.json.violations.map((v: { property: string }) => v.property), JSON.stringify(body)).toContain(property);
+    }
+  });
+});
+
+describe("the role x method matrix", () => {
+  /** A's resources, made by the admin; each case gets fresh ones where it deletes. */
+  async function makeTree(tenant: string) {
+    const b = (await http("POST", "/bridges", { name: "tree", tenantId: tenant })).json;
+    await http("POST", `/bridges/${b.id}/dhcp`, { subnetPrefix: "10.0.0.0", subnetLength: 24 });
+    await http("POST", `/bridges/${b.id}/dhcp/10.0.0.0_24/hosts`, { macAddr: "02:00:00:00:00:01", ipAddr: "10.0.0.5", name: "h" });
+    await http("POST", `/bridges/${b.id}/dhcpV6`, { prefix: "2001:db8::", prefixLength: 64 });
+    const port = "11111111-2222-4333-8444-555555555555";
+    await http("POST", `/bridges/${b.id}/mac_table`, { macAddr: "02:00:00:00:00:09", portId: port });
+    return {
+      id: b.id as string,
+      bridge: `/bridges/${b.id}`,
+      subnet: `/bridges/${b.id}/dhcp/10.0.0.0_24`,
+      host: `/bridges/${b.id}/dhcp/10.0.0.0_24/hosts/02:00:00:00:00:01`,
+      subnet6: `/bridges/${b.id}/dhcpV6/2001:db8::_64`,
+      mac: `/bridges/${b.id}/mac_table/02-00-00-00-00-09_${port}`,
+    };
+  }
+
+  type Tree = Awaited<ReturnType<typeof makeTree>>;
+  interface Kind {
+    name: string;
+    list: (t: Tree) => string;
+    item: (t: Tree) => string;
+    post: (t: Tree) => [string, unknown];
+    put?: (t: Tree) => unknown;
+  }
+  const kinds: Kind[] = [
+    {
+      name: "Bridge",
+      list: () => "/bridges",
+      item: (t) => t.bridge,
+      post: () => ["/bridges", { name: "new", tenantId: TENANT_A }],
+      put: () => ({ name: "renamed", tenantId: TENANT_A }),
+    },
+    {
+      name: "DhcpSubnet",
+      list: (t) => `${t.bridge}/dhcp`,
+      item: (t) => t.subnet,
+      post: (t) => [`${t.bridge}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 }],
+      put: () => ({ subnetPrefix: "10.0.0.0", subnetLength: 24, interfaceMTU: 1400 }),
+    },
+    {
+      name: "DhcpHost",
+      list: (t) => `${t.subnet}/hosts`,
+      item: (t) => t.host,
+      post: (t) => [`${t.subnet}/hosts`, { macAddr: "02:00:00:00:00:02", ipAddr: "10.0.0.6", name: "h2" }],
+      put: () => ({ macAddr: "02:00:00:00:00:01", ipAddr: "10.0.0.7", name: "h" }),
+    },
+    {
+      name: "DhcpV6Subnet",
+      list: (t) => `${t.bridge}/dhcpV6`,
+      item: (t) => t.subnet6,
+      post: (t) => [`${t.bridge}/dhcpV6`, { prefix: "2001:db9::", prefixLength: 64 }],
+      put: () => ({ prefix: "2001:db8::", prefixLength: 64 }),
+    },
+    {
+      name: "MacPort",
+      list: (t) => `${t.bridge}/mac_table`,
+      item: (t) => t.mac,
+      post: (t) => [`${t.bridge}/mac_table`, { macAddr: "02:00:00:00:00:0a", portId: "11111111-2222-4333-8444-555555555555" }],
+    },
+  ];
+
+  //                         admin taA  tuA  taB  none bad
+  const expected: Record<string, [number, number, number, number, number, number]> = {
+    list: [200, 200, 200, 200, 401, 401],
+    item: [200, 200, 200, 404, 401, 401],
+    post: [201, 201, 403, 404, 401, 401],
+    put: [200, 200, 403, 404, 401, 401],
+    delete: [204, 204, 403, 404, 401, 401],
+  };
+  const whos: Who[] = ["admin", "taA", "tuA", "taB", "none", "bad"];
+
+  for (const kind of kinds) {
+    for (const op of ["list", "item", "post", "put", "delete"] as const) {
+      if (op === "put" && !kind.put) continue;
+      it(`${kind.name} ${op}: ${whos.map((w, i) => `${w} ${expected[op]![i]}`).join(", ")}`, async () => {
+        for (const [i, who] of whos.entries()) {
+          const t = await makeTree(TENANT_A);
+          let want = expected[op]![i]!;
+          // Posting a top-level bridge has no parent to hide: B is refused for naming tenant A.
+          if (kind.name === "Bridge" && op === "post" && who === "taB") want = 403;
+          // A child list under A's bridge is hidden from B like the bridge itself.
+          if (kind.name !== "Bridge" && op === "list" && who === "taB") want = 404;
+          let r: HttpResult;
+          if (op === "list") r = await req(who, "GET", kind.list(t));
+          else if (op === "item") r = await req(who, "GET", kind.item(t));
+          else if (op === "post") r = await req(who, "POST", ...kind.post(t));
+          else if (op === "put") r = await req(who, "PUT", kind.item(t), kind.put!(t));
+          else r = await req(who, "DELETE", kind.item(t));
+          expect(r.status, `${who} ${op} ${kind.name}: ${r.text}`).toBe(want);
+          if (want >= 400) expectError(r, want);
+          if (op === "list" && want === 200 && kind.name === "Bridge") {
+            const tenants = new Set(r.json.map((b: { tenantId: string }) => b.tenantId));
+            if (who === "taA" || who === "tuA") expect([...tenants]).toEqual([TENANT_A]);
+            if (who === "taB") expect(tenants.has(TENANT_A)).toBe(false);
+          }
+        }
+      });
+    }
+  }
+
+  it("User: every method is admin only (403 for tenant roles, 401 without a valid token)", async () => {
+    const u = await http("POST", "/users", { name: `dave-${stack.id}`, password: PASSWORD, tenantId: TENANT_A, roles: ["tenant_user"] });
+    const body = { name: `dave-${stack.id}`, password: PASSWORD, tenantId: TENANT_A, roles: ["tenant_admin"] };
+    const ops: [string, string, unknown?][] = [
+      ["GET", "/users"],
+      ["GET", `/users/${u.json.id}`],
+      ["POST", "/users", { ...body, name: `eve-${stack.id}` }],
+      ["PUT", `/users/${u.json.id}`, body],
+      ["DELETE", `/users/${u.json.id}`],
+    ];
+    for (const [method, path, b] of ops) {
+      for (const who of ["taA", "tuA", "taB"] as Who[]) expectError(await req(who, method, path, b), 403);
+      for (const who of ["none", "bad"] as Who[]) expectError(await req(who, method, path, b), 401);
+    }
+    expect((await req("admin", "DELETE", `/users/${u.json.id}`)).status).toBe(204);
+  });
+
+  it("a non-admin POST without tenantId takes the caller's tenant; naming another is a 403", async () => {
+    const r = await req("taB", "POST", "/bridges", { name: "mine" });
+    expect(r.status).toBe(201);
+    expect(r.json.tenantId).toBe(TENANT_B);
+    expectError(await req("taB", "PUT", r.json.uri, { name: "steal", tenantId: TENANT_A }), 403);
+    // A PUT that leaves tenantId out keeps the caller's tenant.
+    const kept = await req("taB", "PUT", r.json.uri, { name: "kept" });
+    expect(kept.json.tenantId).toBe(TENANT_B);
+  });
+
+  it("?tenant_id= naming another tenant answers a non-admin 200 with []", async () => {
+    await makeTree(TENANT_A);
+    const r = await req("taB", "GET", `/bridges?tenant_id=${TENANT_A}`);
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual([]);
+    const own = await req("taA", "GET", `/bridges?tenant_id=${TENANT_A}`);
+    expect(own.json.length).toBeGreaterThan(0);
+  });
+
+  it("a cached list is never served across tenants", async () => {
+    await makeTree(TENANT_A);
+    const a1 = await req("taA", "GET", "/bridges");
+    await req("taA", "GET", "/bridges"); // cached now
+    const b1 = await req("taB", "GET", "/bridges");
+    expect(a1.json.length).toBeGreaterThan(0);
+    for (const bridge of a1.json) expect(b1.text).not.toContain(bridge.id);
+  });
+
+  it("no response to tenant B ever held tenant A's data", () => {
+    expect(seenByB.length).toBeGreaterThan(20);
+    for (const text of seenByB) expect(text).not.toContain(TENANT_A);
+  });
+});
+
+describe("rate limit", () => {
+  it("holds across two gateway replicas sharing Redis: 429 with Retry-After past it", async () => {
+    const env = { VNM_RATE_LIMIT: "20", VNM_RATE_WINDOW_SECONDS: "3600" };
+    const one = await stack.startGateway(env);
+    const two = await stack.startGateway(env);
+    const token = await stack.login(one, `taA-${stack.id}`, PASSWORD);
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 15; i++) {
+      for (const base of [one, two]) {
+        const r = await http("GET", `${base}/bridges`, undefined, as(token));
+        statuses.push(r.status);
+        if (r.status === 429) {
+          expectError(r, 429);
+          retryAfter = r.headers.get("retry-after");
+        }
+      }
+    }
+    // 30 requests, 20 allowed in all: both replicas count into one limit.
+    expect(statuses.filter((s) => s === 200)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
+    // Another token has its own allowance.
+    expect((await http("GET", `${one}/bridges`, undefined, as(tokens.taB))).status).toBe(200);
+  });
+
+  it("repeated bad passwords for one user are refused with 429, even the right one", async () => {
+    const one = await stack.startGateway({ VNM_LOGIN_FAILURE_LIMIT: "5" });
+    const name = `target-${randomBytes(3).toString("hex")}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      statuses.push((await http("POST", `${one}/login`, undefined, { authorization: basic(name, "guess") })).status);
+    }
+    expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(statuses.slice(5)).toEqual([429, 429, 429]);
+    // Logins that succeed do not count: a user logging in often is not locked out.
+    for (let i = 0; i < 8; i++) expect(await stack.login(one, `taA-${stack.id}`, PASSWORD)).toBeTruthy();
+  });
+});

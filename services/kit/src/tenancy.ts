@@ -1,0 +1,150 @@
+// Tenancy, derived from the proto declarations for every RPC with an HTTP binding. A service
+// declares only which field holds the tenant (vnm.api.resource tenant_field); the rules of
+// conventions section 6 follow from the catalog:
+// - admins pass; a POST without a tenant takes the admin's project, if any;
+// - kinds without a tenant field and without a tenant-bearing parent, and admin_only kinds,
+//   are refused to everyone else (403);
+// - tenant users may only read (403 for any write);
+// - an item of another tenant, or under a parent of another tenant, is not found (404);
+// - a POST/PUT without a tenant takes the caller's; naming another tenant is a 403;
+// - lists are narrowed to the caller's tenant (a filter naming another tenant lists nothing).
+import type { Identity } from "./auth.ts";
+import { type Catalog, type HttpMethod, type ResourceInfo, templateShape } from "./catalog.ts";
+import { ApiError } from "./errors.ts";
+
+export interface Access {
+  verb: HttpMethod;
+  shape: "item" | "collection" | "empty";
+  resource?: ResourceInfo;
+  bodyField?: string;
+  collectionField?: string;
+  tenantFilterField?: string;
+  /** Where the tenant of an existing target is read: the item itself or its nearest parent. */
+  owner?: {
+    service: string;
+    rpc: string;
+    self: boolean;
+    tenantField: string;
+    displayName: string;
+    /** [owner request field, this request field] by path position. */
+    params: [string, string][];
+  };
+  adminOnly: boolean;
+}
+
+/** Access rules per "<service>/<rpc>", from each RPC's first HTTP binding. */
+export function accessRules(catalog: Catalog): Map<string, Access> {
+  const rules = new Map<string, Access>();
+  const getItemAt = (shape: string) =>
+    catalog.routes.find((r) => r.method === "GET" && r.shape.kind === "item" && templateShape(r.template) === shape);
+  for (const route of catalog.routes) {
+    const key = `${route.service}/${route.rpc}`;
+    if (rules.has(key)) continue;
+    const shape = templateShape(route.template);
+    const resource =
+      route.shape.kind === "empty" ? getItemAt(shape)?.shape : route.shape;
+    const res = resource && resource.kind !== "empty" ? resource.item.resource : undefined;
+    const segs = shape.split("/");
+    let owner: Access["owner"];
+    for (let n = route.method === "POST" ? segs.length - 1 : segs.length; n > 1 && !owner; n--) {
+      const candidate = getItemAt(segs.slice(0, n).join("/"));
+      const cres = candidate?.shape.kind === "item" ? candidate.shape.item.resource : undefined;
+      if (!candidate || !cres?.tenantField) continue;
+      const params: [string, string][] = [];
+      candidate.segments.forEach((s, i) => {
+        const mine = route.segments[i];
+        if ("variable" in s && mine && "variable" in mine) params.push([s.variable, mine.variable]);
+      });
+      owner = {
+        service: candidate.service,
+        rpc: candidate.rpc,
+        self: n === segs.length,
+        tenantField: cres.tenantField,
+        displayName: cres.displayName,
+        params,
+      };
+    }
+    const tenantBearing = Boolean(res?.tenantField) || Boolean(owner);
+    rules.set(key, {
+      verb: route.method,
+      shape: route.shape.kind,
+      resource: res,
+      bodyField: route.bodyField?.name,
+      collectionField: route.shape.kind === "collection" ? route.shape.field.name : undefined,
+      tenantFilterField: route.request.fields.find((f) => f.tenantFilter)?.name,
+      owner,
+      adminOnly: Boolean(res?.adminOnly) || !tenantBearing,
+    });
+  }
+  return rules;
+}
+
+/** The refusals that need no data: 403 for admin-only kinds and for tenant users' writes. */
+export function coarseDenial(access: Access, who: Identity): ApiError | undefined {
+  if (who.role === "admin") return undefined;
+  if (access.adminOnly) return ApiError.forbidden("Only administrators may use this resource");
+  if (who.role === "tenant_user" && access.verb !== "GET") {
+    return ApiError.forbidden("Tenant users may only read");
+  }
+  return undefined;
+}
+
+type Obj = Record<string, unknown>;
+
+/**
+ * Runs `run` for `who` under the tenancy rules. `readOwner` calls the service's own GET
+ * handler for the owner of the target (it throws NOT_FOUND for a missing one).
+ */
+export async function withTenancy(
+  access: Access,
+  who: Identity,
+  request: Obj,
+  readOwner: (service: string, rpc: string, request: Obj) => Promise<Obj>,
+  run: () => Promise<unknown>,
+): Promise<unknown> {
+  const tf = access.resource?.tenantField;
+  const body = access.bodyField ? ((request[access.bodyField] as Obj | undefined) ?? {}) : undefined;
+  if (access.bodyField && body) request[access.bodyField] = body;
+
+  if (who.role === "admin") {
+    if (access.verb === "POST" && body && tf && body[tf] === undefined && who.tenantId !== null) body[tf] = who.tenantId;
+    return run();
+  }
+  const denied = coarseDenial(access, who);
+  if (denied) throw denied;
+  const tenant = who.tenantId;
+  const owner = access.owner;
+  if (owner) {
+    const ownerRequest: Obj = {};
+    for (const [theirs, mine] of owner.params) ownerRequest[theirs] = request[mine];
+    const id = owner.params.length > 0 ? ownerRequest[owner.params[owner.params.length - 1]![0]] : undefined;
+    const hidden = () => ApiError.notFound(`There is no ${owner.displayName} with ID ${String(id)}.`);
+    if (owner.self && access.verb === "GET") {
+      const item = (await run()) as Obj;
+      if (item[owner.tenantField] !== tenant) throw hidden();
+      return item;
+    }
+    const found = await readOwner(owner.service, owner.rpc, ownerRequest);
+    if (found[owner.tenantField] !== tenant) throw hidden();
+  }
+  if (body && tf) {
+    if (body[tf] === undefined || body[tf] === null) body[tf] = tenant;
+    else if (body[tf] !== tenant) {
+      throw ApiError.forbidden(`You may not assign another tenant's ${tf}`);
+    }
+  }
+  if (access.shape === "collection" && access.collectionField) {
+    if (access.tenantFilterField) {
+      const asked = request[access.tenantFilterField];
+      if (asked !== undefined && asked !== tenant) return { [access.collectionField]: [] };
+      request[access.tenantFilterField] = tenant;
+    }
+    const result = (await run()) as Obj;
+    if (tf) {
+      const items = (result[access.collectionField] as Obj[] | undefined) ?? [];
+      result[access.collectionField] = items.filter((i) => i[tf] === tenant);
+    }
+    return result;
+  }
+  return run();
+}
