@@ -1,0 +1,167 @@
+// One top-level resource kept in one table keyed by its UUID: the SQL and the five REST
+// handlers (list, get, create, replace, delete) derived from a declaration of its columns.
+// The kinds differ only in their columns, their reference checks and their cascades.
+import { randomUUID } from "node:crypto";
+import {
+  ApiError,
+  assertIdentifier,
+  type CallContext,
+  type Change,
+  type ChangeEvent,
+  type Handlers,
+  parseInput,
+  pathId,
+  type Queryable,
+  type Store,
+} from "@vnm/kit";
+import type pg from "pg";
+import type { z } from "zod";
+
+type Emit = (c: Change) => void;
+
+export interface ResourceSpec<S extends z.ZodType, R extends pg.QueryResultRow> {
+  /** Kind and display name ("Pool"): change notifications and messages. */
+  kind: string;
+  /** Table, with columns id (uuid primary key) and seq (creation order). */
+  table: string;
+  /** Collection path below the API root ("/pools"); an item lives at <path>/<id>. */
+  path: string;
+  /** What a client may send (POST and PUT); `id` is read on POST only. */
+  input: S;
+  /** Values of the writable columns, defaults applied to what the body left out (PUT replaces). */
+  columns: (body: z.output<S>) => Record<string, unknown>;
+  /** Row -> proto message; null columns are left out (the gateway shows them as null). */
+  message: (row: R) => Record<string, unknown | null>;
+}
+
+/** Hooks of one kind's write handlers, run inside the write's transaction. */
+export interface WriteHooks<S extends z.ZodType> {
+  /** Checks (and locks) what the body refers to, before the row is written. */
+  references?: (q: Queryable, body: z.output<S>) => Promise<void>;
+  /** Removes or updates what depends on the item, announcing each row, before it is deleted. */
+  cascade?: (q: Queryable, id: string, emit: Emit) => Promise<void>;
+}
+
+export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
+  readonly spec: ResourceSpec<S, R>;
+
+  constructor(spec: ResourceSpec<S, R>) {
+    assertIdentifier(spec.table);
+    this.spec = spec;
+  }
+
+  notFound(id: string): ApiError {
+    return ApiError.notFound(`There is no ${this.spec.kind} with ID ${id}.`);
+  }
+
+  change(event: ChangeEvent, id: string): Change {
+    return { kind: this.spec.kind, event, id, path: `${this.spec.path}/${id}`, tenantId: null };
+  }
+
+  toMessage(row: R): Record<string, unknown> {
+    return Object.fromEntries(Object.entries(this.spec.message(row)).filter(([, v]) => v !== null));
+  }
+
+  /** The items in creation order, optionally those whose `column` equals `value`. */
+  async list(q: Queryable, where?: { column: string; value: string }): Promise<Record<string, unknown>[]> {
+    const { table } = this.spec;
+    const r = where
+      ? await q.query<R>(`SELECT * FROM ${table} WHERE ${assertIdentifier(where.column)} = $1 ORDER BY seq`, [where.value])
+      : await q.query<R>(`SELECT * FROM ${table} ORDER BY seq`);
+    return r.rows.map((row) => this.toMessage(row));
+  }
+
+  /**
+   * The item (404 when missing). In a transaction, "key share" keeps it from being deleted
+   * until the caller commits (a reference to it is being written); "update" is for deleting it.
+   */
+  async find(q: Queryable, id: string, lock?: "key share" | "update"): Promise<R> {
+    const r = await q.query<R>(`SELECT * FROM ${this.spec.table} WHERE id = $1${lock ? ` FOR ${lock.toUpperCase()}` : ""}`, [id]);
+    const row = r.rows[0];
+    if (!row) throw this.notFound(id);
+    return row;
+  }
+
+  /** The id of an existing item named by a path segment (404 when malformed or missing). */
+  async existing(q: Queryable, rawId: unknown): Promise<string> {
+    const id = pathId(rawId, this.spec.kind);
+    await this.find(q, id);
+    return id;
+  }
+
+  private async insert(q: Queryable, id: string, body: z.output<S>): Promise<R> {
+    const cols = this.spec.columns(body);
+    const names = Object.keys(cols).map(assertIdentifier);
+    const r = await q.query<R>(
+      `INSERT INTO ${this.spec.table} (id, ${names.join(", ")}) VALUES ($1, ${names.map((_, i) => `$${i + 2}`).join(", ")})
+       ON CONFLICT (id) DO NOTHING RETURNING *`,
+      [id, ...Object.values(cols)],
+    );
+    const row = r.rows[0];
+    if (!row) throw ApiError.conflict(`A ${this.spec.kind} with ID ${id} already exists.`);
+    return row;
+  }
+
+  private async replace(q: Queryable, id: string, body: z.output<S>): Promise<R> {
+    const cols = this.spec.columns(body);
+    const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
+    const r = await q.query<R>(`UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`, [
+      id,
+      ...Object.values(cols),
+    ]);
+    const row = r.rows[0];
+    if (!row) throw this.notFound(id);
+    return row;
+  }
+
+  /**
+   * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
+   * with its reference checks, in the caller's transaction.
+   */
+  async create(q: Queryable, emit: Emit, raw: unknown, hooks: WriteHooks<S>, fixed: Partial<z.output<S>> = {}) {
+    const body = { ...(parseInput(this.spec.input, raw ?? {}) as object), ...fixed } as z.output<S>;
+    const id = (body as { id?: string }).id ?? randomUUID();
+    await hooks.references?.(q, body);
+    const row = await this.insert(q, id, body);
+    emit(this.change("created", id));
+    return this.toMessage(row);
+  }
+
+  /** Handlers named <verb><Name>: ListPools, GetPool, CreatePool, UpdatePool, DeletePool. */
+  handlers(store: Store, names: { one: string; many: string; body: string }, hooks: WriteHooks<S> = {}): Handlers {
+    const { kind } = this.spec;
+    return {
+      [`List${names.many}`]: async () => ({ items: await this.list(store.pool) }),
+
+      [`Get${names.one}`]: async (req: { id: string }) => this.toMessage(await this.find(store.pool, pathId(req.id, kind))),
+
+      [`Create${names.one}`]: async (req: Record<string, unknown>, ctx: CallContext) =>
+        store.tx(ctx, (q, emit) => this.create(q, emit, req[names.body], hooks)),
+
+      [`Update${names.one}`]: async (req: Record<string, unknown>, ctx: CallContext) => {
+        const id = pathId(req["id"], kind);
+        return store.tx(ctx, async (q, emit) => {
+          // A missing item is a 404 before its body is judged. References are locked before
+          // the row itself, in the order a delete of what they name takes its locks.
+          await this.find(q, id);
+          const body = parseInput(this.spec.input, req[names.body] ?? {});
+          await hooks.references?.(q, body);
+          const row = await this.replace(q, id, body);
+          emit(this.change("updated", id));
+          return this.toMessage(row);
+        });
+      },
+
+      [`Delete${names.one}`]: async (req: { id: string }, ctx: CallContext) => {
+        const id = pathId(req.id, kind);
+        return store.tx(ctx, async (q, emit) => {
+          await this.find(q, id, "update");
+          await hooks.cascade?.(q, id, emit);
+          await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [id]);
+          emit(this.change("deleted", id));
+          return {};
+        });
+      },
+    };
+  }
+}
