@@ -3,8 +3,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect as connectTcp, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { connect, type NatsConnection, StringCodec } from "nats";
 import pg from "pg";
 import { expect } from "vitest";
 
@@ -79,6 +80,7 @@ export class Stack {
   /** gRPC address per domain, fixed for the life of the stack (a restart reuses it). */
   readonly addrs = new Map<string, string>();
   private readonly services = new Map<string, Proc>();
+  private readonly nats: NatsConnection[] = [];
 
   readonly tokenSecret = randomBytes(24).toString("hex");
   readonly adminPassword = randomBytes(12).toString("hex");
@@ -124,6 +126,33 @@ export class Stack {
     }
   }
 
+  /**
+   * Starts one more process of a service (same schema and bus) on a new port and waits until
+   * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list.
+   */
+  async startReplica(domain: string): Promise<string> {
+    const port = await freePort();
+    const addr = `127.0.0.1:${port}`;
+    this.procs.push(startProcess(`services/${domain}/src/main.ts`, this.env({ GRPC_PORT: String(port), VNM_DB_SCHEMA: this.schema(domain) })));
+    await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
+    return addr;
+  }
+
+  /**
+   * Collects every change notification of this stack published on NATS from now on; the
+   * subscription and the stack's JetStream stream go at stop().
+   */
+  async watchChanges(): Promise<ChangeSeen[]> {
+    const seen: ChangeSeen[] = [];
+    const nc = await connect({ servers: DEPS.natsUrl });
+    const sc = StringCodec();
+    nc.subscribe(`${this.prefix}.>`, {
+      callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
+    });
+    this.nats.push(nc);
+    return seen;
+  }
+
   async stopService(domain: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
     await this.services.get(domain)?.stop(signal);
   }
@@ -154,7 +183,30 @@ export class Stack {
     await client.connect();
     for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
     await client.end();
+    for (const nc of this.nats.splice(0)) {
+      const jsm = await nc.jetstreamManager();
+      await jsm.streams.delete(this.prefix.toUpperCase()).catch(() => {});
+      await nc.close();
+    }
   }
+}
+
+export interface ChangeSeen {
+  subject: string;
+  data: Record<string, unknown>;
+}
+
+/** Whether something accepts TCP connections at host:port. */
+function listening(addr: string): Promise<boolean> {
+  const [host, port] = addr.split(":");
+  return new Promise((resolve) => {
+    const socket = connectTcp(Number(port), host!);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }
 
 export const ERROR_TYPE = "application/vnd.org.service.Error-v1+json";
