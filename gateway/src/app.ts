@@ -103,6 +103,11 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     for (const [k, v] of metrics.requests) lines.push(`vnm_http_responses_total{class="${k}"} ${v}`);
     lines.push("# TYPE vnm_cache_hits_total counter", `vnm_cache_hits_total ${metrics.cacheHits}`);
     lines.push("# TYPE vnm_cache_misses_total counter", `vnm_cache_misses_total ${metrics.cacheMisses}`);
+    const mem = process.memoryUsage();
+    lines.push("# TYPE vnm_process_memory_bytes gauge");
+    for (const k of ["rss", "heapTotal", "heapUsed", "external", "arrayBuffers"] as const) {
+      lines.push(`vnm_process_memory_bytes{kind="${k}"} ${mem[k]}`);
+    }
     res.type("text/plain; version=0.0.4").send(`${lines.join("\n")}\n`);
   });
 
@@ -196,7 +201,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     const cacheable = route.shape.kind === "collection";
     const cacheKind = route.shape.kind === "collection" ? route.shape.item.resource!.kind : "";
     // What a list holds depends on who asks: non-admins see their tenant's part only.
-    const cacheKey = cacheable ? `${identity.role === "admin" ? "*" : `t:${identity.tenantId}`}|${req.originalUrl}` : "";
+    // Bodies hold absolute links, so the base URI is part of the key too.
+    const cacheKey = cacheable ? `${identity.role === "admin" ? "*" : `t:${identity.tenantId}`}|${base}${req.originalUrl}` : "";
     let fillToken: string | undefined;
     if (cacheable) {
       const found = await cache.get(cacheKind, cacheKey);
@@ -219,7 +225,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       case "collection": {
         const item = route.shape.item;
         const items = (response[route.shape.field.name] as Record<string, unknown>[] | undefined) ?? [];
-        const body = `[${items.map((i) => toJson(item, i, base)).join(",")}]`;
+        const body = Buffer.from(`[${items.map((i) => toJson(item, i, base)).join(",")}]`);
         if (fillToken !== undefined) void cache.fill(cacheKind, cacheKey, body, fillToken);
         send(res, 200, responseType!, body);
         return;

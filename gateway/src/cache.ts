@@ -7,13 +7,14 @@
 import { Redis } from "ioredis";
 import type { Logger } from "@vnm/kit";
 
-export type Lookup = { hit: true; body: string } | { hit: false; token: string };
+/** Bodies are kept as UTF-8 bytes: a hit is written to the socket without re-encoding. */
+export type Lookup = { hit: true; body: Buffer } | { hit: false; token: string };
 
 export interface CollectionCache {
   readonly kind: "redis" | "memory";
   /** undefined when the cache must not be used now. */
   get(kind: string, key: string): Promise<Lookup | undefined>;
-  fill(kind: string, key: string, body: string, token: string): Promise<void>;
+  fill(kind: string, key: string, body: Buffer, token: string): Promise<void>;
   invalidate(kinds: Iterable<string>): Promise<void>;
   /** The change feed lost contact (false) or regained it (true). */
   setFeedConnected(connected: boolean): void;
@@ -22,6 +23,10 @@ export interface CollectionCache {
 }
 
 const TTL_SECONDS = 300;
+
+// Entry and generation read together (atomically), so a local copy is tagged with the
+// generation it belongs to.
+const READ_LUA = `return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2])}`;
 
 const FILL_LUA = `
 if (redis.call('GET', KEYS[2]) or '0') == ARGV[3] then
@@ -32,8 +37,49 @@ end
 return 0`;
 
 type FillingRedis = Redis & {
-  vnmFill(hash: string, gen: string, field: string, body: string, token: string, ttl: number): Promise<number>;
+  vnmFill(hash: string, gen: string, field: string, body: Buffer, token: string, ttl: number): Promise<number>;
+  vnmReadBuffer(hash: string, gen: string, field: string): Promise<[Buffer | null, Buffer | null]>;
 };
+
+/** Bodies recently read or written, by key, with the generation they belong to; bounded in bytes. */
+class LocalCopies {
+  private readonly entries = new Map<string, { gen: string; body: Buffer }>();
+  private bytes = 0;
+  private readonly maxBytes: number;
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+  get(key: string): { gen: string; body: Buffer } | undefined {
+    const e = this.entries.get(key);
+    if (e) {
+      // Most recently used last.
+      this.entries.delete(key);
+      this.entries.set(key, e);
+    }
+    return e;
+  }
+  set(key: string, gen: string, body: Buffer): void {
+    if (body.length > this.maxBytes / 4) return;
+    this.delete(key);
+    this.entries.set(key, { gen, body });
+    this.bytes += body.length;
+    for (const [k, e] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(k);
+      this.bytes -= e.body.length;
+    }
+  }
+  delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.bytes -= e.body.length;
+  }
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+  }
+}
 
 /** A Redis client that fails fast instead of queueing while Redis is away. */
 export function connectRedis(url: string): Redis {
@@ -49,9 +95,22 @@ export function connectRedis(url: string): Redis {
   return redis;
 }
 
-export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger): CollectionCache {
+/**
+ * Redis holds the shared cache; each gateway keeps local copies of the bodies it served, valid
+ * while their kind's generation in Redis is unchanged, so a hit costs one small Redis read
+ * instead of moving the whole body through Redis.
+ */
+export function redisCache(
+  client: Redis,
+  prefix: string,
+  allKinds: () => string[],
+  log: Logger,
+  localBytes = 64 * 1024 * 1024,
+): CollectionCache {
   const redis = client as FillingRedis;
   redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
+  redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
+  const local = new LocalCopies(localBytes);
 
   // Trusted only when connected, fed, and nothing may have been missed.
   let dirty = true;
@@ -67,6 +126,7 @@ export function redisCache(client: Redis, prefix: string, allKinds: () => string
         const p = redis.multi();
         for (const k of kinds) p.incr(genKey(k)).del(hashKey(k));
         await p.exec();
+        local.clear();
         dirty = false;
         log.info("collection cache reset", { kinds: kinds.length });
       } catch (err) {
@@ -88,19 +148,29 @@ export function redisCache(client: Redis, prefix: string, allKinds: () => string
     kind: "redis",
     async get(kind, key) {
       if (!usable()) return undefined;
+      const localKey = `${kind}|${key}`;
       try {
-        const r = await redis.pipeline().hget(hashKey(kind), key).get(genKey(kind)).exec();
-        if (!r || r[0]?.[0] || r[1]?.[0]) return undefined;
-        const body = r[0]?.[1] as string | null;
-        if (body !== null && body !== undefined) return { hit: true, body };
-        return { hit: false, token: (r[1]?.[1] as string | null) ?? "0" };
+        const mine = local.get(localKey);
+        if (mine) {
+          const gen = (await redis.get(genKey(kind))) ?? "0";
+          if (gen === mine.gen) return { hit: true, body: mine.body };
+          local.delete(localKey);
+        }
+        const [body, genRaw] = await redis.vnmReadBuffer(hashKey(kind), genKey(kind), key);
+        const gen = genRaw?.toString() ?? "0";
+        if (body) {
+          local.set(localKey, gen, body);
+          return { hit: true, body };
+        }
+        return { hit: false, token: gen };
       } catch {
         return undefined;
       }
     },
     async fill(kind, key, body, token) {
       if (!usable()) return;
-      await redis.vnmFill(hashKey(kind), genKey(kind), key, body, token, TTL_SECONDS).catch(() => {});
+      const stored = await redis.vnmFill(hashKey(kind), genKey(kind), key, body, token, TTL_SECONDS).catch(() => 0);
+      if (stored === 1) local.set(`${kind}|${key}`, token, body);
     },
     async invalidate(kinds) {
       const list = [...kinds];
@@ -140,7 +210,7 @@ export function redisCache(client: Redis, prefix: string, allKinds: () => string
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */
 export function memoryCache(maxEntriesPerKind = 1000): CollectionCache {
-  const kinds = new Map<string, { gen: number; entries: Map<string, string> }>();
+  const kinds = new Map<string, { gen: number; entries: Map<string, Buffer> }>();
   const slot = (kind: string) => {
     let s = kinds.get(kind);
     if (!s) {

@@ -52,9 +52,9 @@ export function sendError(res: Response, err: HttpError, requestId: string): voi
 }
 
 /** Writes a JSON body with its media type exactly as named (vendor types keep their case). */
-export function send(res: Response, status: number, type: string, body: string): void {
+export function send(res: Response, status: number, type: string, body: string | Buffer): void {
   res.statusCode = status;
   res.setHeader("Content-Type", type);
-  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);
   res.end(body);
 }

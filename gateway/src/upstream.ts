@@ -33,6 +33,8 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.keepalive_time_ms": 10_000,
   "grpc.keepalive_timeout_ms": 5_000,
   "grpc.keepalive_permit_without_calls": 1,
+  // Whole collections come back in one message; 4 MiB (the default) is about 25,000 bridges.
+  "grpc.max_receive_message_length": 512 * 1024 * 1024,
 };
 
 export function createUpstream(

@@ -333,6 +333,16 @@ describe("Redis collection cache (issue 2)", () => {
     expect((await list()).json).toEqual([]);
   });
 
+  it("cached lists keep the links of the address they were asked through", async () => {
+    await create({ name: "linked", tenantId: `hosts-${stack.id}` });
+    const path = `/bridges?tenant_id=hosts-${stack.id}`;
+    const direct = await http("GET", path);
+    await http("GET", path);
+    const viaName = await http("GET", gw.replace("127.0.0.1", "localhost") + path);
+    expect(direct.json[0].uri.startsWith(gw)).toBe(true);
+    expect(viaName.json[0].uri.startsWith(gw.replace("127.0.0.1", "localhost"))).toBe(true);
+  });
+
   it("a write through another gateway replica reaches this one's cached reads via NATS", async () => {
     const other = await stack.startGateway();
     const tenant = `replica-${stack.id}`;
