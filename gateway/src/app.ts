@@ -3,7 +3,7 @@
 // collection cache, health, and the root document.
 import { randomUUID } from "node:crypto";
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, accessRules, coarseDenial, type Identity, type Logger, type Violation } from "@vnm/kit";
+import { ApiError, accessRules, coarseDenial, type Identity, type Logger, parseTemplate, type Violation } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { authenticate, loginHandler, type RateLimiter, sendLogin, tokenKey } from "./auth.ts";
 import { readBodyText } from "./body.ts";
@@ -130,6 +130,21 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     failures: opts.loginFailures,
   });
   const rules = accessRules(catalog);
+  // Links to kinds this interface only references (a bridge's filter chains, a load balancer's
+  // router) lead to paths no route serves; a GET there says so rather than "no resource".
+  const unserved = new Router(
+    catalog.resources.flatMap((m) =>
+      m.fields
+        .map((f) => f.link)
+        // Links the gateway resolves (every placeholder names a field), not client templates.
+        .filter((t): t is string => !!t && [...t.matchAll(/\{\+?([^}]+)\}/g)].every((p) => m.byName.has(p[1]!)))
+        .filter((t) => !t.startsWith("{"))
+        // A segment holding any placeholder ({prefix}_{length}) is one variable segment.
+        .map((t) => t.replace(/[^/]*\{[^/]*/g, "{v}"))
+        .filter((t) => !catalog.routes.some((r) => templateShape(r.template) === templateShape(t)))
+        .map((t) => ({ ...catalog.routes[0]!, method: "GET" as const, template: t, segments: parseTemplate(t) })),
+    ),
+  );
 
   app.use(async (req: Request, res: Response) => {
     const requestId = res.locals["requestId"] as string;
@@ -159,6 +174,9 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         if (allowed.length > 0) {
           throw new HttpError(405, `Method ${req.method} is not allowed on ${path}`, [], { Allow: allowed.join(", ") });
         }
+        if (parts && unserved.match("GET", parts).match) {
+          throw new HttpError(404, `${parts[0]} are not served by this API (${path}): only the kinds of the root document are`);
+        }
         throw new HttpError(404, `There is no resource at ${path}`);
       }
       await dispatch(req, res, match, baseUri(req));
@@ -186,8 +204,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     }
     const queryViolations: Violation[] = [];
     for (const [name, raw] of Object.entries(req.query)) {
-      const field = route.request.byName.get(name);
-      if (!field || name in params || field === route.bodyField || typeof raw !== "string") continue;
+      const field = route.queryFields.get(name);
+      if (!field || typeof raw !== "string") continue;
       const c = fromText(field, raw);
       if (c.ok) request[name] = c.value;
       else queryViolations.push({ property: name, message: c.message });

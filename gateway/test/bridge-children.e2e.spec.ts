@@ -324,6 +324,14 @@ describe("MAC table (MacPort-v2)", () => {
     expect((await http("DELETE", uri)).status).toBe(204);
   });
 
+  it("a query string cannot set what the path decides: ?vlanId= on the plain form stays VLAN 0", async () => {
+    const r = await http("POST", `/bridges/${bridge}/mac_table?vlanId=5`, { macAddr: "02:00:00:00:00:0e", portId: PORT_A });
+    expect(r.status).toBe(201);
+    expect(r.json.vlanId).toBe(0);
+    const g = await http("GET", `/bridges/${bridge}/mac_table?vlanId=5`);
+    expect(g.json.map((e: { vlanId: number }) => e.vlanId)).toEqual([0]);
+  });
+
   it("the same MAC may map to two ports; the same MAC-port pair twice is a 409", async () => {
     expect((await http("POST", `/bridges/${bridge}/mac_table`, { macAddr: "02:00:00:00:00:07", portId: PORT_A })).status).toBe(201);
     expect((await http("POST", `/bridges/${bridge}/mac_table`, { macAddr: "02:00:00:00:00:07", portId: PORT_B })).status).toBe(201);

@@ -100,6 +100,9 @@ describe("Bridge (v4) representation", () => {
     };
     const r = await create(body);
     expect(r.status).toBe(201);
+    const chain = await http("GET", r.json.inboundFilter);
+    expectError(chain, 404);
+    expect(chain.json.message).toContain("chains are not served by this API");
     expect(r.json).toMatchObject({
       id,
       name: "full",

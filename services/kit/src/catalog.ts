@@ -60,6 +60,11 @@ export interface Route {
   response: MessageInfo;
   /** Request field that receives the JSON body. */
   bodyField?: FieldInfo;
+  /**
+   * Request fields a query parameter may set: on GET only, top-level scalars that no binding
+   * of the RPC takes from the path (a VLAN given as ?vlanId= on POST is not a way in).
+   */
+  queryFields: Map<string, FieldInfo>;
   /** What the response is: one resource, a collection of one, or nothing. */
   shape: { kind: "item"; item: MessageInfo } | { kind: "collection"; field: FieldInfo; item: MessageInfo } | { kind: "empty" };
 }
@@ -193,6 +198,12 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     // A single additional_bindings entry arrives as an object, several as an array.
     const extra = rule["additional_bindings"];
     const bindings = [rule, ...(Array.isArray(extra) ? extra : extra ? [extra] : [])] as Record<string, unknown>[];
+    const pathVariables = new Set<string>();
+    for (const b of bindings) {
+      for (const k of ["get", "post", "put", "delete"]) {
+        if (typeof b[k] === "string") for (const m of (b[k] as string).matchAll(/\{([^}]+)\}/g)) pathVariables.add(m[1]!);
+      }
+    }
     return bindings.map((b) => {
       const method = (["get", "post", "put", "delete"] as const).find((k) => typeof b[k] === "string");
       if (!method) throw new Error(`${service}/${m.name}: binding without get/post/put/delete`);
@@ -218,6 +229,13 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
         request,
         response,
         bodyField,
+        queryFields: new Map(
+          method === "get"
+            ? request.fields
+                .filter((f) => !pathVariables.has(f.name) && !f.repeated && f.type !== "message")
+                .map((f) => [f.name, f] as const)
+            : [],
+        ),
         shape: shapeOf(response),
       };
     });
