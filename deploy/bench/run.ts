@@ -7,17 +7,16 @@
 // BENCH_CPU_PROF=1 (gateway runs with --cpu-prof; profiles land in bench-results/prof-<ts>/).
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DEPS, freePort, ROOT, serviceDomains } from "@vnm/kit/testing";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
 import pg from "pg";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BASELINE = fileURLToPath(new URL("./baseline.ts", import.meta.url));
 
 /** A BENCH_* setting (read by name: these are no turbo task inputs). */
@@ -26,14 +25,9 @@ const SECONDS = Number(setting("SECONDS") ?? 5);
 const CONNECTIONS = Number(setting("CONNECTIONS") ?? 32);
 const WARMUP = Number(setting("WARMUP") ?? 1);
 const CPU_PROF = setting("CPU_PROF") === "1";
-const DEPS = {
-  databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
-  natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
-  redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
-};
 const ID = randomBytes(4).toString("hex");
 /** Every service found (services/<domain>/src/main.ts), as the test harness does. */
-const DOMAINS = readdirSync(join(ROOT, "services")).filter((d) => existsSync(join(ROOT, "services", d, "src", "main.ts")));
+const DOMAINS = serviceDomains();
 const schemaOf = (domain: string) => `${domain}_bench_${ID}`;
 const SCHEMA = schemaOf("bridge");
 const PREFIX = `vnmbench${ID}`;
@@ -91,17 +85,6 @@ function stopProc(p: Proc): Promise<void> {
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
 
 async function waitFor(what: string, p: Proc | undefined, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;

@@ -1,9 +1,8 @@
 // End to end for everything under /bridges/:bridgeId (interface document: DHCP Host (v2),
 // DHCPv6 Subnet (v1), MAC-Port (v2) and their endpoints; conventions.md section 5 for the
 // DHCP subnet, the path formats and the cascades). Real processes, Postgres, NATS and Redis.
-import { connect, type NatsConnection, StringCodec } from "nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const JSON_TYPE = "application/json";
@@ -12,28 +11,20 @@ const PORT_B = "6b6d7d4e-0000-4000-8000-00000000000b";
 
 const stack = new Stack();
 let gw = "";
-let nc: NatsConnection;
-const events: { subject: string; data: Record<string, unknown> }[] = [];
+let events: { subject: string; data: Record<string, unknown> }[] = [];
 const http = httpClient(() => gw, JSON_TYPE);
 
 let bridge = ""; // id of a fresh bridge per test
 let bridgeUri = "";
 
 beforeAll(async () => {
-  nc = await connect({ servers: DEPS.natsUrl });
-  const sc = StringCodec();
-  nc.subscribe(`${stack.prefix}.>`, {
-    callback: (_e, m) => events.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
-  });
+  events = await stack.watchChanges();
   await stack.startServices();
   gw = await stack.startGateway();
 });
 
 afterAll(async () => {
   await stack.stop();
-  const jsm = await nc.jetstreamManager();
-  await jsm.streams.delete(stack.prefix.toUpperCase()).catch(() => {});
-  await nc.close();
 });
 
 beforeEach(async () => {

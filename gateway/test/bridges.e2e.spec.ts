@@ -2,9 +2,8 @@
 // plain HTTP. Each block maps to the interface document's Bridge (v4) section or a rule of
 // conventions.md (sections in the test names).
 import { gzipSync } from "node:zlib";
-import { connect, type NatsConnection, StringCodec } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { adminToken, expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
@@ -12,27 +11,19 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const stack = new Stack();
 let gw = "";
-let nc: NatsConnection;
-const events: { subject: string; data: Record<string, unknown> }[] = [];
+let events: { subject: string; data: Record<string, unknown> }[] = [];
 
 const http = httpClient(() => gw, BRIDGE);
 const create = (body: unknown) => http("POST", "/bridges", body);
 
 beforeAll(async () => {
-  nc = await connect({ servers: DEPS.natsUrl });
-  const sc = StringCodec();
-  nc.subscribe(`${stack.prefix}.>`, {
-    callback: (_e, m) => events.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
-  });
+  events = await stack.watchChanges();
   await stack.startServices();
   gw = await stack.startGateway();
 });
 
 afterAll(async () => {
   await stack.stop();
-  const jsm = await nc.jetstreamManager();
-  await jsm.streams.delete(stack.prefix.toUpperCase()).catch(() => {});
-  await nc.close();
 });
 
 describe("root document (conventions 1)", () => {

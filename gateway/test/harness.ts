@@ -1,76 +1,14 @@
 // Starts real processes (services and gateways) against the machine's Postgres, NATS and Redis,
 // each test run in its own schema, bus subject prefix and cache prefix.
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
-import { connect as connectTcp, createServer } from "node:net";
-import { fileURLToPath } from "node:url";
+import { connect as connectTcp } from "node:net";
+import { DEPS, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { expect } from "vitest";
 
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-
-export const DEPS = {
-  databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
-  natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
-  redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
-};
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
-
-export interface Proc {
-  child: ChildProcess;
-  output: string[];
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-export function startProcess(script: string, env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(process.execPath, [script], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const output: string[] = [];
-  child.stdout!.on("data", (d: Buffer) => output.push(d.toString()));
-  child.stderr!.on("data", (d: Buffer) => output.push(d.toString()));
-  return {
-    child,
-    output,
-    stop: (signal = "SIGTERM") =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill(signal);
-      }),
-  };
-}
-
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Every service folder with a src/main.ts (the launcher runs the same set). */
-export function serviceDomains(): string[] {
-  return readdirSync(`${ROOT}/services`)
-    .filter((d) => existsSync(`${ROOT}/services/${d}/src/main.ts`))
-    .sort();
-}
+export { DEPS, freePort, type Proc, ROOT, startProcess, waitFor };
 
 /** One isolated deployment: its own schemas, subject prefix and cache prefix. */
 export class Stack {
@@ -183,11 +121,19 @@ export class Stack {
     await client.connect();
     for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
     await client.end();
-    for (const nc of this.nats.splice(0)) {
-      const jsm = await nc.jetstreamManager();
-      await jsm.streams.delete(this.prefix.toUpperCase()).catch(() => {});
-      await nc.close();
-    }
+    for (const nc of this.nats.splice(0)) await nc.close();
+    // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
+    const nc = await connect({ servers: DEPS.natsUrl });
+    await (await nc.jetstreamManager()).streams.delete(this.prefix.toUpperCase()).catch(() => {});
+    await nc.close();
+    const redis = new Redis(DEPS.redisUrl);
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${this.prefix}:*`, "COUNT", 500);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+    redis.disconnect();
   }
 }
 

@@ -1,12 +1,1 @@
-import { defineConfig } from "vitest/config";
-
-export default defineConfig({
-  test: {
-    include: ["test/**/*.spec.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    fileParallelism: false,
-    reporters: ["default", "json"],
-    outputFile: { json: "test-results.json" },
-  },
-});
+export { default } from "../kit/vitest.shared.ts";

@@ -1,71 +1,25 @@
-// The bridge service reached directly over gRPC (no gateway) still validates its input.
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
+// The bridge service reached directly over gRPC (no gateway) still validates its input and
+// refuses callers without a valid token.
 import * as grpc from "@grpc/grpc-js";
-import { clientConstructor, type Identity, loadGrpc, signToken } from "@vnm/kit";
-import pg from "pg";
+import { type DirectService, directService } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
-const schema = `bridge_d${randomBytes(4).toString("hex")}`;
-const secret = randomBytes(16).toString("hex");
-const exp = Math.floor(Date.now() / 1000) + 600;
-const token = (who: Partial<Identity>, key = secret) =>
-  signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp, ...who }, key);
-const ADMIN = token({});
-let child: ChildProcess;
-let client: grpc.Client;
-
-const port = await new Promise<number>((resolve) => {
-  const s = createServer().listen(0, "127.0.0.1", () => {
-    const a = s.address();
-    s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
-  });
-});
-
-function call(rpc: string, req: unknown, bearer: string | null = ADMIN): Promise<{ err: grpc.ServiceError | null; res: unknown }> {
-  const md = new grpc.Metadata();
-  if (bearer !== null) md.set("authorization", `Bearer ${bearer}`);
-  return new Promise((resolve) => {
-    (client as unknown as Record<string, (...a: unknown[]) => void>)[rpc]!.call(client, req, md, (err: grpc.ServiceError | null, res: unknown) =>
-      resolve({ err, res }),
-    );
-  });
-}
+let svc: DirectService;
+const call = (rpc: string, req: unknown, bearer?: string | null) => svc.call("vnm.bridge.v1.BridgeService", rpc, req, bearer);
+const token: DirectService["token"] = (who, key) => svc.token(who, key);
 
 beforeAll(async () => {
-  child = spawn(process.execPath, [fileURLToPath(new URL("../src/main.ts", import.meta.url))], {
-    env: {
-      ...process.env,
-      DATABASE_URL,
-      NATS_URL: "",
-      GRPC_PORT: String(port),
-      VNM_DB_SCHEMA: schema,
-      VNM_TOKEN_SECRET: secret,
-      LOG_LEVEL: "error",
-    },
-    stdio: "inherit",
-  });
-  const Ctor = clientConstructor(loadGrpc(), "vnm.bridge.v1.BridgeService");
-  client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 15_000, (e) => (e ? reject(e) : resolve())));
+  svc = await directService("bridge");
 });
 
 afterAll(async () => {
-  child.kill("SIGTERM");
-  client.close();
-  const c = new pg.Client({ connectionString: DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await c.end();
+  await svc.stop();
 });
 
 it("refuses a bad field with INVALID_ARGUMENT and its violations", async () => {
   const { err } = await call("CreateBridge", { bridge: { name: "x".repeat(256), inboundFilterId: "nope" } });
   expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
-  const violations = JSON.parse(String(err?.metadata.get("vnm-violations")[0]));
+  const violations = svc.violations({ err, res: undefined });
   expect(violations.map((v: { property: string }) => v.property).sort()).toEqual(["inboundFilterId", "name"]);
 });
 

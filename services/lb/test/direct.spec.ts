@@ -1,60 +1,21 @@
 // The lb service reached directly over gRPC (no gateway) still validates its input and keeps
 // its rules: it trusts nothing the gateway would have checked.
 import * as grpc from "@grpc/grpc-js";
-import { randomBytes } from "node:crypto";
-import { clientConstructor, loadGrpc, signToken } from "@vnm/kit";
-import pg from "pg";
+import { type DirectService, directService } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEPS, freePort, type Proc, startProcess } from "../../../gateway/test/harness.ts";
 
-const schema = `lb_d${randomBytes(4).toString("hex")}`;
-const secret = randomBytes(16).toString("hex");
-const exp = Math.floor(Date.now() / 1000) + 600;
-const ADMIN = signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp }, secret);
-const TENANT_ADMIN = signToken({ userId: "t", name: "t", role: "tenant_admin", tenantId: "acme", exp }, secret);
-const clients: Record<string, grpc.Client> = {};
-let proc: Proc;
-
-type Reply = { err: grpc.ServiceError | null; res: Record<string, unknown> };
-
-function call(service: string, rpc: string, req: unknown, token = ADMIN): Promise<Reply> {
-  const client = clients[service]!;
-  const md = new grpc.Metadata();
-  md.set("authorization", `Bearer ${token}`);
-  return new Promise((resolve) => {
-    (client as unknown as Record<string, (...a: unknown[]) => void>)[rpc]!.call(client, req, md, (err: grpc.ServiceError | null, res: Record<string, unknown>) =>
-      resolve({ err, res }),
-    );
-  });
-}
-
-const violations = (r: Reply) => JSON.parse(String(r.err?.metadata.get("vnm-violations")[0])) as { property: string; message: string }[];
+let svc: DirectService;
+let TENANT_ADMIN = "";
+const call = (service: string, rpc: string, req: unknown, token?: string) => svc.call(`vnm.lb.v1.${service}`, rpc, req, token);
+const violations = (r: Awaited<ReturnType<typeof call>>) => svc.violations(r);
 
 beforeAll(async () => {
-  const port = await freePort();
-  proc = startProcess("services/lb/src/main.ts", {
-    DATABASE_URL: DEPS.databaseUrl,
-    NATS_URL: "",
-    GRPC_PORT: String(port),
-    VNM_DB_SCHEMA: schema,
-    VNM_TOKEN_SECRET: secret,
-  });
-  const pkg = loadGrpc();
-  for (const s of ["LoadBalancerService", "PoolService", "HealthMonitorService"]) {
-    const Ctor = clientConstructor(pkg, `vnm.lb.v1.${s}`);
-    clients[s] = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  }
-  const first = clients["PoolService"]!;
-  await new Promise<void>((resolve, reject) => first.waitForReady(Date.now() + 15_000, (e) => (e ? reject(e) : resolve())));
+  svc = await directService("lb");
+  TENANT_ADMIN = svc.token({ role: "tenant_admin", tenantId: "acme" });
 });
 
 afterAll(async () => {
-  await proc.stop();
-  for (const c of Object.values(clients)) c.close();
-  const c = new pg.Client({ connectionString: DEPS.databaseUrl });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await c.end();
+  await svc.stop();
 });
 
 it("refuses bad pool fields with INVALID_ARGUMENT, naming each field and the allowed value", async () => {

@@ -1,0 +1,154 @@
+// Test support shared by the packages' suites: the machine's Postgres/NATS/Redis addresses,
+// real processes of this repository, and a service reached directly over gRPC with signed
+// tokens. Not used by any running process.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import * as grpc from "@grpc/grpc-js";
+import pg from "pg";
+import { type Identity, signToken } from "./auth.ts";
+import { clientConstructor, loadGrpc } from "./proto.ts";
+
+import { ROOT } from "./repo.ts";
+
+export { ROOT, serviceDomains } from "./repo.ts";
+
+export const DEPS = {
+  databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
+  natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
+  redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
+};
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+export interface Proc {
+  child: ChildProcess;
+  output: string[];
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function startProcess(script: string, env: NodeJS.ProcessEnv): Proc {
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  child.stdout!.on("data", (d: Buffer) => output.push(d.toString()));
+  child.stderr!.on("data", (d: Buffer) => output.push(d.toString()));
+  return {
+    child,
+    output,
+    stop: (signal = "SIGTERM") =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+
+export interface Reply {
+  err: grpc.ServiceError | null;
+  // biome-ignore lint/suspicious/noExplicitAny: replies are inspected freely by tests
+  res: any;
+}
+
+export interface DirectService {
+  schema: string;
+  proc: Proc;
+  /** A token signed with the service's secret; `who` overrides the admin defaults. */
+  token(who?: Partial<Identity>, secret?: string): string;
+  /** Calls `<service>/<rpc>` with the admin token, another token, or none (null). */
+  call(service: string, rpc: string, request: unknown, token?: string | null): Promise<Reply>;
+  /** The field violations of an INVALID_ARGUMENT reply. */
+  violations(r: Reply): { property: string; message: string }[];
+  /** Everything the process printed so far. */
+  output(): string;
+  /** Ends the process; the schema is dropped unless `keepSchema` (to start again on it). */
+  stop(opts?: { keepSchema?: boolean }): Promise<void>;
+}
+
+/**
+ * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
+ * NATS, and waits until it answers.
+ */
+export async function directService(domain: string, env: NodeJS.ProcessEnv = {}): Promise<DirectService> {
+  const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
+  const secret = env["VNM_TOKEN_SECRET"] ?? randomBytes(16).toString("hex");
+  const port = await freePort();
+  const proc = startProcess(`services/${domain}/src/main.ts`, {
+    DATABASE_URL: DEPS.databaseUrl,
+    NATS_URL: "",
+    GRPC_PORT: String(port),
+    VNM_DB_SCHEMA: schema,
+    VNM_TOKEN_SECRET: secret,
+    ...env,
+  });
+  const pkg = loadGrpc();
+  const clients = new Map<string, grpc.Client>();
+  const clientOf = (service: string) => {
+    let c = clients.get(service);
+    if (!c) {
+      c = new (clientConstructor(pkg, service))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+      clients.set(service, c);
+    }
+    return c;
+  };
+  const health = clientOf("grpc.health.v1.Health");
+  await new Promise<void>((resolve, reject) =>
+    health.waitForReady(Date.now() + 20_000, (e) => (e ? reject(new Error(`${domain} did not start: ${proc.output.join("")}`)) : resolve())),
+  );
+  const token = (who: Partial<Identity> = {}, key = secret) =>
+    signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) + 600, ...who }, key);
+  const admin = token();
+  return {
+    schema,
+    proc,
+    token,
+    call(service, rpc, request, bearer = admin) {
+      const client = clientOf(service);
+      const md = new grpc.Metadata();
+      if (bearer !== null) md.set("authorization", `Bearer ${bearer}`);
+      return new Promise((resolve) => {
+        (client as unknown as Record<string, (...a: unknown[]) => void>)[rpc]!.call(
+          client,
+          request,
+          md,
+          (err: grpc.ServiceError | null, res: unknown) => resolve({ err, res }),
+        );
+      });
+    },
+    violations: (r) => JSON.parse(String(r.err?.metadata.get("vnm-violations")[0] ?? "[]")),
+    output: () => proc.output.join(""),
+    async stop(opts = {}) {
+      for (const c of clients.values()) c.close();
+      await proc.stop();
+      if (opts.keepSchema) return;
+      const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+      await db.connect();
+      await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await db.end();
+    },
+  };
+}

@@ -1,0 +1,13 @@
+// The vitest settings every package uses (its vitest.config.ts re-exports this).
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.spec.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    fileParallelism: false,
+    reporters: ["default", "json"],
+    outputFile: { json: "test-results.json" },
+  },
+});
