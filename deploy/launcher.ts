@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { ROOT, serviceDomains } from "@vnm/kit/repo";
+import { NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
 
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   const run = (name: string, script: string, extraEnv: NodeJS.ProcessEnv) => {
     const entry: Supervised = { name, restarts: 0 };
     const startOne = () => {
-      const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: "inherit" });
+      const child = spawn(process.execPath, [...NODE_FLAGS, script], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: "inherit" });
       entry.child = child;
       child.on("exit", (code, signal) => {
         if (stopping) return;

@@ -1,17 +1,10 @@
-// `npm run bench`: load-tests the real stack (bridge service + gateway against the machine's
-// Postgres, NATS and Redis, in a schema and prefix of its own) with autocannon, next to
-// baseline servers that show what the same bytes cost without the gateway, and checks goals.
-//
-// Environment: BENCH_SECONDS (5) per scenario, BENCH_CONNECTIONS (32), BENCH_WARMUP (1 s before
-// each scenario, not recorded), DATABASE_URL / NATS_URL / REDIS_URL (the machine's defaults),
-// BENCH_CPU_PROF=1 (gateway runs with --cpu-prof; profiles land in bench-results/prof-<ts>/).
-import { type ChildProcess, spawn } from "node:child_process";
+
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEPS, freePort, ROOT, serviceDomains } from "@vnm/kit/testing";
+import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
@@ -45,46 +38,24 @@ const TOTAL_SCENARIOS = 22;
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-interface Proc {
+interface Proc extends KitProc {
   name: string;
-  child: ChildProcess;
-  output: string[];
 }
 
 const procs: Proc[] = [];
 
 function startNode(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const output: string[] = [];
-  const keep = (d: Buffer) => {
-    output.push(d.toString());
-    if (output.length > 200) output.shift();
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  const p = { name, child, output };
+  const script = args[args.length - 1]!;
+  const p = { name, ...startProcess(script, env, args.slice(0, -1)) };
   procs.push(p);
   return p;
 }
 
 function stopProc(p: Proc): Promise<void> {
-  return new Promise((resolve) => {
-    const i = procs.indexOf(p);
-    if (i >= 0) procs.splice(i, 1);
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
-    const t = setTimeout(() => p.child.kill("SIGKILL"), 5_000);
-    p.child.once("exit", () => {
-      clearTimeout(t);
-      resolve();
-    });
-    p.child.kill("SIGTERM");
-  });
+  const i = procs.indexOf(p);
+  if (i >= 0) procs.splice(i, 1);
+  return p.stop();
 }
-
 
 async function waitFor(what: string, p: Proc | undefined, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -552,7 +523,9 @@ message Res { string body = 1; }
   // --- the gateway at 1,000 bridges
   const rssAtStart = { gateway: rssMb(gw.proc), bridge: rssMb(bridge) };
   const rssAfterFirstLoad: { gateway?: number; bridge?: number } = {};
-  const stackWarmup = Math.max(2, 2 * WARMUP);
+  // The JIT needs several seconds of the same traffic before a fresh stack runs at its steady
+  // pace (the first item GET measured ~25% below the same scenario later in the run).
+  const stackWarmup = Math.max(6, 6 * WARMUP);
   console.log(`# warming up the stack (${stackWarmup} s of item GETs and collection GETs, not recorded)`);
   await cannon({ url: itemUrl }, stackWarmup);
   await cannon({ url: collUrl }, stackWarmup / 2);

@@ -2,7 +2,7 @@
 // token; every other API request must carry it (X-Auth-Token or Authorization: Bearer), and is
 // counted against a per-token rate limit shared by the gateway replicas through Redis.
 import { createHash } from "node:crypto";
-import { ApiError, type Identity, signToken, strongestRole, verifyToken } from "@vnm/kit";
+import { ApiError, type Identity, signToken, strongestRole } from "@vnm/kit";
 import type { Request, Response } from "express";
 import type { Redis } from "ioredis";
 import { HttpError, send } from "./http-error.ts";
@@ -14,7 +14,7 @@ export const API_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="vnm"' };
 const LOGIN_CHALLENGE = { "WWW-Authenticate": 'Basic realm="vnm"' };
 
 /** The caller of an API request, or a 401 naming what is wrong. */
-export function authenticate(req: Request, secret: string): { identity: Identity; token: string } {
+export function authenticate(req: Request, verify: (token: string) => Identity | undefined): { identity: Identity; token: string } {
   const header = req.headers["x-auth-token"];
   let token = typeof header === "string" && header.trim() !== "" ? header.trim() : undefined;
   if (!token) {
@@ -22,7 +22,7 @@ export function authenticate(req: Request, secret: string): { identity: Identity
     token = m?.[1];
   }
   if (!token) throw new HttpError(401, "A token is required: log in at /login and send it in X-Auth-Token", [], API_CHALLENGE);
-  const identity = verifyToken(token, secret);
+  const identity = verify(token);
   if (!identity) throw new HttpError(401, "The token is not valid or has expired; log in again", [], API_CHALLENGE);
   return { identity, token };
 }
@@ -106,6 +106,8 @@ export function sendLogin(res: Response, r: { status: number; type: string; body
 // ---- rate limit ----------------------------------------------------------------------------
 
 export interface RateLimiter {
+  /** False when the limit is off (0): callers may skip building keys. */
+  readonly enabled: boolean;
   /** Counts one request; allowed while the count stays within the limit. */
   hit(key: string): Promise<{ allowed: boolean; retryAfter: number }>;
   /** Whether the count so far is below `factor` x the limit, without counting. */
@@ -124,7 +126,7 @@ export function tokenKey(token: string): string {
 export function rateLimiter(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): RateLimiter {
   if (limit <= 0) {
     const open = async () => ({ allowed: true, retryAfter: 0 });
-    return { hit: open, peek: open };
+    return { enabled: false, hit: open, peek: open };
   }
   const local = new Map<string, { window: number; count: number }>();
   const clock = () => {
@@ -154,6 +156,7 @@ export function rateLimiter(limit: number, windowSeconds: number, redis: Redis |
     return e.count;
   };
   return {
+    enabled: true,
     async hit(key) {
       const { window, retryAfter } = clock();
       const n = await count(key, window, 1);

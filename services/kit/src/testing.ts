@@ -9,7 +9,7 @@ import pg from "pg";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
-import { ROOT } from "./repo.ts";
+import { NODE_FLAGS, ROOT } from "./repo.ts";
 
 export { ROOT, serviceDomains } from "./repo.ts";
 
@@ -33,26 +33,37 @@ export async function freePort(): Promise<number> {
 
 export interface Proc {
   child: ChildProcess;
+  /** The last 200 chunks the process printed. */
   output: string[];
+  /** Sends `signal` (SIGTERM), then SIGKILL after 5 s; resolves when the process is gone. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export function startProcess(script: string, env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(process.execPath, [script], {
+/** Runs a script of this repository with the project's Node flags (and any `nodeArgs`). */
+export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Proc {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, script], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
-  child.stdout!.on("data", (d: Buffer) => output.push(d.toString()));
-  child.stderr!.on("data", (d: Buffer) => output.push(d.toString()));
+  const keep = (d: Buffer) => {
+    output.push(d.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
   return {
     child,
     output,
     stop: (signal = "SIGTERM") =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
+        const hard = setTimeout(() => child.kill("SIGKILL"), 5_000);
+        child.once("exit", () => {
+          clearTimeout(hard);
+          resolve();
+        });
         child.kill(signal);
       }),
   };

@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { natsBus, streamName } from "../src/bus.ts";
-import { OutboxRelay, writeChanges } from "../src/changes.ts";
+import { commitWithChanges, OutboxRelay, writeChanges } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, migrate, OUTBOX_MIGRATION } from "../src/db.ts";
 
@@ -95,6 +95,19 @@ describe("outbox relay", () => {
     await bus.publish(`${prefix}.demo.Thing.created`, { again: true }, `${schema}-1`);
     expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(before);
     await bus.close();
+  });
+
+  it("commits outbox rows as literals exactly, quotes and backslashes included", async () => {
+    const c = await pool.connect();
+    await c.query(`SET search_path = ${schema}`);
+    await c.query("BEGIN");
+    const tricky = "it's a \\ test \"quoted\" \u00e9";
+    await commitWithChanges(c, prefix, "demo", [{ kind: "Thing", event: "created", id: tricky, path: `/things/${tricky}`, tenantId: "t'1" }]);
+    const row = (await c.query("SELECT subject, payload FROM outbox ORDER BY id DESC LIMIT 1")).rows[0];
+    c.release();
+    expect(row.subject).toBe(`${prefix}.demo.Thing.created`);
+    expect(row.payload).toMatchObject({ id: tricky, path: `/things/${tricky}`, tenantId: "t'1", domain: "demo" });
+    await pool.query(`DELETE FROM ${schema}.outbox`);
   });
 
   it("keeps changes while NATS is unreachable and leaves them for later", async () => {
