@@ -243,8 +243,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       fillToken = found?.token;
     }
 
-    const { response, changedKinds } = await upstream.call(route.service, route.rpc, request, opts.callTimeoutMs, token);
-    if (changedKinds.length > 0) await cache.invalidate(catalog.affected(changedKinds));
+    const { response, changes } = await upstream.call(route.service, route.rpc, request, opts.callTimeoutMs, token);
+    if (changes.length > 0) await cache.invalidate(catalog.affected(changes));
 
     switch (route.shape.kind) {
       case "empty":

@@ -28,6 +28,14 @@ const TTL_SECONDS = 300;
 // generation it belongs to.
 const READ_LUA = `return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2])}`;
 
+// Every KEYS pair is (generation, hash): a new generation, and the entries gone.
+const INVALIDATE_LUA = `
+for i = 1, #KEYS, 2 do
+  redis.call('INCR', KEYS[i])
+  redis.call('DEL', KEYS[i + 1])
+end
+return 1`;
+
 const FILL_LUA = `
 if (redis.call('GET', KEYS[2]) or '0') == ARGV[3] then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
@@ -39,6 +47,7 @@ return 0`;
 type FillingRedis = Redis & {
   vnmFill(hash: string, gen: string, field: string, body: Buffer, token: string, ttl: number): Promise<number>;
   vnmReadBuffer(hash: string, gen: string, field: string): Promise<[Buffer | null, Buffer | null]>;
+  vnmInvalidate(numberOfKeys: number, ...keys: string[]): Promise<number>;
 };
 
 /** Bodies recently read or written, by key, with the generation they belong to; bounded in bytes. */
@@ -110,6 +119,7 @@ export function redisCache(
   const redis = client as FillingRedis;
   redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
   redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
+  redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
   const local = new LocalCopies(localBytes);
 
   // Trusted only when connected, fed, and nothing may have been missed.
@@ -118,14 +128,13 @@ export function redisCache(
   let resetting: Promise<void> | undefined;
   const hashKey = (kind: string) => `${prefix}:coll:${kind}`;
   const genKey = (kind: string) => `${prefix}:gen:${kind}`;
+  const invalidateAll = (kinds: string[]) => redis.vnmInvalidate(kinds.length * 2, ...kinds.flatMap((k) => [genKey(k), hashKey(k)]));
 
   const reset = () => {
     resetting ??= (async () => {
       try {
         const kinds = allKinds();
-        const p = redis.multi();
-        for (const k of kinds) p.incr(genKey(k)).del(hashKey(k));
-        await p.exec();
+        await invalidateAll(kinds);
         local.clear();
         dirty = false;
         log.info("collection cache reset", { kinds: kinds.length });
@@ -176,10 +185,7 @@ export function redisCache(
       const list = [...kinds];
       if (list.length === 0) return;
       try {
-        const p = redis.multi();
-        for (const k of list) p.incr(genKey(k)).del(hashKey(k));
-        const r = await p.exec();
-        if (!r || r.some(([e]) => e)) throw new Error("invalidation not applied");
+        await invalidateAll(list);
       } catch (err) {
         // Someone may now read stale entries: stop trusting the cache until it is reset.
         dirty = true;

@@ -75,7 +75,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   bus.subscribe(
     (msg) => {
       const parsed = parseChangeSubject(cfg.prefix, msg.subject);
-      if (parsed) void cache.invalidate(catalog.affected([parsed.kind]));
+      if (parsed) void cache.invalidate(catalog.affected([`${parsed.kind}:${parsed.event}`]));
     },
     (state) => cache.setFeedConnected(state === "connected"),
   );

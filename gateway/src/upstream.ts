@@ -5,7 +5,8 @@ import { CHANGED_KINDS_KEY, clientConstructor } from "@vnm/kit";
 
 export interface CallResult {
   response: Record<string, unknown>;
-  changedKinds: string[];
+  /** "<kind>:<event>" of what the call changed. */
+  changes: string[];
 }
 
 export interface Upstream {
@@ -76,7 +77,7 @@ export function createUpstream(
       call.on("status", (st: grpc.StatusObject) => {
         if (failure || !response) return reject(failure ?? new Error("no response"));
         const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
-        resolve({ response, changedKinds: typeof changed === "string" && changed ? changed.split(",") : [] });
+        resolve({ response, changes: typeof changed === "string" && changed ? changed.split(",") : [] });
       });
     });
 

@@ -32,8 +32,9 @@ describe("catalog from the proto files", () => {
       "MacPort",
       "Port",
     ]);
-    expect([...catalog.affected(["DhcpSubnet"])].sort()).toEqual(["DhcpHost", "DhcpSubnet"]);
-    expect([...catalog.affected(["MacPort"])]).toEqual(["MacPort"]);
+    expect([...catalog.affected(["DhcpSubnet:deleted"])].sort()).toEqual(["DhcpHost", "DhcpSubnet"]);
+    expect([...catalog.affected(["DhcpSubnet:created"])]).toEqual(["DhcpSubnet"]);
+    expect([...catalog.affected(["MacPort:deleted"])]).toEqual(["MacPort"]);
   });
 
   it("matches paths, reporting the allowed methods of a path", () => {

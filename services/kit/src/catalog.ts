@@ -77,11 +77,13 @@ export interface Catalog {
   /** "<service>/<rpc>" of the methods callable without a caller identity. */
   publicMethods: Set<string>;
   /**
-   * Kinds whose cached collections must go when a kind changes: the kind itself, plus every
+   * Kinds whose cached collections must go after some changes ("<kind>:<event>", or a bare
+   * kind meaning any event): the kind itself; and, when an item was updated or deleted, every
    * kind listed under a path that contains an item of it (a bridge deleted empties the cached
-   * lists of its DHCP subnets, which must then answer 404).
+   * lists of its DHCP subnets, which must then answer 404; a bridge given to another tenant
+   * hides them). A creation cannot change the lists below the new item.
    */
-  affected(kinds: Iterable<string>): Set<string>;
+  affected(changes: Iterable<string>): Set<string>;
 }
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
@@ -261,11 +263,12 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
       dependents.get(kind)!.add(listed);
     }
   }
-  const affected = (kinds: Iterable<string>) => {
+  const affected = (changes: Iterable<string>) => {
     const out = new Set<string>();
-    for (const k of kinds) {
-      out.add(k);
-      for (const d of dependents.get(k) ?? []) out.add(d);
+    for (const change of changes) {
+      const [kind, event] = change.split(":") as [string, string | undefined];
+      out.add(kind);
+      if (event !== "created") for (const d of dependents.get(kind) ?? []) out.add(d);
     }
     return out;
   };

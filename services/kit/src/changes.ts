@@ -29,11 +29,11 @@ export function changeSubject(prefix: string, domain: string, kind: string, even
 }
 
 /** Parses <prefix>.<domain>.<kind>.<event>; undefined for anything else. */
-export function parseChangeSubject(prefix: string, subject: string): { domain: string; kind: string } | undefined {
+export function parseChangeSubject(prefix: string, subject: string): { domain: string; kind: string; event: string } | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const parts = subject.slice(prefix.length + 1).split(".");
-  if (parts.length !== 3 || !parts[0] || !parts[1]) return undefined;
-  return { domain: parts[0], kind: parts[1] };
+  if (parts.length !== 3 || !parts[0] || !parts[1] || !parts[2]) return undefined;
+  return { domain: parts[0], kind: parts[1], event: parts[2] };
 }
 
 /** The outbox rows of some changes: subject and JSON payload. */

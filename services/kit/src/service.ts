@@ -15,11 +15,11 @@ import { clientConstructor, loadGrpc } from "./proto.ts";
 import { onShutdown } from "./shutdown.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
-/** Metadata key listing the resource kinds a call changed, for the gateway's cache. */
+/** Metadata key listing what a call changed, as "<kind>:<event>" pairs, for the gateway's cache. */
 export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
 
 export interface CallContext {
-  /** Kinds changed by this call (filled by Store.tx). */
+  /** "<kind>:<event>" of the changes this call made (filled by Store.tx). */
   readonly changed: Set<string>;
   readonly metadata: grpc.Metadata;
   /** The verified caller; undefined only in public methods. */
@@ -59,7 +59,7 @@ export class Store {
       await client.query("BEGIN");
       const result = await fn(client, (c) => changes.push(c));
       await commitWithChanges(client, this.prefix, this.domain, changes);
-      for (const c of changes) ctx.changed.add(c.kind);
+      for (const c of changes) ctx.changed.add(`${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
     } catch (err) {
