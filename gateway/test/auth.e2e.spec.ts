@@ -321,6 +321,15 @@ describe("the role x method matrix", () => {
     for (const bridge of a1.json) expect(b1.text).not.toContain(bridge.id);
   });
 
+  it("a bridge handed to another tenant takes its cached child lists with it", async () => {
+    const t = await makeTree(TENANT_A);
+    expect((await req("taA", "GET", `${t.bridge}/dhcp`)).status).toBe(200);
+    expect((await req("taA", "GET", `${t.bridge}/dhcp`)).status).toBe(200); // cached now
+    expect((await http("PUT", t.bridge, { name: "moved", tenantId: TENANT_B })).status).toBe(200);
+    expectError(await req("taA", "GET", `${t.bridge}/dhcp`), 404);
+    expect((await req("taB", "GET", `${t.bridge}/dhcp`)).json).toHaveLength(1);
+  });
+
   it("no response to tenant B ever held tenant A's data", () => {
     expect(seenByB.length).toBeGreaterThan(20);
     for (const text of seenByB) expect(text).not.toContain(TENANT_A);
