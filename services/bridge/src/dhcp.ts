@@ -199,7 +199,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async CreateDhcpSubnet(req: { bridgeId: string; subnet?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = parseInput(subnetInput, req.subnet ?? {});
         const r = await q.query<SubnetRow>(
           `INSERT INTO dhcp_subnets (bridge_id, prefix, length, default_gateway, server_addr, dns_server_addrs,
@@ -218,7 +218,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async UpdateDhcpSubnet(req: { bridgeId: string; subnetAddr: string; subnet?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const current = await findSubnet(q, b, req.subnetAddr, true);
         const s = parseInput(subnetInput, req.subnet ?? {});
         const hosts = (await q.query<{ mac: string; ip: string }>("SELECT mac, ip FROM dhcp_hosts WHERE subnet_id = $1", [current.id])).rows;
@@ -257,7 +257,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async DeleteDhcpSubnet(req: { bridgeId: string; subnetAddr: string }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet(q, b, req.subnetAddr, true);
         const hosts = await q.query<{ mac: string }>("DELETE FROM dhcp_hosts WHERE subnet_id = $1 RETURNING mac", [s.id]);
         await q.query("DELETE FROM dhcp_subnets WHERE id = $1", [s.id]);
@@ -292,7 +292,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async CreateDhcpHost(req: { bridgeId: string; subnetAddr: string; host?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet(q, b, req.subnetAddr);
         const h = parseInput(hostInput, req.host ?? {});
         checkInside(h.ipAddr, s);
@@ -311,7 +311,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async UpdateDhcpHost(req: { bridgeId: string; subnetAddr: string; hostMac: string; host?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet(q, b, req.subnetAddr, true);
         const current = parseMac(req.hostMac);
         const exists = current
@@ -348,7 +348,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async DeleteDhcpHost(req: { bridgeId: string; subnetAddr: string; hostMac: string }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet(q, b, req.subnetAddr);
         const m = parseMac(req.hostMac);
         const r = m ? await q.query<{ mac: string }>("DELETE FROM dhcp_hosts WHERE subnet_id = $1 AND mac = $2 RETURNING mac", [s.id, m]) : undefined;
@@ -375,7 +375,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async CreateDhcpV6Subnet(req: { bridgeId: string; subnet?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = parseInput(subnet6Input, req.subnet ?? {});
         const r = await q.query<Subnet6Row>(
           `INSERT INTO dhcp6_subnets (bridge_id, prefix, length) VALUES ($1, $2, $3)
@@ -392,7 +392,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async UpdateDhcpV6Subnet(req: { bridgeId: string; subnetAddr: string; subnet?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const current = await findSubnet6(q, b, req.subnetAddr, true);
         const s = parseInput(subnet6Input, req.subnet ?? {});
         let row: Subnet6Row | undefined;
@@ -424,7 +424,7 @@ export function dhcpHandlers(store: Store): Handlers {
     async DeleteDhcpV6Subnet(req: { bridgeId: string; subnetAddr: string }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet6(q, b, req.subnetAddr, true);
         await q.query("DELETE FROM dhcp6_subnets WHERE id = $1", [s.id]);
         emit({ kind: "DhcpV6Subnet", event: "deleted", id: addr(s.prefix, s.length), path: subnet6Path(b, s), tenantId: bridge.tenantId });

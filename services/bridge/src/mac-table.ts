@@ -74,7 +74,7 @@ export function macTableHandlers(store: Store): Handlers {
     async CreateMacPort(req: { bridgeId: string; vlanId?: number; entry?: unknown }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const vlan = vlanOf(req, b);
         const e = parseInput(entryInput, req.entry ?? {});
         const r = await q.query<EntryRow>(
@@ -95,7 +95,7 @@ export function macTableHandlers(store: Store): Handlers {
     async DeleteMacPort(req: { bridgeId: string; vlanId?: number; macPortPair: string }, ctx: CallContext) {
       const b = bridgeOf(req);
       return store.tx(ctx, async (q, emit) => {
-        const bridge = await requireBridge(q, b, "share");
+        const bridge = await requireBridge(q, b, "key share");
         const vlan = vlanOf(req, b);
         const pair = parsePair(req.macPortPair);
         const r = pair

@@ -1,23 +1,69 @@
-// The bridge a child resource lives under.
-import { ApiError, type Queryable } from "@vnm/kit";
+// The Bridge kind (interface "Bridge (v4)"), and the bridge a child resource lives under.
+import { Resource, type Queryable, text, uuid } from "@vnm/kit";
+import { z } from "zod";
+
+export interface BridgeRow {
+  id: string;
+  tenant_id: string | null;
+  name: string | null;
+  admin_state_up: boolean;
+  inbound_filter_id: string | null;
+  outbound_filter_id: string | null;
+  inbound_mirror_ids: string[];
+  outbound_mirror_ids: string[];
+  vxlan_port_ids: string[];
+}
+
+const mirrors = () => z.array(uuid()).max(64, "must hold at most 64 ids").optional();
+
+export const bridges = new Resource({
+  kind: "Bridge",
+  table: "bridges",
+  path: "/bridges",
+  tenantColumn: "tenant_id",
+  input: z.object({
+    id: uuid().optional(),
+    tenantId: text(255).optional(),
+    name: text(255).optional(),
+    adminStateUp: z.boolean().optional(),
+    inboundFilterId: uuid().optional(),
+    outboundFilterId: uuid().optional(),
+    inboundMirrorIds: mirrors(),
+    outboundMirrorIds: mirrors(),
+  }),
+  // PUT replaces: what the body leaves out returns to its default. vxlanPortIds is read-only.
+  columns: (b) => ({
+    tenant_id: b.tenantId ?? null,
+    name: b.name ?? null,
+    admin_state_up: b.adminStateUp ?? true,
+    inbound_filter_id: b.inboundFilterId ?? null,
+    outbound_filter_id: b.outboundFilterId ?? null,
+    inbound_mirror_ids: b.inboundMirrorIds ?? [],
+    outbound_mirror_ids: b.outboundMirrorIds ?? [],
+  }),
+  message: (r: BridgeRow) => ({
+    id: r.id,
+    tenantId: r.tenant_id,
+    name: r.name,
+    adminStateUp: r.admin_state_up,
+    inboundFilterId: r.inbound_filter_id,
+    outboundFilterId: r.outbound_filter_id,
+    inboundMirrorIds: r.inbound_mirror_ids,
+    outboundMirrorIds: r.outbound_mirror_ids,
+    vxlanPortIds: r.vxlan_port_ids,
+  }),
+});
 
 export interface ParentBridge {
   id: string;
   tenantId: string | null;
 }
 
-export const bridgeNotFound = (id: string) => ApiError.notFound(`There is no Bridge with ID ${id}.`);
-
 /**
- * Reads the bridge (404 when missing). In a transaction, "share" keeps the bridge from being
- * deleted until the caller commits; "update" is for changing or deleting the bridge itself.
+ * Reads the bridge (404 when missing). In a transaction, "key share" keeps the bridge from
+ * being deleted until the caller commits.
  */
-export async function requireBridge(q: Queryable, id: string, lock?: "share" | "update"): Promise<ParentBridge> {
-  const r = await q.query<{ tenant_id: string | null }>(
-    `SELECT tenant_id FROM bridges WHERE id = $1${lock ? ` FOR ${lock.toUpperCase()}` : ""}`,
-    [id],
-  );
-  const row = r.rows[0];
-  if (!row) throw bridgeNotFound(id);
+export async function requireBridge(q: Queryable, id: string, lock?: "key share"): Promise<ParentBridge> {
+  const row = await bridges.find(q, id, lock);
   return { id, tenantId: row.tenant_id };
 }

@@ -5,6 +5,7 @@ export * from "./db.ts";
 export * from "./errors.ts";
 export * from "./log.ts";
 export * from "./proto.ts";
+export * from "./resource.ts";
 export * from "./service.ts";
 export * from "./shutdown.ts";
 export * from "./validate.ts";

@@ -2,10 +2,9 @@
 // declaration, plus what is particular to load balancing: a pool's references must exist, a
 // load balancer takes its pools with it, a health monitor's pools forget it, the pools of a
 // load balancer or monitor, and the empty lists of the kinds only referenced (VIPs, members).
-import { type CallContext, type Handlers, pathId, type Queryable, type Store } from "@vnm/kit";
+import { type CallContext, type Handlers, pathId, type Queryable, type Store, type WriteHooks } from "@vnm/kit";
 import type { z } from "zod";
 import { healthMonitors, loadBalancers, pools } from "./kinds.ts";
-import type { WriteHooks } from "./resource.ts";
 
 type PoolInput = typeof pools.spec.input;
 

@@ -1,9 +1,8 @@
 // The three kinds of the interface's load balancing: what a client may send, how it is stored
 // and how it reads back. Rules: lbMethod only ROUND_ROBIN, protocol and health monitor type
 // only TCP, monitor timings non-negative 32-bit integers.
-import { int, uuid } from "@vnm/kit";
+import { int, Resource, uuid } from "@vnm/kit";
 import { z } from "zod";
-import { Resource } from "./resource.ts";
 
 /** A string field with one supported value; anything else is a 400 naming that value. */
 const only = (value: string) => z.literal(value, { error: `must be ${value}, the only supported value` });

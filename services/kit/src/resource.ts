@@ -1,21 +1,14 @@
 // One top-level resource kept in one table keyed by its UUID: the SQL and the five REST
 // handlers (list, get, create, replace, delete) derived from a declaration of its columns.
-// The kinds differ only in their columns, their reference checks and their cascades.
+// Kinds differ only in their columns, their reference checks and their cascades.
 import { randomUUID } from "node:crypto";
-import {
-  ApiError,
-  assertIdentifier,
-  type CallContext,
-  type Change,
-  type ChangeEvent,
-  type Handlers,
-  parseInput,
-  pathId,
-  type Queryable,
-  type Store,
-} from "@vnm/kit";
 import type pg from "pg";
 import type { z } from "zod";
+import type { Change, ChangeEvent } from "./changes.ts";
+import { assertIdentifier, type Queryable } from "./db.ts";
+import { ApiError } from "./errors.ts";
+import type { CallContext, Handlers, Store } from "./service.ts";
+import { parseInput, pathId } from "./validate.ts";
 
 type Emit = (c: Change) => void;
 
@@ -32,14 +25,22 @@ export interface ResourceSpec<S extends z.ZodType, R extends pg.QueryResultRow> 
   columns: (body: z.output<S>) => Record<string, unknown>;
   /** Row -> proto message; null columns are left out (the gateway shows them as null). */
   message: (row: R) => Record<string, unknown | null>;
+  /** The column holding the owning tenant, carried by the change notifications. */
+  tenantColumn?: string;
 }
 
 /** Hooks of one kind's write handlers, run inside the write's transaction. */
 export interface WriteHooks<S extends z.ZodType> {
   /** Checks (and locks) what the body refers to, before the row is written. */
   references?: (q: Queryable, body: z.output<S>) => Promise<void>;
-  /** Removes or updates what depends on the item, announcing each row, before it is deleted. */
-  cascade?: (q: Queryable, id: string, emit: Emit) => Promise<void>;
+  /** Removes or updates what depends on the item (given locked), announcing each row, before it is deleted. */
+  cascade?: (q: Queryable, id: string, emit: Emit, row: pg.QueryResultRow) => Promise<void>;
+}
+
+/** A list filter: the request field (a query parameter) and the column it matches. */
+export interface ListFilter {
+  field: string;
+  column: string;
 }
 
 export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
@@ -54,8 +55,9 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
     return ApiError.notFound(`There is no ${this.spec.kind} with ID ${id}.`);
   }
 
-  change(event: ChangeEvent, id: string): Change {
-    return { kind: this.spec.kind, event, id, path: `${this.spec.path}/${id}`, tenantId: null };
+  change(event: ChangeEvent, id: string, row?: pg.QueryResultRow): Change {
+    const tenant = this.spec.tenantColumn && row ? (row[this.spec.tenantColumn] as string | null) : null;
+    return { kind: this.spec.kind, event, id, path: `${this.spec.path}/${id}`, tenantId: tenant ?? null };
   }
 
   toMessage(row: R): Record<string, unknown> {
@@ -123,15 +125,27 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
     const id = (body as { id?: string }).id ?? randomUUID();
     await hooks.references?.(q, body);
     const row = await this.insert(q, id, body);
-    emit(this.change("created", id));
+    emit(this.change("created", id, row));
     return this.toMessage(row);
   }
 
-  /** Handlers named <verb><Name>: ListPools, GetPool, CreatePool, UpdatePool, DeletePool. */
-  handlers(store: Store, names: { one: string; many: string; body: string }, hooks: WriteHooks<S> = {}): Handlers {
+  /**
+   * Handlers named <verb><Name>: ListPools, GetPool, CreatePool, UpdatePool, DeletePool.
+   * `filter` lets the list take a query parameter (?tenant_id=) matched against a column.
+   */
+  handlers(
+    store: Store,
+    names: { one: string; many: string; body: string },
+    hooks: WriteHooks<S> = {},
+    filter?: ListFilter,
+  ): Handlers {
     const { kind } = this.spec;
     return {
-      [`List${names.many}`]: async () => ({ items: await this.list(store.pool) }),
+      [`List${names.many}`]: async (req: Record<string, unknown>) => {
+        const value = filter ? req[filter.field] : undefined;
+        const where = filter && typeof value === "string" ? { column: filter.column, value } : undefined;
+        return { items: await this.list(store.pool, where) };
+      },
 
       [`Get${names.one}`]: async (req: { id: string }) => this.toMessage(await this.find(store.pool, pathId(req.id, kind))),
 
@@ -147,7 +161,7 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
           const body = parseInput(this.spec.input, req[names.body] ?? {});
           await hooks.references?.(q, body);
           const row = await this.replace(q, id, body);
-          emit(this.change("updated", id));
+          emit(this.change("updated", id, row));
           return this.toMessage(row);
         });
       },
@@ -155,10 +169,10 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
       [`Delete${names.one}`]: async (req: { id: string }, ctx: CallContext) => {
         const id = pathId(req.id, kind);
         return store.tx(ctx, async (q, emit) => {
-          await this.find(q, id, "update");
-          await hooks.cascade?.(q, id, emit);
+          const row = await this.find(q, id, "update");
+          await hooks.cascade?.(q, id, emit, row);
           await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [id]);
-          emit(this.change("deleted", id));
+          emit(this.change("deleted", id, row));
           return {};
         });
       },
