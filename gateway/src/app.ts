@@ -45,7 +45,7 @@ const ROOT_TYPE = vendor("Application-v5");
 const CORS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
-  "Access-Control-Expose-Headers": "Location, X-Request-Id",
+  "Access-Control-Expose-Headers": "Location, X-Request-Id, Link",
 };
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -226,7 +226,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       request[route.bodyField.name] = await readJsonBody(req, route, parts, token);
     }
 
-    const cacheable = route.shape.kind === "collection";
+    // A page of a list carries a Link header the cache does not keep: pages are not cached.
+    const cacheable = route.shape.kind === "collection" && request["limit"] === undefined && request["marker"] === undefined;
     const cacheKind = route.shape.kind === "collection" ? route.shape.item.resource!.kind : "";
     // What a list holds depends on who asks: non-admins see their tenant's part only.
     // Bodies hold absolute links, so the base URI is part of the key too.
@@ -254,6 +255,12 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         const item = route.shape.item;
         const items = (response[route.shape.field.name] as Record<string, unknown>[] | undefined) ?? [];
         const body = Buffer.from(`[${items.map((i) => toJson(item, i, base)).join(",")}]`);
+        const next = response["next_marker"];
+        if (typeof next === "string" && next !== "") {
+          const url = new URL(req.originalUrl, base);
+          url.searchParams.set("marker", next);
+          res.setHeader("Link", `<${url.href}>; rel="next"`);
+        }
         if (fillToken !== undefined) void cache.fill(cacheKind, cacheKey, body, fillToken);
         send(res, 200, responseType!, body);
         return;

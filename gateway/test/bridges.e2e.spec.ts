@@ -382,3 +382,48 @@ describe("a lost service (issue 2)", () => {
     expect((await http("GET", "/readyz")).status).toBe(200);
   });
 });
+
+describe("paging (conventions 7)", () => {
+  it("?limit=N&marker=<id> pages in a stable order with Link rel=next; the last page has none", async () => {
+    const tenant = `pages-${stack.id}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await create({ name: `p${i}`, tenantId: tenant })).json.id);
+    const seen: string[] = [];
+    let url: string | undefined = `/bridges?tenant_id=${tenant}&limit=2`;
+    let pages = 0;
+    while (url) {
+      const r = await http("GET", url);
+      expect(r.status).toBe(200);
+      expect(r.json.length).toBeLessThanOrEqual(2);
+      seen.push(...r.json.map((b: { id: string }) => b.id));
+      const link = r.headers.get("link");
+      url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
+      if (url) expect(url.startsWith(`${gw}/bridges?`)).toBe(true);
+      pages++;
+    }
+    expect(seen).toEqual(ids);
+    expect(pages).toBe(3);
+    // Without limit the whole collection comes back, with no Link.
+    const all = await http("GET", `/bridges?tenant_id=${tenant}`);
+    expect(all.json.map((b: { id: string }) => b.id)).toEqual(ids);
+    expect(all.headers.get("link")).toBeNull();
+    // A page ending exactly at the end has no next link.
+    const exact = await http("GET", `/bridges?tenant_id=${tenant}&limit=5`);
+    expect(exact.json).toHaveLength(5);
+    expect(exact.headers.get("link")).toBeNull();
+  });
+
+  it("an unknown or malformed marker, or a limit out of range, is a 400 naming it", async () => {
+    for (const [q, property] of [
+      ["marker=12345678-1234-1234-1234-123456789abc", "marker"],
+      ["marker=nope", "marker"],
+      ["limit=0", "limit"],
+      ["limit=1001", "limit"],
+      ["limit=abc", "limit"],
+    ]) {
+      const r = await http("GET", `/bridges?${q}`);
+      expectError(r, 400);
+      expect(r.json.violations.map((v: { property: string }) => v.property)).toEqual([property]);
+    }
+  });
+});

@@ -1,7 +1,23 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import { ApiError, type CallContext, type Handlers, type Logger, pathId, PG, parseInput, pgCode, ROLES, type Store, strongestRole, text, uuid } from "@vnm/kit";
+import {
+  ApiError,
+  type CallContext,
+  type Handlers,
+  type Logger,
+  listPage,
+  PG,
+  pageOf,
+  parseInput,
+  pathId,
+  pgCode,
+  ROLES,
+  type Store,
+  strongestRole,
+  text,
+  uuid,
+} from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 
@@ -50,9 +66,9 @@ const nameTaken = (name: string) => ApiError.conflict(`A user named ${name} alre
 
 export function userHandlers(store: Store): Handlers {
   return {
-    async ListUsers() {
-      const r = await store.query<UserRow>(`SELECT ${COLS} FROM users ORDER BY seq`);
-      return { items: r.rows.map(toMessage) };
+    async ListUsers(req: Record<string, unknown>) {
+      const { rows, next_marker } = await listPage<UserRow>(store.pool, "users", pageOf(req));
+      return next_marker ? { items: rows.map(toMessage), next_marker } : { items: rows.map(toMessage) };
     },
 
     async GetUser(req: { id: string }) {

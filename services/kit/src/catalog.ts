@@ -278,7 +278,8 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
 function shapeOf(response: MessageInfo): Route["shape"] {
   if (response.resource) return { kind: "item", item: response };
   const repeated = response.fields.filter((f) => f.repeated && f.message?.resource);
-  if (repeated.length === 1 && response.fields.length === 1) {
+  // A collection: one repeated resource field, and at most the paging marker beside it.
+  if (repeated.length === 1 && response.fields.every((f) => f === repeated[0] || f.name === "next_marker")) {
     return { kind: "collection", field: repeated[0]!, item: repeated[0]!.message! };
   }
   if (response.fields.length === 0) return { kind: "empty" };

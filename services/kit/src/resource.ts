@@ -8,7 +8,7 @@ import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import type { CallContext, Handlers, Store } from "./service.ts";
-import { parseInput, pathId } from "./validate.ts";
+import { isUuid, parseInput, pathId } from "./validate.ts";
 
 type Emit = (c: Change) => void;
 
@@ -35,6 +35,63 @@ export interface WriteHooks<S extends z.ZodType> {
   references?: (q: Queryable, body: z.output<S>) => Promise<void>;
   /** Removes or updates what depends on the item (given locked), announcing each row, before it is deleted. */
   cascade?: (q: Queryable, id: string, emit: Emit, row: pg.QueryResultRow) => Promise<void>;
+}
+
+/** A page of a list: at most `limit` items after the item `marker`. */
+export interface Page {
+  limit?: number;
+  marker?: string;
+}
+
+export const MAX_PAGE = 1000;
+
+/** The page a list request asks for (its `limit` and `marker` fields); 400 when malformed. */
+export function pageOf(req: Record<string, unknown>): Page {
+  const page: Page = {};
+  if (req["limit"] !== undefined) {
+    const limit = Number(req["limit"]);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+      throw ApiError.invalid([{ property: "limit", message: `must be between 1 and ${MAX_PAGE}` }]);
+    }
+    page.limit = limit;
+  }
+  if (req["marker"] !== undefined && req["marker"] !== "") {
+    if (!isUuid(req["marker"])) throw ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
+    page.marker = (req["marker"] as string).toLowerCase();
+  }
+  return page;
+}
+
+/**
+ * Reads one page of `table` in creation order (seq), optionally where `column` = `value`.
+ * An unknown marker is a 400. `next_marker` is set when more items follow.
+ */
+export async function listPage<R extends pg.QueryResultRow>(
+  q: Queryable,
+  table: string,
+  page: Page,
+  where?: { column: string; value: string },
+): Promise<{ rows: R[]; next_marker?: string }> {
+  const params: unknown[] = [];
+  const conditions: string[] = [];
+  if (where) {
+    params.push(where.value);
+    conditions.push(`${assertIdentifier(where.column)} = $${params.length}`);
+  }
+  if (page.marker) {
+    const at = await q.query<{ seq: string }>(`SELECT seq FROM ${assertIdentifier(table)} WHERE id = $1`, [page.marker]);
+    if (!at.rows[0]) throw ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
+    params.push(at.rows[0].seq);
+    conditions.push(`seq > $${params.length}`);
+  }
+  let sql = `SELECT * FROM ${assertIdentifier(table)}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY seq`;
+  if (page.limit) sql += ` LIMIT ${page.limit + 1}`;
+  const rows = (await q.query<R>(sql, params)).rows;
+  if (page.limit && rows.length > page.limit) {
+    rows.length = page.limit;
+    return { rows, next_marker: String(rows[rows.length - 1]!["id"]) };
+  }
+  return { rows };
 }
 
 /** A list filter: the request field (a query parameter) and the column it matches. */
@@ -64,13 +121,16 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
     return Object.fromEntries(Object.entries(this.spec.message(row)).filter(([, v]) => v !== null));
   }
 
-  /** The items in creation order, optionally those whose `column` equals `value`. */
-  async list(q: Queryable, where?: { column: string; value: string }): Promise<Record<string, unknown>[]> {
-    const { table } = this.spec;
-    const r = where
-      ? await q.query<R>(`SELECT * FROM ${table} WHERE ${assertIdentifier(where.column)} = $1 ORDER BY seq`, [where.value])
-      : await q.query<R>(`SELECT * FROM ${table} ORDER BY seq`);
-    return r.rows.map((row) => this.toMessage(row));
+  /** The items in creation order, optionally those whose `column` equals `value`, a page at a time. */
+  async list(
+    q: Queryable,
+    where?: { column: string; value: string },
+    page: Page = {},
+  ): Promise<{ items: Record<string, unknown>[]; next_marker?: string }> {
+    const { rows, next_marker } = await listPage<R>(q, this.spec.table, page, where);
+    const out: { items: Record<string, unknown>[]; next_marker?: string } = { items: rows.map((row) => this.toMessage(row)) };
+    if (next_marker) out.next_marker = next_marker;
+    return out;
   }
 
   /**
@@ -144,7 +204,7 @@ export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
       [`List${names.many}`]: async (req: Record<string, unknown>) => {
         const value = filter ? req[filter.field] : undefined;
         const where = filter && typeof value === "string" ? { column: filter.column, value } : undefined;
-        return { items: await this.list(store.pool, where) };
+        return this.list(store.pool, where, pageOf(req));
       },
 
       [`Get${names.one}`]: async (req: { id: string }) => this.toMessage(await this.find(store.pool, pathId(req.id, kind))),

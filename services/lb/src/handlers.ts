@@ -63,12 +63,12 @@ export function poolHandlers(store: Store): Handlers {
 
     async ListLoadBalancerPools(req: { id: string }) {
       const lb = await loadBalancers.existing(store.pool, req.id);
-      return { items: await pools.list(store.pool, { column: "load_balancer_id", value: lb }) };
+      return pools.list(store.pool, { column: "load_balancer_id", value: lb });
     },
 
     async ListHealthMonitorPools(req: { id: string }) {
       const hm = await healthMonitors.existing(store.pool, req.id);
-      return { items: await pools.list(store.pool, { column: "health_monitor_id", value: hm }) };
+      return pools.list(store.pool, { column: "health_monitor_id", value: hm });
     },
 
     ListPoolMembers: (req: { id: string }) => empty(store.pool, pools, req.id),
