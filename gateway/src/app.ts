@@ -21,7 +21,7 @@ import { type Catalog, type Route, templateShape } from "@vnm/kit";
 import { type Match, Router } from "./router.ts";
 import { HTTP_STATUS, HttpError, send, sendError } from "./http-error.ts";
 import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
-import { fromJson, fromText, itemPath, parseJson, toJson } from "./transcode.ts";
+import { etagMatches, etagOf, fromJson, fromText, itemPath, parseJson, toJson } from "./transcode.ts";
 import type { Upstream } from "./upstream.ts";
 
 export interface GatewayOptions {
@@ -45,7 +45,7 @@ const ROOT_TYPE = vendor("Application-v5");
 const CORS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
-  "Access-Control-Expose-Headers": "Location, X-Request-Id, Link",
+  "Access-Control-Expose-Headers": "Location, X-Request-Id, Link, ETag",
 };
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -225,6 +225,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     if (route.bodyField) {
       request[route.bodyField.name] = await readJsonBody(req, route, parts, token);
     }
+    const ifMatch = req.headers["if-match"];
+    if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(route, parts, ifMatch, token);
 
     // A page of a list carries a Link header the cache does not keep: pages are not cached.
     const cacheable = route.shape.kind === "collection" && request["limit"] === undefined && request["marker"] === undefined;
@@ -271,8 +273,29 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
           const p = itemPath(item, response);
           if (p) res.setHeader("Location", base + p);
         }
+        const etag = etagOf(item, response);
+        res.setHeader("ETag", etag);
+        const ifNoneMatch = req.headers["if-none-match"];
+        if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
+          res.status(304).end();
+          return;
+        }
         send(res, route.method === "POST" ? 201 : 200, responseType!, toJson(item, response, base));
       }
+    }
+  }
+
+  /**
+   * If-Match on a PUT or DELETE: the item as it is now must carry one of the tags, else 412.
+   * The check reads the item just before the write; a write landing in between is not seen.
+   */
+  async function checkIfMatch(route: Route, parts: string[], header: string, token: string): Promise<void> {
+    const get = router.getAt(templateShape(route.template));
+    if (!get || get.shape.kind !== "item") return;
+    const response = await callGet(get, parts, token);
+    const etag = etagOf(get.shape.item, response);
+    if (!etagMatches(header, etag)) {
+      throw new HttpError(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
     }
   }
 
@@ -319,19 +342,24 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       probe = router.getAt(segments.slice(0, n).join("/"));
     }
     if (!probe || probe === route) return;
-    const request: Record<string, unknown> = {};
-    probe.segments.forEach((s, i) => {
-      if ("variable" in s) {
-        const c = fromText(probe.request.byName.get(s.variable)!, parts[i]!);
-        request[s.variable] = c.ok ? c.value : parts[i];
-      }
-    });
     try {
-      await upstream.call(probe.service, probe.rpc, request, opts.callTimeoutMs, token);
+      await callGet(probe, parts, token);
     } catch (err) {
       const e = ApiError.from(err);
       if (e.code === Code.NOT_FOUND) throw e;
     }
+  }
+
+  /** Calls a GET route with the path variables taken, by position, from `parts`. */
+  async function callGet(get: Route, parts: string[], token: string): Promise<Record<string, unknown>> {
+    const request: Record<string, unknown> = {};
+    get.segments.forEach((s, i) => {
+      if ("variable" in s) {
+        const c = fromText(get.request.byName.get(s.variable)!, parts[i]!);
+        request[s.variable] = c.ok ? c.value : parts[i];
+      }
+    });
+    return (await upstream.call(get.service, get.rpc, request, opts.callTimeoutMs, token)).response;
   }
 
   return { app, metrics };

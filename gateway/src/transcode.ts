@@ -2,6 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
+import { createHash } from "node:crypto";
 import type { Violation } from "@vnm/kit";
 import type { FieldInfo, MessageInfo } from "@vnm/kit";
 
@@ -247,6 +248,22 @@ export function toJson(msg: MessageInfo, obj: Record<string, unknown>, base: str
     writers.set(msg, w);
   }
   return w(obj, base);
+}
+
+/**
+ * The entity tag of an item: a hash of its representation with links left relative, so it is
+ * the same through every address the gateway is reached at.
+ */
+export function etagOf(msg: MessageInfo, obj: Record<string, unknown>): string {
+  return `"${createHash("sha256").update(toJson(msg, obj, "")).digest("base64url").slice(0, 22)}"`;
+}
+
+/** Whether an If-Match / If-None-Match value names `etag` ("*" names any; W/ is ignored). */
+export function etagMatches(header: string, etag: string): boolean {
+  return header
+    .split(",")
+    .map((t) => t.trim().replace(/^W\//, ""))
+    .some((t) => t === "*" || t === etag);
 }
 
 /** Path of an item below the API root: its `uri` link, or <root path>/<id>. */

@@ -427,3 +427,35 @@ describe("paging (conventions 7)", () => {
     }
   });
 });
+
+describe("entity tags (conventions 7)", () => {
+  it("items carry an ETag; If-None-Match answers 304; the tag changes with the item", async () => {
+    const c = await create({ name: "tagged" });
+    const etag = c.headers.get("etag")!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    const g = await http("GET", c.json.uri);
+    expect(g.headers.get("etag")).toBe(etag);
+    const cached = await http("GET", c.json.uri, undefined, { "if-none-match": etag });
+    expect(cached.status).toBe(304);
+    expect(cached.text).toBe("");
+    expect((await http("GET", c.json.uri, undefined, { "if-none-match": '"other"' })).status).toBe(200);
+    // The same item through another address has the same tag (links are not part of it).
+    const other = await http("GET", c.json.uri.replace("127.0.0.1", "localhost"));
+    expect(other.headers.get("etag")).toBe(etag);
+    const u = await http("PUT", c.json.uri, { name: "changed" });
+    expect(u.headers.get("etag")).not.toBe(etag);
+  });
+
+  it("If-Match on PUT and DELETE: 412 when the item changed since it was read, else the write goes", async () => {
+    const c = await create({ name: "v1" });
+    const v1 = c.headers.get("etag")!;
+    const v2 = (await http("PUT", c.json.uri, { name: "v2" }, { "if-match": v1 })).headers.get("etag")!;
+    const stale = await http("PUT", c.json.uri, { name: "v3" }, { "if-match": v1 });
+    expectError(stale, 412);
+    expect(stale.headers.get("etag")).toBe(v2);
+    expect((await http("GET", c.json.uri)).json.name).toBe("v2");
+    expectError(await http("DELETE", c.json.uri, undefined, { "if-match": v1 }), 412);
+    expect((await http("DELETE", c.json.uri, undefined, { "if-match": v2 })).status).toBe(204);
+    expectError(await http("DELETE", c.json.uri, undefined, { "if-match": "*" }), 404);
+  });
+});
