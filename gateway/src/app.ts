@@ -6,6 +6,7 @@ import { status as Code } from "@grpc/grpc-js";
 import {
   ApiError,
   accessRules,
+  type Bus,
   coarseDenial,
   type Identity,
   type Logger,
@@ -17,6 +18,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { authenticate, loginHandler, type RateLimiter, sendLogin, tokenKey } from "./auth.ts";
 import { readBodyText } from "./body.ts";
 import type { CollectionCache } from "./cache.ts";
+import { eventFeed } from "./events.ts";
 import { type Catalog, type Route, templateShape } from "@vnm/kit";
 import { type Match, Router } from "./router.ts";
 import { HTTP_STATUS, HttpError, send, sendError } from "./http-error.ts";
@@ -29,8 +31,8 @@ export interface GatewayOptions {
   upstream: Upstream;
   cache: CollectionCache;
   log: Logger;
-  /** Bus state for /readyz. */
-  busReady: () => boolean;
+  /** The change bus: its state for /readyz, its feed for /events. */
+  bus: Bus;
   tokenSecret: string;
   tokenTtlSeconds: number;
   limiter: RateLimiter;
@@ -100,7 +102,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     const results = await Promise.all([
       ...domains.map(async (d) => [d, (await upstream.health(d, 1_000)) ? "ok" : "unavailable"] as const),
       cache.ready().then((ok) => ["cache", ok ? "ok" : "unavailable"] as const),
-      Promise.resolve(["bus", opts.busReady() ? "ok" : "unavailable"] as const),
+      Promise.resolve(["bus", opts.bus.state() === "connected" ? "ok" : "unavailable"] as const),
     ]);
     for (const [k, v] of results) checks[k] = v;
     const ok = Object.values(checks).every((v) => v === "ok");
@@ -140,6 +142,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
   });
   const rules = accessRules(catalog);
   const verify = tokenVerifier(opts.tokenSecret);
+  const feed = eventFeed(catalog, rules, opts.bus, log);
   // Links to kinds this interface only references (a bridge's filter chains, a load balancer's
   // router) lead to paths no route serves; a GET there says so rather than "no resource".
   const unserved = new Router(
@@ -171,6 +174,12 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       res.locals["caller"] = caller;
       const method = req.method === "HEAD" ? "GET" : req.method;
       const path = req.path;
+      if (path === "/events") {
+        if (method !== "GET") throw new HttpError(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
+        if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
+        await feed.serve(req, res, caller.identity, baseUri(req));
+        return;
+      }
       if (path === "/") {
         if (method !== "GET") throw new HttpError(405, `Method ${req.method} is not allowed on /`, [], { Allow: "GET" });
         const type = negotiate(req.headers.accept, [ROOT_TYPE, JSON_TYPE]);
@@ -291,7 +300,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
    */
   async function checkIfMatch(route: Route, parts: string[], header: string, token: string): Promise<void> {
     const get = router.getAt(templateShape(route.template));
-    if (!get || get.shape.kind !== "item") return;
+    if (get?.shape.kind !== "item") return;
     const response = await callGet(get, parts, token);
     const etag = etagOf(get.shape.item, response);
     if (!etagMatches(header, etag)) {

@@ -87,7 +87,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
     upstream,
     cache,
     log,
-    busReady: () => bus.state() === "connected",
+    bus,
     tokenSecret: cfg.tokenSecret,
     tokenTtlSeconds: cfg.tokenTtlSeconds,
     limiter,

@@ -1,6 +1,6 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
-import { connect, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { connect, DeliverPolicy, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
 
 export interface BusMessage {
@@ -19,6 +19,11 @@ export interface Bus {
   /** Receives every message below `<prefix>.`; `onState` hears connection changes. */
   subscribe(handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void;
   state(): BusState;
+  /**
+   * Delivers every message below `<prefix>.` with its sequence number, in order: those after
+   * `afterSeq` first when it is given (resuming a feed), then new ones. Returns a stop function.
+   */
+  follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -145,6 +150,31 @@ export function natsBus(opts: NatsBusOptions): Bus {
       if (nc) subscribeOne(nc, handler);
     },
     state: () => current,
+    async follow(afterSeq, handler) {
+      if (!js) throw new Error("NATS is not connected");
+      if (!streamReady) await ensureStream();
+      const consumer = await js.consumers.get(streamName(opts.prefix), {
+        filterSubjects: `${opts.prefix}.>`,
+        ...(afterSeq !== undefined
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 }
+          : { deliver_policy: DeliverPolicy.New }),
+      });
+      const messages = await consumer.consume();
+      void (async () => {
+        for await (const m of messages) {
+          let data: unknown = null;
+          try {
+            data = m.json();
+          } catch {
+            /* not ours */
+          }
+          handler(m.seq, { subject: m.subject, data });
+        }
+      })().catch(() => {});
+      return () => {
+        void messages.close().catch(() => {});
+      };
+    },
     async close() {
       closed = true;
       if (nc) await nc.drain().catch(() => {});
@@ -155,16 +185,32 @@ export function natsBus(opts: NatsBusOptions): Bus {
 /** In-process stand-in: delivers to subscribers of this process only. */
 export function localBus(prefix: string): Bus {
   const handlers: ((msg: BusMessage) => void)[] = [];
+  const followers = new Set<(seq: number, msg: BusMessage) => void>();
+  // The last messages, for followers resuming from a sequence.
+  const recent: { seq: number; msg: BusMessage }[] = [];
+  let seq = 0;
   return {
     kind: "local",
     prefix,
     async publish(subject, data) {
-      for (const h of handlers) h({ subject, data });
+      const msg = { subject, data };
+      seq++;
+      recent.push({ seq, msg });
+      if (recent.length > 1000) recent.shift();
+      for (const h of handlers) h(msg);
+      for (const f of followers) f(seq, msg);
     },
     subscribe(handler) {
       handlers.push(handler);
     },
     state: () => "connected",
+    async follow(afterSeq, handler) {
+      if (afterSeq !== undefined) for (const r of recent) if (r.seq > afterSeq) handler(r.seq, r.msg);
+      followers.add(handler);
+      return () => {
+        followers.delete(handler);
+      };
+    },
     async close() {},
   };
 }

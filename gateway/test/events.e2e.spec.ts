@@ -1,0 +1,134 @@
+// GET /events (conventions 7): the change feed as Server-Sent Events, filtered to what the
+// caller may see, resumable with Last-Event-ID. Real processes, NATS JetStream underneath.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminToken, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+
+const stack = new Stack();
+let gw = "";
+const http = httpClient(() => gw, "application/json");
+const PASSWORD = "feed-password-1";
+
+interface Event {
+  event: string;
+  id: string;
+  data: { kind: string; id: string; uri: string };
+}
+
+/** Opens the feed and collects its events until close(). */
+async function open(token: string, lastEventId?: string) {
+  const ac = new AbortController();
+  const headers: Record<string, string> = { "x-auth-token": token, accept: "text/event-stream" };
+  if (lastEventId) headers["last-event-id"] = lastEventId;
+  const res = await fetch(`${gw}/events`, { headers, signal: ac.signal });
+  const events: Event[] = [];
+  let buffer = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
+        const block = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        const fields = Object.fromEntries(
+          block
+            .split("\n")
+            .filter((l) => !l.startsWith(":") && l.includes(":"))
+            .map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()]),
+        );
+        if (fields["data"]) events.push({ event: fields["event"] ?? "", id: fields["id"] ?? "", data: JSON.parse(fields["data"]) });
+      }
+    }
+  })().catch(() => {});
+  return {
+    res,
+    events,
+    close: async () => {
+      ac.abort();
+      await reading;
+    },
+  };
+}
+
+let tokenA = "";
+let tokenB = "";
+
+beforeAll(async () => {
+  await stack.startServices();
+  gw = await stack.startGateway();
+  for (const [who, tenant] of [
+    ["a", "A"],
+    ["b", "B"],
+  ] as const) {
+    await http("POST", "/users", { name: `${who}-${stack.id}`, password: PASSWORD, tenantId: `${tenant}-${stack.id}`, roles: ["tenant_admin"] });
+  }
+  tokenA = await stack.login(gw, `a-${stack.id}`, PASSWORD);
+  tokenB = await stack.login(gw, `b-${stack.id}`, PASSWORD);
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+describe("GET /events", () => {
+  it("streams created, updated and deleted with a sequence id and an absolute uri", async () => {
+    const feed = await open(adminToken());
+    expect(feed.res.status).toBe(200);
+    expect(feed.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    await new Promise((r) => setTimeout(r, 300));
+    const b = await http("POST", "/bridges", { name: "fed" });
+    await http("PUT", b.json.uri, { name: "fed2" });
+    await http("POST", `${b.json.uri}/dhcp`, { subnetPrefix: "10.0.0.0", subnetLength: 24 });
+    await http("DELETE", b.json.uri);
+    await waitFor("five events", async () => feed.events.length >= 5, 10_000);
+    await feed.close();
+    const mine = feed.events.filter((e) => e.data.uri.startsWith(b.json.uri));
+    expect(mine.map((e) => `${e.event} ${e.data.kind}`)).toEqual([
+      "created Bridge",
+      "updated Bridge",
+      "created DhcpSubnet",
+      "deleted DhcpSubnet",
+      "deleted Bridge",
+    ]);
+    expect(mine[0]!.data).toEqual({ kind: "Bridge", id: b.json.id, uri: b.json.uri });
+    const ids = mine.map((e) => Number(e.id));
+    expect(ids.every((n, i) => Number.isInteger(n) && (i === 0 || n > ids[i - 1]!))).toBe(true);
+  });
+
+  it("shows a tenant only its own tenant's changes, and no admin-only kinds", async () => {
+    const a = await open(tokenA);
+    const b = await open(tokenB);
+    await new Promise((r) => setTimeout(r, 300));
+    const ofA = await http("POST", "/bridges", { name: "a's", tenantId: `A-${stack.id}` }, { "x-auth-token": tokenA });
+    const ofB = await http("POST", "/bridges", { name: "b's", tenantId: `B-${stack.id}` }, { "x-auth-token": tokenB });
+    await http("POST", "/load_balancers", {});
+    await http("POST", "/users", { name: `c-${stack.id}`, password: PASSWORD, tenantId: `A-${stack.id}`, roles: ["tenant_user"] });
+    await waitFor("each tenant's event", async () => a.events.length >= 1 && b.events.length >= 1, 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    await a.close();
+    await b.close();
+    expect(a.events.map((e) => e.data.id)).toEqual([ofA.json.id]);
+    expect(b.events.map((e) => e.data.id)).toEqual([ofB.json.id]);
+  });
+
+  it("resumes after Last-Event-ID", async () => {
+    const first = await open(adminToken());
+    await new Promise((r) => setTimeout(r, 300));
+    const one = await http("POST", "/bridges", { name: "one" });
+    await waitFor("one", async () => first.events.some((e) => e.data.id === one.json.id), 10_000);
+    await first.close();
+    const last = first.events.find((e) => e.data.id === one.json.id)!.id;
+    // Missed while disconnected:
+    const two = await http("POST", "/bridges", { name: "two" });
+    const three = await http("POST", "/bridges", { name: "three" });
+    const again = await open(adminToken(), last);
+    await waitFor("the missed events", async () => again.events.length >= 2, 10_000);
+    await again.close();
+    expect(again.events.slice(0, 2).map((e) => e.data.id)).toEqual([two.json.id, three.json.id]);
+  });
+
+  it("needs a token; a bad Last-Event-ID is a 400; only GET", async () => {
+    expectError(await http("GET", "/events", undefined, { "x-auth-token": "" }), 401);
+    expectError(await http("GET", "/events", undefined, { "last-event-id": "yesterday" }), 400);
+    expectError(await http("POST", "/events", "{}"), 405);
+  });
+});
