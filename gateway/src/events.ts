@@ -62,7 +62,7 @@ export function eventFeed(catalog: Catalog, rules: Map<string, Access>, bus: Bus
       };
       const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
       let stop: (() => void) | undefined;
-      req.on("close", close);
+      res.on("close", close);
       try {
         stop = await bus.follow(after, (seq, msg) => {
           const c = msg.data as ChangeMessage | null;
