@@ -21,6 +21,8 @@ export class Stack {
   private readonly nats: NatsConnection[] = [];
 
   readonly tokenSecret = randomBytes(24).toString("hex");
+  /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
+  natsUrl = DEPS.natsUrl;
   readonly adminPassword = randomBytes(12).toString("hex");
 
   get prefix(): string {
@@ -30,7 +32,7 @@ export class Stack {
   env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     return {
       DATABASE_URL: DEPS.databaseUrl,
-      NATS_URL: DEPS.natsUrl,
+      NATS_URL: this.natsUrl,
       REDIS_URL: DEPS.redisUrl,
       VNM_BUS_PREFIX: this.prefix,
       VNM_TOKEN_SECRET: this.tokenSecret,
@@ -82,7 +84,7 @@ export class Stack {
    */
   async watchChanges(): Promise<ChangeSeen[]> {
     const seen: ChangeSeen[] = [];
-    const nc = await connect({ servers: DEPS.natsUrl });
+    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
     const sc = StringCodec();
     nc.subscribe(`${this.prefix}.>`, {
       callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
@@ -123,7 +125,7 @@ export class Stack {
     await client.end();
     for (const nc of this.nats.splice(0)) await nc.close();
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
-    const nc = await connect({ servers: DEPS.natsUrl });
+    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
     await (await nc.jetstreamManager()).streams.delete(this.prefix.toUpperCase()).catch(() => {});
     await nc.close();
     const redis = new Redis(DEPS.redisUrl);

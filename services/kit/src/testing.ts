@@ -39,9 +39,13 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Runs a script of this repository with the project's Node flags (and any `nodeArgs`). */
-export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Proc {
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, script], {
+/**
+ * Runs a script of this repository with the project's Node flags (and any `nodeArgs`), or,
+ * for an absolute path, that program with `args`.
+ */
+export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], args: string[] = []): Proc {
+  const [command, argv] = script.startsWith("/") ? [script, args] : [process.execPath, [...NODE_FLAGS, ...nodeArgs, script, ...args]];
+  const child = spawn(command, argv, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
