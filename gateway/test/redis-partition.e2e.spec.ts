@@ -1,0 +1,77 @@
+// The collection cache when the gateway loses Redis while Redis keeps its data (a partition,
+// made here with a TCP proxy the test cuts): reads stay right through the cut, and the gateway
+// trusts the cache again only after resetting it, since Redis still holds the list as it was
+// before the write it could not invalidate.
+import { createServer, type Server, type Socket, connect as tcp } from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEPS, freePort, httpClient, Stack, waitFor } from "./harness.ts";
+
+const stack = new Stack();
+let viaProxy = "";
+const http = httpClient(() => viaProxy, "application/json");
+
+/** A TCP proxy to Redis that can be cut (every connection dropped, new ones refused) and healed. */
+class Proxy {
+  private server?: Server;
+  private readonly sockets = new Set<Socket>();
+  readonly port: number;
+  private readonly target: URL;
+  constructor(port: number, target: string) {
+    this.port = port;
+    this.target = new URL(target);
+  }
+  async open(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = tcp(Number(this.target.port || 6379), this.target.hostname);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((r) => this.server!.listen(this.port, "127.0.0.1", () => r()));
+  }
+  async cut(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server!.close(() => r()));
+  }
+}
+
+let proxy: Proxy;
+
+beforeAll(async () => {
+  proxy = new Proxy(await freePort(), DEPS.redisUrl);
+  await proxy.open();
+  await stack.startServices();
+  viaProxy = await stack.startGateway({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+});
+
+afterAll(async () => {
+  await stack.stop();
+  await proxy.cut().catch(() => {});
+});
+
+const ids = async (base: string) =>
+  ((await http("GET", `${base}/bridges?tenant_id=partition`)).json as { id: string }[]).map((b) => b.id);
+
+it("a write made while Redis is cut off is never hidden by the list cached before it", async () => {
+  const first = (await http("POST", `${viaProxy}/bridges`, { name: "one", tenantId: "partition" })).json.id;
+  expect(await ids(viaProxy)).toEqual([first]);
+  expect(await ids(viaProxy)).toEqual([first]); // cached in Redis now
+
+  await proxy.cut();
+  const second = await http("POST", `${viaProxy}/bridges`, { name: "two", tenantId: "partition" });
+  expect(second.status).toBe(201);
+  // Redis could not be told; the gateway reads from the service instead.
+  expect(await ids(viaProxy)).toEqual([first, second.json.id]);
+  expect((await http("GET", `${viaProxy}/readyz`)).status).toBe(503);
+
+  await proxy.open();
+  await waitFor("the gateway to be ready again", async () => (await http("GET", `${viaProxy}/readyz`)).status === 200, 15_000);
+  // Redis still held [first]; the gateway reset the cache before using it again.
+  expect(await ids(viaProxy)).toEqual([first, second.json.id]);
+  expect(await ids(viaProxy)).toEqual([first, second.json.id]);
+  const third = (await http("POST", `${viaProxy}/bridges`, { name: "three", tenantId: "partition" })).json.id;
+  expect(await ids(viaProxy)).toEqual([first, second.json.id, third]);
+});
