@@ -11,7 +11,7 @@ let viaProxy = "";
 const http = httpClient(() => viaProxy, "application/json");
 
 /** A TCP proxy to Redis that can be cut (every connection dropped, new ones refused) and healed. */
-class Proxy {
+class TcpProxy {
   private server?: Server;
   private readonly sockets = new Set<Socket>();
   readonly port: number;
@@ -38,10 +38,10 @@ class Proxy {
   }
 }
 
-let proxy: Proxy;
+let proxy: TcpProxy;
 
 beforeAll(async () => {
-  proxy = new Proxy(await freePort(), DEPS.redisUrl);
+  proxy = new TcpProxy(await freePort(), DEPS.redisUrl);
   await proxy.open();
   await stack.startServices();
   viaProxy = await stack.startGateway({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
