@@ -175,7 +175,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
       const method = req.method === "HEAD" ? "GET" : req.method;
       const path = req.path;
       if (path === "/events") {
-        if (method !== "GET") throw new HttpError(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
+        // A stream never ends, so HEAD (which never gets the body) is refused too.
+        if (req.method !== "GET") throw new HttpError(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
         if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
         await feed.serve(req, res, caller.identity, baseUri(req));
         return;

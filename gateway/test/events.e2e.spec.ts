@@ -130,5 +130,6 @@ describe("GET /events", () => {
     expectError(await http("GET", "/events", undefined, { "x-auth-token": "" }), 401);
     expectError(await http("GET", "/events", undefined, { "last-event-id": "yesterday" }), 400);
     expectError(await http("POST", "/events", "{}"), 405);
+    expect((await http("HEAD", "/events")).status).toBe(405);
   });
 });
