@@ -293,6 +293,31 @@ describe("the role x method matrix", () => {
     expect((await req("admin", "DELETE", `/users/${u.json.id}`)).status).toBe(204);
   });
 
+  it("LoadBalancer, Pool, HealthMonitor: admin only (no tenant field), every method", async () => {
+    const lb = (await http("POST", "/load_balancers", {})).json;
+    const hm = (await http("POST", "/health_monitors", { type: "TCP" })).json;
+    const pool = (await http("POST", "/pools", { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" })).json;
+    const kinds: [string, string, unknown][] = [
+      ["/load_balancers", lb.uri, {}],
+      ["/pools", pool.uri, { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" }],
+      ["/health_monitors", hm.uri, { type: "TCP" }],
+    ];
+    for (const [list, item, body] of kinds) {
+      const ops: [string, string, unknown?][] = [
+        ["GET", list],
+        ["GET", item],
+        ["POST", list, body],
+        ["PUT", item, body],
+        ["DELETE", item],
+      ];
+      for (const [method, path, b] of ops) {
+        for (const who of ["taA", "tuA", "taB"] as Who[]) expectError(await req(who, method, path, b), 403);
+        for (const who of ["none", "bad"] as Who[]) expectError(await req(who, method, path, b), 401);
+      }
+    }
+    for (const [, item] of [...kinds].reverse()) expect((await req("admin", "DELETE", item)).status).toBe(204);
+  });
+
   it("a non-admin POST without tenantId takes the caller's tenant; naming another is a 403", async () => {
     const r = await req("taB", "POST", "/bridges", { name: "mine" });
     expect(r.status).toBe(201);
