@@ -87,7 +87,8 @@ async function main(): Promise<void> {
     run(dir, join("services", dir, "src", "main.ts"), { GRPC_PORT: addr.split(":").pop() });
   });
   run("gateway", join("gateway", "src", "main.ts"), gatewayEnv);
-  say(`gateway on http://${env["HOST"] ?? "127.0.0.1"}:${env["PORT"] ?? 8080}`);
+  const url = `http://${env["HOST"] ?? "127.0.0.1"}:${env["PORT"] ?? 8080}`;
+  say(`gateway on ${url}; log in with: curl -s -X POST -u ${env["VNM_ADMIN_USER"] || "admin"}:<password> ${url}/login`);
 
   const shutdown = async () => {
     if (stopping) return;
