@@ -3,7 +3,8 @@
 // conventions.md (sections in the test names).
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import pg from "pg";
+import { adminToken, DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
@@ -358,6 +359,36 @@ describe("Redis collection cache (issue 2)", () => {
     const ready = await http("GET", `${noRedis}/readyz`);
     expect(ready.status).toBe(503);
     expect(ready.json.checks.cache).toBe("unavailable");
+  });
+});
+
+describe("a lost database connection", () => {
+  it("connections killed mid-request cost at most a 503, never the service process", async () => {
+    const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+    await db.connect();
+    const kill = () =>
+      db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [
+        `vnm-${stack.schema("bridge")}`,
+      ]);
+    // Writes keep transactions (and the outbox relay's) open while connections are killed.
+    const statuses: number[] = [];
+    const until = Date.now() + 1_000;
+    const worker = async (i: number) => {
+      while (Date.now() < until) statuses.push((await create({ name: `load-${i}` })).status);
+    };
+    const killer = async () => {
+      while (Date.now() < until) {
+        await kill();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await Promise.all([killer(), ...Array.from({ length: 4 }, (_, i) => worker(i))]);
+    await db.end();
+    expect(statuses.every((st) => [201, 503].includes(st)), statuses.join(",")).toBe(true);
+    expect(statuses.filter((st) => st === 503).length).toBeGreaterThan(0);
+    // The service is still there and answers normally.
+    await waitFor("normal answers", async () => (await create({ name: "after" })).status === 201, 5_000);
+    expect((await http("GET", "/readyz")).status).toBe(200);
   });
 });
 

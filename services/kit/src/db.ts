@@ -28,8 +28,13 @@ export function createPool(databaseUrl: string, schema: string, max = 10): pg.Po
     options: `-c search_path=${schema}`,
     application_name: `vnm-${schema}`,
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // A client losing its connection must not crash the process. Idle ones are replaced by the
+  // pool; one in use reports the loss through its query's rejection (503 to the caller) and
+  // is discarded on release. Without a listener the 'error' event would end the process.
   pool.on("error", () => {});
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   return pool;
 }
 

@@ -99,7 +99,7 @@ export function toApiError(err: unknown): ApiError {
   const message = (err as Error | null)?.message ?? "";
   if (
     (code && (DB_DOWN.has(code) || code.startsWith("08"))) ||
-    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+    /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/.test(message)
   ) {
     return new ApiError(grpc.status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
   }
