@@ -126,7 +126,7 @@ export function natsBus(opts: NatsBusOptions): Bus {
               ensureStream().catch(() => {});
             }
           }
-        })();
+        })().catch(() => setState("disconnected"));
       } catch (err) {
         opts.log.warn("NATS unreachable, retrying", { url: opts.url, err: (err as Error).message });
         await new Promise((r) => setTimeout(r, delay));
