@@ -372,6 +372,17 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
     return (await upstream.call(get.service, get.rpc, request, opts.callTimeoutMs, token)).response;
   }
 
+  // Anything express itself rejects still gets the error body, never its HTML page.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const requestId = (res.locals["requestId"] as string | undefined) ?? randomUUID();
+    const status = (err as { status?: number } | null)?.status;
+    const e =
+      typeof status === "number" && status >= 400 && status < 500
+        ? new HttpError(status, (err as Error).message || "Bad request")
+        : toHttpError(err, requestId, log);
+    sendError(res, e, requestId);
+  });
+
   return { app, metrics };
 }
 

@@ -229,6 +229,8 @@ describe("GET, list, tenant filter, DELETE", () => {
 describe("protocol errors carry the error body (conventions 2, 3)", () => {
   it("404 for an unknown path, 405 with Allow for an unsupported method", async () => {
     expectError(await http("GET", "/nothing-here"), 404);
+    expectError(await http("GET", "/bridges/%zz"), 404);
+    expectError(await http("GET", "/%E0%A4%A"), 404);
     const m = await http("PATCH", "/bridges");
     expectError(m, 405);
     expect(m.headers.get("allow")).toBe("GET, POST");
