@@ -55,7 +55,12 @@ function integer(type: string, v: unknown): Converted {
 function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string): Converted {
   switch (field.type) {
     case "string":
-      return typeof v === "string" ? { ok: true, value: v } : { ok: false, message: "must be a string" };
+      if (typeof v !== "string") return { ok: false, message: "must be a string" };
+      // Postgres stores neither NUL nor lone surrogates; no field of this API means them.
+      if (v.includes("\u0000") || !v.isWellFormed()) {
+        return { ok: false, message: "must be valid Unicode text without NUL characters" };
+      }
+      return { ok: true, value: v };
     case "bool":
       if (typeof v === "boolean") return { ok: true, value: v };
       if (v === "true" || v === "false") return { ok: true, value: v === "true" };

@@ -446,6 +446,12 @@ describe("paging (conventions 7)", () => {
     expect(exact.headers.get("link")).toBeNull();
   });
 
+  it("a query value that is not text (NUL) is a 400 naming it", async () => {
+    const r = await http("GET", "/bridges?tenant_id=%00");
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "tenant_id", message: "must be valid Unicode text without NUL characters" }]);
+  });
+
   it("an unknown or malformed marker, or a limit out of range, is a 400 naming it", async () => {
     for (const [q, property] of [
       ["marker=12345678-1234-1234-1234-123456789abc", "marker"],

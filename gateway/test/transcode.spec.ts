@@ -73,6 +73,8 @@ describe("fromJson: types are checked before they become proto values", () => {
     [{ port: -1 }, "port"],
     [{ flag: 1 }, "flag"],
     [{ id: 5 }, "id"],
+    [{ id: "a\u0000b" }, "id"],
+    [{ ids: ["\ud800"] }, "ids"],
     [{ ids: "x" }, "ids"],
     [{ ids: ["a", 1] }, "ids"],
     [{ ids: [null] }, "ids"],
