@@ -20,6 +20,7 @@ import {
   text,
 } from "@vnm/kit";
 import { z } from "zod";
+import { hostChange, subnet6Change, subnetAddr, subnetChange } from "./locations.ts";
 import { type ParentBridge, requireBridge } from "./parent.ts";
 
 const subnetInput = z.object({
@@ -80,7 +81,6 @@ const SUBNET_COLS =
   "id, bridge_id, prefix, length, default_gateway, server_addr, dns_server_addrs, interface_mtu, opt121_routes, enabled";
 const HOST_COLS = "id, mac, ip, name, extra_dhcp_opts";
 
-const addr = (prefix: string, length: number) => `${prefix}_${length}`;
 
 function subnetMessage(r: SubnetRow): Record<string, unknown> {
   const m: Record<string, unknown> = {
@@ -100,7 +100,7 @@ function subnetMessage(r: SubnetRow): Record<string, unknown> {
 function hostMessage(bridgeId: string, s: SubnetRow, r: HostRow): Record<string, unknown> {
   return {
     bridgeId,
-    subnetAddr: addr(s.prefix, s.length),
+    subnetAddr: subnetAddr(s),
     macAddr: r.mac,
     ipAddr: r.ip,
     name: r.name,
@@ -172,10 +172,6 @@ export function dhcpHandlers(store: Store): Handlers {
     return r.rows[0];
   }
 
-  const subnetPath = (b: string, s: { prefix: string; length: number }) => `/bridges/${b}/dhcp/${addr(s.prefix, s.length)}`;
-  const subnet6Path = (b: string, s: { prefix: string; length: number }) =>
-    `/bridges/${b}/dhcpV6/${addr(s.prefix, s.length)}`;
-
   const subnetConflict = (b: ParentBridge, s: { subnetPrefix: string; subnetLength: number }) =>
     ApiError.conflict(`The DHCP subnet ${s.subnetPrefix}/${s.subnetLength} already exists on bridge ${b.id}.`);
   const hostConflict = (b: ParentBridge, s: SubnetRow, macAddr: string) =>
@@ -210,7 +206,7 @@ export function dhcpHandlers(store: Store): Handlers {
         );
         const row = r.rows[0];
         if (!row) throw subnetConflict(bridge, s);
-        emit({ kind: "DhcpSubnet", event: "created", id: addr(row.prefix, row.length), path: subnetPath(b, row), tenantId: bridge.tenantId });
+        emit(subnetChange("created", bridge, row));
         return subnetMessage(row);
       });
     },
@@ -245,10 +241,10 @@ export function dhcpHandlers(store: Store): Handlers {
         if (!row) throw subnetMissing(b, req.subnetAddr);
         const moved = row.prefix !== current.prefix || row.length !== current.length;
         if (moved) {
-          emit({ kind: "DhcpSubnet", event: "deleted", id: addr(current.prefix, current.length), path: subnetPath(b, current), tenantId: bridge.tenantId });
-          emit({ kind: "DhcpSubnet", event: "created", id: addr(row.prefix, row.length), path: subnetPath(b, row), tenantId: bridge.tenantId });
+          emit(subnetChange("deleted", bridge, current));
+          emit(subnetChange("created", bridge, row));
         } else {
-          emit({ kind: "DhcpSubnet", event: "updated", id: addr(row.prefix, row.length), path: subnetPath(b, row), tenantId: bridge.tenantId });
+          emit(subnetChange("updated", bridge, row));
         }
         return subnetMessage(row);
       });
@@ -262,9 +258,9 @@ export function dhcpHandlers(store: Store): Handlers {
         const hosts = await q.query<{ mac: string }>("DELETE FROM dhcp_hosts WHERE subnet_id = $1 RETURNING mac", [s.id]);
         await q.query("DELETE FROM dhcp_subnets WHERE id = $1", [s.id]);
         for (const h of hosts.rows) {
-          emit({ kind: "DhcpHost", event: "deleted", id: h.mac, path: `${subnetPath(b, s)}/hosts/${h.mac}`, tenantId: bridge.tenantId });
+          emit(hostChange("deleted", bridge, s, h.mac));
         }
-        emit({ kind: "DhcpSubnet", event: "deleted", id: addr(s.prefix, s.length), path: subnetPath(b, s), tenantId: bridge.tenantId });
+        emit(subnetChange("deleted", bridge, s));
         return {};
       });
     },
@@ -303,7 +299,7 @@ export function dhcpHandlers(store: Store): Handlers {
         );
         const row = r.rows[0];
         if (!row) throw hostConflict(bridge, s, h.macAddr);
-        emit({ kind: "DhcpHost", event: "created", id: row.mac, path: `${subnetPath(b, s)}/hosts/${row.mac}`, tenantId: bridge.tenantId });
+        emit(hostChange("created", bridge, s, row.mac));
         return hostMessage(b, s, row);
       });
     },
@@ -334,12 +330,11 @@ export function dhcpHandlers(store: Store): Handlers {
           throw err;
         }
         if (!row) throw hostMissing(s, req.hostMac);
-        const base = `${subnetPath(b, s)}/hosts`;
         if (row.mac !== current) {
-          emit({ kind: "DhcpHost", event: "deleted", id: current, path: `${base}/${current}`, tenantId: bridge.tenantId });
-          emit({ kind: "DhcpHost", event: "created", id: row.mac, path: `${base}/${row.mac}`, tenantId: bridge.tenantId });
+          emit(hostChange("deleted", bridge, s, current));
+          emit(hostChange("created", bridge, s, row.mac));
         } else {
-          emit({ kind: "DhcpHost", event: "updated", id: row.mac, path: `${base}/${row.mac}`, tenantId: bridge.tenantId });
+          emit(hostChange("updated", bridge, s, row.mac));
         }
         return hostMessage(b, s, row);
       });
@@ -353,7 +348,7 @@ export function dhcpHandlers(store: Store): Handlers {
         const m = parseMac(req.hostMac);
         const r = m ? await q.query<{ mac: string }>("DELETE FROM dhcp_hosts WHERE subnet_id = $1 AND mac = $2 RETURNING mac", [s.id, m]) : undefined;
         if (!r?.rows[0]) throw hostMissing(s, req.hostMac);
-        emit({ kind: "DhcpHost", event: "deleted", id: m!, path: `${subnetPath(b, s)}/hosts/${m}`, tenantId: bridge.tenantId });
+        emit(hostChange("deleted", bridge, s, m!));
         return {};
       });
     },
@@ -384,7 +379,7 @@ export function dhcpHandlers(store: Store): Handlers {
         );
         const row = r.rows[0];
         if (!row) throw ApiError.conflict(`The DHCPv6 subnet ${s.prefix}/${s.prefixLength} already exists on bridge ${b}.`);
-        emit({ kind: "DhcpV6Subnet", event: "created", id: addr(row.prefix, row.length), path: subnet6Path(b, row), tenantId: bridge.tenantId });
+        emit(subnet6Change("created", bridge, row));
         return subnet6Message(row);
       });
     },
@@ -412,10 +407,10 @@ export function dhcpHandlers(store: Store): Handlers {
         }
         if (!row) throw subnet6Missing(b, req.subnetAddr);
         if (row.prefix !== current.prefix || row.length !== current.length) {
-          emit({ kind: "DhcpV6Subnet", event: "deleted", id: addr(current.prefix, current.length), path: subnet6Path(b, current), tenantId: bridge.tenantId });
-          emit({ kind: "DhcpV6Subnet", event: "created", id: addr(row.prefix, row.length), path: subnet6Path(b, row), tenantId: bridge.tenantId });
+          emit(subnet6Change("deleted", bridge, current));
+          emit(subnet6Change("created", bridge, row));
         } else {
-          emit({ kind: "DhcpV6Subnet", event: "updated", id: addr(row.prefix, row.length), path: subnet6Path(b, row), tenantId: bridge.tenantId });
+          emit(subnet6Change("updated", bridge, row));
         }
         return subnet6Message(row);
       });
@@ -427,7 +422,7 @@ export function dhcpHandlers(store: Store): Handlers {
         const bridge = await requireBridge(q, b, "key share");
         const s = await findSubnet6(q, b, req.subnetAddr, true);
         await q.query("DELETE FROM dhcp6_subnets WHERE id = $1", [s.id]);
-        emit({ kind: "DhcpV6Subnet", event: "deleted", id: addr(s.prefix, s.length), path: subnet6Path(b, s), tenantId: bridge.tenantId });
+        emit(subnet6Change("deleted", bridge, s));
         return {};
       });
     },

@@ -2,15 +2,11 @@
 // links to but this interface only references (ports, peer ports, VXLAN ports, ARP table).
 import { ApiError, type CallContext, type Handlers, isUuid, mac, parseInput, parseMac, pathId, type Store, uuid } from "@vnm/kit";
 import { z } from "zod";
+import { entryPath, type MacEntry, macPortChange } from "./locations.ts";
 import { requireBridge } from "./parent.ts";
 
 const entryInput = z.object({ macAddr: mac(), portId: uuid() });
 
-interface EntryRow {
-  vlan_id: number;
-  mac: string;
-  port_id: string;
-}
 
 /** <mac with '-' (or ':')>_<portId>, as the conventions write a MAC-port pair in a path. */
 export function parsePair(segment: string): { mac: string; portId: string } | undefined {
@@ -21,12 +17,8 @@ export function parsePair(segment: string): { mac: string; portId: string } | un
   return m && isUuid(port) ? { mac: m, portId: port.toLowerCase() } : undefined;
 }
 
-export function entryPath(bridgeId: string, r: EntryRow): string {
-  const pair = `${r.mac.replace(/:/g, "-")}_${r.port_id}`;
-  return r.vlan_id === 0 ? `/bridges/${bridgeId}/mac_table/${pair}` : `/bridges/${bridgeId}/vlans/${r.vlan_id}/mac_table/${pair}`;
-}
 
-function entryMessage(bridgeId: string, r: EntryRow): Record<string, unknown> {
+function entryMessage(bridgeId: string, r: MacEntry): Record<string, unknown> {
   return { macAddr: r.mac, portId: r.port_id, vlanId: r.vlan_id, selfPath: entryPath(bridgeId, r) };
 }
 
@@ -48,8 +40,8 @@ export function macTableHandlers(store: Store): Handlers {
       await requireBridge(store.pool, b);
       const r =
         req.vlanId === undefined
-          ? await store.query<EntryRow>("SELECT vlan_id, mac, port_id FROM mac_ports WHERE bridge_id = $1 ORDER BY vlan_id, id", [b])
-          : await store.query<EntryRow>("SELECT vlan_id, mac, port_id FROM mac_ports WHERE bridge_id = $1 AND vlan_id = $2 ORDER BY id", [
+          ? await store.query<MacEntry>("SELECT vlan_id, mac, port_id FROM mac_ports WHERE bridge_id = $1 ORDER BY vlan_id, id", [b])
+          : await store.query<MacEntry>("SELECT vlan_id, mac, port_id FROM mac_ports WHERE bridge_id = $1 AND vlan_id = $2 ORDER BY id", [
               b,
               vlanOf(req, b),
             ]);
@@ -62,7 +54,7 @@ export function macTableHandlers(store: Store): Handlers {
       const vlan = vlanOf(req, b);
       const pair = parsePair(req.macPortPair);
       const r = pair
-        ? await store.query<EntryRow>(
+        ? await store.query<MacEntry>(
             "SELECT vlan_id, mac, port_id FROM mac_ports WHERE bridge_id = $1 AND vlan_id = $2 AND mac = $3 AND port_id = $4",
             [b, vlan, pair.mac, pair.portId],
           )
@@ -77,7 +69,7 @@ export function macTableHandlers(store: Store): Handlers {
         const bridge = await requireBridge(q, b, "key share");
         const vlan = vlanOf(req, b);
         const e = parseInput(entryInput, req.entry ?? {});
-        const r = await q.query<EntryRow>(
+        const r = await q.query<MacEntry>(
           `INSERT INTO mac_ports (bridge_id, vlan_id, mac, port_id) VALUES ($1, $2, $3, $4)
            ON CONFLICT (bridge_id, vlan_id, mac, port_id) DO NOTHING RETURNING vlan_id, mac, port_id`,
           [b, vlan, e.macAddr, e.portId],
@@ -86,8 +78,7 @@ export function macTableHandlers(store: Store): Handlers {
         if (!row) {
           throw ApiError.conflict(`The MAC table of bridge ${b} already maps ${e.macAddr} to port ${e.portId} on VLAN ${vlan}.`);
         }
-        const path = entryPath(b, row);
-        emit({ kind: "MacPort", event: "created", id: path.slice(path.lastIndexOf("/") + 1), path, tenantId: bridge.tenantId });
+        emit(macPortChange("created", bridge, row));
         return entryMessage(b, row);
       });
     },
@@ -99,15 +90,14 @@ export function macTableHandlers(store: Store): Handlers {
         const vlan = vlanOf(req, b);
         const pair = parsePair(req.macPortPair);
         const r = pair
-          ? await q.query<EntryRow>(
+          ? await q.query<MacEntry>(
               "DELETE FROM mac_ports WHERE bridge_id = $1 AND vlan_id = $2 AND mac = $3 AND port_id = $4 RETURNING vlan_id, mac, port_id",
               [b, vlan, pair.mac, pair.portId],
             )
           : undefined;
         const row = r?.rows[0];
         if (!row) throw missing(b, req.macPortPair);
-        const path = entryPath(b, row);
-        emit({ kind: "MacPort", event: "deleted", id: path.slice(path.lastIndexOf("/") + 1), path, tenantId: bridge.tenantId });
+        emit(macPortChange("deleted", bridge, row));
         return {};
       });
     },
