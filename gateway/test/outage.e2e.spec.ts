@@ -2,6 +2,7 @@
 // (architecture principle 4). The stack runs on a NATS server of its own, killed and
 // restarted here.
 import { mkdtempSync, rmSync } from "node:fs";
+import { connect as tcp } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -14,13 +15,34 @@ const store = mkdtempSync(join(tmpdir(), "vnm-nats-"));
 let port = 0;
 let nats: Proc;
 
-function startNats(): Proc {
-  return startProcess("/usr/sbin/nats-server", {}, [], ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store]);
+/** Starts the test's NATS server and waits until it accepts connections (retrying a failed start). */
+async function startNats(): Promise<Proc> {
+  for (let attempt = 1; ; attempt++) {
+    const proc = startProcess("/usr/sbin/nats-server", {}, [], ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store]);
+    try {
+      await waitFor(`nats-server on ${port}`, () => accepting(port), 5_000);
+      return proc;
+    } catch (err) {
+      await proc.stop("SIGKILL");
+      if (attempt === 3) throw new Error(`${(err as Error).message}: ${proc.output.join("")}`);
+    }
+  }
+}
+
+function accepting(p: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = tcp(p, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
 }
 
 beforeAll(async () => {
   port = await freePort();
-  nats = startNats();
+  nats = await startNats();
   stack.natsUrl = `nats://127.0.0.1:${port}`;
   await stack.startServices();
   gw = await stack.startGateway();
@@ -32,7 +54,7 @@ afterAll(async () => {
   rmSync(store, { recursive: true, force: true });
 });
 
-it("writes succeed while NATS is down, and every change is published once it is back", async () => {
+it("writes succeed while NATS is down, and every change is published once it is back", { timeout: 120_000 }, async () => {
   const seen = await stack.watchChanges();
   const before = await http("POST", "/bridges", { name: "before" });
   await waitFor("the first event", async () => seen.some((e) => e.data["id"] === before.json.id), 10_000);
@@ -48,7 +70,7 @@ it("writes succeed while NATS is down, and every change is published once it is 
   // Reads stay right while the change feed is gone (the cache steps aside).
   expect((await http("GET", "/bridges?tenant_id=outage")).json.map((b: { id: string }) => b.id)).toEqual(during);
 
-  nats = startNats();
+  nats = await startNats();
   await waitFor(
     "the missed changes",
     async () => during.every((id) => seen.some((e) => e.data["id"] === id && e.subject.endsWith(".created"))),
