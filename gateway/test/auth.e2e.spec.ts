@@ -154,8 +154,14 @@ describe("users (admin only)", () => {
     await expect(stack.login(gw, name, "another-passw0rd")).rejects.toThrow(/401/);
   });
 
-  it("names are unique (409); roles, tenant and password are checked (400)", async () => {
-    expectError(await http("POST", "/users", { name: `taA-${stack.id}`, password: PASSWORD, tenantId: "x", roles: ["tenant_user"] }), 409);
+  it("names and ids are unique (409, saying which); roles, tenant and password are checked (400)", async () => {
+    const byName = await http("POST", "/users", { name: `taA-${stack.id}`, password: PASSWORD, tenantId: "x", roles: ["tenant_user"] });
+    expectError(byName, 409);
+    expect(byName.json.message).toContain("named");
+    const first = await http("POST", "/users", { name: `fred-${stack.id}`, password: PASSWORD, tenantId: "x", roles: ["tenant_user"] });
+    const byId = await http("POST", "/users", { id: first.json.id, name: `fred2-${stack.id}`, password: PASSWORD, tenantId: "x", roles: ["tenant_user"] });
+    expectError(byId, 409);
+    expect(byId.json.message).toContain(first.json.id);
     const bad: [Record<string, unknown>, string][] = [
       [{ name: "u1", password: PASSWORD, tenantId: "t", roles: ["king"] }, "roles"],
       [{ name: "u1", password: PASSWORD, tenantId: "t", roles: [] }, "roles"],

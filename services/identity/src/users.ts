@@ -93,9 +93,11 @@ export function userHandlers(store: Store): Handlers {
             )
           ).rows[0];
         } catch (err) {
+          // The transaction is aborted here: the violated constraint says which value is taken.
           if (pgCode(err) === PG.uniqueViolation) {
-            const byId = await q.query("SELECT 1 FROM users WHERE id = $1", [id]).catch(() => ({ rowCount: 0 }));
-            throw byId.rowCount ? ApiError.conflict(`A ${KIND} with ID ${id} already exists.`) : nameTaken(u.name);
+            throw (err as { constraint?: string }).constraint === "users_pkey"
+              ? ApiError.conflict(`A ${KIND} with ID ${id} already exists.`)
+              : nameTaken(u.name);
           }
           throw err;
         }
