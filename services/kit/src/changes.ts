@@ -2,7 +2,6 @@
 // relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
 import type pg from "pg";
 import type { Bus } from "./bus.ts";
-import type { Queryable } from "./db.ts";
 import type { Logger } from "./log.ts";
 
 export type ChangeEvent = "created" | "updated" | "deleted";
@@ -43,15 +42,6 @@ function outboxRows(prefix: string, domain: string, changes: Change[]): { subjec
     subject: changeSubject(prefix, domain, c.kind, c.event),
     payload: JSON.stringify({ ...c, domain, at } satisfies ChangeMessage),
   }));
-}
-
-export async function writeChanges(q: Queryable, prefix: string, domain: string, changes: Change[]): Promise<void> {
-  if (changes.length === 0) return;
-  const rows = outboxRows(prefix, domain, changes);
-  await q.query("INSERT INTO outbox (subject, payload) SELECT * FROM unnest($1::text[], $2::jsonb[])", [
-    rows.map((r) => r.subject),
-    rows.map((r) => r.payload),
-  ]);
 }
 
 /**

@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { natsBus, streamName } from "../src/bus.ts";
-import { commitWithChanges, OutboxRelay, writeChanges } from "../src/changes.ts";
+import { commitWithChanges, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, migrate, OUTBOX_MIGRATION } from "../src/db.ts";
 
@@ -76,7 +76,8 @@ describe("outbox relay", () => {
     });
     const c = await pool.connect();
     await c.query(`SET search_path = ${schema}`);
-    await writeChanges(c, prefix, "demo", [
+    await c.query("BEGIN");
+    await commitWithChanges(c, prefix, "demo", [
       { kind: "Thing", event: "created", id: "1", path: "/things/1", tenantId: null },
       { kind: "Thing", event: "updated", id: "1", path: "/things/1", tenantId: null },
       { kind: "Thing", event: "deleted", id: "1", path: "/things/1", tenantId: null },
@@ -114,7 +115,8 @@ describe("outbox relay", () => {
     const bus = natsBus({ url: "nats://127.0.0.1:1", prefix, log, name: "kit-test-down" });
     const c = await pool.connect();
     await c.query(`SET search_path = ${schema}`);
-    await writeChanges(c, prefix, "demo", [{ kind: "Thing", event: "created", id: "2", path: "/things/2", tenantId: null }]);
+    await c.query("BEGIN");
+    await commitWithChanges(c, prefix, "demo", [{ kind: "Thing", event: "created", id: "2", path: "/things/2", tenantId: null }]);
     c.release();
     await expect(new OutboxRelay(pool, schema, bus, log).flush()).rejects.toThrow(/not connected/);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.outbox`)).rows[0].n).toBe(1);
