@@ -11,6 +11,7 @@ import {
   type Identity,
   type Logger,
   parseTemplate,
+  type Segment,
   tokenVerifier,
   type Violation,
 } from "@vnm/kit";
@@ -20,7 +21,7 @@ import { readBodyText } from "./body.ts";
 import type { CollectionCache } from "./cache.ts";
 import { eventFeed } from "./events.ts";
 import { type Catalog, type Route, templateShape } from "@vnm/kit";
-import { type Match, Router } from "./router.ts";
+import { bind, type Match, Router } from "./router.ts";
 import { HTTP_STATUS, HttpError, send, sendError } from "./http-error.ts";
 import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { etagMatches, etagOf, fromJson, fromText, itemPath, parseJson, toJson } from "./transcode.ts";
@@ -145,7 +146,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
   const feed = eventFeed(catalog, rules, opts.bus, log);
   // Links to kinds this interface only references (a bridge's filter chains, a load balancer's
   // router) lead to paths no route serves; a GET there says so rather than "no resource".
-  const unserved = new Router(
+  const unserved: Segment[][] =
     catalog.resources.flatMap((m) =>
       m.fields
         .map((f) => f.link)
@@ -155,9 +156,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         // A segment holding any placeholder ({prefix}_{length}) is one variable segment.
         .map((t) => t.replace(/[^/]*\{[^/]*/g, "{v}"))
         .filter((t) => !catalog.routes.some((r) => templateShape(r.template) === templateShape(t)))
-        .map((t) => ({ ...catalog.routes[0]!, method: "GET" as const, template: t, segments: parseTemplate(t) })),
-    ),
-  );
+        .map((t) => parseTemplate(t)),
+    );
 
   app.use(async (req: Request, res: Response) => {
     const requestId = res.locals["requestId"] as string;
@@ -194,7 +194,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
         if (allowed.length > 0) {
           throw new HttpError(405, `Method ${req.method} is not allowed on ${path}`, [], { Allow: allowed.join(", ") });
         }
-        if (parts && unserved.match("GET", parts).match) {
+        if (parts && unserved.some((segments) => bind(segments, parts))) {
           throw new HttpError(404, `${parts[0]} are not served by this API (${path}): only the kinds of the root document are`);
         }
         throw new HttpError(404, `There is no resource at ${path}`);

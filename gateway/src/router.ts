@@ -1,11 +1,24 @@
 // Path matching over the catalog's routes.
-import { type Route, templateShape } from "@vnm/kit";
+import { type Route, type Segment, templateShape } from "@vnm/kit";
 
 export interface Match {
   route: Route;
   params: Record<string, string>;
   /** The decoded path segments. */
   parts: string[];
+}
+
+/** The path variables of `parts` under a template's segments, or undefined when they do not fit. */
+export function bind(segments: Segment[], parts: string[]): Record<string, string> | undefined {
+  if (segments.length !== parts.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i]!;
+    if ("literal" in seg) {
+      if (seg.literal !== parts[i]) return undefined;
+    } else params[seg.variable] = parts[i]!;
+  }
+  return params;
 }
 
 /** Finds the route for a method and path; `allowed` lists the methods the path supports. */
@@ -26,18 +39,8 @@ export class Router {
     if (!candidates) return { allowed };
     let found: Match | undefined;
     for (const route of candidates) {
-      const params: Record<string, string> = {};
-      let ok = true;
-      for (let i = 0; i < parts.length; i++) {
-        const seg = route.segments[i]!;
-        if ("literal" in seg) {
-          if (seg.literal !== parts[i]) {
-            ok = false;
-            break;
-          }
-        } else params[seg.variable] = parts[i]!;
-      }
-      if (!ok) continue;
+      const params = bind(route.segments, parts);
+      if (!params) continue;
       if (!allowed.includes(route.method)) allowed.push(route.method);
       if (!found && route.method === method) found = { route, params, parts };
     }
