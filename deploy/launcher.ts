@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
 
@@ -78,15 +78,15 @@ async function main(): Promise<void> {
     procs.push(entry);
   };
 
-  const gatewayEnv: NodeJS.ProcessEnv = {};
+  // Every service's address, for the gateway and for services that call each other.
+  const addresses: NodeJS.ProcessEnv = {};
   serviceDomains().forEach((dir, i) => {
-    const variable = `VNM_${dir.toUpperCase()}_ADDR`;
-    const port = 50051 + i;
-    const addr = env[variable] ?? `127.0.0.1:${port}`;
-    gatewayEnv[variable] = addr;
-    run(dir, join("services", dir, "src", "main.ts"), { GRPC_PORT: addr.split(":").pop() });
+    addresses[addressVariable(dir)] = env[addressVariable(dir)] ?? `127.0.0.1:${50051 + i}`;
   });
-  run("gateway", join("gateway", "src", "main.ts"), gatewayEnv);
+  for (const dir of serviceDomains()) {
+    run(dir, join("services", dir, "src", "main.ts"), { ...addresses, GRPC_PORT: addresses[addressVariable(dir)]!.split(":").pop() });
+  }
+  run("gateway", join("gateway", "src", "main.ts"), addresses);
   const url = `http://${env["HOST"] ?? "127.0.0.1"}:${env["PORT"] ?? 8080}`;
   say(`gateway on ${url}; log in with: curl -s -X POST -u ${env["VNM_ADMIN_USER"] || "admin"}:<password> ${url}/login`);
 

@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { addressVariable } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
@@ -394,10 +395,10 @@ async function main(): Promise<void> {
 
   // --- stack
   const services = new Map<string, Proc>();
+  for (const d of DOMAINS) addrEnv[addressVariable(d)] = `127.0.0.1:${await freePort()}`;
   for (const d of DOMAINS) {
-    const port = await freePort();
-    addrEnv[`VNM_${d.toUpperCase()}_ADDR`] = `127.0.0.1:${port}`;
-    services.set(d, startNode(d, [`services/${d}/src/main.ts`], { ...stackEnv, GRPC_PORT: String(port), VNM_DB_SCHEMA: schemaOf(d) }));
+    const port = addrEnv[addressVariable(d)]!.split(":")[1]!;
+    services.set(d, startNode(d, [`services/${d}/src/main.ts`], { ...stackEnv, ...addrEnv, GRPC_PORT: port, VNM_DB_SCHEMA: schemaOf(d) }));
   }
   const bridge = services.get("bridge");
   if (!bridge) throw new Error("no bridge service under services/");

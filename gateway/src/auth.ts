@@ -2,12 +2,11 @@
 // token; every other API request must carry it (X-Auth-Token or Authorization: Bearer), and is
 // counted against a per-token rate limit shared by the gateway replicas through Redis.
 import { createHash } from "node:crypto";
-import { ApiError, type Identity, signToken, strongestRole } from "@vnm/kit";
+import { ApiError, type Identity, signToken, strongestRole, type Upstream } from "@vnm/kit";
 import type { Request, Response } from "express";
 import type { Redis } from "ioredis";
 import { HttpError, send } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
-import type { Upstream } from "./upstream.ts";
 
 const TOKEN_TYPE = vendor("Token-v1");
 export const API_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="vnm"' };

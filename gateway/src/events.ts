@@ -27,8 +27,9 @@ export function eventFeed(catalog: Catalog, rules: Map<string, Access>, bus: Bus
     if (access && !access.adminOnly) openToTenants.add(route.shape.item.resource!.kind);
   }
 
+  // Notifications name the kind within its domain; the catalog qualifies it ("bridge.Bridge").
   const visible = (who: Identity, c: ChangeMessage) =>
-    who.role === "admin" || (openToTenants.has(c.kind) && c.tenantId !== null && c.tenantId === who.tenantId);
+    who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
 
   return {
     async serve(req, res, who, base) {
@@ -67,7 +68,7 @@ export function eventFeed(catalog: Catalog, rules: Map<string, Access>, bus: Bus
         stop = await bus.follow(after, (seq, msg) => {
           const c = msg.data as ChangeMessage | null;
           if (!open || !c || typeof c.kind !== "string" || !visible(who, c)) return;
-          const data = { kind: names.get(c.kind) ?? c.kind, id: c.id, uri: base + c.path };
+          const data = { kind: names.get(`${c.domain}.${c.kind}`) ?? c.kind, id: c.id, uri: base + c.path };
           res.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
           if (res.writableLength > MAX_BUFFERED) {
             log.warn("event stream closed: client too slow", { user: who.name });

@@ -1,6 +1,6 @@
 // Errors as the client sees them: an HTTP status, the Error-v1 body, optional headers.
 import { status as Code } from "@grpc/grpc-js";
-import type { Violation } from "@vnm/kit";
+import { ApiError, type Logger, type Violation } from "@vnm/kit";
 import type { Response } from "express";
 import { ERROR_TYPE } from "./media.ts";
 
@@ -57,4 +57,21 @@ export function send(res: Response, status: number, type: string, body: string |
   res.setHeader("Content-Type", type);
   res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);
   res.end(body);
+}
+
+/**
+ * The answer for anything thrown while serving a request. A lost or silent service is a 503 or
+ * 504 naming it, with Retry-After; anything unexpected is a 500 that only gives the request id
+ * (the cause goes to the log).
+ */
+export function toHttpError(err: unknown, requestId: string, log: Logger): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = ApiError.from(err);
+  const status = HTTP_STATUS[e.code] ?? 500;
+  if (status === 503 || status === 504) return new HttpError(status, e.message, [], { "Retry-After": "1" });
+  if (status >= 500) {
+    log.error("request failed", { requestId, err: e.cause ?? e });
+    return new HttpError(500, `An internal error occurred (request ${requestId})`);
+  }
+  return new HttpError(status, e.message, e.violations);
 }

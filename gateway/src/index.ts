@@ -1,10 +1,14 @@
-// Gateway assembly: reads its configuration, loads the catalog, connects to the services, the
-// bus and the cache, and listens.
+// Gateway assembly, in stages: read the configuration, load the catalog, connect the cache and
+// the bus, connect the upstream services, build the app, listen.
 import type { Server } from "node:http";
 import {
-  buildCatalog,
-  createLogger,
+  addressVariable,
   type Bus,
+  type Catalog,
+  catalog as loadCatalog,
+  createLogger,
+  createUpstream,
+  type Logger,
   loadConfig,
   loadGrpc,
   localBus,
@@ -13,14 +17,16 @@ import {
   optional,
   parseBool,
   parseChangeSubject,
-  parsePort,
   parseNonNegativeInt,
+  parsePort,
   parsePositiveInt,
 } from "@vnm/kit";
+import type { Express } from "express";
 import { createApp } from "./app.ts";
 import { rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
-import { createUpstream } from "./upstream.ts";
+
+export { addressVariable };
 
 export interface RunningGateway {
   port: number;
@@ -30,16 +36,8 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-/** Environment variable holding a domain's gRPC address(es): VNM_<DOMAIN>_ADDR. */
-export function addressVariable(domain: string): string {
-  return `VNM_${domain.toUpperCase()}_ADDR`;
-}
-
-export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
-  const log = createLogger({ service: "gateway" });
-  const catalog = buildCatalog();
-  const domains = [...new Set(catalog.services.map((s) => s.domain))];
-  const cfg = loadConfig(
+function gatewayConfig(env: NodeJS.ProcessEnv) {
+  return loadConfig(
     {
       port: { env: "PORT", default: "8080", parse: parsePort },
       host: { env: "HOST", default: "127.0.0.1" },
@@ -55,61 +53,54 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
       rateWindowSeconds: { env: "VNM_RATE_WINDOW_SECONDS", default: "10", parse: parsePositiveInt },
       loginFailureLimit: { env: "VNM_LOGIN_FAILURE_LIMIT", default: "10", parse: parseNonNegativeInt },
       loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
-      ...Object.fromEntries(
-        domains.map((d) => [`addr_${d}`, { env: addressVariable(d), description: `gRPC address of the ${d} service` }]),
-      ),
     },
     env,
   );
-  const addressOf = (d: string) => (cfg as unknown as Record<string, string>)[`addr_${d}`]!;
+}
+type Config = ReturnType<typeof gatewayConfig>;
 
-  const kinds = () => catalog.resources.map((m) => m.resource!.kind);
+/** The cache and the bus; changes committed anywhere (another replica, a cascade) invalidate the cache. */
+function connectEdges(cfg: Config, catalog: Catalog, log: Logger) {
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
+  const kinds = () => catalog.resources.map((m) => m.resource!.kind);
   const cache = redis ? redisCache(redis, cfg.prefix, kinds, log) : memoryCache();
-  const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
-  const loginFailures = rateLimiter(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
-  if (!cfg.redisUrl) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
+  if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway" }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
-  // Changes committed anywhere (another gateway replica, a cascade) invalidate the cache here.
   bus.subscribe(
     (msg) => {
       const parsed = parseChangeSubject(cfg.prefix, msg.subject);
-      if (parsed) void cache.invalidate(catalog.affected([`${parsed.kind}:${parsed.event}`]));
+      if (parsed) void cache.invalidate(catalog.affected([`${parsed.domain}.${parsed.kind}:${parsed.event}`]));
     },
     (state) => cache.setFeedConnected(state === "connected"),
   );
   if (bus.state() !== "connected") cache.setFeedConnected(false);
+  const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
+  const loginFailures = rateLimiter(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
+  return { cache, bus, limiter, loginFailures };
+}
 
-  const upstream = createUpstream(loadGrpc(), catalog.services, addressOf);
-  const { app } = createApp({
-    catalog,
-    upstream,
-    cache,
-    log,
-    bus,
-    tokenSecret: cfg.tokenSecret,
-    tokenTtlSeconds: cfg.tokenTtlSeconds,
-    limiter,
-    loginFailures,
-    bodyLimit: cfg.bodyLimit,
-    callTimeoutMs: cfg.callTimeoutMs,
-    trustProxy: cfg.trustProxy,
-  });
+/** One channel per service whose address is given; the others answer 503 naming their variable. */
+function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger) {
+  const domains = [...new Set(catalog.services.map((s) => s.domain))];
+  const missing = domains.filter((d) => !env[addressVariable(d)]);
+  if (missing.length > 0) {
+    log.warn("services not configured: their endpoints answer 503", { variables: missing.map(addressVariable) });
+  }
+  return createUpstream(loadGrpc(), catalog.services, (d) => env[addressVariable(d)] || undefined);
+}
+
+async function listen(app: Express, cfg: Config): Promise<{ server: Server; port: number }> {
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(cfg.port, cfg.host, (err?: Error) => (err ? reject(err) : resolve(s)));
   });
   server.keepAliveTimeout = 65_000;
   const address = server.address();
-  const port = typeof address === "object" && address ? address.port : cfg.port;
-  log.info("gateway listening", {
-    url: `http://${cfg.host}:${port}`,
-    routes: catalog.routes.length,
-    cache: cache.kind,
-    bus: bus.kind,
-  });
+  return { server, port: typeof address === "object" && address ? address.port : cfg.port };
+}
 
-  const stop = async () => {
+function stopper(server: Server, parts: { close(): unknown }[], log: Logger) {
+  return async () => {
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
@@ -118,11 +109,21 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
         resolve();
       }, 5_000).unref();
     });
-    upstream.close();
-    await bus.close();
-    await cache.close();
+    for (const p of parts) await p.close();
     log.info("gateway stopped");
   };
+}
+
+export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
+  const log = createLogger({ service: "gateway" });
+  const cfg = gatewayConfig(env);
+  const catalog = loadCatalog();
+  const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log);
+  const upstream = connectUpstreams(catalog, env, log);
+  const { app } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures });
+  const { server, port } = await listen(app, cfg);
+  log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
+  const stop = stopper(server, [upstream, bus, cache], log);
   onShutdown(stop, log);
   return { port, server, cache, bus, stop };
 }

@@ -1,5 +1,5 @@
 // Path matching over the catalog's routes.
-import { type Route, type Segment, templateShape } from "@vnm/kit";
+import { bind, type Catalog, type Route, type Segment, templateShape } from "@vnm/kit";
 
 export interface Match {
   route: Route;
@@ -8,25 +8,14 @@ export interface Match {
   parts: string[];
 }
 
-/** The path variables of `parts` under a template's segments, or undefined when they do not fit. */
-export function bind(segments: Segment[], parts: string[]): Record<string, string> | undefined {
-  if (segments.length !== parts.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < parts.length; i++) {
-    const seg = segments[i]!;
-    if ("literal" in seg) {
-      if (seg.literal !== parts[i]) return undefined;
-    } else params[seg.variable] = parts[i]!;
-  }
-  return params;
-}
-
 /** Finds the route for a method and path; `allowed` lists the methods the path supports. */
 export class Router {
   private readonly bySize = new Map<number, Route[]>();
+  private readonly unservedLinks: Segment[][];
 
-  constructor(routes: Route[]) {
-    for (const r of routes) {
+  constructor(catalog: Catalog) {
+    this.unservedLinks = catalog.unserved;
+    for (const r of catalog.routes) {
       const list = this.bySize.get(r.segments.length) ?? [];
       list.push(r);
       this.bySize.set(r.segments.length, list);
@@ -54,5 +43,10 @@ export class Router {
       if (r) return r;
     }
     return undefined;
+  }
+
+  /** Whether the path is where a link leads to a kind this interface only references. */
+  unserved(parts: string[]): boolean {
+    return this.unservedLinks.some((segments) => bind(segments, parts) !== undefined);
   }
 }

@@ -3,8 +3,7 @@
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
 import { createHash } from "node:crypto";
-import type { Violation } from "@vnm/kit";
-import type { FieldInfo, MessageInfo } from "@vnm/kit";
+import { type FieldInfo, type MessageInfo, resolveLink, type Violation } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
 export class LosslessNumber {
@@ -140,35 +139,6 @@ export function fromText(field: FieldInfo, raw: string): Converted {
 
 // ---- output -------------------------------------------------------------------------------
 
-/** Keeps path segments readable (ids, addresses, MACs) and escapes everything else. */
-function pathValue(v: string): string {
-  return v.replace(/[^A-Za-z0-9\-._~:@!$&'()*+,;=]/g, (c) => encodeURIComponent(c));
-}
-
-/** {name} is one path segment; {+name} (RFC 6570 reserved expansion) may hold several. */
-const PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
-/**
- * Resolves a link template against an object; null when a referenced field is unset.
- * Placeholders naming no field of the message stay as written (URI templates for clients).
- */
-export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
-  let byTemplate = links.get(msg);
-  if (!byTemplate) {
-    byTemplate = new Map();
-    links.set(msg, byTemplate);
-  }
-  let link = byTemplate.get(template);
-  if (!link) {
-    link = compileLink(msg, template);
-    byTemplate.set(template, link);
-  }
-  return link(obj, base);
-}
-
-type Link = (obj: Record<string, unknown>, base: string) => string | null;
-const links = new WeakMap<MessageInfo, Map<string, Link>>();
-
 type Writer = (obj: Record<string, unknown>, base: string) => string;
 const writers = new WeakMap<MessageInfo, Writer>();
 
@@ -188,31 +158,6 @@ function valueJson(field: FieldInfo, v: unknown, base: string): string {
       // Integers: proto-loader gives int64 as decimal strings, 32-bit as numbers.
       return /^-?\d+$/.test(String(v)) ? String(v) : "0";
   }
-}
-
-/** A link template split once into literal pieces and field references. */
-function compileLink(msg: MessageInfo, template: string): Link {
-  const pieces: (string | { name: string; reserved: boolean })[] = [];
-  let last = 0;
-  for (const m of template.matchAll(PLACEHOLDER)) {
-    if (!msg.byName.has(m[2]!)) continue;
-    pieces.push(template.slice(last, m.index), { name: m[2]!, reserved: m[1] === "+" });
-    last = m.index + m[0].length;
-  }
-  pieces.push(template.slice(last));
-  return (obj, base) => {
-    let out = base;
-    for (const p of pieces) {
-      if (typeof p === "string") {
-        out += p;
-        continue;
-      }
-      const v = obj[p.name];
-      if (v === undefined || v === null || v === "") return null;
-      out += p.reserved ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
-    }
-    return out;
-  };
 }
 
 function compile(msg: MessageInfo): Writer {
@@ -269,12 +214,4 @@ export function etagMatches(header: string, etag: string): boolean {
     .split(",")
     .map((t) => t.trim().replace(/^W\//, ""))
     .some((t) => t === "*" || t === etag);
-}
-
-/** Path of an item below the API root: its `uri` link, or <root path>/<id>. */
-export function itemPath(msg: MessageInfo, obj: Record<string, unknown>): string | undefined {
-  const uri = msg.byName.get("uri");
-  if (uri?.link) return resolveLink(msg, uri.link, obj, "") ?? undefined;
-  if (msg.resource?.rootPath && typeof obj["id"] === "string") return `${msg.resource.rootPath}/${obj["id"]}`;
-  return undefined;
 }

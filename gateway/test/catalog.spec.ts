@@ -22,23 +22,48 @@ describe("catalog from the proto files", () => {
   });
 
   it("knows which cached lists depend on a kind", () => {
-    expect([...catalog.affected(["Bridge"])].sort()).toEqual([
-      "Bridge",
-      "DhcpHost",
-      "DhcpSubnet",
-      "DhcpV6Host",
-      "DhcpV6Subnet",
-      "Ip4MacPair",
-      "MacPort",
-      "Port",
+    expect([...catalog.affected(["bridge.Bridge"])].sort()).toEqual([
+      "bridge.Bridge",
+      "bridge.DhcpHost",
+      "bridge.DhcpSubnet",
+      "bridge.DhcpV6Host",
+      "bridge.DhcpV6Subnet",
+      "bridge.Ip4MacPair",
+      "bridge.MacPort",
+      "bridge.Port",
     ]);
-    expect([...catalog.affected(["DhcpSubnet:deleted"])].sort()).toEqual(["DhcpHost", "DhcpSubnet"]);
-    expect([...catalog.affected(["DhcpSubnet:created"])]).toEqual(["DhcpSubnet"]);
-    expect([...catalog.affected(["MacPort:deleted"])]).toEqual(["MacPort"]);
+    expect([...catalog.affected(["bridge.DhcpSubnet:deleted"])].sort()).toEqual(["bridge.DhcpHost", "bridge.DhcpSubnet"]);
+    expect([...catalog.affected(["bridge.DhcpSubnet:created"])]).toEqual(["bridge.DhcpSubnet"]);
+    expect([...catalog.affected(["bridge.MacPort:deleted"])]).toEqual(["bridge.MacPort"]);
+  });
+
+  it("derives each kind's own RPCs, its parent and its tenant rule from the paths", () => {
+    const host = catalog.kindOf("vnm.bridge.v1.DhcpHost");
+    expect(host).toMatchObject({
+      kind: "bridge.DhcpHost",
+      service: "vnm.bridge.v1.DhcpService",
+      rpcs: { list: "ListDhcpHosts", get: "GetDhcpHost", create: "CreateDhcpHost", update: "UpdateDhcpHost", delete: "DeleteDhcpHost" },
+      body: "host",
+      parent: "bridge.DhcpSubnet",
+      tenancy: "parent",
+    });
+    expect(catalog.kindOf("vnm.bridge.v1.DhcpSubnet").parent).toBe("bridge.Bridge");
+    expect(catalog.kindOf("vnm.bridge.v1.Bridge")).toMatchObject({ parent: undefined, tenancy: "own" });
+    expect(catalog.kindOf("vnm.bridge.v1.MacPort").rpcs).toMatchObject({ list: "ListMacPorts", create: "CreateMacPort", update: undefined });
+    // A pool lives at /pools/{id}: the lists under a load balancer are not its own.
+    expect(catalog.kindOf("vnm.lb.v1.Pool")).toMatchObject({ parent: undefined, tenancy: "admin", rpcs: { list: "ListPools", create: "CreatePool" } });
+    expect(catalog.kindOf("vnm.identity.v1.User").tenancy).toBe("admin");
+  });
+
+  it("knows the paths links lead to that no route serves", () => {
+    const router = new Router(catalog);
+    expect(router.unserved(["chains", "x"])).toBe(true);
+    expect(router.unserved(["routers", "x"])).toBe(true);
+    expect(router.unserved(["bridges", "x"])).toBe(false);
   });
 
   it("matches paths, reporting the allowed methods of a path", () => {
-    const router = new Router(catalog.routes);
+    const router = new Router(catalog);
     expect(router.match("GET", ["bridges", "abc"]).match?.params).toEqual({ id: "abc" });
     expect(router.match("PATCH", ["bridges", "abc"])).toEqual({ match: undefined, allowed: ["GET", "PUT", "DELETE"] });
     expect(router.match("GET", ["nothing"]).allowed).toEqual([]);

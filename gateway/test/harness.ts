@@ -2,6 +2,7 @@
 // each test run in its own schema, bus subject prefix and cache prefix.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
+import { addressVariable } from "@vnm/kit";
 import { DEPS, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
@@ -57,10 +58,12 @@ export class Stack {
 
   /** Starts one service (every one when no domain is named); addresses stay the same across restarts. */
   async startServices(...domains: string[]): Promise<void> {
-    for (const d of domains.length > 0 ? domains : serviceDomains()) {
-      if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
+    const list = domains.length > 0 ? domains : serviceDomains();
+    // Every address first: a service reaches the others at theirs (VNM_<DOMAIN>_ADDR).
+    for (const d of list) if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
+    for (const d of list) {
       const port = this.addrs.get(d)!.split(":")[1]!;
-      const proc = startProcess(`services/${d}/src/main.ts`, this.env({ GRPC_PORT: port, VNM_DB_SCHEMA: this.schema(d) }));
+      const proc = startProcess(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_DB_SCHEMA: this.schema(d) }));
       this.services.set(d, proc);
       this.procs.push(proc);
     }
@@ -99,7 +102,7 @@ export class Stack {
 
   /** Gateway environment: every service's address. */
   addressEnv(): NodeJS.ProcessEnv {
-    return Object.fromEntries([...this.addrs].map(([d, a]) => [`VNM_${d.toUpperCase()}_ADDR`, a]));
+    return Object.fromEntries([...this.addrs].map(([d, a]) => [addressVariable(d), a]));
   }
 
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */

@@ -1,7 +1,8 @@
 import protobuf from "protobufjs";
 import type { Violation } from "@vnm/kit";
 import { describe, expect, it } from "vitest";
-import { fromJson, parseJson, resolveLink, toJson } from "../src/transcode.ts";
+import { resolveLink } from "@vnm/kit";
+import { fromJson, parseJson, toJson } from "../src/transcode.ts";
 
 // A message with every kind of field the gateway converts, declared in proto text.
 const root = protobuf.parse(

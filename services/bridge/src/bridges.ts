@@ -1,33 +1,57 @@
-// Bridge (v4) handlers: list (optionally by tenant), get, create, replace, delete, from the
-// kit's Resource; deleting a bridge takes its DHCP subnets and hosts, DHCPv6 subnets and MAC
-// entries with it, each announced.
-import type { Handlers, Store } from "@vnm/kit";
-import { hostChange, type MacEntry, macPortChange, type Net, subnet6Change, subnetChange } from "./locations.ts";
-import { type BridgeRow, bridges } from "./parent.ts";
+// The Bridge kind (interface "Bridge (v4)"). Deleting a bridge takes the kinds that live under
+// it (DHCP subnets and their hosts, DHCPv6 subnets, MAC entries), each announced: the kit
+// knows them from the proto paths.
+import { Resource, text, uuid } from "@vnm/kit";
+import { z } from "zod";
 
-export function bridgeHandlers(store: Store): Handlers {
-  return bridges.handlers(
-    store,
-    { one: "Bridge", many: "Bridges", body: "bridge" },
-    {
-      // The bridge row is locked: a child created concurrently waits, then finds no bridge.
-      // Children go first, each announced (the foreign keys would cascade silently).
-      async cascade(q, id, emit, row) {
-        const bridge = { id, tenantId: (row as BridgeRow).tenant_id };
-        const hosts = await q.query<Net & { mac: string }>(
-          `DELETE FROM dhcp_hosts h USING dhcp_subnets s WHERE h.subnet_id = s.id AND s.bridge_id = $1
-           RETURNING h.mac, s.prefix, s.length`,
-          [id],
-        );
-        for (const h of hosts.rows) emit(hostChange("deleted", bridge, h, h.mac));
-        const subnets = await q.query<Net>("DELETE FROM dhcp_subnets WHERE bridge_id = $1 RETURNING prefix, length", [id]);
-        for (const s of subnets.rows) emit(subnetChange("deleted", bridge, s));
-        const subnets6 = await q.query<Net>("DELETE FROM dhcp6_subnets WHERE bridge_id = $1 RETURNING prefix, length", [id]);
-        for (const s of subnets6.rows) emit(subnet6Change("deleted", bridge, s));
-        const entries = await q.query<MacEntry>("DELETE FROM mac_ports WHERE bridge_id = $1 RETURNING vlan_id, mac, port_id", [id]);
-        for (const e of entries.rows) emit(macPortChange("deleted", bridge, e));
-      },
-    },
-    { field: "tenant_id", column: "tenant_id" },
-  );
+interface BridgeRow {
+  id: string;
+  tenant_id: string | null;
+  name: string | null;
+  admin_state_up: boolean;
+  inbound_filter_id: string | null;
+  outbound_filter_id: string | null;
+  inbound_mirror_ids: string[];
+  outbound_mirror_ids: string[];
+  vxlan_port_ids: string[];
 }
+
+const mirrors = () => z.array(uuid()).max(64, "must hold at most 64 ids").optional();
+
+export const bridges = new Resource({
+  proto: "vnm.bridge.v1.Bridge",
+  table: "bridges",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  input: z.object({
+    id: uuid().optional(),
+    tenantId: text(255).optional(),
+    name: text(255).optional(),
+    adminStateUp: z.boolean().optional(),
+    inboundFilterId: uuid().optional(),
+    outboundFilterId: uuid().optional(),
+    inboundMirrorIds: mirrors(),
+    outboundMirrorIds: mirrors(),
+  }),
+  // PUT replaces: what the body leaves out returns to its default. vxlanPortIds is read-only.
+  columns: (b) => ({
+    tenant_id: b.tenantId ?? null,
+    name: b.name ?? null,
+    admin_state_up: b.adminStateUp ?? true,
+    inbound_filter_id: b.inboundFilterId ?? null,
+    outbound_filter_id: b.outboundFilterId ?? null,
+    inbound_mirror_ids: b.inboundMirrorIds ?? [],
+    outbound_mirror_ids: b.outboundMirrorIds ?? [],
+  }),
+  render: (r: BridgeRow) => ({
+    id: r.id,
+    tenantId: r.tenant_id,
+    name: r.name,
+    adminStateUp: r.admin_state_up,
+    inboundFilterId: r.inbound_filter_id,
+    outboundFilterId: r.outbound_filter_id,
+    inboundMirrorIds: r.inbound_mirror_ids,
+    outboundMirrorIds: r.outbound_mirror_ids,
+    vxlanPortIds: r.vxlan_port_ids,
+  }),
+});

@@ -1,15 +1,17 @@
-import { runService } from "@vnm/kit";
-import { bridgeHandlers } from "./bridges.ts";
-import { dhcpHandlers } from "./dhcp.ts";
-import { macTableHandlers } from "./mac-table.ts";
+import { mergeHandlers, runService } from "@vnm/kit";
+import { bridges } from "./bridges.ts";
+import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
+import { macPorts } from "./mac-table.ts";
 import { migrations } from "./migrations.ts";
 
 await runService({
   domain: "bridge",
   migrations,
-  services: (store) => ({
-    "vnm.bridge.v1.BridgeService": bridgeHandlers(store),
-    "vnm.bridge.v1.DhcpService": dhcpHandlers(store),
-    "vnm.bridge.v1.MacTableService": macTableHandlers(store),
-  }),
+  resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts],
+  // Lists of kinds this interface only references: empty, under an item that must exist.
+  services: (store) =>
+    mergeHandlers(
+      bridges.referencedLists(store, "ListBridgePorts", "ListArpTable"),
+      dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"),
+    ),
 });

@@ -1,27 +1,9 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import {
-  ApiError,
-  type CallContext,
-  type Handlers,
-  type Logger,
-  listPage,
-  PG,
-  pageOf,
-  parseInput,
-  pathId,
-  pgCode,
-  ROLES,
-  type Store,
-  strongestRole,
-  text,
-  uuid,
-} from "@vnm/kit";
+import { ApiError, type Handlers, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
-
-const KIND = "User";
 
 const password = () => text(1024).refine((s) => [...s].length >= 8, "must be at least 8 characters long");
 
@@ -53,98 +35,29 @@ interface UserRow {
   roles: string[];
 }
 
+export const users = new Resource({
+  proto: "vnm.identity.v1.User",
+  table: "users",
+  input: userInput,
+  // A PUT without a password keeps the current one.
+  columns: async (u) => ({
+    name: u.name,
+    tenant_id: u.tenantId ?? null,
+    roles: u.roles,
+    ...(u.password === undefined ? {} : { password_hash: await hashPassword(u.password) }),
+  }),
+  render: (r: UserRow) => ({ id: r.id, name: r.name, roles: r.roles, tenantId: r.tenant_id }),
+  tenantColumn: "tenant_id",
+  validate: (_q, u, { current }) => {
+    if (!current && u.password === undefined) throw ApiError.invalid([{ property: "password", message: "may not be null" }]);
+  },
+  conflict: (u) => `A user named ${u.name} already exists.`,
+  async cascade(_q, row, _emit, ctx) {
+    if (ctx.identity?.userId === row.id) throw ApiError.conflict("You cannot delete the user you are logged in as.");
+  },
+});
+
 const COLS = "id, name, password_hash, tenant_id, roles";
-
-function toMessage(r: UserRow): Record<string, unknown> {
-  const m: Record<string, unknown> = { id: r.id, name: r.name, roles: r.roles };
-  if (r.tenant_id !== null) m["tenantId"] = r.tenant_id;
-  return m;
-}
-
-const notFound = (id: string) => ApiError.notFound(`There is no ${KIND} with ID ${id}.`);
-const nameTaken = (name: string) => ApiError.conflict(`A user named ${name} already exists.`);
-
-export function userHandlers(store: Store): Handlers {
-  return {
-    async ListUsers(req: Record<string, unknown>) {
-      const { rows, next_marker } = await listPage<UserRow>(store.pool, "users", pageOf(req));
-      return next_marker ? { items: rows.map(toMessage), next_marker } : { items: rows.map(toMessage) };
-    },
-
-    async GetUser(req: { id: string }) {
-      const id = pathId(req.id, KIND);
-      const row = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE id = $1`, [id])).rows[0];
-      if (!row) throw notFound(id);
-      return toMessage(row);
-    },
-
-    async CreateUser(req: { user?: unknown }, ctx: CallContext) {
-      const u = parseInput(userInput, req.user ?? {});
-      if (u.password === undefined) throw ApiError.invalid([{ property: "password", message: "may not be null" }]);
-      const id = u.id ?? randomUUID();
-      const hash = await hashPassword(u.password);
-      return store.tx(ctx, async (q, emit) => {
-        let row: UserRow | undefined;
-        try {
-          row = (
-            await q.query<UserRow>(
-              `INSERT INTO users (id, name, password_hash, tenant_id, roles) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
-              [id, u.name, hash, u.tenantId ?? null, u.roles],
-            )
-          ).rows[0];
-        } catch (err) {
-          // The transaction is aborted here: the violated constraint says which value is taken.
-          if (pgCode(err) === PG.uniqueViolation) {
-            throw (err as { constraint?: string }).constraint === "users_pkey"
-              ? ApiError.conflict(`A ${KIND} with ID ${id} already exists.`)
-              : nameTaken(u.name);
-          }
-          throw err;
-        }
-        if (!row) throw new Error("insert returned no row");
-        emit({ kind: KIND, event: "created", id, path: `/users/${id}`, tenantId: row.tenant_id });
-        return toMessage(row);
-      });
-    },
-
-    async UpdateUser(req: { id: string; user?: unknown }, ctx: CallContext) {
-      const id = pathId(req.id, KIND);
-      const exists = await store.query("SELECT 1 FROM users WHERE id = $1", [id]);
-      if (!exists.rowCount) throw notFound(id);
-      const u = parseInput(userInput, req.user ?? {});
-      const hash = u.password === undefined ? null : await hashPassword(u.password);
-      return store.tx(ctx, async (q, emit) => {
-        let row: UserRow | undefined;
-        try {
-          row = (
-            await q.query<UserRow>(
-              `UPDATE users SET name = $2, password_hash = coalesce($3, password_hash), tenant_id = $4, roles = $5
-               WHERE id = $1 RETURNING ${COLS}`,
-              [id, u.name, hash, u.tenantId ?? null, u.roles],
-            )
-          ).rows[0];
-        } catch (err) {
-          if (pgCode(err) === PG.uniqueViolation) throw nameTaken(u.name);
-          throw err;
-        }
-        if (!row) throw notFound(id);
-        emit({ kind: KIND, event: "updated", id, path: `/users/${id}`, tenantId: row.tenant_id });
-        return toMessage(row);
-      });
-    },
-
-    async DeleteUser(req: { id: string }, ctx: CallContext) {
-      const id = pathId(req.id, KIND);
-      if (ctx.identity?.userId === id) throw ApiError.conflict("You cannot delete the user you are logged in as.");
-      return store.tx(ctx, async (q, emit) => {
-        const row = (await q.query<UserRow>(`DELETE FROM users WHERE id = $1 RETURNING ${COLS}`, [id])).rows[0];
-        if (!row) throw notFound(id);
-        emit({ kind: KIND, event: "deleted", id, path: `/users/${id}`, tenantId: row.tenant_id });
-        return {};
-      });
-    },
-  };
-}
 
 export function authHandlers(store: Store): Handlers {
   return {

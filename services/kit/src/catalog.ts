@@ -1,8 +1,9 @@
 // What the proto files declare, read once at start-up: resources, their fields and
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
-import { loadReflection } from "./proto.ts";
 import protobuf from "protobufjs";
+import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
+import { loadReflection } from "./proto.ts";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
@@ -21,8 +22,14 @@ export interface FieldInfo {
 }
 
 export interface ResourceInfo {
-  /** Kind name used by change notifications and the cache: the message name ("Bridge"). */
+  /**
+   * Kind name used by the cache, /events and the changes a call names: the message name
+   * qualified by its domain ("bridge.Bridge"), so two services may each own a "Port".
+   */
   kind: string;
+  /** The domain of the package (vnm.<domain>.v1) and the message name ("Bridge"). */
+  domain: string;
+  name: string;
   displayName: string;
   mediaType: string;
   collectionMediaType: string;
@@ -46,8 +53,6 @@ export interface MessageInfo {
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 
-export type Segment = { literal: string } | { variable: string };
-
 export interface Route {
   method: HttpMethod;
   template: string;
@@ -69,13 +74,46 @@ export interface Route {
   shape: { kind: "item"; item: MessageInfo } | { kind: "collection"; field: FieldInfo; item: MessageInfo } | { kind: "empty" };
 }
 
+/** What a kind's own endpoints do; the RPCs serving them are found from the HTTP bindings. */
+export type Verb = "list" | "get" | "create" | "update" | "delete";
+
+/**
+ * A kind as the proto files declare it: its own RPCs (at its item path and the collection path
+ * above it), the kind it lives under (the nearest item path above its own), and its tenant
+ * rule: its own tenant field, its parent's, or none (administrators only).
+ */
+export interface KindInfo {
+  kind: string;
+  message: MessageInfo;
+  resource: ResourceInfo;
+  /** Full gRPC service name of its own RPCs. */
+  service: string;
+  rpcs: Partial<Record<Verb, string>>;
+  /** The request field receiving the body of its create and update. */
+  body?: string;
+  /** Route template of one item, e.g. "/bridges/{bridgeId}/dhcp/{subnetAddr}". */
+  itemTemplate: string;
+  /** The kind it lives under, when its item path is below another kind's. */
+  parent?: string;
+  tenancy: "own" | "parent" | "admin";
+}
+
 export interface Catalog {
   routes: Route[];
   resources: MessageInfo[];
+  /** Kinds with an item GET route, by qualified kind name. */
+  kinds: Map<string, KindInfo>;
+  /** The kind of a resource message, by its full name ("vnm.bridge.v1.DhcpSubnet"). */
+  kindOf(fullName: string): KindInfo;
   /** Full gRPC service names with their domains. */
   services: { name: string; domain: string }[];
   /** "<service>/<rpc>" of the methods callable without a caller identity. */
   publicMethods: Set<string>;
+  /**
+   * Paths that links lead to but no route serves: kinds this interface only references (a
+   * bridge's filter chains, a load balancer's router).
+   */
+  unserved: Segment[][];
   /**
    * Kinds whose cached collections must go after some changes ("<kind>:<event>", or a bare
    * kind meaning any event): the kind itself; and, when an item was updated or deleted, every
@@ -102,12 +140,21 @@ function behaviorsOf(field: protobuf.Field): Set<Behavior> {
   return out;
 }
 
+/** The domain of a vnm.<domain>.v1 package member; undefined outside vnm. */
+export function domainOf(fullName: string): string | undefined {
+  return /^\.?vnm\.([a-z0-9_]+)\.v\d+\./.exec(fullName)?.[1];
+}
+
 function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
   const opts = type.options ?? {};
   const mediaType = opts["(vnm.api.resource).media_type"] as string | undefined;
   if (!mediaType) return undefined;
+  const domain = domainOf(type.fullName);
+  if (!domain) throw new Error(`resource ${type.fullName} is not in a vnm.<domain>.v<N> package`);
   return {
-    kind: type.name,
+    kind: `${domain}.${type.name}`,
+    domain,
+    name: type.name,
     displayName: (opts["(vnm.api.resource).display_name"] as string | undefined) ?? type.name,
     mediaType,
     collectionMediaType: (opts["(vnm.api.resource).collection_media_type"] as string | undefined) ?? `collection.${mediaType}`,
@@ -119,24 +166,12 @@ function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
   };
 }
 
-export function parseTemplate(template: string): Segment[] {
-  if (!template.startsWith("/")) throw new Error(`HTTP path must start with '/': ${template}`);
-  return template
-    .slice(1)
-    .split("/")
-    .map((s) => {
-      const m = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(s);
-      if (m) return { variable: m[1]! };
-      if (s.includes("{")) throw new Error(`unsupported path segment ${s} in ${template}`);
-      return { literal: s };
-    });
-}
+/** Reads field and message declarations into MessageInfo, once per message. */
+class Messages {
+  readonly all = new Map<string, MessageInfo>();
 
-export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
-  const messages = new Map<string, MessageInfo>();
-
-  const messageInfo = (type: protobuf.Type): MessageInfo => {
-    const known = messages.get(type.fullName);
+  get(type: protobuf.Type): MessageInfo {
+    const known = this.all.get(type.fullName);
     if (known) return known;
     const info: MessageInfo = {
       fullName: type.fullName.replace(/^\./, ""),
@@ -146,28 +181,80 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
       resource: resourceOf(type),
       hasInt64: false,
     };
-    messages.set(type.fullName, info);
+    this.all.set(type.fullName, info);
     for (const f of type.fieldsArray) {
-      f.resolve();
-      const fi: FieldInfo = {
-        name: f.name,
-        type: f.resolvedType instanceof protobuf.Type ? "message" : f.resolvedType instanceof protobuf.Enum ? "enum" : f.type,
-        repeated: f.repeated,
-        behaviors: behaviorsOf(f),
-        link: f.options?.["(vnm.api.link)"] as string | undefined,
-        internal: f.options?.["(vnm.api.internal)"] === true,
-        tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
-      };
-      if (f.map) throw new Error(`map fields are not supported by the gateway: ${type.fullName}.${f.name}`);
-      if (f.resolvedType instanceof protobuf.Type) fi.message = messageInfo(f.resolvedType);
-      if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
+      const fi = this.field(type, f);
       if (INT64.has(f.type) || fi.message?.hasInt64) info.hasInt64 = true;
       info.fields.push(fi);
       info.byName.set(fi.name, fi);
     }
     return info;
-  };
+  }
 
+  private field(type: protobuf.Type, f: protobuf.Field): FieldInfo {
+    f.resolve();
+    if (f.map) throw new Error(`map fields are not supported by the gateway: ${type.fullName}.${f.name}`);
+    const fi: FieldInfo = {
+      name: f.name,
+      type: f.resolvedType instanceof protobuf.Type ? "message" : f.resolvedType instanceof protobuf.Enum ? "enum" : f.type,
+      repeated: f.repeated,
+      behaviors: behaviorsOf(f),
+      link: f.options?.["(vnm.api.link)"] as string | undefined,
+      internal: f.options?.["(vnm.api.internal)"] === true,
+      tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
+    };
+    if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);
+    if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
+    return fi;
+  }
+}
+
+const METHODS = ["get", "post", "put", "delete"] as const;
+
+/** The bindings of a method: its google.api.http rule and the additional bindings. */
+function bindingsOf(m: protobuf.Method): Record<string, unknown>[] {
+  const rule = ((m.parsedOptions ?? []) as Record<string, unknown>[])
+    .map((o) => o["(google.api.http)"])
+    .find((v) => v !== undefined) as Record<string, unknown> | undefined;
+  if (!rule) return [];
+  // A single additional_bindings entry arrives as an object, several as an array.
+  const extra = rule["additional_bindings"];
+  return [rule, ...(Array.isArray(extra) ? extra : extra ? [extra] : [])] as Record<string, unknown>[];
+}
+
+/** The routes of one RPC, one per binding. */
+function methodRoutes(messages: Messages, service: string, domain: string, m: protobuf.Method): Route[] {
+  m.resolve();
+  const bindings = bindingsOf(m);
+  if (bindings.length === 0) return [];
+  const request = messages.get(m.resolvedRequestType!);
+  const response = messages.get(m.resolvedResponseType!);
+  const where = `${service}/${m.name}`;
+  const templates = bindings.map((b) => {
+    const method = METHODS.find((k) => typeof b[k] === "string");
+    if (!method) throw new Error(`${where}: binding without get/post/put/delete`);
+    return { method, template: b[method] as string, body: b["body"] as string | undefined };
+  });
+  const pathVariables = new Set(templates.flatMap((t) => linkFields(t.template)));
+  return templates.map(({ method, template, body }) => {
+    const bodyField = body ? request.byName.get(body) : undefined;
+    if (body && bodyField?.type !== "message") throw new Error(`${where}: body "${body}" must name a message field`);
+    const segments = parseTemplate(template);
+    for (const s of segments) {
+      if ("variable" in s && !request.byName.has(s.variable)) throw new Error(`${where}: path variable {${s.variable}} is not a request field`);
+    }
+    const queryFields = new Map(
+      method === "get"
+        ? request.fields.filter((f) => !pathVariables.has(f.name) && !f.repeated && f.type !== "message").map((f) => [f.name, f] as const)
+        : [],
+    );
+    const verb = method.toUpperCase() as HttpMethod;
+    return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, shape: shapeOf(response) };
+  });
+}
+
+/** Every vnm service of the root with its routes. */
+function readServices(root: protobuf.NamespaceBase, messages: Messages) {
   const routes: Route[] = [];
   const services: { name: string; domain: string }[] = [];
   const publicMethods = new Set<string>();
@@ -176,103 +263,137 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
       if (obj instanceof protobuf.Service) {
         const name = obj.fullName.replace(/^\./, "");
         if (!name.startsWith("vnm.")) continue; // e.g. grpc.health.v1.Health
-        const domain = /^vnm\.([a-z0-9_]+)\./.exec(name)?.[1];
-        if (!domain) throw new Error(`service ${name} is not in a vnm.<domain> package`);
+        const domain = domainOf(name);
+        if (!domain) throw new Error(`service ${name} is not in a vnm.<domain>.v<N> package`);
         services.push({ name, domain });
         for (const m of obj.methodsArray) {
           if (m.options?.["(vnm.api.public)"] === true) publicMethods.add(`${name}/${m.name}`);
-          routes.push(...methodRoutes(name, domain, m));
+          routes.push(...methodRoutes(messages, name, domain, m));
         }
       } else if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) {
         visit(obj);
       }
     }
   };
-
-  const methodRoutes = (service: string, domain: string, m: protobuf.Method): Route[] => {
-    m.resolve();
-    const rule = ((m.parsedOptions ?? []) as Record<string, unknown>[])
-      .map((o) => o["(google.api.http)"])
-      .find((v) => v !== undefined) as Record<string, unknown> | undefined;
-    if (!rule) return [];
-    const request = messageInfo(m.resolvedRequestType!);
-    const response = messageInfo(m.resolvedResponseType!);
-    // A single additional_bindings entry arrives as an object, several as an array.
-    const extra = rule["additional_bindings"];
-    const bindings = [rule, ...(Array.isArray(extra) ? extra : extra ? [extra] : [])] as Record<string, unknown>[];
-    const pathVariables = new Set<string>();
-    for (const b of bindings) {
-      for (const k of ["get", "post", "put", "delete"]) {
-        if (typeof b[k] === "string") for (const m of (b[k] as string).matchAll(/\{([^}]+)\}/g)) pathVariables.add(m[1]!);
-      }
-    }
-    return bindings.map((b) => {
-      const method = (["get", "post", "put", "delete"] as const).find((k) => typeof b[k] === "string");
-      if (!method) throw new Error(`${service}/${m.name}: binding without get/post/put/delete`);
-      const template = b[method] as string;
-      const bodyName = b["body"] as string | undefined;
-      const bodyField = bodyName ? request.byName.get(bodyName) : undefined;
-      if (bodyName && bodyField?.type !== "message") {
-        throw new Error(`${service}/${m.name}: body "${bodyName}" must name a message field`);
-      }
-      const segments = parseTemplate(template);
-      for (const s of segments) {
-        if ("variable" in s && !request.byName.has(s.variable)) {
-          throw new Error(`${service}/${m.name}: path variable {${s.variable}} is not a request field`);
-        }
-      }
-      return {
-        method: method.toUpperCase() as HttpMethod,
-        template,
-        segments,
-        service,
-        domain,
-        rpc: m.name,
-        request,
-        response,
-        bodyField,
-        queryFields: new Map(
-          method === "get"
-            ? request.fields
-                .filter((f) => !pathVariables.has(f.name) && !f.repeated && f.type !== "message")
-                .map((f) => [f.name, f] as const)
-            : [],
-        ),
-        shape: shapeOf(response),
-      };
-    });
-  };
-
   visit(root);
-  const resources = [...messages.values()].filter((m) => m.resource);
   // Most literal segments first, so /x/literal wins over /x/{var}.
-  routes.sort(
-    (a, b) =>
-      b.segments.filter((s) => "literal" in s).length - a.segments.filter((s) => "literal" in s).length,
-  );
+  const literals = (r: Route) => r.segments.filter((s) => "literal" in s).length;
+  routes.sort((a, b) => literals(b) - literals(a));
+  return { routes, services, publicMethods };
+}
+
+/** The item GET route at a template shape, if any. */
+function itemAt(routes: Route[], shape: string): (Route & { shape: { kind: "item"; item: MessageInfo } }) | undefined {
+  return routes.find((r) => r.method === "GET" && r.shape.kind === "item" && templateShape(r.template) === shape) as
+    | (Route & { shape: { kind: "item"; item: MessageInfo } })
+    | undefined;
+}
+
+/** The kinds: each resource with an item GET route, its own RPCs, parent and tenant rule. */
+function readKinds(routes: Route[]): Map<string, KindInfo> {
+  const kinds = new Map<string, KindInfo>();
+  for (const get of routes) {
+    if (get.method !== "GET" || get.shape.kind !== "item") continue;
+    const item = get.shape.item;
+    const resource = item.resource!;
+    if (kinds.has(resource.kind)) continue;
+    const shape = templateShape(get.template);
+    const above = shape.slice(0, shape.lastIndexOf("/"));
+    const own = (r: Route, at: string) => r.service === get.service && templateShape(r.template) === at;
+    const rpc = (method: HttpMethod, at: string) => routes.find((r) => r.method === method && own(r, at))?.rpc;
+    const list = routes.find((r) => r.method === "GET" && r.shape.kind === "collection" && r.shape.item === item && own(r, above));
+    const create = routes.find((r) => r.method === "POST" && own(r, above));
+    const segs = shape.split("/");
+    let parent: string | undefined;
+    for (let n = segs.length - 1; n > 1 && !parent; n--) parent = itemAt(routes, segs.slice(0, n).join("/"))?.shape.item.resource?.kind;
+    kinds.set(resource.kind, {
+      kind: resource.kind,
+      message: item,
+      resource,
+      service: get.service,
+      rpcs: { get: get.rpc, list: list?.rpc, create: create?.rpc, update: rpc("PUT", shape), delete: rpc("DELETE", shape) },
+      body: create?.bodyField?.name ?? routes.find((r) => r.method === "PUT" && own(r, shape))?.bodyField?.name,
+      itemTemplate: get.template,
+      parent,
+      tenancy: "admin",
+    });
+  }
+  for (const k of kinds.values()) k.tenancy = tenancyOf(kinds, k);
+  return kinds;
+}
+
+function tenancyOf(kinds: Map<string, KindInfo>, k: KindInfo): KindInfo["tenancy"] {
+  if (k.resource.adminOnly) return "admin";
+  if (k.resource.tenantField) return "own";
+  for (let p = k.parent ? kinds.get(k.parent) : undefined; p; p = p.parent ? kinds.get(p.parent) : undefined) {
+    if (p.resource.tenantField) return "parent";
+  }
+  return "admin";
+}
+
+/** Link templates (not client templates) that lead where no route serves. */
+function unservedLinks(resources: MessageInfo[], routes: Route[]): Segment[][] {
+  const served = new Set(routes.map((r) => templateShape(r.template)));
+  const out = new Map<string, Segment[]>();
+  for (const m of resources) {
+    for (const f of m.fields) {
+      const t = f.link;
+      // Links the gateway resolves (every placeholder names a field), not client templates.
+      if (!t || t.startsWith("{") || !linkFields(t).every((p) => m.byName.has(p))) continue;
+      const shape = templateShape(t);
+      if (!served.has(shape) && !out.has(shape)) out.set(shape, parseTemplate(shape.replace(/\{\}/g, "{v}")));
+    }
+  }
+  return [...out.values()];
+}
+
+/** The kinds whose cached lists hold items below each kind's items (see Catalog.affected). */
+function dependentsOf(routes: Route[]): (changes: Iterable<string>) => Set<string> {
   const dependents = new Map<string, Set<string>>();
   for (const r of routes) {
     if (r.shape.kind !== "collection") continue;
     const listed = r.shape.item.resource!.kind;
     const segs = templateShape(r.template).split("/");
     for (let n = segs.length - 1; n > 1; n--) {
-      const parent = routes.find((x) => x.method === "GET" && x.shape.kind === "item" && templateShape(x.template) === segs.slice(0, n).join("/"));
-      if (parent?.shape.kind !== "item") continue;
+      const parent = itemAt(routes, segs.slice(0, n).join("/"));
+      if (!parent) continue;
       const kind = parent.shape.item.resource!.kind;
       if (!dependents.has(kind)) dependents.set(kind, new Set());
       dependents.get(kind)!.add(listed);
     }
   }
-  const affected = (changes: Iterable<string>) => {
+  return (changes) => {
     const out = new Set<string>();
     for (const change of changes) {
-      const [kind, event] = change.split(":") as [string, string | undefined];
+      const at = change.lastIndexOf(":");
+      const [kind, event] = at < 0 ? [change, undefined] : [change.slice(0, at), change.slice(at + 1)];
       out.add(kind);
       if (event !== "created") for (const d of dependents.get(kind) ?? []) out.add(d);
     }
     return out;
   };
-  return { routes, resources, services, publicMethods, affected };
+}
+
+export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
+  const messages = new Messages();
+  const { routes, services, publicMethods } = readServices(root, messages);
+  const resources = [...messages.all.values()].filter((m) => m.resource);
+  const kinds = readKinds(routes);
+  const byMessage = new Map([...kinds.values()].map((k) => [k.message.fullName, k]));
+  const kindOf = (fullName: string) => {
+    const k = byMessage.get(fullName);
+    if (!k) throw new Error(`${fullName} is not a resource with an item GET route in the proto files`);
+    return k;
+  };
+  return { routes, resources, kinds, kindOf, services, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes) };
+}
+
+let shared: Catalog | undefined;
+
+/** The catalog of the proto files, built on first use and shared by the whole process. */
+export function catalog(): Catalog {
+  shared ??= buildCatalog();
+  return shared;
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {
@@ -285,9 +406,3 @@ function shapeOf(response: MessageInfo): Route["shape"] {
   if (response.fields.length === 0) return { kind: "empty" };
   throw new Error(`${response.fullName} is neither a resource, a collection of one, nor empty`);
 }
-
-/** A template with its variable names blanked: "/bridges/{}/dhcp". */
-export function templateShape(template: string): string {
-  return template.replace(/\{[^}]*\}/g, "{}");
-}
-

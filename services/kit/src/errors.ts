@@ -9,6 +9,7 @@ export interface Violation {
 }
 
 export const VIOLATIONS_KEY = "vnm-violations";
+export const ORIGIN_KEY = "vnm-origin";
 
 export class ApiError extends Error {
   override name = "ApiError";
@@ -55,6 +56,8 @@ export class ApiError extends Error {
   /** The grpc-js error object a server handler passes to its callback. */
   toServiceError(): Partial<ServiceError> {
     const metadata = new Metadata();
+    // Tells a caller this status is the service's own answer, not the channel's.
+    metadata.set(ORIGIN_KEY, "service");
     if (this.violations.length > 0) metadata.set(VIOLATIONS_KEY, JSON.stringify(this.violations));
     return { code: this.code, details: this.message, metadata };
   }

@@ -12,3 +12,5 @@ export * from "./validate.ts";
 export * from "./catalog.ts";
 export * from "./auth.ts";
 export * from "./tenancy.ts";
+export * from "./paths.ts";
+export * from "./upstream.ts";

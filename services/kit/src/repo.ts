@@ -18,3 +18,8 @@ export function serviceDomains(): string[] {
     .filter((d) => existsSync(join(ROOT, "services", d, "src", "main.ts")))
     .sort();
 }
+
+/** Environment variable holding a domain's gRPC address(es): VNM_<DOMAIN>_ADDR. */
+export function addressVariable(domain: string): string {
+  return `VNM_${domain.toUpperCase()}_ADDR`;
+}

@@ -1,40 +1,69 @@
-// One top-level resource kept in one table keyed by its UUID: the SQL and the five REST
-// handlers (list, get, create, replace, delete) derived from a declaration of its columns.
-// Kinds differ only in their columns, their reference checks and their cascades.
+// One kind kept in one table: its SQL and its REST handlers (list, get, create, replace,
+// delete) derived from a declaration of its columns. What the proto files already say comes
+// from the catalog: the RPCs, the display name, the parent a kind lives under, the item's path
+// (its `uri` link) and the tenant rule. A kind nested under a parent (a bridge's DHCP subnets,
+// a subnet's hosts) names the column holding its parent's row and how its path segment maps
+// onto its key; deleting the parent deletes it, announced row by row.
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { z } from "zod";
+import { catalog, type KindInfo } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
-import { assertIdentifier, type Queryable } from "./db.ts";
+import { assertIdentifier, PG, pgCode, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
+import { itemPath, parseTemplate } from "./paths.ts";
 import type { CallContext, Handlers, Store } from "./service.ts";
-import { isUuid, parseInput, pathId } from "./validate.ts";
+import { isUuid, parseInput } from "./validate.ts";
 
 type Emit = (c: Change) => void;
+type Row = pg.QueryResultRow;
+type Req = Record<string, unknown>;
 
-export interface ResourceSpec<S extends z.ZodType, R extends pg.QueryResultRow> {
-  /** Kind and display name ("Pool"): change notifications and messages. */
-  kind: string;
-  /** Table, with columns id (uuid primary key) and seq (creation order). */
+/** An item's row and its ancestors' rows, nearest first. */
+export interface Located<R extends Row = Row> {
+  row: R;
+  up: Row[];
+}
+
+/** How a path names one item within its parent. */
+export interface KeySpec {
+  /** The key columns from the request's path fields; undefined when the path names nothing. */
+  read(req: Req): Record<string, unknown> | undefined;
+  /** Columns a list narrows by, from its path (the VLAN of a MAC table); none by default. */
+  scope?(req: Req): Record<string, unknown>;
+}
+
+/** The default key: the request's `id`, a UUID, in column `id`. */
+const BY_ID: KeySpec = { read: (req) => (isUuid(req["id"]) ? { id: (req["id"] as string).toLowerCase() } : undefined) };
+
+export interface ResourceSpec<S extends z.ZodType, R extends Row> {
+  /** The proto message ("vnm.lb.v1.Pool"): RPCs, name, parent, path and tenancy come from the catalog. */
+  proto: string;
+  /** Table with an `id` primary key; top-level tables also keep `seq` (creation order). */
   table: string;
-  /** Collection path below the API root ("/pools"); an item lives at <path>/<id>. */
-  path: string;
+  /** Column holding the parent row's id, for a kind that lives under another. */
+  parentColumn?: string;
+  key?: KeySpec;
+  /** List order (default "seq"). */
+  order?: string;
   /** What a client may send (POST and PUT); `id` is read on POST only. */
   input: S;
   /** Values of the writable columns, defaults applied to what the body left out (PUT replaces). */
-  columns: (body: z.output<S>) => Record<string, unknown>;
-  /** Row -> proto message; null columns are left out (the gateway shows them as null). */
-  message: (row: R) => Record<string, unknown | null>;
-  /** The column holding the owning tenant, carried by the change notifications. */
+  columns: (body: z.output<S>, req: Req) => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /** Row (and its ancestors' rows, nearest first) -> proto message; null columns are left out. */
+  render: (row: R, up: Row[]) => Record<string, unknown | null>;
+  /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
-}
-
-/** Hooks of one kind's write handlers, run inside the write's transaction. */
-export interface WriteHooks<S extends z.ZodType> {
+  /** List filters: request field (a query parameter) -> column. */
+  filters?: Record<string, string>;
   /** Checks (and locks) what the body refers to, before the row is written. */
   references?: (q: Queryable, body: z.output<S>) => Promise<void>;
-  /** Removes or updates what depends on the item (given locked), announcing each row, before it is deleted. */
-  cascade?: (q: Queryable, id: string, emit: Emit, row: pg.QueryResultRow) => Promise<void>;
+  /** Checks a body against the item's place: its ancestors, and on PUT its current row. */
+  validate?: (q: Queryable, body: z.output<S>, at: { up: Row[]; current?: R }) => Promise<void> | void;
+  /** What else goes when the item goes (beyond its children), announced; runs first. */
+  cascade?: (q: Queryable, row: R, emit: Emit, ctx: CallContext) => Promise<void>;
+  /** The message of a 409 for a unique constraint other than the primary key. */
+  conflict?: (body: z.output<S>, constraint: string) => string;
 }
 
 /** A page of a list: at most `limit` items after the item `marker`. */
@@ -46,7 +75,7 @@ export interface Page {
 export const MAX_PAGE = 1000;
 
 /** The page a list request asks for (its `limit` and `marker` fields); 400 when malformed. */
-export function pageOf(req: Record<string, unknown>): Page {
+export function pageOf(req: Req): Page {
   const page: Page = {};
   if (req["limit"] !== undefined) {
     const limit = Number(req["limit"]);
@@ -56,186 +85,306 @@ export function pageOf(req: Record<string, unknown>): Page {
     page.limit = limit;
   }
   if (req["marker"] !== undefined && req["marker"] !== "") {
-    if (!isUuid(req["marker"])) throw ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
+    if (!isUuid(req["marker"])) throw badMarker();
     page.marker = (req["marker"] as string).toLowerCase();
   }
   return page;
 }
 
-/**
- * Reads one page of `table` in creation order (seq), optionally where `column` = `value`.
- * An unknown marker is a 400. `next_marker` is set when more items follow.
- */
-export async function listPage<R extends pg.QueryResultRow>(
-  q: Queryable,
-  table: string,
-  page: Page,
-  where?: { column: string; value: string },
-): Promise<{ rows: R[]; next_marker?: string }> {
-  const params: unknown[] = [];
-  const conditions: string[] = [];
-  if (where) {
-    params.push(where.value);
-    conditions.push(`${assertIdentifier(where.column)} = $${params.length}`);
-  }
-  if (page.marker) {
-    const at = await q.query<{ seq: string }>(`SELECT seq FROM ${assertIdentifier(table)} WHERE id = $1`, [page.marker]);
-    if (!at.rows[0]) throw ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
-    params.push(at.rows[0].seq);
-    conditions.push(`seq > $${params.length}`);
-  }
-  let sql = `SELECT * FROM ${assertIdentifier(table)}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY seq`;
-  if (page.limit) sql += ` LIMIT ${page.limit + 1}`;
-  const rows = (await q.query<R>(sql, params)).rows;
-  if (page.limit && rows.length > page.limit) {
-    rows.length = page.limit;
-    return { rows, next_marker: String(rows[rows.length - 1]!["id"]) };
-  }
-  return { rows };
+const lastSegment = (path: string) => path.slice(path.lastIndexOf("/") + 1);
+
+const badMarker = () => ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
+
+/** WHERE clause over equal columns, numbered from $1. */
+function whereEqual(cols: Record<string, unknown>): { sql: string; params: unknown[] } {
+  const names = Object.keys(cols).map(assertIdentifier);
+  return { sql: names.map((c, i) => `${c} = $${i + 1}`).join(" AND "), params: Object.values(cols) };
 }
 
-/** A list filter: the request field (a query parameter) and the column it matches. */
-export interface ListFilter {
-  field: string;
-  column: string;
+/** A request for the route at `to`, its path variables taken by position from one at `from`. */
+function positional(from: string, to: string, req: Req): Req {
+  const mine = parseTemplate(from);
+  const out: Req = {};
+  parseTemplate(to).forEach((seg, i) => {
+    const ours = mine[i];
+    if ("variable" in seg && ours && "variable" in ours) out[seg.variable] = req[ours.variable];
+  });
+  return out;
 }
 
-export class Resource<S extends z.ZodType, R extends pg.QueryResultRow> {
+/** Handlers per gRPC service, merged (a name served twice is a mistake). */
+export function mergeHandlers(...records: Record<string, Handlers>[]): Record<string, Handlers> {
+  const all: Record<string, Handlers> = {};
+  for (const record of records) {
+    for (const [name, handlers] of Object.entries(record)) {
+      const taken = Object.keys(handlers).filter((rpc) => all[name]?.[rpc]);
+      if (taken.length > 0) throw new Error(`${name}: ${taken.join(", ")} served twice`);
+      all[name] = { ...all[name], ...handlers };
+    }
+  }
+  return all;
+}
+
+/** A resource of any input and row type (lists of a service's kinds). */
+// biome-ignore lint/suspicious/noExplicitAny: the kinds of one service differ in both
+export type AnyResource = Resource<any, any>;
+
+/** Every Resource of this process, by kind: children find their parent here. */
+const registry = new Map<string, AnyResource>();
+
+export class Resource<S extends z.ZodType, R extends Row> {
   readonly spec: ResourceSpec<S, R>;
+  readonly info: KindInfo;
 
   constructor(spec: ResourceSpec<S, R>) {
     assertIdentifier(spec.table);
     this.spec = spec;
+    this.info = catalog().kindOf(spec.proto);
+    if (this.info.parent && !spec.parentColumn) throw new Error(`${spec.proto} lives under ${this.info.parent}: declare its parentColumn`);
+    registry.set(this.info.kind, this);
+  }
+
+  get name(): string {
+    return this.info.resource.displayName;
+  }
+
+  /** The Resource of the kind this one lives under (declared in the same service). */
+  get parent(): AnyResource | undefined {
+    if (!this.info.parent) return undefined;
+    const p = registry.get(this.info.parent);
+    if (!p) throw new Error(`${this.info.kind} lives under ${this.info.parent}, which this service does not declare`);
+    return p;
+  }
+
+  private get children(): AnyResource[] {
+    return [...registry.values()].filter((r) => r.info.parent === this.info.kind);
+  }
+
+  private get key(): KeySpec {
+    return this.spec.key ?? BY_ID;
   }
 
   notFound(id: string): ApiError {
-    return ApiError.notFound(`There is no ${this.spec.kind} with ID ${id}.`);
+    return ApiError.notFound(`There is no ${this.name} with ID ${id}.`);
   }
 
-  change(event: ChangeEvent, id: string, row?: pg.QueryResultRow): Change {
-    const tenant = this.spec.tenantColumn && row ? (row[this.spec.tenantColumn] as string | null) : null;
-    return { kind: this.spec.kind, event, id, path: `${this.spec.path}/${id}`, tenantId: tenant ?? null };
+  toMessage(row: R, up: Row[] = []): Record<string, unknown> {
+    return Object.fromEntries(Object.entries(this.spec.render(row, up)).filter(([, v]) => v !== null));
   }
 
-  toMessage(row: R): Record<string, unknown> {
-    return Object.fromEntries(Object.entries(this.spec.message(row)).filter(([, v]) => v !== null));
+  /** The item's path below the API root: its `uri` link resolved against its message. */
+  pathOf(row: R, up: Row[] = []): string {
+    const path = itemPath(this.info.message, this.spec.render(row, up) as Req);
+    if (!path) throw new Error(`${this.info.kind} has no uri link or root path`);
+    return path;
   }
 
-  /** The items in creation order, optionally those whose `column` equals `value`, a page at a time. */
-  async list(
-    q: Queryable,
-    where?: { column: string; value: string },
-    page: Page = {},
-  ): Promise<{ items: Record<string, unknown>[]; next_marker?: string }> {
-    const { rows, next_marker } = await listPage<R>(q, this.spec.table, page, where);
-    const out: { items: Record<string, unknown>[]; next_marker?: string } = { items: rows.map((row) => this.toMessage(row)) };
-    if (next_marker) out.next_marker = next_marker;
-    return out;
+  /** The change notification of an item: its tenant is its own or its nearest ancestor's. */
+  change(event: ChangeEvent, row: R, up: Row[] = []): Change {
+    const path = this.pathOf(row, up);
+    return { kind: this.info.resource.name, event, id: lastSegment(path), path, tenantId: this.tenantOf(row, up) };
+  }
+
+  private tenantOf(row: Row, up: Row[]): string | null {
+    let r: AnyResource | undefined = this;
+    for (const at of [row, ...up]) {
+      if (!r) break;
+      if (r.spec.tenantColumn) return (at[r.spec.tenantColumn] as string | null) ?? null;
+      r = r.info.parent ? r.parent : undefined;
+    }
+    return null;
+  }
+
+  /** The parent's request: its path variables taken by position from this kind's request. */
+  private parentRequest(req: Req): Req {
+    return positional(this.info.itemTemplate, this.parent!.info.itemTemplate, req);
   }
 
   /**
-   * The item (404 when missing). In a transaction, "key share" keeps it from being deleted
-   * until the caller commits (a reference to it is being written); "update" is for deleting it.
+   * Handlers of lists linked from this kind's items that hold a kind this interface only
+   * references (a bridge's ports): empty, and 404 when the item is missing or hidden.
    */
+  referencedLists(store: Store, ...rpcs: string[]): Record<string, Handlers> {
+    const out: Record<string, Handlers> = {};
+    for (const rpc of rpcs) {
+      const route = catalog().routes.find((r) => r.rpc === rpc && r.domain === this.info.resource.domain);
+      if (!route) throw new Error(`${rpc} has no HTTP binding in the ${this.info.resource.domain} proto files`);
+      out[route.service] = {
+        ...out[route.service],
+        [rpc]: async (req: Req) => {
+          await this.locate(store.pool, positional(route.template, this.info.itemTemplate, req));
+          return { items: [] };
+        },
+      };
+    }
+    return out;
+  }
+
+  /** Ancestors of the item a request names, nearest first (404 when one is missing). */
+  private async ancestors(q: Queryable, req: Req, lock?: "key share"): Promise<Row[]> {
+    if (!this.parent) return [];
+    const p = await this.parent.locate(q, this.parentRequest(req), lock);
+    return [p.row, ...p.up];
+  }
+
+  private missing(req: Req, up: Row[]): ApiError {
+    const last = /\{(\w+)\}$/.exec(this.info.itemTemplate)?.[1] ?? "id";
+    const segment = String(req[last] ?? "");
+    if (!this.parent) return this.notFound(segment);
+    const parentSegment = lastSegment(this.parent.pathOf(up[0]!, up.slice(1)));
+    return ApiError.notFound(`${this.parent.name} ${parentSegment} has no ${this.name} ${segment}.`);
+  }
+
+  /**
+   * The item a request's path names, with its ancestors (404 when any is missing). In a
+   * transaction, "key share" keeps it from being deleted until the caller commits; "update"
+   * is for changing or deleting it (its ancestors then get "key share").
+   */
+  async locate(q: Queryable, req: Req, lock?: "key share" | "update"): Promise<Located<R>> {
+    const up = await this.ancestors(q, req, lock ? "key share" : undefined);
+    const key = this.key.read(req);
+    if (!key) throw this.missing(req, up);
+    const cols = { ...key, ...(this.spec.parentColumn ? { [this.spec.parentColumn]: up[0]!["id"] } : {}) };
+    const w = whereEqual(cols);
+    const sql = `SELECT * FROM ${this.spec.table} WHERE ${w.sql}${lock ? ` FOR ${lock.toUpperCase()}` : ""}`;
+    const row = (await q.query<R>(sql, w.params)).rows[0];
+    if (!row) throw this.missing(req, up);
+    return { row, up };
+  }
+
+  /** A top-level item by id (404 when missing), optionally locked. */
   async find(q: Queryable, id: string, lock?: "key share" | "update"): Promise<R> {
-    const r = await q.query<R>(`SELECT * FROM ${this.spec.table} WHERE id = $1${lock ? ` FOR ${lock.toUpperCase()}` : ""}`, [id]);
-    const row = r.rows[0];
-    if (!row) throw this.notFound(id);
-    return row;
+    return (await this.locate(q, { id }, lock)).row;
   }
 
-  /** The id of an existing item named by a path segment (404 when malformed or missing). */
+  /** The id of an existing top-level item named by a path segment (404 when malformed or missing). */
   async existing(q: Queryable, rawId: unknown): Promise<string> {
-    const id = pathId(rawId, this.spec.kind);
-    await this.find(q, id);
-    return id;
+    return (await this.locate(q, { id: rawId })).row["id"] as string;
   }
 
-  private async insert(q: Queryable, id: string, body: z.output<S>): Promise<R> {
-    const cols = this.spec.columns(body);
-    const names = Object.keys(cols).map(assertIdentifier);
-    const r = await q.query<R>(
-      `INSERT INTO ${this.spec.table} (id, ${names.join(", ")}) VALUES ($1, ${names.map((_, i) => `$${i + 2}`).join(", ")})
-       ON CONFLICT (id) DO NOTHING RETURNING *`,
-      [id, ...Object.values(cols)],
-    );
-    const row = r.rows[0];
-    if (!row) throw ApiError.conflict(`A ${this.spec.kind} with ID ${id} already exists.`);
-    return row;
+  /** Items in list order where the columns are equal, a page at a time. */
+  async list(q: Queryable, where: Record<string, unknown> = {}, page: Page = {}, up: Row[] = []) {
+    const w = whereEqual(where);
+    const conditions = w.sql ? [w.sql] : [];
+    const params = [...w.params];
+    if (page.marker) {
+      const at = await q.query<{ seq: string }>(`SELECT seq FROM ${this.spec.table} WHERE id = $1`, [page.marker]);
+      if (!at.rows[0]) throw badMarker();
+      params.push(at.rows[0].seq);
+      conditions.push(`seq > $${params.length}`);
+    }
+    let sql = `SELECT * FROM ${this.spec.table}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${this.spec.order ?? "seq"}`;
+    if (page.limit) sql += ` LIMIT ${page.limit + 1}`;
+    const rows = (await q.query<R>(sql, params)).rows;
+    const more = page.limit !== undefined && rows.length > page.limit;
+    if (more) rows.length = page.limit!;
+    const items = rows.map((r) => this.toMessage(r, up));
+    return more ? { items, next_marker: String(rows[rows.length - 1]!["id"]) } : { items };
   }
 
-  private async replace(q: Queryable, id: string, body: z.output<S>): Promise<R> {
-    const cols = this.spec.columns(body);
-    const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
-    const r = await q.query<R>(`UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`, [
-      id,
-      ...Object.values(cols),
-    ]);
-    const row = r.rows[0];
-    if (!row) throw this.notFound(id);
-    return row;
+  /** The list a request asks for: under its parent, narrowed by its scope and filters. */
+  private async listFor(q: Queryable, req: Req) {
+    const up = await this.ancestors(q, req);
+    const where: Record<string, unknown> = { ...(this.key.scope?.(req) ?? {}) };
+    if (this.spec.parentColumn) where[this.spec.parentColumn] = up[0]!["id"];
+    for (const [field, column] of Object.entries(this.spec.filters ?? {})) {
+      if (typeof req[field] === "string") where[column] = req[field];
+    }
+    return this.list(q, where, this.spec.parentColumn ? {} : pageOf(req), up);
+  }
+
+  /** Runs a write, turning a unique violation into a 409 that says what is taken. */
+  private async writing(body: z.output<S>, id: unknown, run: () => Promise<R | undefined>): Promise<R | undefined> {
+    try {
+      return await run();
+    } catch (err) {
+      if (pgCode(err) !== PG.uniqueViolation) throw err;
+      const constraint = (err as { constraint?: string }).constraint ?? "";
+      if (constraint.endsWith("_pkey")) throw ApiError.conflict(`A ${this.name} with ID ${String(id)} already exists.`);
+      throw ApiError.conflict(this.spec.conflict?.(body, constraint) ?? `A ${this.name} with these values already exists.`);
+    }
   }
 
   /**
    * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
-   * with its reference checks, in the caller's transaction.
+   * with its checks, in the caller's transaction, under the parent the request names.
    */
-  async create(q: Queryable, emit: Emit, raw: unknown, hooks: WriteHooks<S>, fixed: Partial<z.output<S>> = {}) {
-    const body = { ...(parseInput(this.spec.input, raw ?? {}) as object), ...fixed } as z.output<S>;
-    const id = (body as { id?: string }).id ?? randomUUID();
-    await hooks.references?.(q, body);
-    const row = await this.insert(q, id, body);
-    emit(this.change("created", id, row));
-    return this.toMessage(row);
+  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}) {
+    const up = await this.ancestors(q, req, "key share");
+    const body = { ...(parseInput(this.spec.input, req[this.info.body ?? ""] ?? {}) as object), ...fixed } as z.output<S>;
+    await this.spec.references?.(q, body);
+    await this.spec.validate?.(q, body, { up });
+    const cols: Record<string, unknown> = { ...(await this.spec.columns(body, req)) };
+    const id = this.spec.key ? undefined : ((body as { id?: string }).id ?? randomUUID());
+    if (id) cols["id"] = id;
+    if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
+    const names = Object.keys(cols).map(assertIdentifier);
+    const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
+    const row = (await this.writing(body, id, async () => (await q.query<R>(sql, Object.values(cols))).rows[0]))!;
+    emit(this.change("created", row, up));
+    return this.toMessage(row, up);
   }
 
-  /**
-   * Handlers named <verb><Name>: ListPools, GetPool, CreatePool, UpdatePool, DeletePool.
-   * `filter` lets the list take a query parameter (?tenant_id=) matched against a column.
-   */
-  handlers(
-    store: Store,
-    names: { one: string; many: string; body: string },
-    hooks: WriteHooks<S> = {},
-    filter?: ListFilter,
-  ): Handlers {
-    const { kind } = this.spec;
-    return {
-      [`List${names.many}`]: async (req: Record<string, unknown>) => {
-        const value = filter ? req[filter.field] : undefined;
-        const where = filter && typeof value === "string" ? { column: filter.column, value } : undefined;
-        return this.list(store.pool, where, pageOf(req));
-      },
+  /** Replaces the item's writable columns; a changed path is announced as a move. */
+  async update(q: Queryable, emit: Emit, req: Req) {
+    // A missing item is a 404 before its body is judged. References are locked before the
+    // row itself, in the order a delete of what they name takes its locks.
+    const { row: current, up } = await this.locate(q, req);
+    const body = parseInput(this.spec.input, req[this.info.body ?? ""] ?? {});
+    await this.spec.references?.(q, body);
+    const locked = (await q.query<R>(`SELECT * FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]])).rows[0];
+    if (!locked) throw this.missing(req, up);
+    await this.spec.validate?.(q, body, { up, current: locked });
+    const cols = await this.spec.columns(body, req);
+    const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
+    const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
+    const row = (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!;
+    const before = this.change("deleted", locked, up);
+    const after = this.change("updated", row, up);
+    if (before.path === after.path) emit(after);
+    else {
+      emit(before);
+      emit({ ...after, event: "created" });
+    }
+    return this.toMessage(row, up);
+  }
 
-      [`Get${names.one}`]: async (req: { id: string }) => this.toMessage(await this.find(store.pool, pathId(req.id, kind))),
+  /** Deletes the item, its children first (each announced), then what `cascade` takes. */
+  async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext): Promise<void> {
+    const { row, up } = await this.locate(q, req, "update");
+    await this.spec.cascade?.(q, row, emit, ctx);
+    await this.removeChildren(q, emit, row, up);
+    await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [row["id"]]);
+    emit(this.change("deleted", row, up));
+  }
 
-      [`Create${names.one}`]: async (req: Record<string, unknown>, ctx: CallContext) =>
-        store.tx(ctx, (q, emit) => this.create(q, emit, req[names.body], hooks)),
+  private async removeChildren(q: Queryable, emit: Emit, row: Row, up: Row[]): Promise<void> {
+    for (const child of this.children) {
+      const col = assertIdentifier(child.spec.parentColumn!);
+      const rows = (await q.query(`SELECT * FROM ${child.spec.table} WHERE ${col} = $1 ORDER BY id FOR UPDATE`, [row["id"]])).rows;
+      for (const r of rows) await child.removeChildren(q, emit, r, [row, ...up]);
+      await q.query(`DELETE FROM ${child.spec.table} WHERE ${col} = $1`, [row["id"]]);
+      for (const r of rows) emit(child.change("deleted", r, [row, ...up]));
+    }
+  }
 
-      [`Update${names.one}`]: async (req: Record<string, unknown>, ctx: CallContext) => {
-        const id = pathId(req["id"], kind);
-        return store.tx(ctx, async (q, emit) => {
-          // A missing item is a 404 before its body is judged. References are locked before
-          // the row itself, in the order a delete of what they name takes its locks.
-          await this.find(q, id);
-          const body = parseInput(this.spec.input, req[names.body] ?? {});
-          await hooks.references?.(q, body);
-          const row = await this.replace(q, id, body);
-          emit(this.change("updated", id, row));
-          return this.toMessage(row);
-        });
-      },
-
-      [`Delete${names.one}`]: async (req: { id: string }, ctx: CallContext) => {
-        const id = pathId(req.id, kind);
-        return store.tx(ctx, async (q, emit) => {
-          const row = await this.find(q, id, "update");
-          await hooks.cascade?.(q, id, emit, row);
-          await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [id]);
-          emit(this.change("deleted", id, row));
-          return {};
-        });
-      },
+  /** The kind's own RPCs, named by the proto's HTTP bindings. */
+  handlers(store: Store): Handlers {
+    const { rpcs } = this.info;
+    const out: Handlers = {};
+    if (rpcs.list) out[rpcs.list] = (req: Req) => this.listFor(store.pool, req);
+    if (rpcs.get) out[rpcs.get] = async (req: Req) => {
+      const { row, up } = await this.locate(store.pool, req);
+      return this.toMessage(row, up);
     };
+    if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.create(q, emit, req));
+    if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req));
+    if (rpcs.delete) {
+      out[rpcs.delete] = async (req: Req, ctx: CallContext) => {
+        await store.tx(ctx, (q, emit) => this.remove(q, emit, req, ctx));
+        return {};
+      };
+    }
+    return out;
   }
 }

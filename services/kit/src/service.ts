@@ -5,21 +5,21 @@ import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
 import { bearer, type Identity, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
-import { buildCatalog } from "./catalog.ts";
+import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
 import { loadConfig, optional, parsePort } from "./config.ts";
+import { type AnyResource, mergeHandlers } from "./resource.ts";
 import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
-/** Metadata key listing what a call changed, as "<kind>:<event>" pairs, for the gateway's cache. */
-export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
 
 export interface CallContext {
-  /** "<kind>:<event>" of the changes this call made (filled by Store.tx). */
+  /** "<domain>.<kind>:<event>" of the changes this call made (filled by Store.tx). */
   readonly changed: Set<string>;
   readonly metadata: grpc.Metadata;
   /** The verified caller; undefined only in public methods. */
@@ -59,7 +59,7 @@ export class Store {
       await client.query("BEGIN");
       const result = await fn(client, (c) => changes.push(c));
       await commitWithChanges(client, this.prefix, this.domain, changes);
-      for (const c of changes) ctx.changed.add(`${c.kind}:${c.event}`);
+      for (const c of changes) ctx.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
     } catch (err) {
@@ -75,8 +75,10 @@ export interface ServiceSpec {
   /** Domain name: schema name, subject segment, log name ("bridge"). */
   domain: string;
   migrations: Migration[];
-  /** Handlers per full gRPC service name, built once the store exists. */
-  services: (store: Store, log: Logger) => Record<string, Handlers>;
+  /** The kinds served from their declarations: their RPCs go to the gRPC service the proto names. */
+  resources?: AnyResource[];
+  /** Other handlers per full gRPC service name, built once the store exists. */
+  services?: (store: Store, log: Logger) => Record<string, Handlers>;
   /** Runs after the migrations, before the service answers (seeding, say). */
   onStart?: (store: Store, log: Logger) => Promise<void>;
 }
@@ -159,39 +161,33 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.h
   };
 }
 
-export async function runService(spec: ServiceSpec): Promise<RunningService> {
-  assertIdentifier(spec.domain);
-  const cfg = loadConfig({
-    databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL" },
-    natsUrl: { env: "NATS_URL", default: "", parse: optional },
-    port: { env: "GRPC_PORT", default: "0", parse: parsePort },
-    host: { env: "GRPC_HOST", default: "127.0.0.1" },
-    schema: { env: "VNM_DB_SCHEMA", default: spec.domain, parse: assertIdentifier },
-    prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
-    tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
-  });
-  const log = createLogger({ service: spec.domain });
-  const pool = createPool(cfg.databaseUrl, cfg.schema);
-  await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
+/** Every handler of a service: its resources' own RPCs, and the rest it writes itself. */
+function handlersOf(spec: ServiceSpec, store: Store, log: Logger): Record<string, Handlers> {
+  const own = (spec.resources ?? []).map((r) => ({ [r.info.service]: r.handlers(store) }));
+  return mergeHandlers(...own, spec.services?.(store, log) ?? {});
+}
 
-  const bus = cfg.natsUrl
-    ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}` })
-    : localBus(cfg.prefix);
-  if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
-  const relay = new OutboxRelay(pool, cfg.schema, bus, log);
-  const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
-
-  await spec.onStart?.(store, log);
-  const pkg = loadGrpc();
-  const catalog = buildCatalog();
-  const rules = accessRules(catalog);
-  const all = spec.services(store, log);
-  const verify = tokenVerifier(cfg.tokenSecret);
-  const readOwner = async (service: string, rpc: string, req: Record<string, unknown>, ctx: CallContext) => {
+/**
+ * Reads the owner of a request's target through its GET handler: here when this process
+ * serves it, else over gRPC from the service that does, with the caller's own token (a parent
+ * it may not see answers NOT_FOUND there too; a service that is down answers UNAVAILABLE).
+ */
+function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog): CallGuard["readOwner"] {
+  const remote = createUpstream(pkg, catalog.services, (d) => process.env[addressVariable(d)]);
+  return async (service, rpc, req, ctx) => {
     const h = all[service]?.[rpc];
-    if (!h) throw new Error(`owner ${service}/${rpc} is not served by this process`);
-    return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
+    if (h) return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
+    const token = bearer(ctx.metadata.get("authorization")[0]);
+    return (await remote.call(service, rpc, req, OWNER_TIMEOUT_MS, token)).response;
   };
+}
+
+const OWNER_TIMEOUT_MS = 5_000;
+
+/** The gRPC server with every handler wrapped in the token and tenancy checks. */
+function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog, verify: CallGuard["verify"], log: Logger) {
+  const rules = accessRules(catalog);
+  const readOwner = ownerReader(all, pkg, catalog);
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
   for (const [fullName, handlers] of Object.entries(all)) {
     const def = clientConstructor(pkg, fullName).service;
@@ -200,18 +196,18 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      impl[method] = wrap(key, h, log, {
-        verify,
-        isPublic: catalog.publicMethods.has(key),
-        access: rules.get(key),
-        readOwner,
-      });
+      impl[method] = wrap(key, h, log, { verify, isPublic: catalog.publicMethods.has(key), access: rules.get(key), readOwner });
     }
     server.addService(def, impl);
   }
-  let dbHealthy = { at: 0, ok: false };
+  return server;
+}
+
+/** The standard health service: SERVING while the database answers (checked at most once a second). */
+function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
+  let last = { at: 0, ok: false };
   const checkDb = async () => {
-    if (Date.now() - dbHealthy.at < 1000) return dbHealthy.ok;
+    if (Date.now() - last.at < 1000) return last.ok;
     const ok = await Promise.race([
       pool.query("SELECT 1").then(
         () => true,
@@ -219,19 +215,45 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
       ),
       new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref()),
     ]);
-    dbHealthy = { at: Date.now(), ok };
+    last = { at: Date.now(), ok };
     return ok;
   };
-  server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, {
+  return {
     Check: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       checkDb().then((ok) => cb(null, { status: ok ? "SERVING" : "NOT_SERVING" }));
     },
-  });
+  };
+}
 
+function serviceConfig(domain: string) {
+  return loadConfig({
+    databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL" },
+    natsUrl: { env: "NATS_URL", default: "", parse: optional },
+    port: { env: "GRPC_PORT", default: "0", parse: parsePort },
+    host: { env: "GRPC_HOST", default: "127.0.0.1" },
+    schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
+    prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
+    tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
+  });
+}
+
+export async function runService(spec: ServiceSpec): Promise<RunningService> {
+  assertIdentifier(spec.domain);
+  const cfg = serviceConfig(spec.domain);
+  const log = createLogger({ service: spec.domain });
+  const pool = createPool(cfg.databaseUrl, cfg.schema);
+  await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}` }) : localBus(cfg.prefix);
+  if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
+  const relay = new OutboxRelay(pool, cfg.schema, bus, log);
+  const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
+  await spec.onStart?.(store, log);
+
+  const pkg = loadGrpc();
+  const server = grpcServer(handlersOf(spec, store, log), pkg, catalog(), tokenVerifier(cfg.tokenSecret), log);
+  server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   relay.start();
   log.info("service ready", { port, schema: cfg.schema, bus: bus.kind });

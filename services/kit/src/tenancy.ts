@@ -9,7 +9,8 @@
 // - a POST/PUT without a tenant takes the caller's; naming another tenant is a 403;
 // - lists are narrowed to the caller's tenant (a filter naming another tenant lists nothing).
 import type { Identity } from "./auth.ts";
-import { type Catalog, type HttpMethod, type ResourceInfo, templateShape } from "./catalog.ts";
+import type { Catalog, HttpMethod, ResourceInfo } from "./catalog.ts";
+import { templateShape } from "./paths.ts";
 import { ApiError } from "./errors.ts";
 
 export interface Access {

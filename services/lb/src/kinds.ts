@@ -1,7 +1,9 @@
 // The three kinds of the interface's load balancing: what a client may send, how it is stored
 // and how it reads back. Rules: lbMethod only ROUND_ROBIN, protocol and health monitor type
-// only TCP, monitor timings non-negative 32-bit integers.
-import { int, Resource, uuid } from "@vnm/kit";
+// only TCP, monitor timings non-negative 32-bit integers; a pool's load balancer and health
+// monitor must exist; a load balancer takes its pools with it, and the pools a deleted health
+// monitor watched forget it.
+import { int, type Queryable, Resource, uuid } from "@vnm/kit";
 import { z } from "zod";
 
 /** A string field with one supported value; anything else is a 400 naming that value. */
@@ -16,14 +18,27 @@ interface LoadBalancerRow {
 }
 
 export const loadBalancers = new Resource({
-  kind: "LoadBalancer",
+  proto: "vnm.lb.v1.LoadBalancer",
   table: "load_balancers",
-  path: "/load_balancers",
   input: z.object({ id: uuid().optional(), adminStateUp: z.boolean().optional() }),
   // routerId is read-only: set from the router side, which this interface does not serve.
   columns: (b) => ({ admin_state_up: b.adminStateUp ?? true }),
-  message: (r: LoadBalancerRow) => ({ id: r.id, adminStateUp: r.admin_state_up, routerId: r.router_id }),
+  render: (r: LoadBalancerRow) => ({ id: r.id, adminStateUp: r.admin_state_up, routerId: r.router_id }),
+  // Its pools go with it, each announced.
+  async cascade(q, lb, emit) {
+    await lockPools(q, "load_balancer_id", lb.id);
+    const gone = await q.query<PoolRow>("DELETE FROM pools WHERE load_balancer_id = $1 RETURNING *", [lb.id]);
+    for (const p of gone.rows) emit(pools.change("deleted", p));
+  },
 });
+
+/**
+ * Locks the pools whose `column` is `id`, in id order: the deletes of a load balancer and of a
+ * health monitor take the same pools in the same order, so they cannot deadlock each other.
+ */
+async function lockPools(q: Queryable, column: "load_balancer_id" | "health_monitor_id", id: string): Promise<void> {
+  await q.query(`SELECT id FROM pools WHERE ${column} = $1 ORDER BY id FOR UPDATE`, [id]);
+}
 
 interface PoolRow {
   id: string;
@@ -36,9 +51,8 @@ interface PoolRow {
 }
 
 export const pools = new Resource({
-  kind: "Pool",
+  proto: "vnm.lb.v1.Pool",
   table: "pools",
-  path: "/pools",
   input: z.object({
     id: uuid().optional(),
     loadBalancerId: uuid(),
@@ -55,7 +69,7 @@ export const pools = new Resource({
     admin_state_up: b.adminStateUp ?? true,
     health_monitor_id: b.healthMonitorId ?? null,
   }),
-  message: (r: PoolRow) => ({
+  render: (r: PoolRow) => ({
     id: r.id,
     loadBalancerId: r.load_balancer_id,
     lbMethod: r.lb_method,
@@ -64,6 +78,11 @@ export const pools = new Resource({
     healthMonitorId: r.health_monitor_id,
     status: r.status,
   }),
+  // Its load balancer and health monitor must exist (404 naming them), and stay until commit.
+  async references(q, b) {
+    await loadBalancers.find(q, b.loadBalancerId, "key share");
+    if (b.healthMonitorId !== undefined) await healthMonitors.find(q, b.healthMonitorId, "key share");
+  },
 });
 
 interface HealthMonitorRow {
@@ -76,9 +95,8 @@ interface HealthMonitorRow {
 }
 
 export const healthMonitors = new Resource({
-  kind: "HealthMonitor",
+  proto: "vnm.lb.v1.HealthMonitor",
   table: "health_monitors",
-  path: "/health_monitors",
   input: z.object({
     id: uuid().optional(),
     type: only("TCP"),
@@ -94,7 +112,7 @@ export const healthMonitors = new Resource({
     max_retries: b.maxRetries ?? 0,
     timeout: b.timeout ?? 0,
   }),
-  message: (r: HealthMonitorRow) => ({
+  render: (r: HealthMonitorRow) => ({
     id: r.id,
     type: r.type,
     adminStateUp: r.admin_state_up,
@@ -102,4 +120,10 @@ export const healthMonitors = new Resource({
     maxRetries: r.max_retries,
     timeout: r.timeout,
   }),
+  // The pools it watched stay, without a monitor; each is announced as updated.
+  async cascade(q, hm, emit) {
+    await lockPools(q, "health_monitor_id", hm.id);
+    const cleared = await q.query<PoolRow>("UPDATE pools SET health_monitor_id = NULL WHERE health_monitor_id = $1 RETURNING *", [hm.id]);
+    for (const p of cleared.rows) emit(pools.change("updated", p));
+  },
 });

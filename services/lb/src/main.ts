@@ -1,13 +1,11 @@
 import { runService } from "@vnm/kit";
-import { healthMonitorHandlers, loadBalancerHandlers, poolHandlers } from "./handlers.ts";
+import { lbHandlers } from "./handlers.ts";
+import { healthMonitors, loadBalancers, pools } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
 
 await runService({
   domain: "lb",
   migrations,
-  services: (store) => ({
-    "vnm.lb.v1.LoadBalancerService": loadBalancerHandlers(store),
-    "vnm.lb.v1.PoolService": poolHandlers(store),
-    "vnm.lb.v1.HealthMonitorService": healthMonitorHandlers(store),
-  }),
+  resources: [loadBalancers, pools, healthMonitors],
+  services: lbHandlers,
 });

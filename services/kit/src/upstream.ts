@@ -1,7 +1,16 @@
-// gRPC clients for the services: one long-lived channel per domain (round-robin over every
-// address given), a deadline on every call, and the trailing metadata kept for the caller.
+// gRPC clients for the services, used by the gateway and by services calling each other: one
+// long-lived channel per domain (round-robin over every address given), a deadline on every
+// call, and the trailing metadata kept for the caller. A domain whose address is not given
+// (its service not deployed, or not written yet) answers every call UNAVAILABLE, naming it.
 import * as grpc from "@grpc/grpc-js";
-import { CHANGED_KINDS_KEY, clientConstructor } from "@vnm/kit";
+import { ApiError, ORIGIN_KEY } from "./errors.ts";
+import { clientConstructor } from "./proto.ts";
+import { addressVariable } from "./repo.ts";
+
+/** Metadata key listing what a call changed, as "<domain>.<kind>:<event>" pairs, for the gateway's cache. */
+export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
+
+export { addressVariable };
 
 export interface CallResult {
   response: Record<string, unknown>;
@@ -41,12 +50,15 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 export function createUpstream(
   pkg: grpc.GrpcObject,
   services: { name: string; domain: string }[],
-  addressOf: (domain: string) => string,
+  addressOf: (domain: string) => string | undefined,
 ): Upstream {
   const clients = new Map<string, grpc.Client>();
   const health = new Map<string, grpc.Client>();
+  const domainOf = new Map(services.map((s) => [s.name, s.domain]));
   for (const s of services) {
-    const target = grpcTarget(addressOf(s.domain));
+    const address = addressOf(s.domain);
+    if (!address) continue;
+    const target = grpcTarget(address);
     const Ctor = clientConstructor(pkg, s.name);
     clients.set(s.name, new Ctor(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
     if (!health.has(s.domain)) {
@@ -82,10 +94,15 @@ export function createUpstream(
     });
 
   return {
-    call(service, rpc, request, timeoutMs, token) {
+    async call(service, rpc, request, timeoutMs, token) {
       const client = clients.get(service);
-      if (!client) return Promise.reject(new Error(`no client for ${service}`));
-      return unary(client, rpc, request, timeoutMs, token);
+      const domain = domainOf.get(service) ?? service;
+      if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
+      try {
+        return await unary(client, rpc, request, timeoutMs, token);
+      } catch (err) {
+        throw nameTheService(err, domain);
+      }
     },
     async health(domain, timeoutMs) {
       const client = health.get(domain);
@@ -101,4 +118,16 @@ export function createUpstream(
       for (const c of [...clients.values(), ...health.values()]) c.close();
     },
   };
+}
+
+/** A lost or silent service, named (the service's own errors pass as they are). */
+function nameTheService(err: unknown, domain: string): unknown {
+  const code = (err as { code?: number } | null)?.code;
+  const own = (err as { metadata?: grpc.Metadata } | null)?.metadata?.get(ORIGIN_KEY)[0] !== undefined;
+  if (own) return err;
+  if (code === grpc.status.UNAVAILABLE) return new ApiError(grpc.status.UNAVAILABLE, `The ${domain} service is unavailable; try again later`, [], { cause: err });
+  if (code === grpc.status.DEADLINE_EXCEEDED) {
+    return new ApiError(grpc.status.DEADLINE_EXCEEDED, `The ${domain} service did not answer in time`, [], { cause: err });
+  }
+  return err;
 }

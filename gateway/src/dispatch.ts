@@ -1,0 +1,151 @@
+// One API request on a route of the catalog: access, negotiation, the gRPC request from the
+// path, query and body, the collection cache, the call, and the answer.
+import { ApiError, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
+import type { Request, Response } from "express";
+import { readBodyText } from "./body.ts";
+import type { Gateway } from "./context.ts";
+import { HttpError, send } from "./http-error.ts";
+import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
+import { checkIfMatch, probeTarget } from "./probe.ts";
+import type { Match } from "./router.ts";
+import { etagMatches, etagOf, fromJson, fromText, parseJson, toJson } from "./transcode.ts";
+
+type Obj = Record<string, unknown>;
+
+export function responseOffers(route: Route): string[] {
+  switch (route.shape.kind) {
+    case "empty":
+      return [];
+    case "collection":
+      return [vendor(route.shape.item.resource!.collectionMediaType), JSON_TYPE];
+    case "item":
+      return [vendor(route.shape.item.resource!.mediaType), JSON_TYPE];
+  }
+}
+
+export function notAcceptable(offers: string[]): HttpError {
+  return new HttpError(406, `None of the acceptable media types is available; this resource is served as ${offers.join(" or ")}`);
+}
+
+/** The gRPC request from the path variables (a segment of the wrong type names nothing) and the query. */
+function requestOf({ route, params }: Match, req: Request): Obj {
+  const request: Obj = {};
+  for (const [name, raw] of Object.entries(params)) {
+    const c = fromText(route.request.byName.get(name)!, raw);
+    if (!c.ok) throw new HttpError(404, `There is no resource at ${req.path}`);
+    request[name] = c.value;
+  }
+  const violations: Violation[] = [];
+  for (const [name, raw] of Object.entries(req.query)) {
+    const field = route.queryFields.get(name);
+    if (!field || typeof raw !== "string") continue;
+    const c = fromText(field, raw);
+    if (c.ok) request[name] = c.value;
+    else violations.push({ property: name, message: c.message });
+  }
+  if (violations.length > 0) throw ApiError.invalid(violations);
+  return request;
+}
+
+/** The JSON body of a POST or PUT, type-checked against the proto (404 before 400 for a missing target). */
+async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, token: string): Promise<unknown> {
+  const bodyType = route.bodyField!.message!;
+  const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
+  const ct = essence(req.headers["content-type"]);
+  if (!ct || !accepted.includes(ct)) {
+    const send = `send ${accepted.join(" or ")}`;
+    throw new HttpError(415, ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
+  }
+  const text = await readBodyText(req, gw.bodyLimit);
+  let json: unknown;
+  try {
+    json = parseJson(text, bodyType.hasInt64);
+  } catch (err) {
+    throw new HttpError(400, `Request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new HttpError(400, "Request body must be a JSON object");
+  const violations: Violation[] = [];
+  const value = fromJson(bodyType, json as Obj, route.method === "PUT" ? "replace" : "create", violations);
+  if (violations.length > 0) {
+    await probeTarget(gw, route, parts, token);
+    throw ApiError.invalid(violations);
+  }
+  return value;
+}
+
+/** The cache slot of a whole collection GET (pages are not cached: their Link header is not kept). */
+function cacheSlot(route: Route, request: Obj, identity: Identity, base: string, url: string) {
+  if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
+  // What a list holds depends on who asks; bodies hold absolute links, so the base is in the key.
+  const who = identity.role === "admin" ? "*" : `t:${identity.tenantId}`;
+  return { kind: route.shape.item.resource!.kind, key: `${who}|${base}${url}` };
+}
+
+export async function dispatch(gw: Gateway, req: Request, res: Response, match: Match, base: string): Promise<void> {
+  const { route, parts } = match;
+  const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
+  // Refusals that need no data are made here, without a hop; the service checks again.
+  const access = gw.rules.get(`${route.service}/${route.rpc}`);
+  const denied = access && coarseDenial(access, identity);
+  if (denied) throw denied;
+  const offers = responseOffers(route);
+  const type = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
+  if (offers.length > 0 && !type) throw notAcceptable(offers);
+
+  const request = requestOf(match, req);
+  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, match, token);
+  const ifMatch = req.headers["if-match"];
+  if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(gw, route, parts, ifMatch, token);
+
+  const slot = cacheSlot(route, request, identity, base, req.originalUrl);
+  let fillToken: string | undefined;
+  if (slot) {
+    const found = await gw.cache.get(slot.kind, slot.key);
+    if (found?.hit) {
+      gw.metrics.cacheHits++;
+      return send(res, 200, type!, found.body);
+    }
+    gw.metrics.cacheMisses++;
+    fillToken = found?.token;
+  }
+  const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token);
+  if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
+  if (route.shape.kind === "empty") {
+    res.status(204).end();
+    return;
+  }
+  if (route.shape.kind === "item") return respondItem(req, res, route, response, type!, base);
+  const body = collectionBody(req, res, route, response, base);
+  if (slot && fillToken !== undefined) void gw.cache.fill(slot.kind, slot.key, body, fillToken);
+  send(res, 200, type!, body);
+}
+
+function collectionBody(req: Request, res: Response, route: Route, response: Obj, base: string): Buffer {
+  if (route.shape.kind !== "collection") throw new Error("not a collection route");
+  const item = route.shape.item;
+  const items = (response[route.shape.field.name] as Obj[] | undefined) ?? [];
+  const next = response["next_marker"];
+  if (typeof next === "string" && next !== "") {
+    const url = new URL(req.originalUrl, base);
+    url.searchParams.set("marker", next);
+    res.setHeader("Link", `<${url.href}>; rel="next"`);
+  }
+  return Buffer.from(`[${items.map((i) => toJson(item, i, base)).join(",")}]`);
+}
+
+function respondItem(req: Request, res: Response, route: Route, response: Obj, type: string, base: string): void {
+  if (route.shape.kind !== "item") throw new Error("not an item route");
+  const item = route.shape.item;
+  if (route.method === "POST") {
+    const p = itemPath(item, response);
+    if (p) res.setHeader("Location", base + p);
+  }
+  const etag = etagOf(item, response);
+  res.setHeader("ETag", etag);
+  const ifNoneMatch = req.headers["if-none-match"];
+  if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
+    res.status(304).end();
+    return;
+  }
+  send(res, route.method === "POST" ? 201 : 200, type, toJson(item, response, base));
+}

@@ -1,0 +1,36 @@
+// Probes and figures that need no token: /healthz (the process answers), /readyz (every
+// service, the cache and the bus answer) and /metrics (Prometheus text).
+import type express from "express";
+import type { Gateway } from "./context.ts";
+
+export function healthRoutes(app: express.Express, gw: Gateway): void {
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+
+  app.get("/readyz", async (_req, res) => {
+    const domains = [...new Set(gw.catalog.services.map((s) => s.domain))];
+    const results = await Promise.all([
+      ...domains.map(async (d) => [d, (await gw.upstream.health(d, 1_000)) ? "ok" : "unavailable"] as const),
+      gw.cache.ready().then((ok) => ["cache", ok ? "ok" : "unavailable"] as const),
+      Promise.resolve(["bus", gw.bus.state() === "connected" ? "ok" : "unavailable"] as const),
+    ]);
+    const checks = Object.fromEntries(results);
+    const ok = Object.values(checks).every((v) => v === "ok");
+    res.status(ok ? 200 : 503).json({ status: ok ? "ok" : "unavailable", checks });
+  });
+
+  app.get("/metrics", (_req, res) => {
+    const { metrics } = gw;
+    const lines = ["# TYPE vnm_http_responses_total counter"];
+    for (const [k, v] of metrics.requests) lines.push(`vnm_http_responses_total{class="${k}"} ${v}`);
+    lines.push("# TYPE vnm_cache_hits_total counter", `vnm_cache_hits_total ${metrics.cacheHits}`);
+    lines.push("# TYPE vnm_cache_misses_total counter", `vnm_cache_misses_total ${metrics.cacheMisses}`);
+    const mem = process.memoryUsage();
+    lines.push("# TYPE vnm_process_memory_bytes gauge");
+    for (const k of ["rss", "heapTotal", "heapUsed", "external", "arrayBuffers"] as const) {
+      lines.push(`vnm_process_memory_bytes{kind="${k}"} ${mem[k]}`);
+    }
+    res.type("text/plain; version=0.0.4").send(`${lines.join("\n")}\n`);
+  });
+}

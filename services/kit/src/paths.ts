@@ -1,0 +1,109 @@
+// Path templates, in one place: the HTTP bindings' route templates ("/bridges/{bridgeId}/dhcp")
+// and the link templates of resource fields ("/bridges/{bridgeId}/dhcp/{subnetPrefix}_{subnetLength}").
+// The catalog parses the first, the gateway matches requests against them, and the gateway and
+// the services resolve the second against a message (links in bodies, paths in notifications).
+import type { MessageInfo } from "./catalog.ts";
+
+export type Segment = { literal: string } | { variable: string };
+
+/** Splits a route template into literal and variable segments; one variable per segment. */
+export function parseTemplate(template: string): Segment[] {
+  if (!template.startsWith("/")) throw new Error(`HTTP path must start with '/': ${template}`);
+  return template
+    .slice(1)
+    .split("/")
+    .map((s) => {
+      const m = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(s);
+      if (m) return { variable: m[1]! };
+      if (s.includes("{")) throw new Error(`unsupported path segment ${s} in ${template}`);
+      return { literal: s };
+    });
+}
+
+/**
+ * A template with its variables blanked: "/bridges/{}/dhcp". A segment holding any placeholder
+ * ("{subnetPrefix}_{subnetLength}") is one variable segment, so route and link templates compare.
+ */
+export function templateShape(template: string): string {
+  return template.replace(/[^/]*\{[^/]*/g, "{}");
+}
+
+/** The path variables of `parts` under a template's segments, or undefined when they do not fit. */
+export function bind(segments: Segment[], parts: string[]): Record<string, string> | undefined {
+  if (segments.length !== parts.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i]!;
+    if ("literal" in seg) {
+      if (seg.literal !== parts[i]) return undefined;
+    } else params[seg.variable] = parts[i]!;
+  }
+  return params;
+}
+
+/** {name} is one path segment; {+name} (RFC 6570 reserved expansion) may hold several. */
+const PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** The field names a link template refers to. */
+export function linkFields(template: string): string[] {
+  return [...template.matchAll(PLACEHOLDER)].map((m) => m[2]!);
+}
+
+/** Keeps path segments readable (ids, addresses, MACs) and escapes everything else. */
+function pathValue(v: string): string {
+  return v.replace(/[^A-Za-z0-9\-._~:@!$&'()*+,;=]/g, (c) => encodeURIComponent(c));
+}
+
+type Link = (obj: Record<string, unknown>, base: string) => string | null;
+const links = new WeakMap<MessageInfo, Map<string, Link>>();
+
+/** A link template split once into literal pieces and field references. */
+function compileLink(msg: MessageInfo, template: string): Link {
+  const pieces: (string | { name: string; reserved: boolean })[] = [];
+  let last = 0;
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    if (!msg.byName.has(m[2]!)) continue;
+    pieces.push(template.slice(last, m.index), { name: m[2]!, reserved: m[1] === "+" });
+    last = m.index + m[0].length;
+  }
+  pieces.push(template.slice(last));
+  return (obj, base) => {
+    let out = base;
+    for (const p of pieces) {
+      if (typeof p === "string") {
+        out += p;
+        continue;
+      }
+      const v = obj[p.name];
+      if (v === undefined || v === null || v === "") return null;
+      out += p.reserved ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
+    }
+    return out;
+  };
+}
+
+/**
+ * Resolves a link template against an object; null when a referenced field is unset.
+ * Placeholders naming no field of the message stay as written (URI templates for clients).
+ */
+export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
+  let byTemplate = links.get(msg);
+  if (!byTemplate) {
+    byTemplate = new Map();
+    links.set(msg, byTemplate);
+  }
+  let link = byTemplate.get(template);
+  if (!link) {
+    link = compileLink(msg, template);
+    byTemplate.set(template, link);
+  }
+  return link(obj, base);
+}
+
+/** Path of an item below the API root: its `uri` link, or <root path>/<id>. */
+export function itemPath(msg: MessageInfo, obj: Record<string, unknown>): string | undefined {
+  const uri = msg.byName.get("uri");
+  if (uri?.link) return resolveLink(msg, uri.link, obj, "") ?? undefined;
+  if (msg.resource?.rootPath && typeof obj["id"] === "string") return `${msg.resource.rootPath}/${obj["id"]}`;
+  return undefined;
+}
