@@ -116,7 +116,11 @@ export class Stack {
       return r.status === 200;
     });
     this.gateways.push(base);
-    if (!defaultToken) defaultToken = await this.login(base, "admin", this.adminPassword);
+    // Without waiting for readiness, the identity service may still be starting.
+    await waitFor("the admin's login", async () => {
+      defaultToken ||= await this.login(base, "admin", this.adminPassword);
+      return true;
+    });
     return base;
   }
 
