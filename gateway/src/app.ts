@@ -2,14 +2,14 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { accessRules, tokenVerifier } from "@vnm/kit";
+import { ApiError, accessRules, tokenVerifier } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions, Metrics } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
 import { eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
-import { HttpError, send, sendError, toHttpError } from "./http-error.ts";
+import { send, sendError, toHttpError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { Router } from "./router.ts";
 import { rootDocument } from "./root.ts";
@@ -65,19 +65,19 @@ function splitPath(path: string): string[] | undefined {
 function api(gw: Gateway) {
   const login = loginHandler({ ...gw, secret: gw.tokenSecret, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
   const verify = tokenVerifier(gw.tokenSecret);
-  const feed = eventFeed(gw.catalog, gw.rules, gw.bus, gw.log);
+  const feed = eventFeed(gw.catalog, gw.bus, gw.log);
   return async (req: Request, res: Response) => {
     try {
       if (req.path === "/login") return sendLogin(res, await login(req));
       const caller = authenticate(req, verify);
       const verdict = gw.limiter.enabled ? await gw.limiter.hit(tokenKey(caller.token)) : undefined;
       if (verdict && !verdict.allowed) {
-        throw new HttpError(429, "Too many requests for this token; slow down", [], { "Retry-After": String(verdict.retryAfter) });
+        throw ApiError.http(429, "Too many requests for this token; slow down", [], { "Retry-After": String(verdict.retryAfter) });
       }
       res.locals["caller"] = caller;
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
-        if (req.method !== "GET") throw new HttpError(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
+        if (req.method !== "GET") throw ApiError.http(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
         if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
         return await feed.serve(req, res, caller.identity, baseUri(req));
       }
@@ -90,7 +90,7 @@ function api(gw: Gateway) {
 }
 
 function serveRoot(gw: Gateway, req: Request, res: Response): void {
-  if (req.method !== "GET" && req.method !== "HEAD") throw new HttpError(405, `Method ${req.method} is not allowed on /`, [], { Allow: "GET" });
+  if (req.method !== "GET" && req.method !== "HEAD") throw ApiError.http(405, `Method ${req.method} is not allowed on /`, [], { Allow: "GET" });
   const type = negotiate(req.headers.accept, [ROOT_TYPE, JSON_TYPE]);
   if (!type) throw notAcceptable([ROOT_TYPE, JSON_TYPE]);
   send(res, 200, type, rootDocument(gw.catalog, baseUri(req)));
@@ -102,11 +102,11 @@ async function route(gw: Gateway, req: Request, res: Response): Promise<void> {
   const parts = splitPath(req.path);
   const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
   if (match) return dispatch(gw, req, res, match, baseUri(req));
-  if (allowed.length > 0) throw new HttpError(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: allowed.join(", ") });
+  if (allowed.length > 0) throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: allowed.join(", ") });
   if (parts && gw.router.unserved(parts)) {
-    throw new HttpError(404, `${parts[0]} are not served by this API (${req.path}): only the kinds of the root document are`);
+    throw ApiError.http(404, `${parts[0]} are not served by this API (${req.path}): only the kinds of the root document are`);
   }
-  throw new HttpError(404, `There is no resource at ${req.path}`);
+  throw ApiError.http(404, `There is no resource at ${req.path}`);
 }
 
 /** Anything express itself rejects still gets the error body, never its HTML page. */
@@ -116,7 +116,7 @@ function lastResort(log: GatewayOptions["log"]) {
     const status = (err as { status?: number } | null)?.status;
     const e =
       typeof status === "number" && status >= 400 && status < 500
-        ? new HttpError(status, (err as Error).message || "Bad request")
+        ? ApiError.http(status, (err as Error).message || "Bad request")
         : toHttpError(err, requestId, log);
     sendError(res, e, requestId);
   };

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { ApiError, type Identity, signToken, strongestRole, type Upstream } from "@vnm/kit";
 import type { Request, Response } from "express";
 import type { Redis } from "ioredis";
-import { HttpError, send } from "./http-error.ts";
+import { send } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 
 const TOKEN_TYPE = vendor("Token-v1");
@@ -20,21 +20,21 @@ export function authenticate(req: Request, verify: (token: string) => Identity |
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
     token = m?.[1];
   }
-  if (!token) throw new HttpError(401, "A token is required: log in at /login and send it in X-Auth-Token", [], API_CHALLENGE);
+  if (!token) throw ApiError.http(401, "A token is required: log in at /login and send it in X-Auth-Token", [], API_CHALLENGE);
   const identity = verify(token);
-  if (!identity) throw new HttpError(401, "The token is not valid or has expired; log in again", [], API_CHALLENGE);
+  if (!identity) throw ApiError.http(401, "The token is not valid or has expired; log in again", [], API_CHALLENGE);
   return { identity, token };
 }
 
 /** HTTP Basic credentials; the user name ends at the first ':'. */
 function basicCredentials(req: Request): { name: string; password: string } {
   const header = req.headers.authorization;
-  if (!header) throw new HttpError(401, "Authorization header is not set", [], LOGIN_CHALLENGE);
+  if (!header) throw ApiError.http(401, "Authorization header is not set", [], LOGIN_CHALLENGE);
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!m) throw new HttpError(401, "Authorization header does not contain Basic credentials", [], LOGIN_CHALLENGE);
+  if (!m) throw ApiError.http(401, "Authorization header does not contain Basic credentials", [], LOGIN_CHALLENGE);
   const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
   const i = decoded.indexOf(":");
-  if (i < 0) throw new HttpError(401, "Authorization header is not valid", [], LOGIN_CHALLENGE);
+  if (i < 0) throw ApiError.http(401, "Authorization header is not valid", [], LOGIN_CHALLENGE);
   return { name: decoded.slice(0, i), password: decoded.slice(i + 1) };
 }
 
@@ -49,9 +49,9 @@ export interface LoginOptions {
 
 export function loginHandler(opts: LoginOptions) {
   return async (req: Request): Promise<{ status: number; type: string; body: string; headers: Record<string, string> }> => {
-    if (req.method !== "POST") throw new HttpError(405, `Method ${req.method} is not allowed on /login`, [], { Allow: "POST" });
+    if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /login`, [], { Allow: "POST" });
     const type = negotiate(req.headers.accept, [TOKEN_TYPE, JSON_TYPE]);
-    if (!type) throw new HttpError(406, `/login answers ${TOKEN_TYPE} or ${JSON_TYPE}`);
+    if (!type) throw ApiError.http(406, `/login answers ${TOKEN_TYPE} or ${JSON_TYPE}`);
     const { name, password } = basicCredentials(req);
     // Password guessing is limited: failures count per user name (and, ten times looser, per
     // client address); past the limit even the right password waits for the window to end.
@@ -59,7 +59,7 @@ export function loginHandler(opts: LoginOptions) {
     for (const [i, key] of keys.entries()) {
       const verdict = await opts.failures.peek(key, i === 0 ? 1 : 10);
       if (!verdict.allowed) {
-        throw new HttpError(429, "Too many failed logins; try again later", [], { "Retry-After": String(verdict.retryAfter) });
+        throw ApiError.http(429, "Too many failed logins; try again later", [], { "Retry-After": String(verdict.retryAfter) });
       }
     }
     const project = req.headers["x-auth-project"];
@@ -72,12 +72,12 @@ export function loginHandler(opts: LoginOptions) {
       const e = ApiError.from(err);
       if (e.code === 16) {
         await Promise.all(keys.map((k) => opts.failures.hit(k)));
-        throw new HttpError(401, e.message, [], LOGIN_CHALLENGE);
+        throw ApiError.http(401, e.message, [], LOGIN_CHALLENGE);
       }
       throw err;
     }
     const role = strongestRole((user["roles"] as string[] | undefined) ?? []);
-    if (!role) throw new HttpError(401, "The user has no role", [], LOGIN_CHALLENGE);
+    if (!role) throw ApiError.http(401, "The user has no role", [], LOGIN_CHALLENGE);
     const exp = Math.floor(Date.now() / 1000) + opts.ttlSeconds;
     const token = signToken(
       { userId: String(user["id"]), name: String(user["name"]), role, tenantId: (user["tenantId"] as string | undefined) ?? null, exp },

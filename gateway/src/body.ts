@@ -1,12 +1,12 @@
+import { ApiError } from "@vnm/kit";
 // Request bodies: size limit (413), content codings (gzip, else 415), UTF-8 and JSON (400).
 import { gunzip } from "node:zlib";
 import type { Request } from "express";
-import { HttpError } from "./http-error.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-function tooLarge(limit: number): HttpError {
-  return new HttpError(413, `Request body is larger than the limit of ${limit} bytes`, [], { Connection: "close" });
+function tooLarge(limit: number): ApiError {
+  return ApiError.http(413, `Request body is larger than the limit of ${limit} bytes`, [], { Connection: "close" });
 }
 
 async function readRaw(req: Request, limit: number): Promise<Buffer> {
@@ -27,7 +27,7 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
     gunzip(raw, { maxOutputLength: limit }, (err, out) => {
       if (!err) return resolve(out);
       if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") reject(tooLarge(limit));
-      else reject(new HttpError(400, "Request body is not valid gzip data"));
+      else reject(ApiError.http(400, "Request body is not valid gzip data"));
     }),
   );
 }
@@ -36,7 +36,7 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
 export async function readBodyText(req: Request, limit: number): Promise<string> {
   const coding = (req.headers["content-encoding"] ?? "identity").trim().toLowerCase();
   if (coding !== "identity" && coding !== "gzip" && coding !== "x-gzip") {
-    throw new HttpError(415, `Content-Encoding ${coding} is not supported; use gzip or none`);
+    throw ApiError.http(415, `Content-Encoding ${coding} is not supported; use gzip or none`);
   }
   let raw = await readRaw(req, limit);
   if (coding !== "identity") raw = await inflate(raw, limit);
@@ -44,8 +44,8 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
   try {
     text = utf8.decode(raw);
   } catch {
-    throw new HttpError(400, "Request body is not valid UTF-8");
+    throw ApiError.http(400, "Request body is not valid UTF-8");
   }
-  if (text.trim() === "") throw new HttpError(400, "Request body is empty; a JSON object is required");
+  if (text.trim() === "") throw ApiError.http(400, "Request body is empty; a JSON object is required");
   return text;
 }

@@ -109,109 +109,128 @@ export function connectRedis(url: string): Redis {
  * while their kind's generation in Redis is unchanged, so a hit costs one small Redis read
  * instead of moving the whole body through Redis.
  */
-export function redisCache(
-  client: Redis,
-  prefix: string,
-  allKinds: () => string[],
-  log: Logger,
-  localBytes = 64 * 1024 * 1024,
-): CollectionCache {
-  const redis = client as FillingRedis;
-  redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
-  redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
-  redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
-  const local = new LocalCopies(localBytes);
-
+class RedisCache implements CollectionCache {
+  readonly kind = "redis";
+  private readonly redis: FillingRedis;
+  private readonly local: LocalCopies;
   // Trusted only when connected, fed, and nothing may have been missed.
-  let dirty = true;
-  let feed = true;
-  let resetting: Promise<void> | undefined;
-  const hashKey = (kind: string) => `${prefix}:coll:${kind}`;
-  const genKey = (kind: string) => `${prefix}:gen:${kind}`;
-  const invalidateAll = (kinds: string[]) => redis.vnmInvalidate(kinds.length * 2, ...kinds.flatMap((k) => [genKey(k), hashKey(k)]));
+  private dirty = true;
+  private feed = true;
+  private resetting: Promise<void> | undefined;
+  private readonly prefix: string;
+  private readonly allKinds: () => string[];
+  private readonly log: Logger;
 
-  const reset = () => {
-    resetting ??= (async () => {
+  constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes: number) {
+    this.prefix = prefix;
+    this.allKinds = allKinds;
+    this.log = log;
+    this.redis = client as FillingRedis;
+    this.redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
+    this.redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
+    this.redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
+    this.local = new LocalCopies(localBytes);
+    this.redis.on("ready", () => void this.reset());
+    this.redis.on("close", () => {
+      this.dirty = true;
+    });
+  }
+
+  private hashKey(kind: string): string {
+    return `${this.prefix}:coll:${kind}`;
+  }
+
+  private genKey(kind: string): string {
+    return `${this.prefix}:gen:${kind}`;
+  }
+
+  private invalidateAll(kinds: string[]) {
+    return this.redis.vnmInvalidate(kinds.length * 2, ...kinds.flatMap((k) => [this.genKey(k), this.hashKey(k)]));
+  }
+
+  /** Drops every kind's entries and generation, then trusts the cache again. */
+  private reset(): Promise<void> {
+    this.resetting ??= (async () => {
       try {
-        const kinds = allKinds();
-        await invalidateAll(kinds);
-        local.clear();
-        dirty = false;
-        log.info("collection cache reset", { kinds: kinds.length });
+        const kinds = this.allKinds();
+        await this.invalidateAll(kinds);
+        this.local.clear();
+        this.dirty = false;
+        this.log.info("collection cache reset", { kinds: kinds.length });
       } catch (err) {
-        log.warn("collection cache reset failed", { err: (err as Error).message });
+        this.log.warn("collection cache reset failed", { err: (err as Error).message });
       } finally {
-        resetting = undefined;
+        this.resetting = undefined;
       }
     })();
-    return resetting;
-  };
-  redis.on("ready", () => void reset());
-  redis.on("close", () => {
-    dirty = true;
-  });
+    return this.resetting;
+  }
 
-  const usable = () => !dirty && feed && redis.status === "ready";
+  private usable(): boolean {
+    return !this.dirty && this.feed && this.redis.status === "ready";
+  }
 
-  return {
-    kind: "redis",
-    async get(kind, key) {
-      if (!usable()) return undefined;
-      const localKey = `${kind}|${key}`;
-      try {
-        const mine = local.get(localKey);
-        if (mine) {
-          const gen = (await redis.get(genKey(kind))) ?? "0";
-          if (gen === mine.gen) return { hit: true, body: mine.body };
-          local.delete(localKey);
-        }
-        const [body, genRaw] = await redis.vnmReadBuffer(hashKey(kind), genKey(kind), key);
-        const gen = genRaw?.toString() ?? "0";
-        if (body) {
-          local.set(localKey, gen, body);
-          return { hit: true, body };
-        }
-        return { hit: false, token: gen };
-      } catch {
-        return undefined;
+  async get(kind: string, key: string): Promise<Lookup | undefined> {
+    if (!this.usable()) return undefined;
+    const localKey = `${kind}|${key}`;
+    try {
+      const mine = this.local.get(localKey);
+      if (mine) {
+        const gen = (await this.redis.get(this.genKey(kind))) ?? "0";
+        if (gen === mine.gen) return { hit: true, body: mine.body };
+        this.local.delete(localKey);
       }
-    },
-    async fill(kind, key, body, token) {
-      if (!usable()) return;
-      const stored = await redis.vnmFill(hashKey(kind), genKey(kind), key, body, token, TTL_SECONDS).catch(() => 0);
-      if (stored === 1) local.set(`${kind}|${key}`, token, body);
-    },
-    async invalidate(kinds) {
-      const list = [...kinds];
-      if (list.length === 0) return;
-      try {
-        await invalidateAll(list);
-      } catch (err) {
-        // Someone may now read stale entries: stop trusting the cache until it is reset.
-        dirty = true;
-        log.warn("collection cache invalidation failed; cache bypassed until reset", {
-          err: (err as Error).message,
-        });
-        if (redis.status === "ready") void reset();
-      }
-    },
-    setFeedConnected(connected) {
-      if (connected === feed) return;
-      feed = connected;
-      if (connected) void reset();
-      else dirty = true;
-    },
-    async ready() {
-      try {
-        return (await redis.ping()) === "PONG";
-      } catch {
-        return false;
-      }
-    },
-    async close() {
-      redis.disconnect();
-    },
-  };
+      const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
+      const gen = genRaw?.toString() ?? "0";
+      if (!body) return { hit: false, token: gen };
+      this.local.set(localKey, gen, body);
+      return { hit: true, body };
+    } catch {
+      return undefined;
+    }
+  }
+
+  async fill(kind: string, key: string, body: Buffer, token: string): Promise<void> {
+    if (!this.usable()) return;
+    const stored = await this.redis.vnmFill(this.hashKey(kind), this.genKey(kind), key, body, token, TTL_SECONDS).catch(() => 0);
+    if (stored === 1) this.local.set(`${kind}|${key}`, token, body);
+  }
+
+  async invalidate(kinds: Iterable<string>): Promise<void> {
+    const list = [...kinds];
+    if (list.length === 0) return;
+    try {
+      await this.invalidateAll(list);
+    } catch (err) {
+      // Someone may now read stale entries: stop trusting the cache until it is reset.
+      this.dirty = true;
+      this.log.warn("collection cache invalidation failed; cache bypassed until reset", { err: (err as Error).message });
+      if (this.redis.status === "ready") void this.reset();
+    }
+  }
+
+  setFeedConnected(connected: boolean): void {
+    if (connected === this.feed) return;
+    this.feed = connected;
+    if (connected) void this.reset();
+    else this.dirty = true;
+  }
+
+  async ready(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === "PONG";
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes = 64 * 1024 * 1024): CollectionCache {
+  return new RedisCache(client, prefix, allKinds, log, localBytes);
 }
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */

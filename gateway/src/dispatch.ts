@@ -4,7 +4,7 @@ import { ApiError, coarseDenial, type Identity, itemPath, type Route, type Viola
 import type { Request, Response } from "express";
 import { readBodyText } from "./body.ts";
 import type { Gateway } from "./context.ts";
-import { HttpError, send } from "./http-error.ts";
+import { send } from "./http-error.ts";
 import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { checkIfMatch, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
@@ -23,8 +23,8 @@ export function responseOffers(route: Route): string[] {
   }
 }
 
-export function notAcceptable(offers: string[]): HttpError {
-  return new HttpError(406, `None of the acceptable media types is available; this resource is served as ${offers.join(" or ")}`);
+export function notAcceptable(offers: string[]): ApiError {
+  return ApiError.http(406, `None of the acceptable media types is available; this resource is served as ${offers.join(" or ")}`);
 }
 
 /** The gRPC request from the path variables (a segment of the wrong type names nothing) and the query. */
@@ -32,7 +32,7 @@ function requestOf({ route, params }: Match, req: Request): Obj {
   const request: Obj = {};
   for (const [name, raw] of Object.entries(params)) {
     const c = fromText(route.request.byName.get(name)!, raw);
-    if (!c.ok) throw new HttpError(404, `There is no resource at ${req.path}`);
+    if (!c.ok) throw ApiError.http(404, `There is no resource at ${req.path}`);
     request[name] = c.value;
   }
   const violations: Violation[] = [];
@@ -54,16 +54,16 @@ async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, 
   const ct = essence(req.headers["content-type"]);
   if (!ct || !accepted.includes(ct)) {
     const send = `send ${accepted.join(" or ")}`;
-    throw new HttpError(415, ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
+    throw ApiError.http(415, ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
   }
   const text = await readBodyText(req, gw.bodyLimit);
   let json: unknown;
   try {
     json = parseJson(text, bodyType.hasInt64);
   } catch (err) {
-    throw new HttpError(400, `Request body is not valid JSON: ${(err as Error).message}`);
+    throw ApiError.http(400, `Request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new HttpError(400, "Request body must be a JSON object");
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw ApiError.http(400, "Request body must be a JSON object");
   const violations: Violation[] = [];
   const value = fromJson(bodyType, json as Obj, route.method === "PUT" ? "replace" : "create", violations);
   if (violations.length > 0) {

@@ -1,8 +1,8 @@
 // GET /events: the change feed as Server-Sent Events, filtered to what the caller may see and
 // resumable with Last-Event-ID (the bus's sequence number).
-import type { Access, Bus, Catalog, ChangeMessage, Identity, Logger } from "@vnm/kit";
+import type { Bus, Catalog, ChangeMessage, Identity, Logger } from "@vnm/kit";
+import { ApiError } from "@vnm/kit";
 import type { Request, Response } from "express";
-import { HttpError } from "./http-error.ts";
 
 /** A client this far behind is cut off (it resumes with Last-Event-ID). */
 const MAX_BUFFERED = 1024 * 1024;
@@ -12,73 +12,64 @@ export interface EventFeed {
   serve(req: Request, res: Response, who: Identity, base: string): Promise<void>;
 }
 
-export function eventFeed(catalog: Catalog, rules: Map<string, Access>, bus: Bus, log: Logger): EventFeed {
+/** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
+function resumeAfter(req: Request): number | undefined {
+  const raw = req.headers["last-event-id"] ?? (typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined);
+  if (raw === undefined) return undefined;
+  const after = Number(raw);
+  if (!Number.isSafeInteger(after) || after < 0) {
+    throw ApiError.http(400, "Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
+  }
+  return after;
+}
+
+/** Starts the SSE response; returns a function that writes to it while it is open, and its closer. */
+function openStream(res: Response, onClose: () => void) {
+  res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  res.write("retry: 2000\n\n");
+  let open = true;
+  const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
+  const close = () => {
+    if (!open) return;
+    open = false;
+    clearInterval(keepalive);
+    onClose();
+    res.end();
+  };
+  res.on("close", close);
+  return { isOpen: () => open, close };
+}
+
+export function eventFeed(catalog: Catalog, bus: Bus, log: Logger): EventFeed {
   // Per kind: its media type name without version ("Bridge"), and whether non-admins may see it
   // at all (a kind only administrators may read stays out of their feeds).
-  const names = new Map<string, string>();
-  const openToTenants = new Set<string>();
-  for (const m of catalog.resources) {
-    const r = m.resource!;
-    names.set(r.kind, r.mediaType.replace(/-v\d+$/, ""));
-  }
-  for (const route of catalog.routes) {
-    if (route.method !== "GET" || route.shape.kind !== "item") continue;
-    const access = rules.get(`${route.service}/${route.rpc}`);
-    if (access && !access.adminOnly) openToTenants.add(route.shape.item.resource!.kind);
-  }
-
+  const names = new Map(catalog.resources.map((m) => [m.resource!.kind, m.resource!.mediaType.replace(/-v\d+$/, "")]));
+  const openToTenants = new Set([...catalog.kinds.values()].filter((k) => k.tenancy !== "admin").map((k) => k.kind));
   // Notifications name the kind within its domain; the catalog qualifies it ("bridge.Bridge").
   const visible = (who: Identity, c: ChangeMessage) =>
     who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
 
   return {
     async serve(req, res, who, base) {
-      const raw = req.headers["last-event-id"] ?? (typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined);
-      let after: number | undefined;
-      if (raw !== undefined) {
-        after = Number(raw);
-        if (!Number.isSafeInteger(after) || after < 0) {
-          throw new HttpError(400, "Validation error(s) found", [
-            { property: "Last-Event-ID", message: "must be the id of an event already received" },
-          ]);
-        }
-      }
-      if (bus.state() !== "connected") {
-        throw new HttpError(503, "The change feed is unavailable; try again later", [], { "Retry-After": "1" });
-      }
-      res.writeHead(200, {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-store",
-        Connection: "keep-alive",
-        "X-Accel-Buffering": "no",
-      });
-      res.write("retry: 2000\n\n");
-      let open = true;
-      const close = () => {
-        if (!open) return;
-        open = false;
-        clearInterval(keepalive);
-        stop?.();
-        res.end();
-      };
-      const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
+      const after = resumeAfter(req);
+      if (bus.state() !== "connected") throw ApiError.http(503, "The change feed is unavailable; try again later", [], { "Retry-After": "1" });
       let stop: (() => void) | undefined;
-      res.on("close", close);
+      const stream = openStream(res, () => stop?.());
       try {
         stop = await bus.follow(after, (seq, msg) => {
           const c = msg.data as ChangeMessage | null;
-          if (!open || !c || typeof c.kind !== "string" || !visible(who, c)) return;
+          if (!stream.isOpen() || !c || typeof c.kind !== "string" || !visible(who, c)) return;
           const data = { kind: names.get(`${c.domain}.${c.kind}`) ?? c.kind, id: c.id, uri: base + c.path };
           res.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
           if (res.writableLength > MAX_BUFFERED) {
             log.warn("event stream closed: client too slow", { user: who.name });
-            close();
+            stream.close();
           }
         });
-        if (!open) stop();
+        if (!stream.isOpen()) stop();
       } catch (err) {
         log.warn("event stream could not start", { err: (err as Error).message });
-        close();
+        stream.close();
       }
     },
   };

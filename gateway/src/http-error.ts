@@ -1,22 +1,9 @@
-// Errors as the client sees them: an HTTP status, the Error-v1 body, optional headers.
+// Errors as the client sees them: the kit's ApiError as an HTTP status (one table from gRPC
+// codes, or the status the error names), the Error-v1 body, and its headers.
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, type Logger, type Violation } from "@vnm/kit";
+import { ApiError, type Logger } from "@vnm/kit";
 import type { Response } from "express";
 import { ERROR_TYPE } from "./media.ts";
-
-export class HttpError extends Error {
-  override name = "HttpError";
-  readonly status: number;
-  readonly violations: Violation[];
-  readonly headers: Record<string, string>;
-
-  constructor(status: number, message: string, violations: Violation[] = [], headers: Record<string, string> = {}) {
-    super(message);
-    this.status = status;
-    this.violations = violations;
-    this.headers = headers;
-  }
-}
 
 /** gRPC code -> HTTP status, as grpc-gateway maps them. */
 export const HTTP_STATUS: Record<number, number> = {
@@ -39,16 +26,22 @@ export const HTTP_STATUS: Record<number, number> = {
   [Code.UNAUTHENTICATED]: 401,
 };
 
-export function sendError(res: Response, err: HttpError, requestId: string): void {
+/** The HTTP status of an error: the one it names, else its gRPC code's. */
+export function httpStatusOf(err: ApiError): number {
+  return err.httpStatus ?? HTTP_STATUS[err.code] ?? 500;
+}
+
+export function sendError(res: Response, err: ApiError, requestId: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body: Record<string, unknown> = { message: err.message, code: err.status };
+  const status = httpStatusOf(err);
+  const body: Record<string, unknown> = { message: err.message, code: status };
   if (err.violations.length > 0) body["violations"] = err.violations;
   body["requestId"] = requestId;
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  send(res, err.status, ERROR_TYPE, JSON.stringify(body));
+  send(res, status, ERROR_TYPE, JSON.stringify(body));
 }
 
 /** Writes a JSON body with its media type exactly as named (vendor types keep their case). */
@@ -64,14 +57,13 @@ export function send(res: Response, status: number, type: string, body: string |
  * 504 naming it, with Retry-After; anything unexpected is a 500 that only gives the request id
  * (the cause goes to the log).
  */
-export function toHttpError(err: unknown, requestId: string, log: Logger): HttpError {
-  if (err instanceof HttpError) return err;
+export function toHttpError(err: unknown, requestId: string, log: Logger): ApiError {
   const e = ApiError.from(err);
-  const status = HTTP_STATUS[e.code] ?? 500;
-  if (status === 503 || status === 504) return new HttpError(status, e.message, [], { "Retry-After": "1" });
+  const status = httpStatusOf(e);
+  if (status === 503 || status === 504) return ApiError.http(status, e.message, [], { "Retry-After": "1", ...e.headers });
   if (status >= 500) {
     log.error("request failed", { requestId, err: e.cause ?? e });
-    return new HttpError(500, `An internal error occurred (request ${requestId})`);
+    return ApiError.http(500, `An internal error occurred (request ${requestId})`);
   }
-  return new HttpError(status, e.message, e.violations);
+  return e;
 }

@@ -4,7 +4,6 @@
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
-import { HttpError } from "./http-error.ts";
 import { etagMatches, etagOf, fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts`. */
@@ -48,6 +47,6 @@ export async function checkIfMatch(gw: Gateway, route: Route, parts: string[], h
   const response = await callGet(gw, get, parts, token);
   const etag = etagOf(get.shape.item, response);
   if (!etagMatches(header, etag)) {
-    throw new HttpError(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
+    throw ApiError.http(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
   }
 }

@@ -3,7 +3,8 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.spec.ts"],
+    // Integration suites in test/, unit tests beside the code they test (no network).
+    include: ["test/**/*.spec.ts", "src/**/*.spec.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     fileParallelism: false,

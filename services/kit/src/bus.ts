@@ -41,145 +41,138 @@ export function streamName(prefix: string): string {
   return prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, "_");
 }
 
+/** A message's JSON payload, or null for a foreign message on our subjects. */
+function payload(decode: () => unknown): unknown {
+  try {
+    return decode();
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A NATS connection that keeps trying in the background: the process starts and serves while
  * NATS is down, and publishes fail (to be retried by the outbox relay) until it is back.
  */
-export function natsBus(opts: NatsBusOptions): Bus {
-  let nc: NatsConnection | undefined;
-  let js: JetStreamClient | undefined;
-  let closed = false;
-  let current: BusState = "disconnected";
-  const handlers: ((msg: BusMessage) => void)[] = [];
-  const stateListeners: ((s: BusState) => void)[] = [];
-  let streamReady = false;
+class NatsBus implements Bus {
+  readonly kind = "nats";
+  readonly prefix: string;
+  private nc: NatsConnection | undefined;
+  private js: JetStreamClient | undefined;
+  private closed = false;
+  private current: BusState = "disconnected";
+  private streamReady = false;
+  private readonly handlers: ((msg: BusMessage) => void)[] = [];
+  private readonly stateListeners: ((s: BusState) => void)[] = [];
+  private readonly opts: NatsBusOptions;
 
-  const setState = (s: BusState) => {
-    if (s === current) return;
-    current = s;
-    for (const l of stateListeners) l(s);
-  };
+  constructor(opts: NatsBusOptions) {
+    this.opts = opts;
+    this.prefix = opts.prefix;
+    void this.run();
+  }
 
-  const ensureStream = async () => {
-    if (!nc || streamReady) return;
-    const jsm = await nc.jetstreamManager();
-    const name = streamName(opts.prefix);
+  private setState(s: BusState): void {
+    if (s === this.current) return;
+    this.current = s;
+    for (const l of this.stateListeners) l(s);
+  }
+
+  /** The deployment's stream: every subject below the prefix, a day of history, 2 minutes of dedup. */
+  private async ensureStream(): Promise<void> {
+    if (!this.nc || this.streamReady) return;
+    const jsm = await this.nc.jetstreamManager();
+    const name = streamName(this.prefix);
     try {
       await jsm.streams.info(name);
     } catch {
-      await jsm.streams.add({
-        name,
-        subjects: [`${opts.prefix}.>`],
-        retention: RetentionPolicy.Limits,
-        max_age: 24 * 3600 * 1e9,
-        duplicate_window: 120 * 1e9,
-      });
+      const day = 24 * 3600 * 1e9;
+      await jsm.streams.add({ name, subjects: [`${this.prefix}.>`], retention: RetentionPolicy.Limits, max_age: day, duplicate_window: 120 * 1e9 });
     }
-    streamReady = true;
-  };
+    this.streamReady = true;
+  }
 
-  const attach = (conn: NatsConnection) => {
-    for (const h of handlers) subscribeOne(conn, h);
-  };
-  const subscribeOne = (conn: NatsConnection, handler: (msg: BusMessage) => void) => {
-    conn.subscribe(`${opts.prefix}.>`, {
+  private subscribeOne(conn: NatsConnection, handler: (msg: BusMessage) => void): void {
+    conn.subscribe(`${this.prefix}.>`, {
       callback: (err, m) => {
-        if (err) return;
-        let data: unknown = null;
-        try {
-          data = JSON.parse(sc.decode(m.data));
-        } catch {
-          /* a foreign message on our subjects: pass the subject alone */
-        }
-        handler({ subject: m.subject, data });
+        if (!err) handler({ subject: m.subject, data: payload(() => JSON.parse(sc.decode(m.data))) });
       },
     });
-  };
+  }
 
-  const run = async () => {
+  private async run(): Promise<void> {
     let delay = 200;
-    while (!closed && !nc) {
+    while (!this.closed && !this.nc) {
       try {
-        const conn = await connect({
-          servers: opts.url,
-          name: opts.name,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 500,
-          pingInterval: 5_000,
-          maxPingOut: 2,
-        });
-        if (closed) {
-          await conn.close();
-          return;
-        }
-        nc = conn;
-        js = conn.jetstream();
-        attach(conn);
-        setState("connected");
-        opts.log.info("connected to NATS", { url: opts.url });
-        ensureStream().catch((err) => opts.log.warn("JetStream stream not ready", { err }));
-        void (async () => {
-          for await (const s of conn.status()) {
-            if (s.type === "disconnect") setState("disconnected");
-            else if (s.type === "reconnect") {
-              setState("connected");
-              ensureStream().catch(() => {});
-            }
-          }
-        })().catch(() => setState("disconnected"));
+        const conn = await connect({ servers: this.opts.url, name: this.opts.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 5_000, maxPingOut: 2 });
+        if (this.closed) return void (await conn.close());
+        this.attach(conn);
       } catch (err) {
-        opts.log.warn("NATS unreachable, retrying", { url: opts.url, err: (err as Error).message });
+        this.opts.log.warn("NATS unreachable, retrying", { url: this.opts.url, err: (err as Error).message });
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 3_000);
       }
     }
-  };
-  void run();
+  }
 
-  return {
-    kind: "nats",
-    prefix: opts.prefix,
-    async publish(subject, data, msgId) {
-      if (!js || current !== "connected") throw new Error("NATS is not connected");
-      if (!streamReady) await ensureStream();
-      await js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000 });
-    },
-    subscribe(handler, onState) {
-      handlers.push(handler);
-      if (onState) stateListeners.push(onState);
-      if (nc) subscribeOne(nc, handler);
-    },
-    state: () => current,
-    async follow(afterSeq, handler) {
-      if (!js) throw new Error("NATS is not connected");
-      if (!streamReady) await ensureStream();
-      const consumer = await js.consumers.get(streamName(opts.prefix), {
-        filterSubjects: `${opts.prefix}.>`,
-        ...(afterSeq !== undefined
-          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 }
-          : { deliver_policy: DeliverPolicy.New }),
-      });
-      const messages = await consumer.consume();
-      void (async () => {
-        for await (const m of messages) {
-          let data: unknown = null;
-          try {
-            data = m.json();
-          } catch {
-            /* not ours */
-          }
-          handler(m.seq, { subject: m.subject, data });
+  private attach(conn: NatsConnection): void {
+    this.nc = conn;
+    this.js = conn.jetstream();
+    for (const h of this.handlers) this.subscribeOne(conn, h);
+    this.setState("connected");
+    this.opts.log.info("connected to NATS", { url: this.opts.url });
+    this.ensureStream().catch((err) => this.opts.log.warn("JetStream stream not ready", { err }));
+    void (async () => {
+      for await (const s of conn.status()) {
+        if (s.type === "disconnect") this.setState("disconnected");
+        else if (s.type === "reconnect") {
+          this.setState("connected");
+          this.ensureStream().catch(() => {});
         }
-      })().catch(() => {});
-      return () => {
-        void messages.close().catch(() => {});
-      };
-    },
-    async close() {
-      closed = true;
-      if (nc) await nc.drain().catch(() => {});
-    },
-  };
+      }
+    })().catch(() => this.setState("disconnected"));
+  }
+
+  async publish(subject: string, data: unknown, msgId: string): Promise<void> {
+    if (!this.js || this.current !== "connected") throw new Error("NATS is not connected");
+    if (!this.streamReady) await this.ensureStream();
+    await this.js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000 });
+  }
+
+  subscribe(handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void {
+    this.handlers.push(handler);
+    if (onState) this.stateListeners.push(onState);
+    if (this.nc) this.subscribeOne(this.nc, handler);
+  }
+
+  state(): BusState {
+    return this.current;
+  }
+
+  async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void): Promise<() => void> {
+    if (!this.js) throw new Error("NATS is not connected");
+    if (!this.streamReady) await this.ensureStream();
+    const consumer = await this.js.consumers.get(streamName(this.prefix), {
+      filterSubjects: `${this.prefix}.>`,
+      ...(afterSeq !== undefined ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 } : { deliver_policy: DeliverPolicy.New }),
+    });
+    const messages = await consumer.consume();
+    void (async () => {
+      for await (const m of messages) handler(m.seq, { subject: m.subject, data: payload(() => m.json()) });
+    })().catch(() => {});
+    return () => {
+      void messages.close().catch(() => {});
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.nc) await this.nc.drain().catch(() => {});
+  }
+}
+
+export function natsBus(opts: NatsBusOptions): Bus {
+  return new NatsBus(opts);
 }
 
 /** In-process stand-in: delivers to subscribers of this process only. */

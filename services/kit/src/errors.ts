@@ -11,15 +11,48 @@ export interface Violation {
 export const VIOLATIONS_KEY = "vnm-violations";
 export const ORIGIN_KEY = "vnm-origin";
 
+/** The gRPC code nearest to an HTTP status gRPC has no code for (405, 406, 412, 413, 415, ...). */
+const NEAREST_CODE: Record<number, status> = {
+  400: status.INVALID_ARGUMENT,
+  401: status.UNAUTHENTICATED,
+  403: status.PERMISSION_DENIED,
+  404: status.NOT_FOUND,
+  405: status.UNIMPLEMENTED,
+  406: status.INVALID_ARGUMENT,
+  409: status.ALREADY_EXISTS,
+  412: status.FAILED_PRECONDITION,
+  413: status.RESOURCE_EXHAUSTED,
+  415: status.INVALID_ARGUMENT,
+  429: status.RESOURCE_EXHAUSTED,
+  503: status.UNAVAILABLE,
+  504: status.DEADLINE_EXCEEDED,
+};
+
 export class ApiError extends Error {
   override name = "ApiError";
   readonly code: status;
   readonly violations: Violation[];
+  /** An HTTP status the code alone cannot say (405, 406, 412, 413, 415), set at the edge. */
+  readonly httpStatus?: number;
+  /** HTTP headers that go with the answer (Allow, Retry-After, WWW-Authenticate, ETag). */
+  readonly headers: Record<string, string>;
 
-  constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown }) {
+  constructor(
+    code: status,
+    message: string,
+    violations: Violation[] = [],
+    options?: { cause?: unknown; httpStatus?: number; headers?: Record<string, string> },
+  ) {
     super(message, options);
     this.code = code;
     this.violations = violations;
+    this.httpStatus = options?.httpStatus;
+    this.headers = options?.headers ?? {};
+  }
+
+  /** An error the HTTP edge makes itself, with its exact status and headers. */
+  static http(httpStatus: number, message: string, violations: Violation[] = [], headers: Record<string, string> = {}): ApiError {
+    return new ApiError(NEAREST_CODE[httpStatus] ?? status.UNKNOWN, message, violations, { httpStatus, headers });
   }
 
   static invalid(violations: Violation[], message = "Validation error(s) found"): ApiError {

@@ -1,0 +1,81 @@
+// What the catalog derives from proto declarations alone: each kind's own RPCs, its parent and
+// its tenant rule, the paths links lead to that nothing serves, and the lists a change affects.
+import protobuf from "protobufjs";
+import { describe, expect, it } from "vitest";
+import { buildCatalog, domainOf } from "./catalog.ts";
+import { loadReflection } from "./proto.ts";
+
+/** A catalog of one extra proto file, parsed beside the real options. */
+function catalogOf(source: string) {
+  const root = loadReflection();
+  protobuf.parse(source, root, { keepCase: true });
+  root.resolveAll();
+  return buildCatalog(root);
+}
+
+const ZOO = `
+syntax = "proto3";
+package vnm.zoo.v1;
+import "google/api/annotations.proto";
+import "google/protobuf/empty.proto";
+message Pen {
+  option (vnm.api.resource) = { media_type: "Pen-v1" tenant_field: "tenantId" };
+  optional string id = 1;
+  optional string tenantId = 2;
+  string keeper = 20 [(vnm.api.link) = "/keepers/{id}"];
+}
+message Animal {
+  option (vnm.api.resource) = { media_type: "Animal-v1" };
+  optional string name = 1;
+  string penId = 2 [(vnm.api.internal) = true];
+  string uri = 20 [(vnm.api.link) = "/pens/{penId}/animals/{name}"];
+}
+message Shed {
+  option (vnm.api.resource) = { media_type: "Shed-v1" };
+  optional string id = 1;
+}
+message Ref { string id = 1; string name = 2; }
+message NewAnimal { string id = 1; Animal animal = 2; }
+message Animals { repeated Animal items = 1; }
+service ZooService {
+  rpc GetPen(Ref) returns (Pen) { option (google.api.http) = { get: "/pens/{id}" }; }
+  rpc ListAnimals(Ref) returns (Animals) { option (google.api.http) = { get: "/pens/{id}/animals" }; }
+  rpc GetAnimal(Ref) returns (Animal) { option (google.api.http) = { get: "/pens/{id}/animals/{name}" }; }
+  rpc AddAnimal(NewAnimal) returns (Animal) { option (google.api.http) = { post: "/pens/{id}/animals" body: "animal" }; }
+  rpc DropAnimal(Ref) returns (google.protobuf.Empty) { option (google.api.http) = { delete: "/pens/{id}/animals/{name}" }; }
+  rpc GetShed(Ref) returns (Shed) { option (google.api.http) = { get: "/sheds/{id}" }; }
+}
+`;
+
+describe("kinds", () => {
+  const catalog = catalogOf(ZOO);
+
+  it("are qualified by their domain", () => {
+    expect(domainOf("vnm.zoo.v1.Pen")).toBe("zoo");
+    expect(domainOf("google.protobuf.Empty")).toBeUndefined();
+    expect([...catalog.kinds.keys()].filter((k) => k.startsWith("zoo.")).sort()).toEqual(["zoo.Animal", "zoo.Pen", "zoo.Shed"]);
+  });
+
+  it("find their own RPCs, body field and parent from the paths", () => {
+    expect(catalog.kindOf("vnm.zoo.v1.Animal")).toMatchObject({
+      service: "vnm.zoo.v1.ZooService",
+      rpcs: { list: "ListAnimals", get: "GetAnimal", create: "AddAnimal", update: undefined, delete: "DropAnimal" },
+      body: "animal",
+      parent: "zoo.Pen",
+      itemTemplate: "/pens/{id}/animals/{name}",
+    });
+    expect(() => catalog.kindOf("vnm.zoo.v1.Ref")).toThrow(/not a resource/);
+  });
+
+  it("follow their parent's tenant, or are for administrators when no ancestor has one", () => {
+    expect(catalog.kindOf("vnm.zoo.v1.Pen").tenancy).toBe("own");
+    expect(catalog.kindOf("vnm.zoo.v1.Animal").tenancy).toBe("parent");
+    expect(catalog.kindOf("vnm.zoo.v1.Shed").tenancy).toBe("admin");
+  });
+
+  it("know where links lead that nothing serves, and which lists a change affects", () => {
+    expect(catalog.unserved.some((s) => s.length === 2 && "literal" in s[0]! && s[0].literal === "keepers")).toBe(true);
+    expect([...catalog.affected(["zoo.Pen:deleted"])].sort()).toEqual(["zoo.Animal", "zoo.Pen"]);
+    expect([...catalog.affected(["zoo.Pen:created"])]).toEqual(["zoo.Pen"]);
+  });
+});
