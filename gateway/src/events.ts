@@ -10,6 +10,8 @@ const KEEPALIVE_MS = 15_000;
 
 export interface EventFeed {
   serve(req: Request, res: Response, who: Identity, base: string): Promise<void>;
+  /** Ends every open stream (the gateway is stopping; clients resume with Last-Event-ID). */
+  closeAll(): void;
 }
 
 /** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
@@ -49,12 +51,17 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger): EventFeed {
   const visible = (who: Identity, c: ChangeMessage) =>
     who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
 
+  const open = new Set<() => void>();
   return {
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
       if (bus.state() !== "connected") throw ApiError.http(503, "The change feed is unavailable; try again later", [], { "Retry-After": "1" });
       let stop: (() => void) | undefined;
-      const stream = openStream(res, () => stop?.());
+      const stream = openStream(res, () => {
+        open.delete(stream.close);
+        stop?.();
+      });
+      open.add(stream.close);
       try {
         stop = await bus.follow(after, (seq, msg) => {
           const c = msg.data as ChangeMessage | null;
@@ -71,6 +78,9 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger): EventFeed {
         log.warn("event stream could not start", { err: (err as Error).message });
         stream.close();
       }
+    },
+    closeAll() {
+      for (const close of [...open]) close();
     },
   };
 }

@@ -23,6 +23,7 @@ import {
 } from "@vnm/kit";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
+import type { EventFeed } from "./events.ts";
 import { rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
@@ -99,8 +100,9 @@ async function listen(app: Express, cfg: Config): Promise<{ server: Server; port
   return { server, port: typeof address === "object" && address ? address.port : cfg.port };
 }
 
-function stopper(server: Server, parts: { close(): unknown }[], log: Logger) {
+function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed, log: Logger) {
   return async () => {
+    feed.closeAll();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
@@ -120,10 +122,10 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const catalog = loadCatalog();
   const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log);
   const upstream = connectUpstreams(catalog, env, log);
-  const { app } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures });
+  const { app, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures });
   const { server, port } = await listen(app, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
-  const stop = stopper(server, [upstream, bus, cache], log);
+  const stop = stopper(server, [upstream, bus, cache], feed, log);
   onShutdown(stop, log);
   return { port, server, cache, bus, stop };
 }

@@ -1,17 +1,4 @@
-import { mergeHandlers, runService } from "@vnm/kit";
-import { bridges } from "./bridges.ts";
-import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
-import { macPorts } from "./mac-table.ts";
-import { migrations } from "./migrations.ts";
+import { runService } from "@vnm/kit";
+import { service } from "./service.ts";
 
-await runService({
-  domain: "bridge",
-  migrations,
-  resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts],
-  // Lists of kinds this interface only references: empty, under an item that must exist.
-  services: (store) =>
-    mergeHandlers(
-      bridges.referencedLists(store, "ListBridgePorts", "ListArpTable"),
-      dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"),
-    ),
-});
+await runService(service);

@@ -1,11 +1,4 @@
 import { runService } from "@vnm/kit";
-import { migrations } from "./migrations.ts";
-import { authHandlers, ensureAdmin, users } from "./users.ts";
+import { service } from "./service.ts";
 
-await runService({
-  domain: "identity",
-  migrations,
-  onStart: ensureAdmin,
-  resources: [users],
-  services: (store) => ({ "vnm.identity.v1.AuthService": authHandlers(store) }),
-});
+await runService(service);

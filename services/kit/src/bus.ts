@@ -1,6 +1,6 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
-import { connect, DeliverPolicy, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { AckPolicy, connect, DeliverPolicy, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
 
 export interface BusMessage {
@@ -24,8 +24,28 @@ export interface Bus {
    * `afterSeq` first when it is given (resuming a feed), then new ones. Returns a stop function.
    */
   follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void): Promise<() => void>;
+  /**
+   * Hands every message on `subjects` (below `<prefix>.`, NATS wildcards allowed) to `handler`
+   * at least once, in order, as the durable consumer `name`: what is published while this
+   * process is down is handed over when it is back (with NATS), and a message whose handler
+   * fails is handed over again a second later. Several replicas with one name share the work.
+   */
+  consume(name: string, subjects: string[], handler: (msg: BusMessage) => Promise<void>): void;
   close(): Promise<void>;
 }
+
+/** Whether a subject matches a NATS filter ("a.*.c", "a.>"). */
+export function subjectMatches(filter: string, subject: string): boolean {
+  const f = filter.split(".");
+  const s = subject.split(".");
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === ">") return s.length > i;
+    if (i >= s.length || (f[i] !== "*" && f[i] !== s[i])) return false;
+  }
+  return f.length === s.length;
+}
+
+const REDELIVER_MS = 1_000;
 
 const sc = StringCodec();
 
@@ -165,6 +185,37 @@ class NatsBus implements Bus {
     };
   }
 
+  consume(name: string, subjects: string[], handler: (msg: BusMessage) => Promise<void>): void {
+    void this.consumeLoop(name, subjects.map((s) => `${this.prefix}.${s}`), handler);
+  }
+
+  /** Keeps the durable consumer going across outages: (re)attaches whenever NATS is back. */
+  private async consumeLoop(name: string, filters: string[], handler: (msg: BusMessage) => Promise<void>): Promise<void> {
+    while (!this.closed) {
+      try {
+        if (!this.js || this.current !== "connected") throw new Error("NATS is not connected");
+        await this.ensureStream();
+        const jsm = await this.nc!.jetstreamManager();
+        const stream = streamName(this.prefix);
+        await jsm.consumers.add(stream, { durable_name: name, filter_subjects: filters, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.New, max_ack_pending: 1 });
+        const messages = await (await this.js.consumers.get(stream, name)).consume();
+        for await (const m of messages) {
+          if (this.closed) break;
+          await handler({ subject: m.subject, data: payload(() => m.json()) }).then(
+            () => m.ack(),
+            (err) => {
+              this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: (err as Error).message });
+              m.nak(REDELIVER_MS);
+            },
+          );
+        }
+      } catch (err) {
+        if (!this.closed) this.opts.log.debug("consumer waiting for NATS", { consumer: name, err: (err as Error).message });
+      }
+      await new Promise((r) => setTimeout(r, REDELIVER_MS));
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.nc) await this.nc.drain().catch(() => {});
@@ -175,8 +226,22 @@ export function natsBus(opts: NatsBusOptions): Bus {
   return new NatsBus(opts);
 }
 
-/** In-process stand-in: delivers to subscribers of this process only. */
+const locals = new Map<string, Bus>();
+
+/**
+ * In-process stand-in: delivers to subscribers of this process only. Every part of one process
+ * (a gateway and services run together) shares the one bus of a prefix.
+ */
 export function localBus(prefix: string): Bus {
+  let bus = locals.get(prefix);
+  if (!bus) {
+    bus = newLocalBus(prefix);
+    locals.set(prefix, bus);
+  }
+  return bus;
+}
+
+function newLocalBus(prefix: string): Bus {
   const handlers: ((msg: BusMessage) => void)[] = [];
   const followers = new Set<(seq: number, msg: BusMessage) => void>();
   // The last messages, for followers resuming from a sequence.
@@ -204,6 +269,18 @@ export function localBus(prefix: string): Bus {
         followers.delete(handler);
       };
     },
-    async close() {},
+    consume(_name, subjects, handler) {
+      const filters = subjects.map((x) => `${prefix}.${x}`);
+      // In order, one at a time; a failed message is retried before the next.
+      let chain = Promise.resolve();
+      const deliver = (msg: BusMessage): Promise<void> =>
+        handler(msg).catch(() => new Promise<void>((r) => setTimeout(r, REDELIVER_MS)).then(() => deliver(msg)));
+      handlers.push((msg) => {
+        if (filters.some((f) => subjectMatches(f, msg.subject))) chain = chain.then(() => deliver(msg));
+      });
+    },
+    async close() {
+      locals.delete(prefix);
+    },
   };
 }

@@ -1,5 +1,6 @@
 // The repository's layout, for the tools that run its processes (launcher, tests, bench).
 import { existsSync, readdirSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -22,4 +23,17 @@ export function serviceDomains(): string[] {
 /** Environment variable holding a domain's gRPC address(es): VNM_<DOMAIN>_ADDR. */
 export function addressVariable(domain: string): string {
   return `VNM_${domain.toUpperCase()}_ADDR`;
+}
+
+/** A TCP port on the loopback interface that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
 }

@@ -78,9 +78,21 @@ export interface ServiceSpec {
   /** The kinds served from their declarations: their RPCs go to the gRPC service the proto names. */
   resources?: AnyResource[];
   /** Other handlers per full gRPC service name, built once the store exists. */
-  services?: (store: Store, log: Logger) => Record<string, Handlers>;
-  /** Runs after the migrations, before the service answers (seeding, say). */
-  onStart?: (store: Store, log: Logger) => Promise<void>;
+  services?: (svc: ServiceContext) => Record<string, Handlers>;
+  /**
+   * Runs after the migrations, before the service answers: seeding, or following other
+   * services' changes (`svc.bus.consume`).
+   */
+  onStart?: (svc: ServiceContext) => Promise<void>;
+}
+
+/** What a service's own code gets to work with: its store, log, bus and configuration. */
+export interface ServiceContext {
+  store: Store;
+  log: Logger;
+  bus: Bus;
+  /** The environment the service was started with (other services' VNM_<DOMAIN>_ADDR). */
+  env: NodeJS.ProcessEnv;
 }
 
 export interface RunningService {
@@ -162,9 +174,9 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.h
 }
 
 /** Every handler of a service: its resources' own RPCs, and the rest it writes itself. */
-function handlersOf(spec: ServiceSpec, store: Store, log: Logger): Record<string, Handlers> {
-  const own = (spec.resources ?? []).map((r) => ({ [r.info.service]: r.handlers(store) }));
-  return mergeHandlers(...own, spec.services?.(store, log) ?? {});
+function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Handlers> {
+  const own = (spec.resources ?? []).map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
+  return mergeHandlers(...own, spec.services?.(svc) ?? {});
 }
 
 /**
@@ -172,8 +184,8 @@ function handlersOf(spec: ServiceSpec, store: Store, log: Logger): Record<string
  * serves it, else over gRPC from the service that does, with the caller's own token (a parent
  * it may not see answers NOT_FOUND there too; a service that is down answers UNAVAILABLE).
  */
-function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog): CallGuard["readOwner"] {
-  const remote = createUpstream(pkg, catalog.services, (d) => process.env[addressVariable(d)]);
+function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog, env: NodeJS.ProcessEnv): CallGuard["readOwner"] {
+  const remote = createUpstream(pkg, catalog.services, (d) => env[addressVariable(d)] || undefined);
   return async (service, rpc, req, ctx) => {
     const h = all[service]?.[rpc];
     if (h) return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
@@ -185,9 +197,9 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
 const OWNER_TIMEOUT_MS = 5_000;
 
 /** The gRPC server with every handler wrapped in the token and tenancy checks. */
-function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog, verify: CallGuard["verify"], log: Logger) {
-  const rules = accessRules(catalog);
-  const readOwner = ownerReader(all, pkg, catalog);
+function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger) {
+  const rules = accessRules(catalog());
+  const readOwner = ownerReader(all, pkg, catalog(), env);
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
   for (const [fullName, handlers] of Object.entries(all)) {
     const def = clientConstructor(pkg, fullName).service;
@@ -196,7 +208,7 @@ function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      impl[method] = wrap(key, h, log, { verify, isPublic: catalog.publicMethods.has(key), access: rules.get(key), readOwner });
+      impl[method] = wrap(key, h, log, { verify, isPublic: catalog().publicMethods.has(key), access: rules.get(key), readOwner });
     }
     server.addService(def, impl);
   }
@@ -225,7 +237,7 @@ function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
   };
 }
 
-function serviceConfig(domain: string) {
+function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
   return loadConfig({
     databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL" },
     natsUrl: { env: "NATS_URL", default: "", parse: optional },
@@ -234,12 +246,16 @@ function serviceConfig(domain: string) {
     schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
-  });
+  }, env);
 }
 
-export async function runService(spec: ServiceSpec): Promise<RunningService> {
+/**
+ * Starts a service: migrations, the outbox relay, the gRPC server. `env` is its configuration
+ * (the process's own by default; the launcher runs several services in one process).
+ */
+export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   assertIdentifier(spec.domain);
-  const cfg = serviceConfig(spec.domain);
+  const cfg = serviceConfig(spec.domain, env);
   const log = createLogger({ service: spec.domain });
   const pool = createPool(cfg.databaseUrl, cfg.schema);
   await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
@@ -247,10 +263,11 @@ export async function runService(spec: ServiceSpec): Promise<RunningService> {
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
-  await spec.onStart?.(store, log);
+  const svc: ServiceContext = { store, log, bus, env };
+  await spec.onStart?.(svc);
 
   const pkg = loadGrpc();
-  const server = grpcServer(handlersOf(spec, store, log), pkg, catalog(), tokenVerifier(cfg.tokenSecret), log);
+  const server = grpcServer(handlersOf(spec, svc), pkg, env, tokenVerifier(cfg.tokenSecret), log);
   server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -3,7 +3,6 @@
 // tokens. Not used by any running process.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import pg from "pg";
 import { type Identity, signToken } from "./auth.ts";
@@ -11,25 +10,14 @@ import { clientConstructor, loadGrpc } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT } from "./repo.ts";
 
-export { ROOT, serviceDomains } from "./repo.ts";
+export { freePort, ROOT, serviceDomains } from "./repo.ts";
+import { freePort } from "./repo.ts";
 
 export const DEPS = {
   databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
   natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
   redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
 };
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
 
 export interface Proc {
   child: ChildProcess;

@@ -1,11 +1,4 @@
 import { runService } from "@vnm/kit";
-import { lbHandlers } from "./handlers.ts";
-import { healthMonitors, loadBalancers, pools } from "./kinds.ts";
-import { migrations } from "./migrations.ts";
+import { service } from "./service.ts";
 
-await runService({
-  domain: "lb",
-  migrations,
-  resources: [loadBalancers, pools, healthMonitors],
-  services: lbHandlers,
-});
+await runService(service);

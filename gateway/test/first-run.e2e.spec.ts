@@ -1,0 +1,138 @@
+// `npm start` as a new user runs it: in a fresh private copy of the repository (mode 700, as
+// mktemp -d makes it; as root in CI), with nothing configured, twice side by side on different
+// PORTs. Each runs everything in one process on its own embedded PostgreSQL and free ports,
+// serves the API, and stops on SIGTERM with exit status 0, no stack trace and no process left.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, ROOT, waitFor } from "./harness.ts";
+
+interface Run {
+  dir: string;
+  port: number;
+  child: ChildProcess;
+  out: string;
+  err: string;
+  exit?: Promise<number | null>;
+}
+
+/** A copy of the working tree (tracked and new files, not ignored ones) with node_modules hard-linked. */
+function freshCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), "vnm-first-run-"));
+  const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "-z"], { cwd: ROOT, encoding: "utf8" }).split("\0").filter(Boolean);
+  execFileSync("cp", ["--parents", "-t", dir, ...files.filter((f) => !f.startsWith("node_modules/"))], { cwd: ROOT });
+  execFileSync("cp", ["-al", join(ROOT, "node_modules"), join(dir, "node_modules")]);
+  return dir;
+}
+
+/** `npm start` in `dir`, as the README says, with only PORT set. */
+function start(dir: string, port: number): Run {
+  const env: NodeJS.ProcessEnv = { PATH: `${join(dir, "node_modules", ".bin")}:${process.env["PATH"]}`, HOME: process.env["HOME"], PORT: String(port) };
+  const child = spawn("npm", ["start"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
+  const run: Run = { dir, port, child, out: "", err: "" };
+  child.stdout!.on("data", (d: Buffer) => {
+    run.out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    run.err += d.toString();
+  });
+  run.exit = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  return run;
+}
+
+async function login(run: Run): Promise<string> {
+  const password = /Generated password for admin user 'admin': (\S+)/.exec(run.out)?.[1];
+  const r = await fetch(`http://127.0.0.1:${run.port}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { key: string }).key;
+}
+
+/** The events a caller sees from now on. */
+function follow(run: Run, token: string): { events: string[]; stop: () => void } {
+  const controller = new AbortController();
+  const events: string[] = [];
+  void fetch(`http://127.0.0.1:${run.port}/events`, { headers: { "x-auth-token": token }, signal: controller.signal })
+    .then(async (r) => {
+      for await (const chunk of r.body!) events.push(Buffer.from(chunk).toString());
+    })
+    .catch(() => {});
+  return { events, stop: () => controller.abort() };
+}
+
+const runs: Run[] = [];
+
+beforeAll(async () => {
+  const ports = [await freePort(), await freePort()];
+  for (const port of ports) runs.push(start(freshCopy(), port));
+  for (const run of runs) {
+    await waitFor(`npm start on ${run.port}`, async () => (await fetch(`http://127.0.0.1:${run.port}/readyz`)).status === 200, 90_000);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  for (const run of runs) {
+    if (run.child.exitCode === null) run.child.kill("SIGKILL");
+    const data = /kept in (\S+)\/postgres/.exec(run.out)?.[1];
+    if (data?.startsWith("/var/lib/vnm/")) rmSync(data, { recursive: true, force: true });
+    rmSync(run.dir, { recursive: true, force: true });
+  }
+});
+
+describe("a first run, twice side by side", () => {
+  it("runs everything in one process on an embedded database, and says so first", () => {
+    for (const run of runs) {
+      const lines = run.out.split("\n").filter((l) => l.startsWith("[launcher]"));
+      expect(lines[0]).toContain("everything in this one process");
+      expect(lines[1]).toMatch(/data: embedded PostgreSQL, kept in \//);
+      expect(run.out).toContain(`http://127.0.0.1:${run.port}/`);
+    }
+  });
+
+  it("serves each API on its own data, with its changes on its own /events", async () => {
+    for (const run of runs) {
+      const token = await login(run);
+      const feed = follow(run, token);
+      const headers = { "x-auth-token": token, "content-type": "application/json" };
+      const base = `http://127.0.0.1:${run.port}`;
+      const b = await fetch(`${base}/bridges`, { method: "POST", headers, body: JSON.stringify({ name: `on ${run.port}` }) });
+      expect(b.status).toBe(201);
+      const id = ((await b.json()) as { id: string }).id;
+      expect((await fetch(`${base}/bridges/${id}`, { method: "DELETE", headers })).status).toBe(204);
+      await waitFor("the deletion on /events", async () => feed.events.join("").includes(`event: deleted`), 10_000);
+      const list = (await (await fetch(`${base}/bridges`, { headers })).json()) as { name: string }[];
+      expect(list.filter((x) => x.name.startsWith("on ")).map((x) => x.name)).toEqual([]);
+      feed.stop();
+    }
+  });
+
+  it("refuses a taken PORT in one line", async () => {
+    const second = start(runs[0]!.dir, runs[0]!.port);
+    expect(await second.exit).toBe(1);
+    expect(second.err).toMatch(/^\[launcher\] port \d+ on 127\.0\.0\.1 is taken: .*PORT=/m);
+    expect(second.err).not.toMatch(/\n\s+at /);
+  });
+
+  it("stops on SIGTERM: exit status 0, no stack trace, nothing left running", async () => {
+    for (const run of runs) {
+      run.child.kill("SIGTERM");
+      expect(await run.exit).toBe(0);
+      expect(run.err).not.toMatch(/\n\s+at /);
+      expect(run.out).not.toMatch(/"level":"error"/);
+    }
+    // Processes started from either copy, or serving either copy's data.
+    const marks = runs.flatMap((run) => [run.dir, /kept in (\S+)\/postgres/.exec(run.out)![1]!]);
+    const left = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .map((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").replace(/\0/g, " ");
+        } catch {
+          return "";
+        }
+      })
+      .filter((cmd) => marks.some((m) => cmd.includes(m)));
+    expect(left).toEqual([]);
+  });
+});

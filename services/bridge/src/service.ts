@@ -1,0 +1,18 @@
+// The bridge service: what it declares; main.ts runs it on its own, the launcher beside the others.
+import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
+import { bridges } from "./bridges.ts";
+import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
+import { macPorts } from "./mac-table.ts";
+import { migrations } from "./migrations.ts";
+
+export const service: ServiceSpec = {
+  domain: "bridge",
+  migrations,
+  resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts],
+  // Lists of kinds this interface only references: empty, under an item that must exist.
+  services: ({ store }) =>
+    mergeHandlers(
+      bridges.referencedLists(store, "ListBridgePorts", "ListArpTable"),
+      dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"),
+    ),
+};
