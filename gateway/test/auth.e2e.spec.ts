@@ -1,8 +1,8 @@
 // Authentication, users and tenant isolation (conventions.md section 6), end to end through
 // the gateway with real processes, Postgres, NATS and Redis.
 import { randomBytes } from "node:crypto";
-import { signToken } from "@vnm/kit";
 import pg from "pg";
+import { accessRules, buildCatalog, signToken } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminToken, DEPS, expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
 
@@ -404,5 +404,23 @@ describe("rate limit", () => {
     expect(statuses.slice(5)).toEqual([429, 429, 429]);
     // Logins that succeed do not count: a user logging in often is not locked out.
     for (let i = 0; i < 8; i++) expect(await stack.login(one, `taA-${stack.id}`, PASSWORD)).toBeTruthy();
+  });
+});
+
+describe("admin-only kinds, from the catalog", () => {
+  it("every route of a kind with no tenant of its own or above it refuses non-admins with 403", async () => {
+    const catalog = buildCatalog();
+    const rules = accessRules(catalog);
+    const adminOnly = catalog.routes.filter((r) => rules.get(`${r.service}/${r.rpc}`)?.adminOnly);
+    expect(adminOnly.length).toBeGreaterThan(0);
+    const wrong: string[] = [];
+    for (const r of adminOnly) {
+      const path = r.template.replace(/\{[^}]+\}/g, "00000000-0000-4000-8000-000000000001");
+      for (const who of ["taA", "tuA"] as const) {
+        const res = await req(who, r.method, path, r.bodyField ? {} : undefined);
+        if (res.status !== 403 || typeof res.json?.message !== "string") wrong.push(`${who} ${r.method} ${path} -> ${res.status}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@
 // relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
 import type pg from "pg";
 import type { Bus } from "./bus.ts";
+import { inTransaction } from "./db.ts";
 import type { Logger } from "./log.ts";
 
 export type ChangeEvent = "created" | "updated" | "deleted";
@@ -119,37 +120,33 @@ export class OutboxRelay {
     while (this.running) await this.running;
   }
 
+  /** Publishes and deletes up to 500 rows; undefined when another replica holds the outbox. */
+  private async publishBatch(q: pg.PoolClient): Promise<number | undefined> {
+    const lock = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [`vnm-outbox:${this.schema}`]);
+    if (!lock.rows[0]?.ok) return undefined;
+    const rows = (await q.query<{ id: string; subject: string; payload: unknown }>("SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500")).rows;
+    if (rows.length > 0) {
+      await Promise.all(rows.map((r) => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`)));
+      await q.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+    }
+    return rows.length;
+  }
+
   private async drain(): Promise<void> {
     for (;;) {
       const client = await this.pool.connect();
-      let count = 0;
+      let count: number | undefined;
       try {
         // Losing this transaction's delete in a crash only means publishing again, which the
         // bus drops by message id: its commit need not wait for the disk.
-        await client.query("BEGIN; SET LOCAL synchronous_commit = off");
-        const lock = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [
-          `vnm-outbox:${this.schema}`,
-        ]);
-        if (!lock.rows[0]?.ok) {
-          await client.query("COMMIT");
-          // Another replica is draining; it may have missed rows committed just now.
-          setTimeout(() => this.kick(), 50).unref();
-          return;
-        }
-        const rows = await client.query<{ id: string; subject: string; payload: unknown }>(
-          "SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500",
-        );
-        count = rows.rows.length;
-        if (count > 0) {
-          await Promise.all(rows.rows.map((r) => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`)));
-          await client.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.rows.map((r) => r.id)]);
-        }
-        await client.query("COMMIT");
-      } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw err;
+        count = await inTransaction(client, (q) => this.publishBatch(q), { begin: "BEGIN; SET LOCAL synchronous_commit = off" });
       } finally {
         client.release();
+      }
+      if (count === undefined) {
+        // Another replica is draining; it may have missed rows committed just now.
+        setTimeout(() => this.kick(), 50).unref();
+        return;
       }
       if (count < 500) return;
     }

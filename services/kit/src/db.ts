@@ -60,20 +60,12 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
     );
     for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
       if (done.has(m.version)) continue;
-      await client.query("BEGIN");
-      try {
-        await client.query(`SET LOCAL search_path = ${schema}`);
-        await client.query(m.sql);
-        await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [
-          m.version,
-          m.name,
-        ]);
-        await client.query("COMMIT");
-        log?.info("migration applied", { schema, version: m.version, name: m.name });
-      } catch (err) {
-        await client.query("ROLLBACK");
-        throw err;
-      }
+      await inTransaction(client, async (q) => {
+        await q.query(`SET LOCAL search_path = ${schema}`);
+        await q.query(m.sql);
+        await q.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+      });
+      log?.info("migration applied", { schema, version: m.version, name: m.name });
     }
   } finally {
     await client.query("SELECT pg_advisory_unlock(hashtext($1))", [`vnm-migrate:${schema}`]).catch(() => {});
@@ -93,6 +85,26 @@ export const OUTBOX_MIGRATION: Migration = {
 };
 
 export type Queryable = Pick<pg.PoolClient, "query">;
+
+/**
+ * The one way the kit runs a transaction on a client: `begin` (BEGIN), `fn`, then `commit`
+ * (COMMIT, or a statement that commits with more); ROLLBACK when anything fails.
+ */
+export async function inTransaction<T>(
+  client: pg.PoolClient,
+  fn: (q: pg.PoolClient) => Promise<T>,
+  opts: { begin?: string; commit?: (q: pg.PoolClient) => Promise<unknown> } = {},
+): Promise<T> {
+  await client.query(opts.begin ?? "BEGIN");
+  try {
+    const result = await fn(client);
+    await (opts.commit ? opts.commit(client) : client.query("COMMIT"));
+    return result;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  }
+}
 
 /** Postgres error codes the kit turns into API errors. */
 export const PG = {

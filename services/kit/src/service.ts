@@ -9,7 +9,7 @@ import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
 import { loadConfig, optional, parsePort } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
-import { assertIdentifier, createPool, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
+import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
@@ -56,15 +56,12 @@ export class Store {
     const client = await this.pool.connect();
     const changes: Change[] = [];
     try {
-      await client.query("BEGIN");
-      const result = await fn(client, (c) => changes.push(c));
-      await commitWithChanges(client, this.prefix, this.domain, changes);
+      const result = await inTransaction(client, (q) => fn(q, (c) => changes.push(c)), {
+        commit: (q) => commitWithChanges(q, this.prefix, this.domain, changes),
+      });
       for (const c of changes) ctx.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
     } finally {
       client.release();
     }
