@@ -106,7 +106,9 @@ const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND",
 /** Maps anything a handler throws onto an ApiError; a lost database is UNAVAILABLE (503). */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  const code = (err as { code?: string } | null)?.code;
+  // Postgres errors carry string codes (SQLSTATE, or a socket error's); gRPC statuses are numbers.
+  const raw = (err as { code?: unknown } | null)?.code;
+  const code = typeof raw === "string" ? raw : undefined;
   const message = (err as Error | null)?.message ?? "";
   if (
     (code && (DB_DOWN.has(code) || code.startsWith("08"))) ||

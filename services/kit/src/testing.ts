@@ -79,6 +79,8 @@ export interface Reply {
 
 export interface DirectService {
   schema: string;
+  /** host:port of its gRPC server. */
+  address: string;
   proc: Proc;
   /** A token signed with the service's secret; `who` overrides the admin defaults. */
   token(who?: Partial<Identity>, secret?: string): string;
@@ -127,6 +129,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
   const admin = token();
   return {
     schema,
+    address: `127.0.0.1:${port}`,
     proc,
     token,
     call(service, rpc, request, bearer = admin) {

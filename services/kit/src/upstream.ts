@@ -101,7 +101,7 @@ export function createUpstream(
       try {
         return await unary(client, rpc, request, timeoutMs, token);
       } catch (err) {
-        throw nameTheService(err, domain);
+        throw ApiError.from(nameTheService(err, domain));
       }
     },
     async health(domain, timeoutMs) {
