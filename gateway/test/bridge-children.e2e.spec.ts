@@ -1,31 +1,20 @@
 // End to end for everything under /bridges/:bridgeId (interface document: DHCP Host (v2),
 // DHCPv6 Subnet (v1), MAC-Port (v2) and their endpoints; conventions.md section 5 for the
 // DHCP subnet, the path formats and the cascades). Real processes, Postgres, NATS and Redis.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { beforeEach, describe, expect, it } from "vitest";
+import { expectError, httpClient, useStack, waitFor } from "./harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const JSON_TYPE = "application/json";
 const PORT_A = "6b6d7d4e-0000-4000-8000-00000000000a";
 const PORT_B = "6b6d7d4e-0000-4000-8000-00000000000b";
 
-const stack = new Stack();
-let gw = "";
-let events: { subject: string; data: Record<string, unknown> }[] = [];
-const http = httpClient(() => gw, JSON_TYPE);
+const fx = useStack();
+const http = httpClient(() => fx.gw, JSON_TYPE);
 
 let bridge = ""; // id of a fresh bridge per test
 let bridgeUri = "";
 
-beforeAll(async () => {
-  events = await stack.watchChanges();
-  await stack.startServices();
-  gw = await stack.startGateway();
-});
-
-afterAll(async () => {
-  await stack.stop();
-});
 
 beforeEach(async () => {
   const r = await http("POST", "/bridges", { name: "parent", tenantId: "acme" });
@@ -64,7 +53,7 @@ describe("DHCP subnets (DhcpSubnet-v2, conventions 5)", () => {
     });
     expect(c.status).toBe(201);
     expect(c.headers.get("content-type")).toBe(V("DhcpSubnet-v2"));
-    const uri = `${gw}/bridges/${bridge}/dhcp/10.0.0.0_24`;
+    const uri = `${fx.gw}/bridges/${bridge}/dhcp/10.0.0.0_24`;
     expect(c.headers.get("location")).toBe(uri);
     expect(c.json).toEqual({
       subnetPrefix: "10.0.0.0",
@@ -139,7 +128,7 @@ describe("DHCP subnets (DhcpSubnet-v2, conventions 5)", () => {
     expectError(await http("PUT", `/bridges/${bridge}/dhcp/10.0.0.0_16`, subnet({ subnetPrefix: "10.1.0.0" })), 409);
     const moved = await http("PUT", `/bridges/${bridge}/dhcp/10.0.0.0_16`, subnet());
     expect(moved.status).toBe(200);
-    expect(moved.json.uri).toBe(`${gw}/bridges/${bridge}/dhcp/10.0.0.0_24`);
+    expect(moved.json.uri).toBe(`${fx.gw}/bridges/${bridge}/dhcp/10.0.0.0_24`);
     expectError(await http("GET", `/bridges/${bridge}/dhcp/10.0.0.0_16`), 404);
     const hosts = await http("GET", `${moved.json.hosts}`);
     expect(hosts.json.map((h: { uri: string }) => h.uri)).toEqual([`${moved.json.uri}/hosts/02:00:00:00:00:01`]);
@@ -158,7 +147,7 @@ describe("DHCP hosts (DhcpHost-v2)", () => {
       "content-type": V("DhcpHost-v2"),
     });
     expect(c.status).toBe(201);
-    const uri = `${gw}${hostsOf()}/02:aa:00:00:00:01`;
+    const uri = `${fx.gw}${hostsOf()}/02:aa:00:00:00:01`;
     expect(c.headers.get("location")).toBe(uri);
     expect(c.json).toEqual({ macAddr: "02:aa:00:00:00:01", ipAddr: "10.0.0.10", name: "h1", extraDhcpOpts: opts, uri });
     expect((await http("GET", hostsOf(), undefined, { accept: V("collection.DhcpHost-v2") })).json).toEqual([c.json]);
@@ -227,7 +216,7 @@ describe("DHCP hosts (DhcpHost-v2)", () => {
     expectError(await http("PUT", `${hostsOf()}/02:00:00:00:00:01`, host({ macAddr: "02:00:00:00:00:02" })), 409);
     const moved = await http("PUT", `${hostsOf()}/02:00:00:00:00:01`, host({ macAddr: "02:00:00:00:00:03" }));
     expect(moved.status).toBe(200);
-    expect(moved.json.uri).toBe(`${gw}${hostsOf()}/02:00:00:00:00:03`);
+    expect(moved.json.uri).toBe(`${fx.gw}${hostsOf()}/02:00:00:00:00:03`);
     expectError(await http("GET", `${hostsOf()}/02:00:00:00:00:01`), 404);
   });
 });
@@ -238,7 +227,7 @@ describe("DHCPv6 subnets (DhcpV6Subnet-v1)", () => {
       "content-type": V("DhcpV6Subnet-v1"),
     });
     expect(c.status).toBe(201);
-    const uri = `${gw}/bridges/${bridge}/dhcpV6/2001:db8::_64`;
+    const uri = `${fx.gw}/bridges/${bridge}/dhcpV6/2001:db8::_64`;
     expect(c.headers.get("location")).toBe(uri);
     expect(c.json).toEqual({ prefix: "2001:db8::", prefixLength: 64, uri, hosts: `${uri}/hosts` });
     expect((await http("GET", uri)).json).toEqual(c.json);
@@ -252,7 +241,7 @@ describe("DHCPv6 subnets (DhcpV6Subnet-v1)", () => {
 
     const moved = await http("PUT", uri, { prefix: "dead:beef::", prefixLength: 48 });
     expect(moved.status).toBe(200);
-    expect(moved.json.uri).toBe(`${gw}/bridges/${bridge}/dhcpV6/dead:beef::_48`);
+    expect(moved.json.uri).toBe(`${fx.gw}/bridges/${bridge}/dhcpV6/dead:beef::_48`);
     expectError(await http("GET", uri), 404);
     expect((await http("DELETE", moved.json.uri)).status).toBe(204);
     expectError(await http("DELETE", moved.json.uri), 404);
@@ -286,7 +275,7 @@ describe("MAC table (MacPort-v2)", () => {
       "content-type": V("MacPort-v2"),
     });
     expect(c.status).toBe(201);
-    const uri = `${gw}/bridges/${bridge}/mac_table/${pair("02:ab:00:00:00:01", PORT_A)}`;
+    const uri = `${fx.gw}/bridges/${bridge}/mac_table/${pair("02:ab:00:00:00:01", PORT_A)}`;
     expect(c.headers.get("location")).toBe(uri);
     expect(c.json).toEqual({ macAddr: "02:ab:00:00:00:01", portId: PORT_A, vlanId: 0, uri });
     expect((await http("GET", uri)).json).toEqual(c.json);
@@ -301,7 +290,7 @@ describe("MAC table (MacPort-v2)", () => {
   it("VLAN form: the path VLAN wins, the plain list shows every VLAN, the VLAN list only its own", async () => {
     const v5 = await http("POST", `/bridges/${bridge}/vlans/5/mac_table`, { macAddr: "02:00:00:00:00:05", portId: PORT_A, vlanId: 2 });
     expect(v5.status).toBe(201);
-    const uri = `${gw}/bridges/${bridge}/vlans/5/mac_table/${pair("02:00:00:00:00:05", PORT_A)}`;
+    const uri = `${fx.gw}/bridges/${bridge}/vlans/5/mac_table/${pair("02:00:00:00:00:05", PORT_A)}`;
     expect(v5.json).toMatchObject({ vlanId: 5, uri });
     expect(v5.headers.get("location")).toBe(uri);
     const v0 = await http("POST", `/bridges/${bridge}/mac_table`, { macAddr: "02:00:00:00:00:00", portId: PORT_B });
@@ -376,12 +365,12 @@ describe("deleting a bridge (conventions 5: cascades)", () => {
       expectError(await http("GET", `/bridges/${bridge}/${p}`), 404);
     }
     const kinds = () =>
-      events
+      fx.events
         .filter((e) => String(e.data["path"]).startsWith(`/bridges/${bridge}`) && e.subject.endsWith(".deleted"))
         .map((e) => e.data["kind"]);
     await waitFor("cascade events", async () => kinds().length >= 5, 5_000);
     expect(kinds().sort()).toEqual(["Bridge", "DhcpHost", "DhcpSubnet", "DhcpV6Subnet", "MacPort"]);
-    const hostEvent = events.find((e) => e.data["kind"] === "DhcpHost" && String(e.data["path"]).startsWith(`/bridges/${bridge}`));
+    const hostEvent = fx.events.find((e) => e.data["kind"] === "DhcpHost" && String(e.data["path"]).startsWith(`/bridges/${bridge}`));
     expect(hostEvent?.data).toMatchObject({ path: `/bridges/${bridge}/dhcp/10.0.0.0_24/hosts/02:00:00:00:00:01`, tenantId: "acme" });
   });
 

@@ -2,37 +2,27 @@
 // plain HTTP. Each block maps to the interface document's Bridge (v4) section or a rule of
 // conventions.md (sections in the test names).
 import { gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { adminToken, DEPS, expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { adminToken, DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const stack = new Stack();
-let gw = "";
-let events: { subject: string; data: Record<string, unknown> }[] = [];
+const fx = useStack();
+const { stack } = fx;
 
-const http = httpClient(() => gw, BRIDGE);
+const http = httpClient(() => fx.gw, BRIDGE);
 const create = (body: unknown) => http("POST", "/bridges", body);
 
-beforeAll(async () => {
-  events = await stack.watchChanges();
-  await stack.startServices();
-  gw = await stack.startGateway();
-});
-
-afterAll(async () => {
-  await stack.stop();
-});
 
 describe("root document (conventions 1)", () => {
   it("lists the bridge collection and template as absolute URLs, version v5.0", async () => {
     const r = await http("GET", "/");
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("application/vnd.org.service.Application-v5+json");
-    expect(r.json).toMatchObject({ uri: `${gw}/`, version: "v5.0", bridges: `${gw}/bridges`, bridgeTemplate: `${gw}/bridges/{id}` });
+    expect(r.json).toMatchObject({ uri: `${fx.gw}/`, version: "v5.0", bridges: `${fx.gw}/bridges`, bridgeTemplate: `${fx.gw}/bridges/{id}` });
   });
 });
 
@@ -43,8 +33,8 @@ describe("Bridge (v4) representation", () => {
     expect(r.headers.get("content-type")).toBe(BRIDGE);
     const id = r.json.id as string;
     expect(id).toMatch(UUID);
-    expect(r.headers.get("location")).toBe(`${gw}/bridges/${id}`);
-    const u = `${gw}/bridges/${id}`;
+    expect(r.headers.get("location")).toBe(`${fx.gw}/bridges/${id}`);
+    const u = `${fx.gw}/bridges/${id}`;
     expect(r.json).toEqual({
       id,
       tenantId: null,
@@ -104,9 +94,9 @@ describe("Bridge (v4) representation", () => {
       outboundFilterId: "aaaaaaaa-2222-3333-4444-555555555555",
       inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"],
       vxlanPortIds: [],
-      uri: `${gw}/bridges/${id}`,
-      inboundFilter: `${gw}/chains/${inF}`,
-      outboundFilter: `${gw}/chains/aaaaaaaa-2222-3333-4444-555555555555`,
+      uri: `${fx.gw}/bridges/${id}`,
+      inboundFilter: `${fx.gw}/chains/${inF}`,
+      outboundFilter: `${fx.gw}/chains/aaaaaaaa-2222-3333-4444-555555555555`,
     });
     const dup = await create({ id, name: "again" });
     expectError(dup, 409);
@@ -259,7 +249,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
   it("415 for a missing or foreign Content-Type or coding; JSON and gzip accepted", async () => {
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "text/plain" }), 415);
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "application/vnd.org.service.Bridge-v3+json" }), 415);
-    const res = await fetch(`${gw}/bridges`, {
+    const res = await fetch(`${fx.gw}/bridges`, {
       method: "POST",
       headers: { "x-auth-token": adminToken() },
       body: new Uint8Array(Buffer.from('{"name":"x"}')),
@@ -304,7 +294,7 @@ describe("change notifications on NATS (architecture 4)", () => {
     const id = c.json.id as string;
     await http("PUT", `/bridges/${id}`, { name: "evented2", tenantId: "tn" });
     await http("DELETE", `/bridges/${id}`);
-    const mine = () => events.filter((e) => e.data["id"] === id);
+    const mine = () => fx.events.filter((e) => e.data["id"] === id);
     await waitFor("three events", async () => mine().length >= 3, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(mine().map((e) => e.subject)).toEqual([
@@ -335,15 +325,15 @@ describe("Redis collection cache (issue 2)", () => {
     const path = `/bridges?tenant_id=hosts-${stack.id}`;
     const direct = await http("GET", path);
     await http("GET", path);
-    const viaName = await http("GET", gw.replace("127.0.0.1", "localhost") + path);
-    expect(direct.json[0].uri.startsWith(gw)).toBe(true);
-    expect(viaName.json[0].uri.startsWith(gw.replace("127.0.0.1", "localhost"))).toBe(true);
+    const viaName = await http("GET", fx.gw.replace("127.0.0.1", "localhost") + path);
+    expect(direct.json[0].uri.startsWith(fx.gw)).toBe(true);
+    expect(viaName.json[0].uri.startsWith(fx.gw.replace("127.0.0.1", "localhost"))).toBe(true);
   });
 
   it("a write through another gateway replica reaches this one's cached reads via NATS", async () => {
     const other = await stack.startGateway();
     const tenant = `replica-${stack.id}`;
-    const list = () => http("GET", `${gw}/bridges?tenant_id=${tenant}`);
+    const list = () => http("GET", `${fx.gw}/bridges?tenant_id=${tenant}`);
     expect((await list()).json).toEqual([]);
     expect((await list()).json).toEqual([]);
     const c = await http("POST", `${other}/bridges`, { name: "r", tenantId: tenant });
@@ -431,7 +421,7 @@ describe("paging (conventions 7)", () => {
       seen.push(...r.json.map((b: { id: string }) => b.id));
       const link = r.headers.get("link");
       url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
-      if (url) expect(url.startsWith(`${gw}/bridges?`)).toBe(true);
+      if (url) expect(url.startsWith(`${fx.gw}/bridges?`)).toBe(true);
       pages++;
     }
     expect(seen).toEqual(ids);

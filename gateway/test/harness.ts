@@ -7,7 +7,7 @@ import { DEPS, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor 
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 
 export { DEPS, freePort, type Proc, ROOT, startProcess, waitFor };
 
@@ -216,4 +216,26 @@ export function expectError(r: HttpResult, status: number): void {
   expect(typeof r.json.message).toBe("string");
   expect(r.json.message.length).toBeGreaterThan(0);
   expect(r.json.requestId).toBe(r.headers.get("x-request-id"));
+}
+
+export interface StackFixture {
+  stack: Stack;
+  /** The gateway's base URL, once the stack runs. */
+  gw: string;
+  /** Every change notification the stack published. */
+  events: ChangeSeen[];
+}
+
+/** One stack for a test file: every service and a gateway started before its tests, stopped after. */
+export function useStack(gatewayEnv: NodeJS.ProcessEnv = {}): StackFixture {
+  const fx: StackFixture = { stack: new Stack(), gw: "", events: [] };
+  beforeAll(async () => {
+    fx.events = await fx.stack.watchChanges();
+    await fx.stack.startServices();
+    fx.gw = await fx.stack.startGateway(gatewayEnv);
+  });
+  afterAll(async () => {
+    await fx.stack.stop();
+  });
+  return fx;
 }

@@ -1,21 +1,12 @@
 // Bad input never earns a 5xx (conventions 3): a sweep of hostile bodies, path segments and
 // query values over every kind's endpoints must answer 4xx (or 2xx), always with a body.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { buildCatalog } from "@vnm/kit";
-import { httpClient, Stack } from "./harness.ts";
+import { httpClient, useStack } from "./harness.ts";
 
-const stack = new Stack();
-let gw = "";
-const http = httpClient(() => gw, "application/json");
+const fx = useStack({ VNM_RATE_LIMIT: "0" });
+const http = httpClient(() => fx.gw, "application/json");
 
-beforeAll(async () => {
-  await stack.startServices();
-  gw = await stack.startGateway({ VNM_RATE_LIMIT: "0" });
-});
-
-afterAll(async () => {
-  await stack.stop();
-});
 
 const BODIES = [
   '{"__proto__": {"name": 5}}',
