@@ -51,7 +51,15 @@ function integer(type: string, v: unknown): Converted {
   return { ok: true, value: type.endsWith("64") ? n.toString() : Number(n) };
 }
 
+/** A client's JSON object as text: big integers keep their digits (JSON.rawJSON), keys their order. */
+function jsonObjectText(v: unknown): Converted {
+  if (typeof v !== "object" || v === null || Array.isArray(v) || v instanceof LosslessNumber) return { ok: false, message: "must be a JSON object" };
+  const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+  return { ok: true, value: JSON.stringify(v, (_k, x) => (x instanceof LosslessNumber ? raw(x.source) : x)) };
+}
+
 function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string): Converted {
+  if (field.jsonObject) return jsonObjectText(v);
   switch (field.type) {
     case "string":
       if (typeof v !== "string") return { ok: false, message: "must be a string" };
@@ -143,6 +151,8 @@ type Writer = (obj: Record<string, unknown>, base: string) => string;
 const writers = new WeakMap<MessageInfo, Writer>();
 
 function valueJson(field: FieldInfo, v: unknown, base: string): string {
+  // The service hands back the JSON text the gateway checked and passed on.
+  if (field.jsonObject) return String(v);
   switch (field.type) {
     case "message":
       return toJson(field.message!, v as Record<string, unknown>, base);

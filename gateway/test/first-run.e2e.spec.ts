@@ -1,7 +1,8 @@
 // `npm start` as a new user runs it: in a fresh private copy of the repository (mode 700, as
 // mktemp -d makes it; as root in CI), with nothing configured, twice side by side on different
 // PORTs. Each runs everything in one process on its own embedded PostgreSQL and free ports,
-// serves the API, and stops on SIGTERM with exit status 0, no stack trace and no process left.
+// serves the API (services reacting to each other's changes included), and stops on SIGTERM
+// with exit status 0, no stack trace and no process left.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,7 +68,11 @@ beforeAll(async () => {
   const ports = [await freePort(), await freePort()];
   for (const port of ports) runs.push(start(freshCopy(), port));
   for (const run of runs) {
-    await waitFor(`npm start on ${run.port}`, async () => (await fetch(`http://127.0.0.1:${run.port}/readyz`)).status === 200, 90_000);
+    const exited = run.exit!.then((code) => {
+      throw new Error(`npm start exited ${code}: ${run.err}${run.out}`);
+    });
+    await Promise.race([waitFor(`npm start on ${run.port}`, async () => (await fetch(`http://127.0.0.1:${run.port}/readyz`)).status === 200, 90_000), exited]);
+    exited.catch(() => {}); // its exit at the end is the last test's business
   }
 }, 120_000);
 
@@ -90,7 +95,7 @@ describe("a first run, twice side by side", () => {
     }
   });
 
-  it("serves each API on its own data, with its changes on its own /events", async () => {
+  it("serves each API on its own data: a bridge's trace goes with it, both deletions on its own /events", async () => {
     for (const run of runs) {
       const token = await login(run);
       const feed = follow(run, token);
@@ -99,10 +104,17 @@ describe("a first run, twice side by side", () => {
       const b = await fetch(`${base}/bridges`, { method: "POST", headers, body: JSON.stringify({ name: `on ${run.port}` }) });
       expect(b.status).toBe(201);
       const id = ((await b.json()) as { id: string }).id;
+      const body = JSON.stringify({ name: "t", deviceType: "BRIDGE", deviceId: id, condition: {} });
+      const t = await fetch(`${base}/traces`, { method: "POST", headers, body });
+      expect(t.status).toBe(201);
+      const traceId = ((await t.json()) as { id: string }).id;
       expect((await fetch(`${base}/bridges/${id}`, { method: "DELETE", headers })).status).toBe(204);
-      await waitFor("the deletion on /events", async () => feed.events.join("").includes(`event: deleted`), 10_000);
+      // The tracing service reacts to the bridge service's change on the bus they share.
+      await waitFor("the trace to go with its bridge", async () => (await fetch(`${base}/traces/${traceId}`, { headers })).status === 404, 10_000);
+      const deleted = () => feed.events.join("").split("\n\n").filter((e) => e.includes("event: deleted"));
+      await waitFor("both deletions on /events", async () => deleted().some((e) => e.includes(`/bridges/${id}`)) && deleted().some((e) => e.includes(`/traces/${traceId}`)), 10_000);
       const list = (await (await fetch(`${base}/bridges`, { headers })).json()) as { name: string }[];
-      expect(list.filter((x) => x.name.startsWith("on ")).map((x) => x.name)).toEqual([]);
+      expect(list.map((x) => x.name)).toEqual([]);
       feed.stop();
     }
   });

@@ -239,3 +239,44 @@ export function useStack(gatewayEnv: NodeJS.ProcessEnv = {}): StackFixture {
   });
   return fx;
 }
+
+export interface FeedEvent {
+  event: string;
+  id: string;
+  data: { kind: string; id: string; uri: string };
+}
+
+/** Opens the feed and collects its events until close(). */
+export async function openFeed(gw: string, token: string, lastEventId?: string) {
+  const ac = new AbortController();
+  const headers: Record<string, string> = { "x-auth-token": token, accept: "text/event-stream" };
+  if (lastEventId) headers["last-event-id"] = lastEventId;
+  const res = await fetch(`${gw}/events`, { headers, signal: ac.signal });
+  const events: FeedEvent[] = [];
+  let buffer = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
+        const block = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        const fields = Object.fromEntries(
+          block
+            .split("\n")
+            .filter((l) => !l.startsWith(":") && l.includes(":"))
+            .map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()]),
+        );
+        if (fields["data"]) events.push({ event: fields["event"] ?? "", id: fields["id"] ?? "", data: JSON.parse(fields["data"]) });
+      }
+    }
+  })().catch(() => {});
+  return {
+    res,
+    events,
+    close: async () => {
+      ac.abort();
+      await reading;
+    },
+  };
+}

@@ -27,8 +27,9 @@ export interface Bus {
   /**
    * Hands every message on `subjects` (below `<prefix>.`, NATS wildcards allowed) to `handler`
    * at least once, in order, as the durable consumer `name`: what is published while this
-   * process is down is handed over when it is back (with NATS), and a message whose handler
-   * fails is handed over again a second later. Several replicas with one name share the work.
+   * process is down is handed over when it is back (with NATS; the first time from the start of
+   * the stream's history), and a message whose handler fails is handed over again a second
+   * later. Several replicas with one name share the work. Handlers must be idempotent.
    */
   consume(name: string, subjects: string[], handler: (msg: BusMessage) => Promise<void>): void;
   close(): Promise<void>;
@@ -197,7 +198,12 @@ class NatsBus implements Bus {
         await this.ensureStream();
         const jsm = await this.nc!.jetstreamManager();
         const stream = streamName(this.prefix);
-        await jsm.consumers.add(stream, { durable_name: name, filter_subjects: filters, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.New, max_ack_pending: 1 });
+        // One filter is `filter_subject`: servers before 2.10 know no `filter_subjects`.
+        const filter = filters.length === 1 ? { filter_subject: filters[0] } : { filter_subjects: filters };
+        // From the start of the stream's history: a consumer created after its service started
+        // (NATS still connecting) must not miss what was announced meanwhile; handlers are
+        // idempotent, so a day of history handled again is harmless.
+        await jsm.consumers.add(stream, { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1 });
         const messages = await (await this.js.consumers.get(stream, name)).consume();
         for await (const m of messages) {
           if (this.closed) break;
@@ -210,7 +216,8 @@ class NatsBus implements Bus {
           );
         }
       } catch (err) {
-        if (!this.closed) this.opts.log.debug("consumer waiting for NATS", { consumer: name, err: (err as Error).message });
+        // Waiting for NATS is expected; failing while connected is worth a line.
+        if (!this.closed && this.current === "connected") this.opts.log.warn("change consumer not running; retrying", { consumer: name, err: (err as Error).message });
       }
       await new Promise((r) => setTimeout(r, REDELIVER_MS));
     }

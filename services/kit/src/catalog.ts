@@ -19,6 +19,8 @@ export interface FieldInfo {
   internal: boolean;
   /** A list request's tenant filter (?tenant_id=). */
   tenantFilter: boolean;
+  /** A string holding a client's free-form JSON object (vnm.api.json_object). */
+  jsonObject: boolean;
 }
 
 export interface ResourceInfo {
@@ -47,7 +49,7 @@ export interface MessageInfo {
   fields: FieldInfo[];
   byName: Map<string, FieldInfo>;
   resource?: ResourceInfo;
-  /** True when an int64-like field occurs anywhere inside (JSON needs lossless numbers). */
+  /** True when an int64-like or free-form JSON field occurs anywhere inside (JSON needs lossless numbers). */
   hasInt64: boolean;
 }
 
@@ -184,7 +186,7 @@ class Messages {
     this.all.set(type.fullName, info);
     for (const f of type.fieldsArray) {
       const fi = this.field(type, f);
-      if (INT64.has(f.type) || fi.message?.hasInt64) info.hasInt64 = true;
+      if (INT64.has(f.type) || fi.jsonObject || fi.message?.hasInt64) info.hasInt64 = true;
       info.fields.push(fi);
       info.byName.set(fi.name, fi);
     }
@@ -202,7 +204,9 @@ class Messages {
       link: f.options?.["(vnm.api.link)"] as string | undefined,
       internal: f.options?.["(vnm.api.internal)"] === true,
       tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
+      jsonObject: f.options?.["(vnm.api.json_object)"] === true,
     };
+    if (fi.jsonObject && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: json_object must be a single string field`);
     if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);
     if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
     return fi;

@@ -132,6 +132,13 @@ export type AnyResource = Resource<any, any>;
 /** Every Resource of this process, by kind: children find their parent here. */
 const registry = new Map<string, AnyResource>();
 
+/** The Resource of this process declared for a proto message ("vnm.tracing.v1.TraceRequest"). */
+export function resourceOf(proto: string): AnyResource {
+  const r = registry.get(catalog().kindOf(proto).kind);
+  if (!r) throw new Error(`no Resource declares ${proto} in this process`);
+  return r;
+}
+
 export class Resource<S extends z.ZodType, R extends Row> {
   readonly spec: ResourceSpec<S, R>;
   readonly info: KindInfo;

@@ -3,7 +3,7 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
-import { bearer, type Identity, tokenVerifier } from "./auth.ts";
+import { bearer, type Identity, signToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
@@ -13,7 +13,7 @@ import { assertIdentifier, createPool, inTransaction, type Migration, migrate, O
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
-import { addressVariable, CHANGED_KINDS_KEY, createUpstream } from "./upstream.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
@@ -50,16 +50,17 @@ export class Store {
 
   /**
    * Runs `fn` in one transaction; the changes it emits are written to the outbox in the same
-   * transaction and announced after the commit.
+   * transaction and announced after the commit. `ctx` is the call's, to name the changes to the
+   * gateway; work no call asked for (reacting to another service's change) has none.
    */
-  async tx<T>(ctx: CallContext, fn: (q: pg.PoolClient, emit: (c: Change) => void) => Promise<T>): Promise<T> {
+  async tx<T>(ctx: CallContext | undefined, fn: (q: pg.PoolClient, emit: (c: Change) => void) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const changes: Change[] = [];
     try {
       const result = await inTransaction(client, (q) => fn(q, (c) => changes.push(c)), {
         commit: (q) => commitWithChanges(q, this.prefix, this.domain, changes),
       });
-      for (const c of changes) ctx.changed.add(`${this.domain}.${c.kind}:${c.event}`);
+      for (const c of changes) ctx?.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
     } finally {
@@ -72,13 +73,16 @@ export interface ServiceSpec {
   /** Domain name: schema name, subject segment, log name ("bridge"). */
   domain: string;
   migrations: Migration[];
-  /** The kinds served from their declarations: their RPCs go to the gRPC service the proto names. */
-  resources?: AnyResource[];
+  /**
+   * The kinds served from their declarations: their RPCs go to the gRPC service the proto
+   * names. A function when their hooks need the service's context (to call another service).
+   */
+  resources?: AnyResource[] | ((svc: ServiceContext) => AnyResource[]);
   /** Other handlers per full gRPC service name, built once the store exists. */
   services?: (svc: ServiceContext) => Record<string, Handlers>;
   /**
-   * Runs after the migrations, before the service answers: seeding, or following other
-   * services' changes (`svc.bus.consume`).
+   * Runs after the migrations and once the resources exist, before the service answers:
+   * seeding, or following other services' changes (`svc.bus.consume`).
    */
   onStart?: (svc: ServiceContext) => Promise<void>;
 }
@@ -90,6 +94,30 @@ export interface ServiceContext {
   bus: Bus;
   /** The environment the service was started with (other services' VNM_<DOMAIN>_ADDR). */
   env: NodeJS.ProcessEnv;
+  /**
+   * Calls another service as this service (an administrator's token of its own), at the
+   * address its VNM_<DOMAIN>_ADDR gives; UNAVAILABLE naming it when it is down or not given.
+   */
+  call(service: string, rpc: string, request: unknown): Promise<Record<string, unknown>>;
+}
+
+const PEER_TIMEOUT_MS = 5_000;
+
+/** ServiceContext.call: one channel per peer, a token re-signed a minute before it expires. */
+function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string): { call: ServiceContext["call"]; close(): void } {
+  let upstream: Upstream | undefined;
+  let token = { value: "", exp: 0 };
+  const close = () => upstream?.close();
+  const call: ServiceContext["call"] = async (service, rpc, request) => {
+    upstream ??= createUpstream(loadGrpc(), catalog().services, (d) => env[addressVariable(d)] || undefined);
+    const now = Math.floor(Date.now() / 1000);
+    if (token.exp - now < 60) {
+      const exp = now + 600;
+      token = { value: signToken({ userId: `service:${domain}`, name: domain, role: "admin", tenantId: null, exp }, secret), exp };
+    }
+    return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token.value)).response;
+  };
+  return { call, close };
 }
 
 export interface RunningService {
@@ -174,7 +202,8 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.h
 
 /** Every handler of a service: its resources' own RPCs, and the rest it writes itself. */
 function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Handlers> {
-  const own = (spec.resources ?? []).map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
+  const resources = typeof spec.resources === "function" ? spec.resources(svc) : (spec.resources ?? []);
+  const own = resources.map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
   return mergeHandlers(...own, spec.services?.(svc) ?? {});
 }
 
@@ -262,11 +291,13 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
-  const svc: ServiceContext = { store, log, bus, env };
+  const peers = peerCaller(spec.domain, env, cfg.tokenSecret);
+  const svc: ServiceContext = { store, log, bus, env, call: peers.call };
+  const handlers = handlersOf(spec, svc);
   await spec.onStart?.(svc);
 
   const pkg = loadGrpc();
-  const server = grpcServer(handlersOf(spec, svc), pkg, env, tokenVerifier(cfg.tokenSecret), log);
+  const server = grpcServer(handlers, pkg, env, tokenVerifier(cfg.tokenSecret), log);
   server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
@@ -285,6 +316,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
         resolve();
       });
     });
+    peers.close();
     await relay.stop();
     await relay.flush().catch(() => {});
     await bus.close();

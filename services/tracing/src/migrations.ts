@@ -1,0 +1,29 @@
+import type { Migration } from "@vnm/kit";
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: "trace requests",
+    sql: `
+      CREATE TABLE trace_requests (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        name text NOT NULL,
+        device_type text NOT NULL,
+        device_id uuid NOT NULL,
+        -- The client's JSON object as the gateway passed it on: text keeps key order and digits.
+        condition text NOT NULL CHECK (condition::json IS NOT NULL),
+        enabled boolean NOT NULL,
+        creation_timestamp_ms bigint NOT NULL,
+        trace_limit bigint NOT NULL
+      );
+      CREATE INDEX trace_requests_device ON trace_requests (device_type, device_id);
+      -- Bridges the bridge service announced deleted: a trace created for one while its
+      -- deletion is handled must not survive it.
+      CREATE TABLE deleted_bridges (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
+];
