@@ -59,7 +59,7 @@ export const dhcpSubnets = new Resource({
   proto: "vnm.bridge.v1.DhcpSubnet",
   table: "dhcp_subnets",
   parentColumn: "bridge_id",
-  order: "id",
+
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 4) },
   input: subnetInput,
   columns: (s) => ({
@@ -109,7 +109,7 @@ export const dhcpHosts = new Resource({
   proto: "vnm.bridge.v1.DhcpHost",
   table: "dhcp_hosts",
   parentColumn: "subnet_id",
-  order: "id",
+
   key: {
     read: (req) => {
       const m = typeof req["hostMac"] === "string" ? parseMac(req["hostMac"]) : undefined;
@@ -145,7 +145,7 @@ export const dhcpV6Subnets = new Resource({
   proto: "vnm.bridge.v1.DhcpV6Subnet",
   table: "dhcp6_subnets",
   parentColumn: "bridge_id",
-  order: "id",
+
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 6) },
   input: z.object({ prefix: ipv6(), prefixLength: int(0, 128) }),
   columns: (s) => ({ prefix: s.prefix, length: s.prefixLength }),

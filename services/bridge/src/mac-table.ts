@@ -38,7 +38,7 @@ export const macPorts = new Resource({
   proto: "vnm.bridge.v1.MacPort",
   table: "mac_ports",
   parentColumn: "bridge_id",
-  order: "vlan_id, id",
+  order: ["vlan_id"],
   key: {
     read: (req) => {
       const pair = parsePair(req["macPortPair"]);

@@ -305,8 +305,12 @@ function readKinds(routes: Route[]): Map<string, KindInfo> {
     const above = shape.slice(0, shape.lastIndexOf("/"));
     const own = (r: Route, at: string) => r.service === get.service && templateShape(r.template) === at;
     const rpc = (method: HttpMethod, at: string) => routes.find((r) => r.method === method && own(r, at))?.rpc;
-    const list = routes.find((r) => r.method === "GET" && r.shape.kind === "collection" && r.shape.item === item && own(r, above));
-    const create = routes.find((r) => r.method === "POST" && own(r, above));
+    // Its list and create are at the path above its items; a kind whose items live elsewhere
+    // (a route at /routes/{id}, created under /routers/{id}/routes) has them where the only ones are.
+    const lists = routes.filter((r) => r.method === "GET" && r.shape.kind === "collection" && r.shape.item === item && r.service === get.service);
+    const creates = routes.filter((r) => r.method === "POST" && r.shape.kind === "item" && r.shape.item === item && r.service === get.service);
+    const list = lists.find((r) => own(r, above)) ?? (lists.length === 1 ? lists[0] : undefined);
+    const create = creates.find((r) => own(r, above)) ?? (creates.length === 1 ? creates[0] : undefined);
     const segs = shape.split("/");
     let parent: string | undefined;
     for (let n = segs.length - 1; n > 1 && !parent; n--) parent = itemAt(routes, segs.slice(0, n).join("/"))?.shape.item.resource?.kind;

@@ -27,14 +27,17 @@ export interface Located<R extends Row = Row> {
 
 /** How a path names one item within its parent. */
 export interface KeySpec {
-  /** The key columns from the request's path fields; undefined when the path names nothing. */
-  read(req: Req): Record<string, unknown> | undefined;
-  /** Columns a list narrows by, from its path (the VLAN of a MAC table); none by default. */
+  /** The key columns from the request's path fields; undefined when the path names nothing. By default its `id`. */
+  read?(req: Req): Record<string, unknown> | undefined;
+  /**
+   * Columns a list narrows by, from its path (the VLAN of a MAC table, the router of a route);
+   * none by default. Throws the 404 of a path that names nothing.
+   */
   scope?(req: Req): Record<string, unknown>;
 }
 
 /** The default key: the request's `id`, a UUID, in column `id`. */
-const BY_ID: KeySpec = { read: (req) => (isUuid(req["id"]) ? { id: (req["id"] as string).toLowerCase() } : undefined) };
+const byId = (req: Req) => (isUuid(req["id"]) ? { id: (req["id"] as string).toLowerCase() } : undefined);
 
 export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   /** The proto message ("vnm.lb.v1.Pool"): RPCs, name, parent, path and tenancy come from the catalog. */
@@ -44,8 +47,11 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   /** Column holding the parent row's id, for a kind that lives under another. */
   parentColumn?: string;
   key?: KeySpec;
-  /** List order (default "seq"). */
-  order?: string;
+  /**
+   * List order: columns before the creation order (`seq`, or `id` for a nested kind), which
+   * breaks ties and keeps pages stable.
+   */
+  order?: string[];
   /** What a client may send (POST and PUT); `id` is read on POST only. */
   input: S;
   /** Values of the writable columns, defaults applied to what the body left out (PUT replaces). */
@@ -54,8 +60,8 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   render: (row: R, up: Row[]) => Record<string, unknown | null>;
   /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
-  /** List filters: request field (a query parameter) -> column. */
-  filters?: Record<string, string>;
+  /** List filters: request field (a query parameter) -> column, or the column and the check of the value (400 naming the field). */
+  filters?: Record<string, string | { column: string; parse: z.ZodType }>;
   /** Checks (and locks) what the body refers to, before the row is written. */
   references?: (q: Queryable, body: z.output<S>) => Promise<void>;
   /** Checks a body against the item's place: its ancestors, and on PUT its current row. */
@@ -167,8 +173,13 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return [...registry.values()].filter((r) => r.info.parent === this.info.kind);
   }
 
-  private get key(): KeySpec {
-    return this.spec.key ?? BY_ID;
+  private readKey(req: Req): Record<string, unknown> | undefined {
+    return (this.spec.key?.read ?? byId)(req);
+  }
+
+  /** The column that orders items by creation: `seq` on a top-level table, `id` on a nested one. */
+  private get creationOrder(): string {
+    return this.spec.parentColumn ? "id" : "seq";
   }
 
   notFound(id: string): ApiError {
@@ -249,7 +260,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
    */
   async locate(q: Queryable, req: Req, lock?: "key share" | "update"): Promise<Located<R>> {
     const up = await this.ancestors(q, req, lock ? "key share" : undefined);
-    const key = this.key.read(req);
+    const key = this.readKey(req);
     if (!key) throw this.missing(req, up);
     const cols = { ...key, ...(this.spec.parentColumn ? { [this.spec.parentColumn]: up[0]!["id"] } : {}) };
     const w = whereEqual(cols);
@@ -269,18 +280,20 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return (await this.locate(q, { id: rawId })).row["id"] as string;
   }
 
-  /** Items in list order where the columns are equal, a page at a time. */
+  /** Items in list order where the columns are equal, a page at a time (keyset: after the marker's place). */
   async list(q: Queryable, where: Record<string, unknown> = {}, page: Page = {}, up: Row[] = []) {
     const w = whereEqual(where);
     const conditions = w.sql ? [w.sql] : [];
     const params = [...w.params];
+    const order = [...(this.spec.order ?? []), this.creationOrder].map(assertIdentifier);
     if (page.marker) {
-      const at = await q.query<{ seq: string }>(`SELECT seq FROM ${this.spec.table} WHERE id = $1`, [page.marker]);
+      const at = await q.query(`SELECT ${order.join(", ")} FROM ${this.spec.table} WHERE id = $1`, [page.marker]);
       if (!at.rows[0]) throw badMarker();
-      params.push(at.rows[0].seq);
-      conditions.push(`seq > $${params.length}`);
+      const from = params.length;
+      params.push(...order.map((c) => at.rows[0][c]));
+      conditions.push(`(${order.join(", ")}) > (${order.map((_, i) => `$${from + i + 1}`).join(", ")})`);
     }
-    let sql = `SELECT * FROM ${this.spec.table}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${this.spec.order ?? "seq"}`;
+    let sql = `SELECT * FROM ${this.spec.table}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${order.join(", ")}`;
     if (page.limit) sql += ` LIMIT ${page.limit + 1}`;
     const rows = (await q.query<R>(sql, params)).rows;
     const more = page.limit !== undefined && rows.length > page.limit;
@@ -289,14 +302,24 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return more ? { items, next_marker: String(rows[rows.length - 1]!["id"]) } : { items };
   }
 
-  /** The list a request asks for: under its parent, narrowed by its scope and filters. */
+  /** The columns a list request's filters (query parameters) ask for; 400 naming a bad value. */
+  private filtered(req: Req): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [field, f] of Object.entries(this.spec.filters ?? {})) {
+      if (typeof req[field] !== "string") continue;
+      const { column, parse } = typeof f === "string" ? { column: f, parse: undefined } : f;
+      const checked = parse?.safeParse(req[field]);
+      if (checked && !checked.success) throw ApiError.invalid([{ property: field, message: checked.error.issues[0]?.message ?? "is not valid" }]);
+      out[column] = checked ? checked.data : req[field];
+    }
+    return out;
+  }
+
+  /** The list a request asks for: under its parent, narrowed by its path and filters. */
   private async listFor(q: Queryable, req: Req) {
     const up = await this.ancestors(q, req);
-    const where: Record<string, unknown> = { ...(this.key.scope?.(req) ?? {}) };
+    const where: Record<string, unknown> = { ...(this.spec.key?.scope?.(req) ?? {}), ...this.filtered(req) };
     if (this.spec.parentColumn) where[this.spec.parentColumn] = up[0]!["id"];
-    for (const [field, column] of Object.entries(this.spec.filters ?? {})) {
-      if (typeof req[field] === "string") where[column] = req[field];
-    }
     return this.list(q, where, this.spec.parentColumn ? {} : pageOf(req), up);
   }
 
@@ -318,11 +341,13 @@ export class Resource<S extends z.ZodType, R extends Row> {
    */
   async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}) {
     const up = await this.ancestors(q, req, "key share");
+    this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
     const body = { ...(parseInput(this.spec.input, req[this.info.body ?? ""] ?? {}) as object), ...fixed } as z.output<S>;
     await this.spec.references?.(q, body);
     await this.spec.validate?.(q, body, { up });
     const cols: Record<string, unknown> = { ...(await this.spec.columns(body, req)) };
-    const id = this.spec.key ? undefined : ((body as { id?: string }).id ?? randomUUID());
+    // Top-level items are named by a UUID (the client's, or a new one); nested ones by their key.
+    const id = this.spec.parentColumn ? undefined : ((body as { id?: string }).id ?? randomUUID());
     if (id) cols["id"] = id;
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
     const names = Object.keys(cols).map(assertIdentifier);
