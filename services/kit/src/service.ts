@@ -82,9 +82,10 @@ export interface ServiceSpec {
   services?: (svc: ServiceContext) => Record<string, Handlers>;
   /**
    * Runs after the migrations and once the resources exist, before the service answers:
-   * seeding, or following other services' changes (`svc.bus.consume`).
+   * seeding, following other services' changes (`svc.bus.consume`), background work. What it
+   * returns, if anything, is run first when the service stops.
    */
-  onStart?: (svc: ServiceContext) => Promise<void>;
+  onStart?: (svc: ServiceContext) => Promise<void | (() => Promise<void>)>;
 }
 
 /** What a service's own code gets to work with: its store, log, bus and configuration. */
@@ -294,7 +295,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const peers = peerCaller(spec.domain, env, cfg.tokenSecret);
   const svc: ServiceContext = { store, log, bus, env, call: peers.call };
   const handlers = handlersOf(spec, svc);
-  await spec.onStart?.(svc);
+  const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
   const pkg = loadGrpc();
   const server = grpcServer(handlers, pkg, env, tokenVerifier(cfg.tokenSecret), log);
@@ -306,6 +307,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   log.info("service ready", { port, schema: cfg.schema, bus: bus.kind });
 
   const stop = async () => {
+    await stopWork?.();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         server.forceShutdown();

@@ -1,0 +1,34 @@
+import type { Migration } from "@vnm/kit";
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: "tunnel zones and vteps",
+    sql: `
+      CREATE TABLE tunnel_zones (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        name text NOT NULL,
+        type text NOT NULL
+      );
+      -- Names are unique per type ignoring case, whoever writes at the same time.
+      CREATE UNIQUE INDEX tunnel_zones_name ON tunnel_zones (type, lower(name));
+
+      CREATE TABLE vteps (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        management_ip text NOT NULL,
+        management_port integer NOT NULL,
+        tunnel_zone_id uuid NOT NULL REFERENCES tunnel_zones (id),
+        -- What the device says, kept by the OVSDB session that watches it.
+        connection_state text NOT NULL DEFAULT 'disconnected',
+        name text,
+        description text,
+        tunnel_ips text[] NOT NULL DEFAULT '{}',
+        ports jsonb NOT NULL DEFAULT '[]',
+        CONSTRAINT vteps_address UNIQUE (management_ip, management_port)
+      );
+      CREATE INDEX vteps_zone ON vteps (tunnel_zone_id);
+    `,
+  },
+];
