@@ -2,7 +2,7 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, tokenVerifier } from "@vnm/kit";
+import { ApiError, accessRules, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions, Metrics } from "./context.ts";
@@ -80,7 +80,8 @@ function api(gw: Gateway, feed: EventFeed) {
         if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
         return await feed.serve(req, res, caller.identity, baseUri(req));
       }
-      if (req.path === "/") return serveRoot(gw, req, res);
+      const root = req.path === "/" ? null : gw.catalog.rootDocuments.find((d) => d.path === req.path.replace(/\/$/, ""));
+      if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
       await route(gw, req, res);
     } catch (err) {
       sendError(res, toHttpError(err, res.locals["requestId"] as string, gw.log), res.locals["requestId"] as string);
@@ -88,11 +89,13 @@ function api(gw: Gateway, feed: EventFeed) {
   };
 }
 
-function serveRoot(gw: Gateway, req: Request, res: Response): void {
-  if (req.method !== "GET" && req.method !== "HEAD") throw ApiError.http(405, `Method ${req.method} is not allowed on /`, [], { Allow: "GET" });
-  const type = negotiate(req.headers.accept, [ROOT_TYPE, JSON_TYPE]);
-  if (!type) throw notAcceptable([ROOT_TYPE, JSON_TYPE]);
-  send(res, 200, type, rootDocument(gw.catalog, baseUri(req)));
+/** The main root document, or another one a proto declares. */
+function serveRoot(gw: Gateway, req: Request, res: Response, which?: RootDocumentInfo): void {
+  if (req.method !== "GET" && req.method !== "HEAD") throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: "GET" });
+  const offers = [which ? vendor(which.mediaType) : ROOT_TYPE, JSON_TYPE];
+  const type = negotiate(req.headers.accept, offers);
+  if (!type) throw notAcceptable(offers);
+  send(res, 200, type, rootDocument(gw.catalog, baseUri(req), which));
 }
 
 /** The catalog route of the path: dispatched, or 405 with Allow, or a 404 that says why. */

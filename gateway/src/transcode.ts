@@ -51,15 +51,20 @@ function integer(type: string, v: unknown): Converted {
   return { ok: true, value: type.endsWith("64") ? n.toString() : Number(n) };
 }
 
-/** A client's JSON object as text: big integers keep their digits (JSON.rawJSON), keys their order. */
+/** A client's JSON value as text: big integers keep their digits (JSON.rawJSON), keys their order. */
+function jsonText(v: unknown): string {
+  const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+  return JSON.stringify(v, (_k, x) => (x instanceof LosslessNumber ? raw(x.source) : x));
+}
+
 function jsonObjectText(v: unknown): Converted {
   if (typeof v !== "object" || v === null || Array.isArray(v) || v instanceof LosslessNumber) return { ok: false, message: "must be a JSON object" };
-  const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-  return { ok: true, value: JSON.stringify(v, (_k, x) => (x instanceof LosslessNumber ? raw(x.source) : x)) };
+  return { ok: true, value: jsonText(v) };
 }
 
 function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string): Converted {
   if (field.jsonObject) return jsonObjectText(v);
+  if (field.jsonValue) return { ok: true, value: jsonText(v) };
   switch (field.type) {
     case "string":
       if (typeof v !== "string") return { ok: false, message: "must be a string" };
@@ -152,7 +157,7 @@ const writers = new WeakMap<MessageInfo, Writer>();
 
 function valueJson(field: FieldInfo, v: unknown, base: string): string {
   // The service hands back the JSON text the gateway checked and passed on.
-  if (field.jsonObject) return String(v);
+  if (field.jsonObject || field.jsonValue) return String(v);
   switch (field.type) {
     case "message":
       return toJson(field.message!, v as Record<string, unknown>, base);

@@ -21,6 +21,8 @@ export interface FieldInfo {
   tenantFilter: boolean;
   /** A string holding a client's free-form JSON object (vnm.api.json_object). */
   jsonObject: boolean;
+  /** A string holding any JSON value of a client's but null (vnm.api.json_value). */
+  jsonValue: boolean;
 }
 
 export interface ResourceInfo {
@@ -41,6 +43,15 @@ export interface ResourceInfo {
   /** Field holding the owning tenant, when the kind has one. */
   tenantField?: string;
   adminOnly: boolean;
+  /** The root document listing it (a RootDocumentInfo's name); undefined for the main one. */
+  rootDocument?: string;
+}
+
+/** A root document besides the main one (vnm.api.root_document on a message). */
+export interface RootDocumentInfo {
+  name: string;
+  path: string;
+  mediaType: string;
 }
 
 export interface MessageInfo {
@@ -109,6 +120,8 @@ export interface Catalog {
   kindOf(fullName: string): KindInfo;
   /** Full gRPC service names with their domains. */
   services: { name: string; domain: string }[];
+  /** Root documents besides the main one. */
+  rootDocuments: RootDocumentInfo[];
   /** "<service>/<rpc>" of the methods callable without a caller identity. */
   publicMethods: Set<string>;
   /**
@@ -165,6 +178,7 @@ function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
     rootPath: opts["(vnm.api.resource).root_path"] as string | undefined,
     tenantField: (opts["(vnm.api.resource).tenant_field"] as string | undefined) || undefined,
     adminOnly: opts["(vnm.api.resource).admin_only"] === true,
+    rootDocument: (opts["(vnm.api.resource).root_document"] as string | undefined) || undefined,
   };
 }
 
@@ -186,7 +200,7 @@ class Messages {
     this.all.set(type.fullName, info);
     for (const f of type.fieldsArray) {
       const fi = this.field(type, f);
-      if (INT64.has(f.type) || fi.jsonObject || fi.message?.hasInt64) info.hasInt64 = true;
+      if (INT64.has(f.type) || fi.jsonObject || fi.jsonValue || fi.message?.hasInt64) info.hasInt64 = true;
       info.fields.push(fi);
       info.byName.set(fi.name, fi);
     }
@@ -205,8 +219,9 @@ class Messages {
       internal: f.options?.["(vnm.api.internal)"] === true,
       tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
       jsonObject: f.options?.["(vnm.api.json_object)"] === true,
+      jsonValue: f.options?.["(vnm.api.json_value)"] === true,
     };
-    if (fi.jsonObject && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: json_object must be a single string field`);
+    if ((fi.jsonObject || fi.jsonValue) && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: a JSON field must be a single string field`);
     if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);
     if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
     return fi;
@@ -255,6 +270,23 @@ function methodRoutes(messages: Messages, service: string, domain: string, m: pr
     const verb = method.toUpperCase() as HttpMethod;
     return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, shape: shapeOf(response) };
   });
+}
+
+/** The root documents declared on messages (vnm.api.root_document). */
+function readRootDocuments(root: protobuf.NamespaceBase): RootDocumentInfo[] {
+  const out: RootDocumentInfo[] = [];
+  const visit = (ns: protobuf.NamespaceBase) => {
+    for (const obj of ns.nestedArray) {
+      if (obj instanceof protobuf.Type) {
+        const o = obj.options ?? {};
+        const name = o["(vnm.api.root_document).name"] as string | undefined;
+        if (name) out.push({ name, path: String(o["(vnm.api.root_document).path"]), mediaType: String(o["(vnm.api.root_document).media_type"]) });
+      }
+      if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) visit(obj);
+    }
+  };
+  visit(root);
+  return out;
 }
 
 /** Every vnm service of the root with its routes. */
@@ -393,7 +425,12 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     if (!k) throw new Error(`${fullName} is not a resource with an item GET route in the proto files`);
     return k;
   };
-  return { routes, resources, kinds, kindOf, services, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes) };
+  const rootDocuments = readRootDocuments(root);
+  for (const m of resources) {
+    const doc = m.resource!.rootDocument;
+    if (doc && !rootDocuments.some((d) => d.name === doc)) throw new Error(`${m.fullName}: no root document named ${doc}`);
+  }
+  return { routes, resources, kinds, kindOf, services, rootDocuments, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes) };
 }
 
 let shared: Catalog | undefined;

@@ -44,6 +44,11 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   proto: string;
   /** Table with an `id` primary key; top-level tables also keep `seq` (creation order). */
   table: string;
+  /**
+   * A view items are read from when they carry derived columns (a pool's members), over the
+   * table's rows; writes still go to the table.
+   */
+  view?: string;
   /** Column holding the parent row's id, for a kind that lives under another. */
   parentColumn?: string;
   key?: KeySpec;
@@ -70,6 +75,11 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   cascade?: (q: Queryable, row: R, emit: Emit, ctx: CallContext) => Promise<void>;
   /** The message of a 409 for a unique constraint other than the primary key. */
   conflict?: (body: z.output<S>, constraint: string) => string;
+  /**
+   * After the item was written and announced: what else it changes, announced (a member
+   * created changes its pool's `members`). `body` is what was written (none on a delete).
+   */
+  changed?: (q: Queryable, row: R, event: ChangeEvent, emit: Emit, body?: z.output<S>) => Promise<void>;
 }
 
 /** A page of a list: at most `limit` items after the item `marker`. */
@@ -151,6 +161,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
 
   constructor(spec: ResourceSpec<S, R>) {
     assertIdentifier(spec.table);
+    if (spec.view) assertIdentifier(spec.view);
     this.spec = spec;
     this.info = catalog().kindOf(spec.proto);
     if (this.info.parent && !spec.parentColumn) throw new Error(`${spec.proto} lives under ${this.info.parent}: declare its parentColumn`);
@@ -171,6 +182,17 @@ export class Resource<S extends z.ZodType, R extends Row> {
 
   private get children(): AnyResource[] {
     return [...registry.values()].filter((r) => r.info.parent === this.info.kind);
+  }
+
+  /** Where items are read: the view of derived columns, else the table. */
+  private get readFrom(): string {
+    return this.spec.view ?? this.spec.table;
+  }
+
+  /** The item as read (with its derived columns) after a write returned the table's row. */
+  private async reread(q: Queryable, row: R): Promise<R> {
+    if (!this.spec.view) return row;
+    return (await q.query<R>(`SELECT * FROM ${this.spec.view} WHERE id = $1`, [row["id"]])).rows[0] ?? row;
   }
 
   private readKey(req: Req): Record<string, unknown> | undefined {
@@ -264,8 +286,10 @@ export class Resource<S extends z.ZodType, R extends Row> {
     if (!key) throw this.missing(req, up);
     const cols = { ...key, ...(this.spec.parentColumn ? { [this.spec.parentColumn]: up[0]!["id"] } : {}) };
     const w = whereEqual(cols);
-    const sql = `SELECT * FROM ${this.spec.table} WHERE ${w.sql}${lock ? ` FOR ${lock.toUpperCase()}` : ""}`;
-    const row = (await q.query<R>(sql, w.params)).rows[0];
+    // Rows are locked in the table; a view of derived columns is read after.
+    if (lock && this.spec.view) await q.query(`SELECT 1 FROM ${this.spec.table} WHERE ${w.sql} FOR ${lock.toUpperCase()}`, w.params);
+    const lockHere = lock && !this.spec.view ? ` FOR ${lock.toUpperCase()}` : "";
+    const row = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE ${w.sql}${lockHere}`, w.params)).rows[0];
     if (!row) throw this.missing(req, up);
     return { row, up };
   }
@@ -287,13 +311,13 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const params = [...w.params];
     const order = [...(this.spec.order ?? []), this.creationOrder].map(assertIdentifier);
     if (page.marker) {
-      const at = await q.query(`SELECT ${order.join(", ")} FROM ${this.spec.table} WHERE id = $1`, [page.marker]);
+      const at = await q.query(`SELECT ${order.join(", ")} FROM ${this.readFrom} WHERE id = $1`, [page.marker]);
       if (!at.rows[0]) throw badMarker();
       const from = params.length;
       params.push(...order.map((c) => at.rows[0][c]));
       conditions.push(`(${order.join(", ")}) > (${order.map((_, i) => `$${from + i + 1}`).join(", ")})`);
     }
-    let sql = `SELECT * FROM ${this.spec.table}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${order.join(", ")}`;
+    let sql = `SELECT * FROM ${this.readFrom}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${order.join(", ")}`;
     if (page.limit) sql += ` LIMIT ${page.limit + 1}`;
     const rows = (await q.query<R>(sql, params)).rows;
     const more = page.limit !== undefined && rows.length > page.limit;
@@ -352,9 +376,11 @@ export class Resource<S extends z.ZodType, R extends Row> {
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
     const names = Object.keys(cols).map(assertIdentifier);
     const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
-    const row = (await this.writing(body, id, async () => (await q.query<R>(sql, Object.values(cols))).rows[0]))!;
+    const row = await this.reread(q, (await this.writing(body, id, async () => (await q.query<R>(sql, Object.values(cols))).rows[0]))!);
     emit(this.change("created", row, up));
-    return this.toMessage(row, up);
+    await this.spec.changed?.(q, row, "created", emit, body);
+    // What `changed` wrote may show in the item's derived columns.
+    return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
   }
 
   /** Replaces the item's writable columns; a changed path is announced as a move. */
@@ -364,13 +390,14 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const { row: current, up } = await this.locate(q, req);
     const body = parseInput(this.spec.input, req[this.info.body ?? ""] ?? {});
     await this.spec.references?.(q, body);
-    const locked = (await q.query<R>(`SELECT * FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]])).rows[0];
+    await q.query(`SELECT 1 FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]]);
+    const locked = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1`, [current["id"]])).rows[0];
     if (!locked) throw this.missing(req, up);
     await this.spec.validate?.(q, body, { up, current: locked });
     const cols = await this.spec.columns(body, req);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
     const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
-    const row = (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!;
+    const row = await this.reread(q, (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!);
     const before = this.change("deleted", locked, up);
     const after = this.change("updated", row, up);
     if (before.path === after.path) emit(after);
@@ -378,6 +405,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
       emit(before);
       emit({ ...after, event: "created" });
     }
+    await this.spec.changed?.(q, row, "updated", emit, body);
     return this.toMessage(row, up);
   }
 
@@ -388,6 +416,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     await this.removeChildren(q, emit, row, up);
     await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [row["id"]]);
     emit(this.change("deleted", row, up));
+    await this.spec.changed?.(q, row, "deleted", emit);
   }
 
   private async removeChildren(q: Queryable, emit: Emit, row: Row, up: Row[]): Promise<void> {

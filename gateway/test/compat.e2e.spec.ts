@@ -1,0 +1,292 @@
+// The /compat family end to end (issue 14): the compat service behind the gateway, real
+// Postgres, NATS and Redis. Media types, the compat root, tenancy, every rule with its status
+// and the field it names, derived fields in item and cached list reads, and races.
+import { beforeAll, describe, expect, it } from "vitest";
+import { expectError, type HttpResult, httpClient, useStack, waitFor } from "./harness.ts";
+
+const T = (name: string) => `application/vnd.org.service.compat.${name}+json`;
+const fx = useStack();
+const http = httpClient(() => fx.gw, "application/json");
+const tokens: Record<string, string> = {};
+const as = (who: string) => ({ "x-auth-token": tokens[who]! });
+const TENANT = "tenant-a";
+let n = 0;
+const ip = () => `10.1.${Math.floor(++n / 250)}.${(n % 250) + 1}`;
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => http("POST", path, body, headers);
+const pool = async (over: Record<string, unknown> = {}) => (await post("/compat/lb/pools", { tenant_id: TENANT, name: "p", ...over })).json;
+const violated = (r: HttpResult) => r.json.violations.map((v: { property: string }) => v.property);
+
+beforeAll(async () => {
+  for (const [who, role, tenantId] of [
+    ["taA", "tenant_admin", TENANT],
+    ["taB", "tenant_admin", "tenant-b"],
+  ] as const) {
+    const name = `${who}-${fx.stack.id}`;
+    expect((await post("/users", { name, password: "compat-password-1", tenantId, roles: [role] })).status).toBe(201);
+    tokens[who] = await fx.stack.login(fx.gw, name, "compat-password-1");
+  }
+});
+
+describe("the family", () => {
+  it("has its own root document linked from the main one, with every collection and template", async () => {
+    const main = (await http("GET", "/")).json;
+    expect(main.compat).toBe(`${fx.gw}/compat`);
+    const r = await http("GET", "/compat", undefined, { accept: T("Compat-v1") });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe(T("Compat-v1"));
+    expect(r.json.load_balancer).toMatchObject({ pools: `${fx.gw}/compat/lb/pools`, pool_template: `${fx.gw}/compat/lb/pools/{id}`, vips: `${fx.gw}/compat/lb/vips` });
+    expect(r.json.security_group_rules).toBe(`${fx.gw}/compat/security_group_rules`);
+    expect(main.pools).toBe(`${fx.gw}/pools`); // the v5 pools stay in the main document
+  });
+
+  it("speaks snake_case with compat media types and plural collections, no uri, and no PUT", async () => {
+    const p = await post("/compat/lb/pools", { tenant_id: TENANT, lb_method: "ROUND_ROBIN", protocol: "TCP" }, { "content-type": T("lb.Pool-v1") });
+    expect(p.status).toBe(201);
+    expect(p.headers.get("content-type")).toBe(T("lb.Pool-v1"));
+    expect(p.json).toMatchObject({ tenant_id: TENANT, admin_state_up: true, members: [], health_monitors: [], vip_id: null });
+    expect(p.json).not.toHaveProperty("uri");
+    expect(p.headers.get("location")).toBe(`${fx.gw}/compat/lb/pools/${p.json.id}`);
+    const list = await http("GET", "/compat/lb/pools", undefined, { accept: T("lb.Pools-v1") });
+    expect(list.headers.get("content-type")).toBe(T("lb.Pools-v1"));
+    const put = await http("PUT", `/compat/lb/pools/${p.json.id}`, { tenant_id: TENANT });
+    expectError(put, 405);
+    expect(put.headers.get("allow")).toBe("GET, DELETE");
+    expectError(await post("/compat/lb/pools", { name: "no tenant" }), 400);
+  });
+});
+
+describe("LB rules", () => {
+  it("pools: only ROUND_ROBIN and TCP", async () => {
+    for (const [body, property] of [
+      [{ lb_method: "LEAST_CONNECTIONS" }, "lb_method"],
+      [{ protocol: "HTTP" }, "protocol"],
+      [{ status: "UP" }, "status"],
+    ] as const) {
+      const r = await post("/compat/lb/pools", { tenant_id: TENANT, ...body });
+      expectError(r, 400);
+      expect(violated(r)).toEqual([property]);
+    }
+  });
+
+  it("members: the pool must exist (404 naming it); weight in [0, 256] default 1; port in [0, 65535]; unique per pool, address and port", async () => {
+    const p = await pool();
+    const missing = "00000000-0000-4000-8000-00000000c0f1";
+    const r404 = await post("/compat/lb/members", { tenant_id: TENANT, pool_id: missing, address: ip(), protocol_port: 80 });
+    expectError(r404, 404);
+    expect(r404.json.message).toContain(missing);
+    for (const [over, property] of [
+      [{ weight: 257 }, "weight"],
+      [{ weight: -1 }, "weight"],
+      [{ protocol_port: 65536 }, "protocol_port"],
+      [{ address: "10.0.0" }, "address"],
+    ] as const) {
+      const r = await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: ip(), protocol_port: 80, ...over });
+      expectError(r, 400);
+      expect(violated(r)).toEqual([property]);
+    }
+    const addr = ip();
+    const ok = await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: addr, protocol_port: 80 });
+    expect(ok.json.weight).toBe(1);
+    expectError(await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: addr, protocol_port: 80 }), 409);
+    expect((await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: addr, protocol_port: 81 })).status).toBe(201);
+  });
+
+  it("VIPs: TCP only (HTTP and HTTPS say so), connection_limit >= -1 default -1, session persistence and its cookie", async () => {
+    const p = await pool();
+    for (const proto of ["HTTP", "HTTPS"]) {
+      const r = await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id, protocol: proto });
+      expectError(r, 400);
+      expect(r.json.violations).toEqual([{ property: "protocol", message: `${proto} is not supported: only TCP is` }]);
+    }
+    const cases: [Record<string, unknown>, string][] = [
+      [{ protocol: "UDP" }, "protocol"],
+      [{ connection_limit: -2 }, "connection_limit"],
+      [{ protocol_port: 70000 }, "protocol_port"],
+      [{ session_persistence: { type: "APP_COOKIE" } }, "session_persistence"],
+      [{ session_persistence: { type: "SOURCE_IP", cookie_name: "c" } }, "session_persistence"],
+      [{ session_persistence: { type: "HTTP_COOKIE", cookie_name: "c" } }, "session_persistence"],
+      [{ session_persistence: { type: "STICKY" } }, "session_persistence"],
+    ];
+    for (const [over, property] of cases) {
+      const r = await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id, ...over });
+      expectError(r, 400);
+      expect(violated(r), JSON.stringify(over)).toEqual([property]);
+    }
+    const v = await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id, protocol: "TCP", session_persistence: { type: "APP_COOKIE", cookie_name: "jar" } });
+    expect(v.status).toBe(201);
+    expect(v.json).toMatchObject({ connection_limit: -1, session_persistence: { type: "APP_COOKIE", cookie_name: "jar" } });
+    expectError(await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id }), 409);
+    expectError(await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: "00000000-0000-4000-8000-00000000c0f2" }), 404);
+  });
+
+  it("health monitors: types, non-negative timings with delay >= timeout, pools that exist", async () => {
+    for (const [over, property] of [
+      [{ type: "UDP" }, "type"],
+      [{ delay: 1, timeout: 5 }, "delay"],
+      [{ max_retries: -1 }, "max_retries"],
+      [{ timeout: -1 }, "timeout"],
+    ] as const) {
+      const r = await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP", ...over });
+      expectError(r, 400);
+      expect(violated(r)).toEqual([property]);
+    }
+    const missing = "00000000-0000-4000-8000-00000000c0f3";
+    expectError(await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "PING", pools: [{ pool_id: missing }] }), 404);
+    const p = await pool();
+    const hm = await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "HTTP", delay: 5, timeout: 5, pools: [{ pool_id: p.id }] });
+    expect(hm.status).toBe(201);
+    expect(hm.json.pools).toEqual([{ pool_id: p.id, status: null, status_description: null }]);
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.health_monitors).toEqual([hm.json.id]);
+  });
+
+  it("deletes: a pool a VIP uses is a 409; its members and associations go with it; an associated monitor is a 409", async () => {
+    const p = await pool();
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP", pools: [{ pool_id: p.id }] })).json;
+    const m = (await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: ip(), protocol_port: 80 })).json;
+    const v = (await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id })).json;
+    expectError(await http("DELETE", `/compat/lb/pools/${p.id}`), 409);
+    expectError(await http("DELETE", `/compat/lb/health_monitors/${hm.id}`), 409);
+    expect((await http("DELETE", `/compat/lb/vips/${v.id}`)).status).toBe(204);
+    expect((await http("DELETE", `/compat/lb/pools/${p.id}`)).status).toBe(204);
+    expectError(await http("GET", `/compat/lb/members/${m.id}`), 404);
+    expect((await http("GET", `/compat/lb/health_monitors/${hm.id}`)).json.pools).toEqual([]);
+    expect((await http("DELETE", `/compat/lb/health_monitors/${hm.id}`)).status).toBe(204);
+  });
+
+  it("pool/health-monitor associations: 201, twice a 409, a missing one a 404 on delete", async () => {
+    const p = await pool();
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP" })).json;
+    const a = await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: hm.id, delay: 99 }, { "content-type": T("lb.PoolHealthMonitor-v1") });
+    expect(a.status).toBe(201);
+    expect(a.json.id).toBe(hm.id);
+    expectError(await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: hm.id }), 409);
+    expectError(await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: "00000000-0000-4000-8000-00000000c0f4" }), 404);
+    expect((await http("DELETE", `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`)).status).toBe(204);
+    expectError(await http("DELETE", `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`), 404);
+  });
+});
+
+describe("derived fields tell the truth in item and cached list reads", () => {
+  it("a pool's members, health_monitors and vip_id, and a monitor's pools, follow every change", async () => {
+    const p = await pool();
+    const inList = async () => ((await http("GET", "/compat/lb/pools")).json as { id: string }[]).find((x) => x.id === p.id) as Record<string, unknown>;
+    const hmInList = async (id: string) => ((await http("GET", "/compat/lb/health_monitors")).json as { id: string }[]).find((x) => x.id === id) as Record<string, unknown>;
+    await inList(); // now cached
+    const m = (await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p.id, address: ip(), protocol_port: 80 })).json;
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.members).toEqual([m.id]);
+    expect((await inList())["members"]).toEqual([m.id]);
+    const v = (await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id })).json;
+    expect((await inList())["vip_id"]).toBe(v.id);
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP" })).json;
+    await hmInList(hm.id);
+    await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: hm.id });
+    expect((await inList())["health_monitors"]).toEqual([hm.id]);
+    expect((await hmInList(hm.id))["pools"]).toEqual([{ pool_id: p.id, status: null, status_description: null }]);
+    await http("DELETE", `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`);
+    await http("DELETE", `/compat/lb/members/${m.id}`);
+    await http("DELETE", `/compat/lb/vips/${v.id}`);
+    expect(await inList()).toMatchObject({ members: [], health_monitors: [], vip_id: null });
+    expect((await hmInList(hm.id))["pools"]).toEqual([]);
+  });
+});
+
+describe("security group rules", () => {
+  const SG = "00000000-0000-4000-8000-0000000005a1";
+  let g = 0;
+  const rule = (over: Record<string, unknown> = {}) => ({ tenant_id: TENANT, direction: "ingress", security_group_id: SG, ...over });
+  const fresh = () => `00000000-0000-4000-8000-${String(++g).padStart(12, "0")}`;
+
+  it("normalise: ethertype and protocol names lower case, known numbers as names, prefixes in CIDR form", async () => {
+    const r = await post("/compat/security_group_rules", rule({ security_group_id: fresh(), ethertype: "IPv4", protocol: "TCP", port_range_min: 22, port_range_max: 22, remote_ip_prefix: "10.0.0.5/24" }), { "content-type": T("SecurityGroupRule-v1") });
+    expect(r.status).toBe(201);
+    expect(r.json).toMatchObject({ ethertype: "ipv4", protocol: "tcp", remote_ip_prefix: "10.0.0.0/24", port_range_min: 22 });
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: 17 }))).json).toMatchObject({ protocol: "udp", ethertype: "ipv4" });
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: "132" }))).json.protocol).toBe("132");
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), ethertype: "IPV6", remote_ip_prefix: "2001:DB8::7/64" }))).json.remote_ip_prefix).toBe("2001:db8::/64");
+  });
+
+  it("refuse each bad input with 400 naming the field, where Neutron answers 500 too", async () => {
+    const cases: [Record<string, unknown> | string, string][] = [
+      [rule({ direction: "both" }), "direction"],
+      [rule({ direction: undefined }), "direction"],
+      [rule({ security_group_id: "sg" }), "security_group_id"],
+      [rule({ ethertype: "ipx" }), "ethertype"],
+      [rule({ protocol: "06" }), "protocol"],
+      [rule({ protocol: 6.5 }), "protocol"],
+      [rule({ protocol: true }), "protocol"],
+      [rule({ protocol: ["tcp"] }), "protocol"],
+      [rule({ protocol: 256 }), "protocol"],
+      [rule({ protocol: "gre" }), "protocol"],
+      [rule({ port_range_min: 22, port_range_max: 22 }), "port_range_min"],
+      [rule({ protocol: "tcp", port_range_min: 0, port_range_max: 22 }), "port_range_min"],
+      [rule({ protocol: "udp", port_range_min: 90, port_range_max: 80 }), "port_range_min"],
+      [rule({ protocol: "tcp", port_range_min: 1, port_range_max: 65536 }), "port_range_max"],
+      [rule({ protocol: "icmp", port_range_min: 256 }), "port_range_min"],
+      [rule({ protocol: "icmp", port_range_max: 0 }), "port_range_max"],
+      [rule({ protocol: "icmpv6" }), "protocol"],
+      [rule({ remote_ip_prefix: "10.0.0.0/33" }), "remote_ip_prefix"],
+      [rule({ ethertype: "ipv6", remote_ip_prefix: "10.0.0.0/8" }), "remote_ip_prefix"],
+      [rule({ remote_ip_prefix: "10.0.0.0/8", remote_group_id: SG }), "remote_group_id"],
+    ];
+    for (const [body, property] of cases) {
+      const r = await post("/compat/security_group_rules", body);
+      expectError(r, 400);
+      expect(violated(r), JSON.stringify(body)).toContain(property);
+    }
+  });
+
+  it("an identical rule in the same group is a 409; 20 parallel identical rules give exactly one 201", async () => {
+    const body = rule({ security_group_id: fresh(), protocol: "tcp", port_range_min: 443, port_range_max: 443, remote_ip_prefix: "0.0.0.0/0" });
+    expect((await post("/compat/security_group_rules", body)).status).toBe(201);
+    expectError(await post("/compat/security_group_rules", { ...body, protocol: 6, remote_ip_prefix: "0.0.0.0/0" }), 409);
+    const race = rule({ security_group_id: fresh(), protocol: "udp", port_range_min: 53, port_range_max: 53 });
+    const all = await Promise.all(Array.from({ length: 20 }, () => post("/compat/security_group_rules", race)));
+    expect(all.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(all.filter((r) => r.status === 409)).toHaveLength(19);
+  });
+});
+
+describe("races on the LB family", () => {
+  it("20 parallel identical members give exactly one 201; so do VIPs on one pool", async () => {
+    const p = await pool();
+    const body = { tenant_id: TENANT, pool_id: p.id, address: ip(), protocol_port: 8080 };
+    const members = await Promise.all(Array.from({ length: 20 }, () => post("/compat/lb/members", body)));
+    expect(members.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(members.filter((r) => r.status === 409)).toHaveLength(19);
+    const vips = await Promise.all(Array.from({ length: 20 }, () => post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p.id })));
+    expect(vips.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(vips.filter((r) => r.status === 409)).toHaveLength(19);
+  });
+});
+
+describe("tenancy as for bridges", () => {
+  it("a tenant admin sees and writes its own tenant's; another tenant's item and references are 404", async () => {
+    const mine = await post("/compat/lb/pools", { tenant_id: TENANT }, as("taA"));
+    expect(mine.status).toBe(201);
+    expectError(await post("/compat/lb/pools", { tenant_id: "tenant-b" }, as("taA")), 403);
+    expectError(await http("GET", `/compat/lb/pools/${mine.json.id}`, undefined, as("taB")), 404);
+    expectError(await http("DELETE", `/compat/lb/pools/${mine.json.id}`, undefined, as("taB")), 404);
+    expectError(await post("/compat/lb/members", { tenant_id: "tenant-b", pool_id: mine.json.id }, as("taB")), 404);
+    expectError(await post(`/compat/lb/pools/${mine.json.id}/health_monitors`, { id: mine.json.id }, as("taB")), 404);
+    const listB = (await http("GET", "/compat/lb/pools", undefined, as("taB"))).json as { id: string }[];
+    expect(listB.map((x) => x.id)).not.toContain(mine.json.id);
+    expect((await http("GET", `/compat/lb/pools?tenant_id=${TENANT}`, undefined, as("taB"))).json).toEqual([]);
+    const filtered = (await http("GET", `/compat/lb/pools?tenant_id=${TENANT}`)).json as { tenant_id: string }[];
+    expect(filtered.length).toBeGreaterThan(0);
+    expect(filtered.every((x) => x.tenant_id === TENANT)).toBe(true);
+  });
+});
+
+describe("the compat service lost", () => {
+  it("answers 503 naming it, the rest works, and it comes back unaided", async () => {
+    await fx.stack.stopService("compat");
+    const r = await http("GET", "/compat/lb/pools");
+    expectError(r, 503);
+    expect(r.json.message).toContain("compat service");
+    expect((await http("GET", "/bridges")).status).toBe(200);
+    expect((await http("GET", "/compat")).status).toBe(200);
+    await fx.stack.startServices("compat");
+    await waitFor("the compat service back", async () => (await http("GET", "/compat/lb/pools")).status === 200, 20_000);
+  });
+});

@@ -1,0 +1,228 @@
+// The compat load-balancing family (OpenStack LBaaS v1 style): pools, members, VIPs and health
+// monitors. References must exist in the same tenant (404 naming them otherwise); uniqueness is
+// held by constraints (a member per pool, address and port; a VIP per pool); deletes blocked by
+// use are 409s; a pool's members, health monitors and VIP, and a monitor's pools, are read as
+// they are now, and each change to them is announced as a change of the pool or monitor.
+import { ApiError, type Change, int, ipv4, type Queryable, Resource, text, uuid } from "@vnm/kit";
+import { z } from "zod";
+
+type Row = Record<string, unknown>;
+type Emit = (c: Change) => void;
+
+const onlyValue = (value: string) => z.string().refine((s) => s === value, `must be ${value}, the only supported value`);
+const status = () => z.enum(["ACTIVE", "INACTIVE"], { error: "must be ACTIVE or INACTIVE" }).optional();
+const tenant = () => text(255).refine((s) => s.length > 0, "must not be empty");
+
+/** A referenced item of the same tenant, locked until commit; 404 naming it otherwise. */
+async function referenced(q: Queryable, table: string, display: string, id: string, tenantId: string): Promise<Row> {
+  const row = (await q.query(`SELECT * FROM ${table} WHERE id = $1 FOR KEY SHARE`, [id])).rows[0];
+  if (!row || row["tenant_id"] !== tenantId) throw ApiError.notFound(`There is no ${display} with ID ${id}.`);
+  return row;
+}
+
+/** Announces a pool's or monitor's derived fields changed. */
+async function touched(q: Queryable, r: Resource<z.ZodType, Row>, view: string, id: unknown, emit: Emit): Promise<void> {
+  if (typeof id !== "string") return;
+  const row = (await q.query(`SELECT * FROM ${view} WHERE id = $1`, [id])).rows[0];
+  if (row) emit(r.change("updated", row));
+}
+
+export const pools: Resource<z.ZodType, Row> = new Resource({
+  proto: "vnm.compat.v1.CompatPool",
+  table: "pools",
+  view: "pools_now",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  input: z.object({
+    id: uuid().optional(),
+    tenant_id: tenant(),
+    admin_state_up: z.boolean().optional(),
+    description: text(1024).optional(),
+    lb_method: onlyValue("ROUND_ROBIN").optional(),
+    name: text(255).optional(),
+    protocol: onlyValue("TCP").optional(),
+    provider: text(255).optional(),
+    router_id: uuid().optional(),
+    status: status(),
+    status_description: text(1024).optional(),
+    subnet_id: uuid().optional(),
+  }),
+  columns: (p) => ({
+    tenant_id: p.tenant_id,
+    admin_state_up: p.admin_state_up ?? true,
+    description: p.description ?? null,
+    lb_method: p.lb_method ?? null,
+    name: p.name ?? null,
+    protocol: p.protocol ?? null,
+    provider: p.provider ?? null,
+    router_id: p.router_id ?? null,
+    status: p.status ?? null,
+    status_description: p.status_description ?? null,
+    subnet_id: p.subnet_id ?? null,
+  }),
+  render: (r: Row) => ({
+    ...pick(r, ["id", "tenant_id", "admin_state_up", "description", "lb_method", "name", "protocol", "provider", "router_id", "status", "status_description", "subnet_id", "vip_id"]),
+    members: r["member_ids"],
+    health_monitors: r["monitor_ids"],
+  }),
+  // A VIP keeps its pool; members and associations go with it, announced.
+  async cascade(q, pool, emit) {
+    const vip = (await q.query("SELECT id FROM vips WHERE pool_id = $1", [pool["id"]])).rows[0];
+    if (vip) throw ApiError.conflict(`Pool ${pool["id"]} is used by VIP ${vip["id"]}; delete the VIP first.`);
+    const gone = await q.query("DELETE FROM members WHERE pool_id = $1 RETURNING *", [pool["id"]]);
+    for (const m of gone.rows) emit(members.change("deleted", m));
+    const assoc = await q.query("DELETE FROM pool_monitors WHERE pool_id = $1 RETURNING health_monitor_id", [pool["id"]]);
+    for (const a of assoc.rows) await touched(q, healthMonitors, "health_monitors_now", a["health_monitor_id"], emit);
+  },
+});
+
+function pick(r: Row, keys: string[]): Row {
+  return Object.fromEntries(keys.map((k) => [k, r[k] ?? null]));
+}
+
+export const members: Resource<z.ZodType, Row> = new Resource({
+  proto: "vnm.compat.v1.CompatMember",
+  table: "members",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  input: z.object({
+    id: uuid().optional(),
+    tenant_id: tenant(),
+    address: ipv4().optional(),
+    admin_state_up: z.boolean().optional(),
+    pool_id: uuid().optional(),
+    protocol_port: int(0, 65535).optional(),
+    status: status(),
+    status_description: text(1024).optional(),
+    weight: int(0, 256).optional(),
+  }),
+  columns: (m) => ({
+    tenant_id: m.tenant_id,
+    address: m.address ?? null,
+    admin_state_up: m.admin_state_up ?? true,
+    pool_id: m.pool_id ?? null,
+    protocol_port: m.protocol_port ?? null,
+    status: m.status ?? null,
+    status_description: m.status_description ?? null,
+    weight: m.weight ?? 1,
+  }),
+  render: (r: Row) => pick(r, ["id", "tenant_id", "address", "admin_state_up", "pool_id", "protocol_port", "status", "status_description", "weight"]),
+  async references(q, m) {
+    if (m.pool_id !== undefined) await referenced(q, "pools", "Pool", m.pool_id, m.tenant_id);
+  },
+  conflict: (m) => `Pool ${m.pool_id} already has a member at ${m.address}:${m.protocol_port}.`,
+  changed: (q, m, _event, emit) => touched(q, pools, "pools_now", m["pool_id"], emit),
+});
+
+const PERSISTENCE = ["APP_COOKIE", "HTTP_COOKIE", "SOURCE_IP"] as const;
+
+const vipInput = z
+  .object({
+    id: uuid().optional(),
+    tenant_id: tenant(),
+    address: ipv4().optional(),
+    admin_state_up: z.boolean().optional(),
+    connection_limit: z.coerce.number().int().min(-1, "must be -1 (no limit) or more").max(2 ** 31 - 1).optional(),
+    description: text(1024).optional(),
+    name: text(255).optional(),
+    pool_id: uuid().optional(),
+    port_id: uuid().optional(),
+    protocol: z
+      .string()
+      .superRefine((p, ctx) => {
+        if (p === "HTTP" || p === "HTTPS") ctx.addIssue({ code: "custom", message: `${p} is not supported: only TCP is` });
+        else if (p !== "TCP") ctx.addIssue({ code: "custom", message: "must be TCP, the only supported value" });
+      })
+      .optional(),
+    protocol_port: int(0, 65535).optional(),
+    session_persistence: z
+      .object({ type: z.enum(PERSISTENCE, { error: `must be one of ${PERSISTENCE.join(", ")}` }), cookie_name: text(1024).optional() })
+      .superRefine((s, ctx) => {
+        if (s.type === "APP_COOKIE" && s.cookie_name === undefined) ctx.addIssue({ code: "custom", message: "cookie_name is required with APP_COOKIE" });
+        if (s.type !== "APP_COOKIE" && s.cookie_name !== undefined) ctx.addIssue({ code: "custom", message: `cookie_name is only for APP_COOKIE, not ${s.type}` });
+      })
+      .optional(),
+    status: status(),
+    status_description: text(1024).optional(),
+    subnet_id: uuid().optional(),
+  });
+
+export const vips: Resource<z.ZodType, Row> = new Resource({
+  proto: "vnm.compat.v1.CompatVip",
+  table: "vips",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  input: vipInput,
+  columns: (v) => ({
+    tenant_id: v.tenant_id,
+    address: v.address ?? null,
+    admin_state_up: v.admin_state_up ?? true,
+    connection_limit: v.connection_limit ?? -1,
+    description: v.description ?? null,
+    name: v.name ?? null,
+    pool_id: v.pool_id ?? null,
+    port_id: v.port_id ?? null,
+    protocol: v.protocol ?? null,
+    protocol_port: v.protocol_port ?? null,
+    session_persistence: v.session_persistence ? JSON.stringify(v.session_persistence) : null,
+    status: v.status ?? null,
+    status_description: v.status_description ?? null,
+    subnet_id: v.subnet_id ?? null,
+  }),
+  render: (r: Row) => ({
+    ...pick(r, ["id", "tenant_id", "address", "admin_state_up", "description", "name", "pool_id", "port_id", "protocol", "protocol_port", "session_persistence", "status", "status_description", "subnet_id"]),
+    connection_limit: String(r["connection_limit"]),
+  }),
+  async references(q, v) {
+    if (v.pool_id !== undefined) await referenced(q, "pools", "Pool", v.pool_id, v.tenant_id);
+  },
+  conflict: (v) => `Pool ${v.pool_id} already has a VIP.`,
+  changed: (q, v, _event, emit) => touched(q, pools, "pools_now", v["pool_id"], emit),
+});
+
+const MONITOR_TYPES = ["PING", "TCP", "HTTP", "HTTPS"] as const;
+const seconds = () => int(0, 2 ** 31 - 1).optional();
+
+export const healthMonitors: Resource<z.ZodType, Row> = new Resource({
+  proto: "vnm.compat.v1.CompatHealthMonitor",
+  table: "health_monitors",
+  view: "health_monitors_now",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  input: z
+    .object({
+      id: uuid().optional(),
+      tenant_id: tenant(),
+      admin_state_up: z.boolean().optional(),
+      delay: seconds(),
+      max_retries: seconds(),
+      timeout: seconds(),
+      type: z.enum(MONITOR_TYPES, { error: `must be one of ${MONITOR_TYPES.join(", ")}` }).optional(),
+      pools: z.array(z.object({ pool_id: uuid(), status: status(), status_description: text(1024).optional() })).max(256).optional(),
+    })
+    .superRefine((h, ctx) => {
+      if ((h.delay ?? 0) < (h.timeout ?? 0)) ctx.addIssue({ code: "custom", path: ["delay"], message: "must be at least timeout" });
+    }),
+  columns: (h) => ({ tenant_id: h.tenant_id, admin_state_up: h.admin_state_up ?? true, delay: h.delay ?? 0, max_retries: h.max_retries ?? 0, timeout: h.timeout ?? 0, type: h.type ?? null }),
+  render: (r: Row) => ({ ...pick(r, ["id", "tenant_id", "admin_state_up", "delay", "max_retries", "timeout", "type"]), pools: r["pool_list"] }),
+  async references(q, h) {
+    for (const p of h.pools ?? []) await referenced(q, "pools", "Pool", p.pool_id, h.tenant_id);
+  },
+  // The pools it names at creation are associated with it (each pool announced).
+  async changed(q, h, event, emit, body) {
+    if (event !== "created") return;
+    for (const p of (body as { pools?: { pool_id: string; status?: string; status_description?: string }[] } | undefined)?.pools ?? []) {
+      await q.query("INSERT INTO pool_monitors (pool_id, health_monitor_id, status, status_description) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [
+        p.pool_id,
+        h["id"],
+        p.status ?? null,
+        p.status_description ?? null,
+      ]);
+      await touched(q, pools, "pools_now", p.pool_id, emit);
+    }
+  },
+  async cascade(q, hm) {
+    const used = (await q.query("SELECT pool_id FROM pool_monitors WHERE health_monitor_id = $1 ORDER BY seq", [hm["id"]])).rows;
+    if (used.length > 0) throw ApiError.conflict(`Health monitor ${hm["id"]} is associated with pool(s) ${used.map((u) => u["pool_id"]).join(", ")}; remove the associations first.`);
+  },
+});

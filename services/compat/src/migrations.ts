@@ -1,0 +1,62 @@
+import type { Migration } from "@vnm/kit";
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: "compat lb family and security group rules",
+    sql: `
+      CREATE TABLE pools (
+        id uuid PRIMARY KEY, seq bigserial NOT NULL UNIQUE, tenant_id text NOT NULL,
+        admin_state_up boolean NOT NULL, description text, lb_method text, name text, protocol text,
+        provider text, router_id uuid, status text, status_description text, subnet_id uuid
+      );
+      CREATE TABLE health_monitors (
+        id uuid PRIMARY KEY, seq bigserial NOT NULL UNIQUE, tenant_id text NOT NULL,
+        admin_state_up boolean NOT NULL, delay integer NOT NULL, max_retries integer NOT NULL,
+        timeout integer NOT NULL, type text
+      );
+      -- A pool's health monitors: each pair once.
+      CREATE TABLE pool_monitors (
+        pool_id uuid NOT NULL REFERENCES pools (id), health_monitor_id uuid NOT NULL REFERENCES health_monitors (id),
+        seq bigserial NOT NULL, status text, status_description text,
+        PRIMARY KEY (pool_id, health_monitor_id)
+      );
+      CREATE INDEX pool_monitors_monitor ON pool_monitors (health_monitor_id);
+      CREATE TABLE members (
+        id uuid PRIMARY KEY, seq bigserial NOT NULL UNIQUE, tenant_id text NOT NULL,
+        address text, admin_state_up boolean NOT NULL, pool_id uuid REFERENCES pools (id),
+        protocol_port integer, status text, status_description text, weight integer NOT NULL
+      );
+      -- Unique when all three are set (NULLs are distinct).
+      CREATE UNIQUE INDEX members_endpoint ON members (pool_id, address, protocol_port);
+      CREATE TABLE vips (
+        id uuid PRIMARY KEY, seq bigserial NOT NULL UNIQUE, tenant_id text NOT NULL,
+        address text, admin_state_up boolean NOT NULL, connection_limit bigint NOT NULL, description text,
+        name text, pool_id uuid REFERENCES pools (id), port_id uuid, protocol text, protocol_port integer,
+        session_persistence jsonb, status text, status_description text, subnet_id uuid
+      );
+      -- One VIP per pool.
+      CREATE UNIQUE INDEX vips_pool ON vips (pool_id);
+      CREATE TABLE security_group_rules (
+        id uuid PRIMARY KEY, seq bigserial NOT NULL UNIQUE, tenant_id text NOT NULL,
+        direction text NOT NULL, security_group_id uuid NOT NULL, ethertype text NOT NULL, name text,
+        port_range_min integer, port_range_max integer, protocol text, remote_group_id uuid, remote_ip_prefix text
+      );
+      -- An identical rule in the same group is refused, whoever writes at the same time.
+      CREATE UNIQUE INDEX security_group_rules_same ON security_group_rules (
+        security_group_id, direction, ethertype, coalesce(protocol, ''), coalesce(port_range_min, -1),
+        coalesce(port_range_max, -1), coalesce(remote_ip_prefix, ''), coalesce(remote_group_id::text, ''));
+
+      -- Derived fields, read as they are now.
+      CREATE VIEW pools_now AS SELECT p.*,
+        ARRAY(SELECT m.id FROM members m WHERE m.pool_id = p.id ORDER BY m.seq) AS member_ids,
+        ARRAY(SELECT a.health_monitor_id FROM pool_monitors a WHERE a.pool_id = p.id ORDER BY a.seq) AS monitor_ids,
+        (SELECT v.id FROM vips v WHERE v.pool_id = p.id) AS vip_id
+        FROM pools p;
+      CREATE VIEW health_monitors_now AS SELECT h.*,
+        coalesce((SELECT json_agg(json_build_object('pool_id', a.pool_id, 'status', a.status, 'status_description', a.status_description) ORDER BY a.seq)
+                  FROM pool_monitors a WHERE a.health_monitor_id = h.id), '[]') AS pool_list
+        FROM health_monitors h;
+    `,
+  },
+];

@@ -1,0 +1,23 @@
+// The compat service: the /compat family (LBaaS v1 pools, members, VIPs, health monitors, and
+// security group rules), with the pool/health-monitor association endpoints.
+import { type CallContext, type ServiceSpec, mergeHandlers } from "@vnm/kit";
+import { associate, dissociate } from "./associations.ts";
+import { healthMonitors, members, pools, vips } from "./lb.ts";
+import { migrations } from "./migrations.ts";
+import { securityGroupRules } from "./sg-rules.ts";
+
+export const service: ServiceSpec = {
+  domain: "compat",
+  migrations,
+  resources: [pools, members, vips, healthMonitors, securityGroupRules],
+  services: ({ store }) =>
+    mergeHandlers({
+      [pools.info.service]: {
+        AssociateHealthMonitor: (req: Record<string, unknown>, ctx: CallContext) => store.tx(ctx, (q, emit) => associate(q, emit, req)),
+        DissociateHealthMonitor: async (req: Record<string, unknown>, ctx: CallContext) => {
+          await store.tx(ctx, (q, emit) => dissociate(q, emit, req));
+          return {};
+        },
+      },
+    }),
+};
