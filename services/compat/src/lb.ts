@@ -47,24 +47,7 @@ export const pools: Resource<z.ZodType, Row> = new Resource({
     status_description: text(1024).optional(),
     subnet_id: uuid().optional(),
   }),
-  columns: (p) => ({
-    tenant_id: p.tenant_id,
-    admin_state_up: p.admin_state_up ?? true,
-    description: p.description ?? null,
-    lb_method: p.lb_method ?? null,
-    name: p.name ?? null,
-    protocol: p.protocol ?? null,
-    provider: p.provider ?? null,
-    router_id: p.router_id ?? null,
-    status: p.status ?? null,
-    status_description: p.status_description ?? null,
-    subnet_id: p.subnet_id ?? null,
-  }),
-  render: (r: Row) => ({
-    ...pick(r, ["id", "tenant_id", "admin_state_up", "description", "lb_method", "name", "protocol", "provider", "router_id", "status", "status_description", "subnet_id", "vip_id"]),
-    members: r["member_ids"],
-    health_monitors: r["monitor_ids"],
-  }),
+  defaults: { admin_state_up: true },
   // A VIP keeps its pool; members and associations go with it, announced.
   async cascade(q, pool, emit) {
     const vip = (await q.query("SELECT id FROM vips WHERE pool_id = $1", [pool["id"]])).rows[0];
@@ -76,9 +59,6 @@ export const pools: Resource<z.ZodType, Row> = new Resource({
   },
 });
 
-function pick(r: Row, keys: string[]): Row {
-  return Object.fromEntries(keys.map((k) => [k, r[k] ?? null]));
-}
 
 export const members: Resource<z.ZodType, Row> = new Resource({
   proto: "vnm.compat.v1.CompatMember",
@@ -96,17 +76,7 @@ export const members: Resource<z.ZodType, Row> = new Resource({
     status_description: text(1024).optional(),
     weight: int(0, 256).optional(),
   }),
-  columns: (m) => ({
-    tenant_id: m.tenant_id,
-    address: m.address ?? null,
-    admin_state_up: m.admin_state_up ?? true,
-    pool_id: m.pool_id ?? null,
-    protocol_port: m.protocol_port ?? null,
-    status: m.status ?? null,
-    status_description: m.status_description ?? null,
-    weight: m.weight ?? 1,
-  }),
-  render: (r: Row) => pick(r, ["id", "tenant_id", "address", "admin_state_up", "pool_id", "protocol_port", "status", "status_description", "weight"]),
+  defaults: { admin_state_up: true, weight: 1 },
   async references(q, m) {
     if (m.pool_id !== undefined) await referenced(q, "pools", "Pool", m.pool_id, m.tenant_id);
   },
@@ -153,26 +123,7 @@ export const vips: Resource<z.ZodType, Row> = new Resource({
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
   input: vipInput,
-  columns: (v) => ({
-    tenant_id: v.tenant_id,
-    address: v.address ?? null,
-    admin_state_up: v.admin_state_up ?? true,
-    connection_limit: v.connection_limit ?? -1,
-    description: v.description ?? null,
-    name: v.name ?? null,
-    pool_id: v.pool_id ?? null,
-    port_id: v.port_id ?? null,
-    protocol: v.protocol ?? null,
-    protocol_port: v.protocol_port ?? null,
-    session_persistence: v.session_persistence ? JSON.stringify(v.session_persistence) : null,
-    status: v.status ?? null,
-    status_description: v.status_description ?? null,
-    subnet_id: v.subnet_id ?? null,
-  }),
-  render: (r: Row) => ({
-    ...pick(r, ["id", "tenant_id", "address", "admin_state_up", "description", "name", "pool_id", "port_id", "protocol", "protocol_port", "session_persistence", "status", "status_description", "subnet_id"]),
-    connection_limit: String(r["connection_limit"]),
-  }),
+  defaults: { admin_state_up: true, connection_limit: -1 },
   async references(q, v) {
     if (v.pool_id !== undefined) await referenced(q, "pools", "Pool", v.pool_id, v.tenant_id);
   },
@@ -203,8 +154,8 @@ export const healthMonitors: Resource<z.ZodType, Row> = new Resource({
     .superRefine((h, ctx) => {
       if ((h.delay ?? 0) < (h.timeout ?? 0)) ctx.addIssue({ code: "custom", path: ["delay"], message: "must be at least timeout" });
     }),
+  // Its pools are associations, written after it (changed).
   columns: (h) => ({ tenant_id: h.tenant_id, admin_state_up: h.admin_state_up ?? true, delay: h.delay ?? 0, max_retries: h.max_retries ?? 0, timeout: h.timeout ?? 0, type: h.type ?? null }),
-  render: (r: Row) => ({ ...pick(r, ["id", "tenant_id", "admin_state_up", "delay", "max_retries", "timeout", "type"]), pools: r["pool_list"] }),
   async references(q, h) {
     for (const p of h.pools ?? []) await referenced(q, "pools", "Pool", p.pool_id, h.tenant_id);
   },

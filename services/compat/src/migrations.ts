@@ -49,13 +49,13 @@ export const migrations: Migration[] = [
 
       -- Derived fields, read as they are now.
       CREATE VIEW pools_now AS SELECT p.*,
-        ARRAY(SELECT m.id FROM members m WHERE m.pool_id = p.id ORDER BY m.seq) AS member_ids,
-        ARRAY(SELECT a.health_monitor_id FROM pool_monitors a WHERE a.pool_id = p.id ORDER BY a.seq) AS monitor_ids,
+        ARRAY(SELECT m.id FROM members m WHERE m.pool_id = p.id ORDER BY m.seq) AS members,
+        ARRAY(SELECT a.health_monitor_id FROM pool_monitors a WHERE a.pool_id = p.id ORDER BY a.seq) AS health_monitors,
         (SELECT v.id FROM vips v WHERE v.pool_id = p.id) AS vip_id
         FROM pools p;
       CREATE VIEW health_monitors_now AS SELECT h.*,
         coalesce((SELECT json_agg(json_build_object('pool_id', a.pool_id, 'status', a.status, 'status_description', a.status_description) ORDER BY a.seq)
-                  FROM pool_monitors a WHERE a.health_monitor_id = h.id), '[]') AS pool_list
+                  FROM pool_monitors a WHERE a.health_monitor_id = h.id), '[]') AS pools
         FROM health_monitors h;
     `,
   },

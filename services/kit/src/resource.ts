@@ -59,10 +59,22 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   order?: string[];
   /** What a client may send (POST and PUT); `id` is read on POST only. */
   input: S;
-  /** Values of the writable columns, defaults applied to what the body left out (PUT replaces). */
-  columns: (body: z.output<S>, req: Req) => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /** Row (and its ancestors' rows, nearest first) -> proto message; null columns are left out. */
-  render: (row: R, up: Row[]) => Record<string, unknown | null>;
+  /**
+   * Values of the writable fields the body leaves out (PUT replaces); null when not named here.
+   * Used by the columns derived from the proto.
+   */
+  defaults?: Record<string, unknown>;
+  /**
+   * Values of the writable columns. By default each writable field of the proto (not read-only,
+   * not `id`) goes to the column of its snake_case name, or its default when the body leaves it out.
+   */
+  columns?: (body: z.output<S>, req: Req) => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /**
+   * Row (and its ancestors' rows, nearest first) -> proto message; null columns are left out.
+   * By default each field of the proto but links and write-only ones is read from the column of
+   * its snake_case name.
+   */
+  render?: (row: R, up: Row[]) => Record<string, unknown | null>;
   /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
   /** List filters: request field (a query parameter) -> column, or the column and the check of the value (400 naming the field). */
@@ -141,6 +153,17 @@ export function mergeHandlers(...records: Record<string, Handlers>[]): Record<st
   return all;
 }
 
+/** A field's column: its snake_case name ("adminStateUp" -> "admin_state_up"). */
+export function columnOf(field: string): string {
+  return field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** A value as Postgres takes it: objects, and arrays of objects, as JSON (jsonb columns). */
+function toColumn(v: unknown): unknown {
+  if (Array.isArray(v)) return v.some((x) => typeof x === "object" && x !== null) ? JSON.stringify(v) : v;
+  return typeof v === "object" && v !== null ? JSON.stringify(v) : v;
+}
+
 /** A resource of any input and row type (lists of a service's kinds). */
 // biome-ignore lint/suspicious/noExplicitAny: the kinds of one service differ in both
 export type AnyResource = Resource<any, any>;
@@ -208,13 +231,31 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return ApiError.notFound(`There is no ${this.name} with ID ${id}.`);
   }
 
+  /** The writable fields of the proto: what a client may send, but `id`. */
+  private get writable() {
+    return this.info.message.fields.filter((f) => f.name !== "id" && !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY"));
+  }
+
+  private columnsOf(body: z.output<S>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>> {
+    if (this.spec.columns) return this.spec.columns(body, req);
+    const b = body as Record<string, unknown>;
+    const d = this.spec.defaults ?? {};
+    return Object.fromEntries(this.writable.map((f) => [columnOf(f.name), toColumn(b[f.name] ?? d[f.name] ?? null)]));
+  }
+
+  private renderOf(row: R, up: Row[]): Record<string, unknown> {
+    if (this.spec.render) return this.spec.render(row, up);
+    const shown = this.info.message.fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY"));
+    return Object.fromEntries(shown.map((f) => [f.name, row[columnOf(f.name)] ?? null]));
+  }
+
   toMessage(row: R, up: Row[] = []): Record<string, unknown> {
-    return Object.fromEntries(Object.entries(this.spec.render(row, up)).filter(([, v]) => v !== null));
+    return Object.fromEntries(Object.entries(this.renderOf(row, up)).filter(([, v]) => v !== null && v !== undefined));
   }
 
   /** The item's path below the API root: its `uri` link resolved against its message. */
   pathOf(row: R, up: Row[] = []): string {
-    const path = itemPath(this.info.message, this.spec.render(row, up) as Req);
+    const path = itemPath(this.info.message, this.renderOf(row, up) as Req);
     if (!path) throw new Error(`${this.info.kind} has no uri link or root path`);
     return path;
   }
@@ -369,7 +410,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const body = { ...(parseInput(this.spec.input, req[this.info.body ?? ""] ?? {}) as object), ...fixed } as z.output<S>;
     await this.spec.references?.(q, body);
     await this.spec.validate?.(q, body, { up });
-    const cols: Record<string, unknown> = { ...(await this.spec.columns(body, req)) };
+    const cols: Record<string, unknown> = { ...(await this.columnsOf(body, req)) };
     // Top-level items are named by a UUID (the client's, or a new one); nested ones by their key.
     const id = this.spec.parentColumn ? undefined : ((body as { id?: string }).id ?? randomUUID());
     if (id) cols["id"] = id;
@@ -394,7 +435,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const locked = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1`, [current["id"]])).rows[0];
     if (!locked) throw this.missing(req, up);
     await this.spec.validate?.(q, body, { up, current: locked });
-    const cols = await this.spec.columns(body, req);
+    const cols = await this.columnsOf(body, req);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
     const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
     const row = await this.reread(q, (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!);

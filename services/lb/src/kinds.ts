@@ -11,19 +11,12 @@ const only = (value: string) => z.literal(value, { error: `must be ${value}, the
 
 const seconds = () => int(0, 2 ** 31 - 1).optional();
 
-interface LoadBalancerRow {
-  id: string;
-  admin_state_up: boolean;
-  router_id: string | null;
-}
-
 export const loadBalancers = new Resource({
   proto: "vnm.lb.v1.LoadBalancer",
   table: "load_balancers",
   input: z.object({ id: uuid().optional(), adminStateUp: z.boolean().optional() }),
   // routerId is read-only: set from the router side, which this interface does not serve.
-  columns: (b) => ({ admin_state_up: b.adminStateUp ?? true }),
-  render: (r: LoadBalancerRow) => ({ id: r.id, adminStateUp: r.admin_state_up, routerId: r.router_id }),
+  defaults: { adminStateUp: true },
   // Its pools go with it, each announced.
   async cascade(q, lb, emit) {
     await lockPools(q, "load_balancer_id", lb.id);
@@ -62,37 +55,13 @@ export const pools = new Resource({
     healthMonitorId: uuid().optional(),
   }),
   // status is the service's: ACTIVE at creation (the column default), kept by PUT.
-  columns: (b) => ({
-    load_balancer_id: b.loadBalancerId,
-    lb_method: b.lbMethod,
-    protocol: b.protocol ?? "TCP",
-    admin_state_up: b.adminStateUp ?? true,
-    health_monitor_id: b.healthMonitorId ?? null,
-  }),
-  render: (r: PoolRow) => ({
-    id: r.id,
-    loadBalancerId: r.load_balancer_id,
-    lbMethod: r.lb_method,
-    protocol: r.protocol,
-    adminStateUp: r.admin_state_up,
-    healthMonitorId: r.health_monitor_id,
-    status: r.status,
-  }),
+  defaults: { protocol: "TCP", adminStateUp: true },
   // Its load balancer and health monitor must exist (404 naming them), and stay until commit.
   async references(q, b) {
     await loadBalancers.find(q, b.loadBalancerId, "key share");
     if (b.healthMonitorId !== undefined) await healthMonitors.find(q, b.healthMonitorId, "key share");
   },
 });
-
-interface HealthMonitorRow {
-  id: string;
-  type: string;
-  admin_state_up: boolean;
-  delay: number;
-  max_retries: number;
-  timeout: number;
-}
 
 export const healthMonitors = new Resource({
   proto: "vnm.lb.v1.HealthMonitor",
@@ -105,21 +74,7 @@ export const healthMonitors = new Resource({
     maxRetries: seconds(),
     timeout: seconds(),
   }),
-  columns: (b) => ({
-    type: b.type,
-    admin_state_up: b.adminStateUp ?? true,
-    delay: b.delay ?? 0,
-    max_retries: b.maxRetries ?? 0,
-    timeout: b.timeout ?? 0,
-  }),
-  render: (r: HealthMonitorRow) => ({
-    id: r.id,
-    type: r.type,
-    adminStateUp: r.admin_state_up,
-    delay: r.delay,
-    maxRetries: r.max_retries,
-    timeout: r.timeout,
-  }),
+  defaults: { adminStateUp: true, delay: 0, maxRetries: 0, timeout: 0 },
   // The pools it watched stay, without a monitor; each is announced as updated.
   async cascade(q, hm, emit) {
     await lockPools(q, "health_monitor_id", hm.id);

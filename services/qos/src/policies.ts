@@ -3,14 +3,6 @@
 import { Resource, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 
-interface PolicyRow {
-  id: string;
-  tenant_id: string | null;
-  name: string;
-  shared: boolean;
-  description: string;
-}
-
 export const qosPolicies = new Resource({
   proto: "vnm.qos.v1.QosPolicy",
   table: "qos_policies",
@@ -23,6 +15,5 @@ export const qosPolicies = new Resource({
     description: text(1024).optional(),
     tenantId: text(255).optional(),
   }),
-  columns: (p) => ({ tenant_id: p.tenantId ?? null, name: p.name, shared: p.shared ?? false, description: p.description ?? "" }),
-  render: (r: PolicyRow) => ({ id: r.id, tenantId: r.tenant_id, name: r.name, shared: r.shared, description: r.description }),
+  defaults: { shared: false, description: "" },
 });

@@ -41,22 +41,13 @@ async function checkRoles(q: Queryable, b: Insertion, current?: InsertionRow): P
   if (asProtected.rowCount) throw ApiError.invalid([{ property: "srvPortId", message: "is the protected port of another insertion" }]);
 }
 
-export const l2Insertions = new Resource({
+export const l2Insertions = new Resource<typeof input, InsertionRow>({
   proto: "vnm.routing.v1.L2Insertion",
   table: "l2_insertions",
   order: ["position", "port_id", "srv_port_id"],
   filters: { port: { column: "port_id", parse: uuid() }, srv_port: { column: "srv_port_id", parse: uuid() } },
   input,
-  columns: (b) => ({ port_id: b.portId, srv_port_id: b.srvPortId, mac: b.mac, position: b.position, fail_open: b.failOpen ?? false, vlan: b.vlan ?? 0 }),
-  render: (r: InsertionRow) => ({
-    id: r.id,
-    portId: r.port_id,
-    srvPortId: r.srv_port_id,
-    mac: r.mac,
-    position: r.position,
-    failOpen: r.fail_open,
-    vlan: r.vlan,
-  }),
+  defaults: { failOpen: false, vlan: 0 },
   validate: async (q, b, { current }) => {
     if (current && current.port_id !== b.portId) throw ApiError.invalid([{ property: "portId", message: "cannot be changed; create another insertion" }]);
     if (current && current.srv_port_id !== b.srvPortId) throw ApiError.invalid([{ property: "srvPortId", message: "cannot be changed; create another insertion" }]);

@@ -21,16 +21,16 @@ async function unusedByVteps(q: Queryable, zoneId: string, doing: string): Promi
   throw ApiError.conflict(`The tunnel zone is used by VTEP(s) ${named}; delete them before ${doing} it.`);
 }
 
-export const tunnelZones = new Resource({
+const zoneInput = z.object({
+  id: uuid().optional(),
+  name: text(255).refine((s) => s.length > 0, "must be between 1 and 255 characters long"),
+  type: z.enum(TYPES, { error: `must be one of ${TYPES.join(", ")}` }),
+});
+
+export const tunnelZones = new Resource<typeof zoneInput, ZoneRow>({
   proto: "vnm.tunnel.v1.TunnelZone",
   table: "tunnel_zones",
-  input: z.object({
-    id: uuid().optional(),
-    name: text(255).refine((s) => s.length > 0, "must be between 1 and 255 characters long"),
-    type: z.enum(TYPES, { error: `must be one of ${TYPES.join(", ")}` }),
-  }),
-  columns: (z) => ({ name: z.name, type: z.type }),
-  render: (r: ZoneRow) => ({ id: r.id, name: r.name, type: r.type }),
+  input: zoneInput,
   validate: async (q, z, { current }) => {
     if (current?.type === "vtep" && z.type !== "vtep") await unusedByVteps(q, current.id, "changing the type of");
   },
