@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { z } from "zod";
-import { catalog, type KindInfo } from "./catalog.ts";
+import { catalog, type FieldInfo, type KindInfo } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -181,12 +181,19 @@ export function resourceOf(proto: string): AnyResource {
 export class Resource<S extends z.ZodType, R extends Row> {
   readonly spec: ResourceSpec<S, R>;
   readonly info: KindInfo;
+  /** The fields of the proto a client may send (but `id`), and those it reads back (but links and write-only ones). */
+  private readonly writable: { name: string; column: string }[];
+  private readonly shown: { name: string; column: string }[];
 
   constructor(spec: ResourceSpec<S, R>) {
     assertIdentifier(spec.table);
     if (spec.view) assertIdentifier(spec.view);
     this.spec = spec;
     this.info = catalog().kindOf(spec.proto);
+    const fields = this.info.message.fields;
+    const named = (f: FieldInfo) => ({ name: f.name, column: columnOf(f.name) });
+    this.writable = fields.filter((f) => f.name !== "id" && !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY")).map(named);
+    this.shown = fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);
     if (this.info.parent && !spec.parentColumn) throw new Error(`${spec.proto} lives under ${this.info.parent}: declare its parentColumn`);
     registry.set(this.info.kind, this);
   }
@@ -231,22 +238,17 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return ApiError.notFound(`There is no ${this.name} with ID ${id}.`);
   }
 
-  /** The writable fields of the proto: what a client may send, but `id`. */
-  private get writable() {
-    return this.info.message.fields.filter((f) => f.name !== "id" && !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY"));
-  }
 
   private columnsOf(body: z.output<S>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>> {
     if (this.spec.columns) return this.spec.columns(body, req);
     const b = body as Record<string, unknown>;
     const d = this.spec.defaults ?? {};
-    return Object.fromEntries(this.writable.map((f) => [columnOf(f.name), toColumn(b[f.name] ?? d[f.name] ?? null)]));
+    return Object.fromEntries(this.writable.map((f) => [f.column, toColumn(b[f.name] ?? d[f.name] ?? null)]));
   }
 
   private renderOf(row: R, up: Row[]): Record<string, unknown> {
     if (this.spec.render) return this.spec.render(row, up);
-    const shown = this.info.message.fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY"));
-    return Object.fromEntries(shown.map((f) => [f.name, row[columnOf(f.name)] ?? null]));
+    return Object.fromEntries(this.shown.map((f) => [f.name, row[f.column] ?? null]));
   }
 
   toMessage(row: R, up: Row[] = []): Record<string, unknown> {
