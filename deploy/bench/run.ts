@@ -3,7 +3,6 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { addressVariable } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import autocannon from "autocannon";
@@ -11,7 +10,7 @@ import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
 import pg from "pg";
 
-const BASELINE = fileURLToPath(new URL("./baseline.ts", import.meta.url));
+const BASELINE = "deploy/bench/baseline.ts"; // relative to the repository: run by node, not as a program
 
 /** A BENCH_* setting (read by name: these are no turbo task inputs). */
 const setting = (name: string): string | undefined => process.env[`BENCH_${name}`] || undefined;
@@ -45,9 +44,8 @@ interface Proc extends KitProc {
 
 const procs: Proc[] = [];
 
-function startNode(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const script = args[args.length - 1]!;
-  const p = { name, ...startProcess(script, env, args.slice(0, -1)) };
+function startNode(name: string, script: string, env: NodeJS.ProcessEnv = {}, opts: { nodeArgs?: string[]; args?: string[] } = {}): Proc {
+  const p = { name, ...startProcess(script, env, opts.nodeArgs, opts.args) };
   procs.push(p);
   return p;
 }
@@ -83,7 +81,7 @@ function rssMb(p: Proc): number | undefined {
 async function startBaseline(mode: string, config: Record<string, unknown>): Promise<{ proc: Proc; port: number }> {
   const file = join(TMP, `${mode}-${randomBytes(3).toString("hex")}.json`);
   writeFileSync(file, JSON.stringify(config));
-  const proc = startNode(`baseline-${mode}`, [BASELINE, mode, file]);
+  const proc = startNode(`baseline-${mode}`, BASELINE, {}, { args: [mode, file] });
   let port = 0;
   await waitFor(`baseline ${mode}`, proc, async () => {
     const m = /READY (\d+)/.exec(proc.output.join(""));
@@ -131,8 +129,8 @@ const addrEnv: Record<string, string> = {};
 
 async function startGateway(label: string): Promise<{ proc: Proc; base: string }> {
   const port = await freePort();
-  const args = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`, "gateway/src/main.ts"] : ["gateway/src/main.ts"];
-  const proc = startNode(label, args, { ...stackEnv, ...addrEnv, PORT: String(port) });
+  const nodeArgs = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+  const proc = startNode(label, "gateway/src/main.ts", { ...stackEnv, ...addrEnv, PORT: String(port) }, { nodeArgs });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${label} ${base}/readyz`, proc, async () => (await fetch(`${base}/readyz`)).status === 200);
   return { proc, base };
@@ -398,7 +396,7 @@ async function main(): Promise<void> {
   for (const d of DOMAINS) addrEnv[addressVariable(d)] = `127.0.0.1:${await freePort()}`;
   for (const d of DOMAINS) {
     const port = addrEnv[addressVariable(d)]!.split(":")[1]!;
-    services.set(d, startNode(d, [`services/${d}/src/main.ts`], { ...stackEnv, ...addrEnv, GRPC_PORT: port, VNM_DB_SCHEMA: schemaOf(d) }));
+    services.set(d, startNode(d, `services/${d}/src/main.ts`, { ...stackEnv, ...addrEnv, GRPC_PORT: port, VNM_DB_SCHEMA: schemaOf(d) }));
   }
   const bridge = services.get("bridge");
   if (!bridge) throw new Error("no bridge service under services/");
