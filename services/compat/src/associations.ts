@@ -8,10 +8,8 @@ import { healthMonitors, pools } from "./lb.ts";
 type Emit = (c: Change) => void;
 
 async function announce(q: Queryable, emit: Emit, poolId: string, monitorId: string): Promise<void> {
-  const pool = (await q.query("SELECT * FROM pools_now WHERE id = $1", [poolId])).rows[0];
-  const monitor = (await q.query("SELECT * FROM health_monitors_now WHERE id = $1", [monitorId])).rows[0];
-  if (pool) emit(pools.change("updated", pool));
-  if (monitor) emit(healthMonitors.change("updated", monitor));
+  await pools.touched(q, poolId, emit);
+  await healthMonitors.touched(q, monitorId, emit);
 }
 
 export async function associate(q: Queryable, emit: Emit, req: Record<string, unknown>): Promise<{ id: string }> {

@@ -3,11 +3,10 @@
 // held by constraints (a member per pool, address and port; a VIP per pool); deletes blocked by
 // use are 409s; a pool's members, health monitors and VIP, and a monitor's pools, are read as
 // they are now, and each change to them is announced as a change of the pool or monitor.
-import { ApiError, type Change, int, ipv4, type Queryable, Resource, text, uuid } from "@vnm/kit";
+import { ApiError, int, ipv4, type Queryable, Resource, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 
 type Row = Record<string, unknown>;
-type Emit = (c: Change) => void;
 
 const onlyValue = (value: string) => z.string().refine((s) => s === value, `must be ${value}, the only supported value`);
 const status = () => z.enum(["ACTIVE", "INACTIVE"], { error: "must be ACTIVE or INACTIVE" }).optional();
@@ -18,13 +17,6 @@ async function referenced(q: Queryable, table: string, display: string, id: stri
   const row = (await q.query(`SELECT * FROM ${table} WHERE id = $1 FOR KEY SHARE`, [id])).rows[0];
   if (!row || row["tenant_id"] !== tenantId) throw ApiError.notFound(`There is no ${display} with ID ${id}.`);
   return row;
-}
-
-/** Announces a pool's or monitor's derived fields changed. */
-async function touched(q: Queryable, r: Resource<z.ZodType, Row>, view: string, id: unknown, emit: Emit): Promise<void> {
-  if (typeof id !== "string") return;
-  const row = (await q.query(`SELECT * FROM ${view} WHERE id = $1`, [id])).rows[0];
-  if (row) emit(r.change("updated", row));
 }
 
 export const pools: Resource<z.ZodType, Row> = new Resource({
@@ -55,7 +47,7 @@ export const pools: Resource<z.ZodType, Row> = new Resource({
     const gone = await q.query("DELETE FROM members WHERE pool_id = $1 RETURNING *", [pool["id"]]);
     for (const m of gone.rows) emit(members.change("deleted", m));
     const assoc = await q.query("DELETE FROM pool_monitors WHERE pool_id = $1 RETURNING health_monitor_id", [pool["id"]]);
-    for (const a of assoc.rows) await touched(q, healthMonitors, "health_monitors_now", a["health_monitor_id"], emit);
+    for (const a of assoc.rows) await healthMonitors.touched(q, a["health_monitor_id"], emit);
   },
 });
 
@@ -81,7 +73,7 @@ export const members: Resource<z.ZodType, Row> = new Resource({
     if (m.pool_id !== undefined) await referenced(q, "pools", "Pool", m.pool_id, m.tenant_id);
   },
   conflict: (m) => `Pool ${m.pool_id} already has a member at ${m.address}:${m.protocol_port}.`,
-  changed: (q, m, _event, emit) => touched(q, pools, "pools_now", m["pool_id"], emit),
+  changed: (q, m, _event, emit) => pools.touched(q, m["pool_id"], emit),
 });
 
 const PERSISTENCE = ["APP_COOKIE", "HTTP_COOKIE", "SOURCE_IP"] as const;
@@ -128,7 +120,7 @@ export const vips: Resource<z.ZodType, Row> = new Resource({
     if (v.pool_id !== undefined) await referenced(q, "pools", "Pool", v.pool_id, v.tenant_id);
   },
   conflict: (v) => `Pool ${v.pool_id} already has a VIP.`,
-  changed: (q, v, _event, emit) => touched(q, pools, "pools_now", v["pool_id"], emit),
+  changed: (q, v, _event, emit) => pools.touched(q, v["pool_id"], emit),
 });
 
 const MONITOR_TYPES = ["PING", "TCP", "HTTP", "HTTPS"] as const;
@@ -169,7 +161,7 @@ export const healthMonitors: Resource<z.ZodType, Row> = new Resource({
         p.status ?? null,
         p.status_description ?? null,
       ]);
-      await touched(q, pools, "pools_now", p.pool_id, emit);
+      await pools.touched(q, p.pool_id, emit);
     }
   },
   async cascade(q, hm) {

@@ -268,6 +268,16 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return { kind: this.info.resource.name, event, id: lastSegment(path), path, tenantId: this.tenantOf(row, up) };
   }
 
+  /**
+   * Announces an item updated because something it shows changed (a pool's members), read as
+   * it is now; nothing when it is gone. For top-level kinds.
+   */
+  async touched(q: Queryable, id: unknown, emit: Emit): Promise<void> {
+    if (typeof id !== "string") return;
+    const row = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1`, [id])).rows[0];
+    if (row) emit(this.change("updated", row));
+  }
+
   private tenantOf(row: Row, up: Row[]): string | null {
     let r: AnyResource | undefined = this;
     for (const at of [row, ...up]) {
