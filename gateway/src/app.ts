@@ -41,6 +41,9 @@ function edge(metrics: Metrics) {
     res.locals["requestId"] = id;
     res.setHeader("X-Request-Id", id);
     for (const [k, v] of Object.entries(CORS)) res.setHeader(k, v);
+    // Answers depend on who asks and what they accept; only an item's ETag may be revalidated.
+    res.setHeader("Cache-Control", "private, no-store");
+    res.setHeader("Vary", "Accept, Authorization, X-Auth-Token");
     res.on("finish", () => {
       const key = `${Math.floor(res.statusCode / 100)}xx`;
       metrics.requests.set(key, (metrics.requests.get(key) ?? 0) + 1);

@@ -142,6 +142,7 @@ function respondItem(req: Request, res: Response, route: Route, response: Obj, t
   }
   const etag = etagOf(item, response);
   res.setHeader("ETag", etag);
+  if (route.method === "GET") res.setHeader("Cache-Control", "private, no-cache");
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
     res.status(304).end();

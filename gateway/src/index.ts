@@ -1,6 +1,8 @@
 // Gateway assembly, in stages: read the configuration, load the catalog, connect the cache and
 // the bus, connect the upstream services, build the app, listen.
-import type { Server } from "node:http";
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { Duplex } from "node:stream";
 import {
   addressVariable,
   type Bus,
@@ -24,6 +26,7 @@ import {
 import type { Express } from "express";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
+import { ERROR_TYPE } from "./media.ts";
 import { rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
@@ -54,6 +57,7 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       rateWindowSeconds: { env: "VNM_RATE_WINDOW_SECONDS", default: "10", parse: parsePositiveInt },
       loginFailureLimit: { env: "VNM_LOGIN_FAILURE_LIMIT", default: "10", parse: parseNonNegativeInt },
       loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
+      requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
     },
     env,
   );
@@ -92,12 +96,35 @@ function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger)
 }
 
 async function listen(app: Express, cfg: Config): Promise<{ server: Server; port: number }> {
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(cfg.port, cfg.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+  // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
+  // wait 300 s, and looks at slow requests only every 30 s.
+  const t = cfg.requestTimeoutMs;
+  const server = createServer({ headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 }, app);
+  server.on("clientError", answerClientError);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(cfg.port, cfg.host, () => resolve());
   });
-  server.keepAliveTimeout = 65_000;
   const address = server.address();
   return { server, port: typeof address === "object" && address ? address.port : cfg.port };
+}
+
+/**
+ * HTTP that Node's parser refuses (a Content-Length shorter than the body, a malformed request
+ * line) or a request too slow to arrive still gets the error body, then the connection closes.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const timeout = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+  const status = timeout ? 408 : 400;
+  const message = timeout ? "The request did not arrive in time" : "The request is not valid HTTP";
+  const body = JSON.stringify({ message, code: status, requestId: randomUUID() });
+  socket.end(
+    `HTTP/1.1 ${status} ${timeout ? "Request Timeout" : "Bad Request"}\r\nContent-Type: ${ERROR_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed, log: Logger) {

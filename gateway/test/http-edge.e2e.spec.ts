@@ -1,0 +1,70 @@
+// HTTP a client gets wrong still gets the error body: a body longer than its Content-Length, a
+// malformed request line, a request too slow to arrive (here 1 s). And answers say how they may
+// be cached: not at all, but for an item's ETag revalidation.
+import { connect } from "node:net";
+import { describe, expect, it } from "vitest";
+import { ERROR_TYPE, httpClient, useStack } from "./harness.ts";
+
+const fx = useStack({ VNM_REQUEST_TIMEOUT_MS: "1000" });
+const http = httpClient(() => fx.gw, "application/json");
+
+/** Writes raw bytes to the gateway and reads until it closes the connection. */
+function raw(text: string, keepOpenMs = 0): Promise<string> {
+  const { hostname, port } = new URL(fx.gw);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let out = "";
+    socket.on("data", (d) => {
+      out += d.toString();
+    });
+    socket.on("close", () => resolve(out));
+    socket.on("error", reject);
+    socket.write(text);
+    if (keepOpenMs === 0) socket.end();
+  });
+}
+
+/** The last response in a raw answer: status and JSON body. */
+function last(answer: string): { status: number; type: string; body: Record<string, unknown> } {
+  const at = answer.lastIndexOf("HTTP/1.1 ");
+  const [head, body] = answer.slice(at).split("\r\n\r\n");
+  return {
+    status: Number(head!.split(" ")[1]),
+    type: /content-type: ([^\r\n]+)/i.exec(head!)?.[1] ?? "",
+    body: JSON.parse(body!),
+  };
+}
+
+describe("malformed HTTP", () => {
+  it("a body longer than its Content-Length: the rest is a bad request, answered with the error body", async () => {
+    const r = last(await raw(`POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}{"name":"extra"}\r\n\r\n`));
+    expect(r.status).toBe(400);
+    expect(r.type).toBe(ERROR_TYPE);
+    expect(r.body).toMatchObject({ code: 400, message: "The request is not valid HTTP" });
+    expect(typeof r.body["requestId"]).toBe("string");
+  });
+
+  it("a malformed request line gets the error body", async () => {
+    const r = last(await raw("GARBAGE\r\n\r\n"));
+    expect(r).toMatchObject({ status: 400, type: ERROR_TYPE });
+  });
+
+  it("a request that does not arrive in time gets a 408 with the error body", async () => {
+    const started = Date.now();
+    const r = last(await raw(`POST /bridges HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na`, 1));
+    expect(r).toMatchObject({ status: 408, type: ERROR_TYPE, body: { code: 408 } });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("caching", () => {
+  it("answers are private and not stored, but for an item's revalidation; they vary by who asks and what they accept", async () => {
+    const b = await http("POST", "/bridges", { name: "c" });
+    expect(b.headers.get("cache-control")).toBe("private, no-store");
+    const item = await http("GET", b.json.uri);
+    expect(item.headers.get("cache-control")).toBe("private, no-cache");
+    expect(item.headers.get("vary")).toBe("Accept, Authorization, X-Auth-Token");
+    expect((await http("GET", "/bridges")).headers.get("cache-control")).toBe("private, no-store");
+    expect((await http("GET", "/nowhere")).headers.get("cache-control")).toBe("private, no-store");
+  });
+});
