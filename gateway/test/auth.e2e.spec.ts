@@ -424,3 +424,17 @@ describe("admin-only kinds, from the catalog", () => {
     expect(wrong).toEqual([]);
   });
 });
+
+describe("no existence oracle in paging", () => {
+  it("another tenant's item as a marker is as unknown as no item at all (400 naming marker)", async () => {
+    const ofA = (await req("taA", "POST", "/bridges", { name: "paged" })).json;
+    const ownNext = await req("taA", "GET", `/bridges?limit=1&marker=${ofA.id}`);
+    expect(ownNext.status).toBe(200);
+    const foreign = await req("taB", "GET", `/bridges?limit=1&marker=${ofA.id}`);
+    const unknown = await req("taB", "GET", "/bridges?limit=1&marker=00000000-0000-4000-8000-00000000dead");
+    for (const r of [foreign, unknown]) {
+      expectError(r, 400);
+      expect(r.json.violations).toEqual([{ property: "marker", message: "must be the id of an item of this list" }]);
+    }
+  });
+});

@@ -364,7 +364,8 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const params = [...w.params];
     const order = [...(this.spec.order ?? []), this.creationOrder].map(assertIdentifier);
     if (page.marker) {
-      const at = await q.query(`SELECT ${order.join(", ")} FROM ${this.readFrom} WHERE id = $1`, [page.marker]);
+      // The marker must be an item of this very list: another tenant's id is as unknown as none.
+      const at = await q.query(`SELECT ${order.join(", ")} FROM ${this.readFrom} WHERE id = $${params.length + 1}${w.sql ? ` AND ${w.sql}` : ""}`, [...params, page.marker]);
       if (!at.rows[0]) throw badMarker();
       const from = params.length;
       params.push(...order.map((c) => at.rows[0][c]));
