@@ -1,0 +1,53 @@
+// The deployments say what the repository has: every service of services/ is in compose and in
+// the Kubernetes manifests (its own Deployment, headless Service and autoscaler, gRPC health
+// probes), every process gets every service's address, and the generated manifests are current.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { gatewayAddressesYaml, servicesYaml } from "../../deploy/k8s/generate.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
+type Loose = any;
+type Doc = { kind: string; metadata: { name: string }; spec: Record<string, Loose> };
+
+describe("Kubernetes manifests (deploy/k8s)", () => {
+  it("are what deploy/k8s/generate.ts writes from services/", () => {
+    expect(readFileSync(join(ROOT, "deploy/k8s/base/services.yaml"), "utf8")).toBe(servicesYaml());
+    expect(readFileSync(join(ROOT, "deploy/k8s/base/gateway-addresses.yaml"), "utf8")).toBe(gatewayAddressesYaml());
+  });
+
+  it("render with kustomize: each domain scales on its own, probed by the gRPC health service", () => {
+    const rendered = execFileSync("kubectl", ["kustomize", join(ROOT, "deploy/k8s/base")], { encoding: "utf8" });
+    const docs = parseAllDocuments(rendered).map((d) => d.toJSON() as Doc);
+    const find = (kind: string, name: string) => docs.find((d) => d.kind === kind && d.metadata.name === name);
+    const gateway = find("Deployment", "vnm-gateway")!.spec["template"].spec.containers[0];
+    for (const d of serviceDomains()) {
+      const dep = find("Deployment", `vnm-${d}`);
+      expect(dep, d).toBeDefined();
+      const c = dep!.spec["template"].spec.containers[0];
+      expect(c.env).toContainEqual({ name: "ENTRY", value: `services/${d}/src/main.ts` });
+      expect(c.readinessProbe.grpc.port).toBe(50051);
+      expect(find("Service", `vnm-${d}`)!.spec["clusterIP"]).toBe("None");
+      expect(find("HorizontalPodAutoscaler", `vnm-${d}`)!.spec["scaleTargetRef"].name).toBe(`vnm-${d}`);
+      expect(gateway.env).toContainEqual({ name: addressVariable(d), value: `vnm-${d}:50051` });
+    }
+    expect(gateway.readinessProbe.httpGet.path).toBe("/readyz");
+  });
+});
+
+describe("docker-compose.yml", () => {
+  it("runs every service from the one image with every service's address", () => {
+    const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Loose> };
+    for (const d of serviceDomains()) {
+      const s = compose.services[d];
+      expect(s, d).toBeDefined();
+      expect(s.build.args.ENTRY).toBe(`services/${d}/src/main.ts`);
+      expect(s.environment[addressVariable(d)]).toBe(`${d}:50051`);
+      expect(compose.services["gateway"].environment[addressVariable(d)]).toBe(`${d}:50051`);
+      expect(compose.services["gateway"].depends_on).toContain(d);
+    }
+  });
+});
