@@ -1,7 +1,8 @@
-// Probes and figures that need no token: /healthz (the process answers), /readyz (every
-// service, the cache and the bus answer) and /metrics (Prometheus text).
+// What needs no token: /healthz (the process answers), /readyz (every service, the cache and
+// the bus answer), /metrics (Prometheus text) and /openapi.json (the API's description).
 import type express from "express";
 import type { Gateway } from "./context.ts";
+import { openApi } from "./openapi.ts";
 
 export function healthRoutes(app: express.Express, gw: Gateway): void {
   app.get("/healthz", (_req, res) => {
@@ -18,6 +19,13 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
     const checks = Object.fromEntries(results);
     const ok = Object.values(checks).every((v) => v === "ok");
     res.status(ok ? 200 : 503).json({ status: ok ? "ok" : "unavailable", checks });
+  });
+
+  // Built from the catalog once; its server is wherever it was fetched from ("/").
+  let described: string | undefined;
+  app.get("/openapi.json", (_req, res) => {
+    described ??= openApi(gw.catalog);
+    res.type("application/json").send(described);
   });
 
   app.get("/metrics", (_req, res) => {

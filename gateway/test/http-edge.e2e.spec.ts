@@ -68,3 +68,13 @@ describe("caching", () => {
     expect((await http("GET", "/nowhere")).headers.get("cache-control")).toBe("private, no-store");
   });
 });
+
+describe("the API's description", () => {
+  it("is served at /openapi.json without a token", async () => {
+    const r = await fetch(`${fx.gw}/openapi.json`);
+    expect(r.status).toBe(200);
+    const doc = (await r.json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.paths["/bridges/{id}"]).toBeDefined();
+  });
+});
