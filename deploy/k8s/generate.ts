@@ -9,6 +9,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
 
 const GRPC_PORT = 50051;
+const METRICS_PORT = 9464;
 const labels = (name: string) => ({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "vnm" });
 
 /** Every service's address, as the gateway and the services reach each other. */
@@ -23,6 +24,7 @@ function deployment(domain: string) {
     { name: "ENTRY", value: `services/${domain}/src/main.ts` },
     { name: "GRPC_HOST", value: "0.0.0.0" },
     { name: "GRPC_PORT", value: String(GRPC_PORT) },
+    { name: "VNM_METRICS_PORT", value: String(METRICS_PORT) },
     ...addresses(),
   ];
   return {
@@ -33,7 +35,7 @@ function deployment(domain: string) {
       replicas: 2,
       selector: { matchLabels: labels(name) },
       template: {
-        metadata: { labels: labels(name) },
+        metadata: { labels: labels(name), annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) } },
         spec: {
           containers: [
             {
@@ -41,7 +43,10 @@ function deployment(domain: string) {
               image: "vnm",
               env,
               envFrom: [{ configMapRef: { name: "vnm-config" } }, { secretRef: { name: "vnm-secrets" } }],
-              ports: [{ name: "grpc", containerPort: GRPC_PORT }],
+              ports: [
+                { name: "grpc", containerPort: GRPC_PORT },
+                { name: "metrics", containerPort: METRICS_PORT },
+              ],
               readinessProbe: probe,
               livenessProbe: { ...probe, initialDelaySeconds: 10 },
               resources: { requests: { cpu: "100m", memory: "192Mi" }, limits: { memory: "384Mi" } },

@@ -2,10 +2,10 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
+import { ApiError, accessRules, type Metrics, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
-import type { Gateway, GatewayOptions, Metrics } from "./context.ts";
+import type { Gateway, GatewayOptions } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -14,7 +14,7 @@ import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { Router } from "./router.ts";
 import { rootDocument } from "./root.ts";
 
-export type { GatewayOptions, Metrics };
+export type { GatewayOptions };
 
 const ROOT_TYPE = vendor("Application-v5");
 const CORS = {
@@ -33,7 +33,14 @@ function baseUri(req: Request): string {
   return `${req.protocol}://${safeHost}`;
 }
 
-/** Request id (echoed when well-formed), CORS, response counts; OPTIONS answered here. */
+/** The route a request is counted under: its catalog template, else a fixed name (never the raw path). */
+function routeLabel(req: Request, res: Response): string {
+  const known = res.locals["route"] as string | undefined;
+  if (known) return known;
+  return ["/", "/login", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
+}
+
+/** Request id (echoed when well-formed), CORS, caching headers, request metrics; OPTIONS answered here. */
 function edge(metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction) => {
     const given = req.headers["x-request-id"];
@@ -44,9 +51,11 @@ function edge(metrics: Metrics) {
     // Answers depend on who asks and what they accept; only an item's ETag may be revalidated.
     res.setHeader("Cache-Control", "private, no-store");
     res.setHeader("Vary", "Accept, Authorization, X-Auth-Token");
+    const started = process.hrtime.bigint();
     res.on("finish", () => {
-      const key = `${Math.floor(res.statusCode / 100)}xx`;
-      metrics.requests.set(key, (metrics.requests.get(key) ?? 0) + 1);
+      const route = routeLabel(req, res);
+      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+      metrics.httpDuration.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
     });
     if (req.method !== "OPTIONS") return next();
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
@@ -127,17 +136,16 @@ function lastResort(log: GatewayOptions["log"]) {
   };
 }
 
-export function createApp(opts: GatewayOptions): { app: express.Express; metrics: Metrics; feed: EventFeed } {
-  const metrics: Metrics = { requests: new Map(), cacheHits: 0, cacheMisses: 0 };
-  const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog), metrics };
+export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed } {
+  const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog) };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
-  app.use(edge(metrics));
+  app.use(edge(opts.metrics));
   healthRoutes(app, gw);
-  const feed = eventFeed(opts.catalog, opts.bus, opts.log);
+  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics);
   app.use(api(gw, feed));
   app.use(lastResort(opts.log));
-  return { app, metrics, feed };
+  return { app, feed };
 }

@@ -121,7 +121,10 @@ class RedisCache implements CollectionCache {
   private readonly allKinds: () => string[];
   private readonly log: Logger;
 
-  constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes: number) {
+  private readonly errors: { inc(): void } | undefined;
+
+  constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes: number, errors?: { inc(): void }) {
+    this.errors = errors;
     this.prefix = prefix;
     this.allKinds = allKinds;
     this.log = log;
@@ -186,6 +189,7 @@ class RedisCache implements CollectionCache {
       this.local.set(localKey, gen, body);
       return { hit: true, body };
     } catch {
+      this.errors?.inc();
       return undefined;
     }
   }
@@ -203,6 +207,7 @@ class RedisCache implements CollectionCache {
       await this.invalidateAll(list);
     } catch (err) {
       // Someone may now read stale entries: stop trusting the cache until it is reset.
+      this.errors?.inc();
       this.dirty = true;
       this.log.warn("collection cache invalidation failed; cache bypassed until reset", { err: (err as Error).message });
       if (this.redis.status === "ready") void this.reset();
@@ -229,8 +234,9 @@ class RedisCache implements CollectionCache {
   }
 }
 
-export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes = 64 * 1024 * 1024): CollectionCache {
-  return new RedisCache(client, prefix, allKinds, log, localBytes);
+/** `errors` counts the operations that failed (the gateway's vnm_cache_errors_total). */
+export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger, errors?: { inc(): void }, localBytes = 64 * 1024 * 1024): CollectionCache {
+  return new RedisCache(client, prefix, allKinds, log, localBytes, errors);
 }
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */

@@ -1,6 +1,6 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
 // services, the cache, the access rules and the options the gateway was started with.
-import type { Access, Bus, Catalog, Logger, Upstream } from "@vnm/kit";
+import type { Access, Bus, Catalog, Logger, Metrics, Upstream } from "@vnm/kit";
 import type { RateLimiter } from "./auth.ts";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
@@ -19,16 +19,11 @@ export interface GatewayOptions {
   bodyLimit: number;
   callTimeoutMs: number;
   trustProxy: boolean;
-}
-
-export interface Metrics {
-  requests: Map<string, number>;
-  cacheHits: number;
-  cacheMisses: number;
+  /** The gateway's Prometheus registry (served at /metrics). */
+  metrics: Metrics;
 }
 
 export interface Gateway extends GatewayOptions {
   router: Router;
   rules: Map<string, Access>;
-  metrics: Metrics;
 }

@@ -83,6 +83,7 @@ function cacheSlot(route: Route, request: Obj, identity: Identity, base: string,
 
 export async function dispatch(gw: Gateway, req: Request, res: Response, match: Match, base: string): Promise<void> {
   const { route, parts } = match;
+  res.locals["route"] = route.template;
   const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
   // Refusals that need no data are made here, without a hop; the service checks again.
   const access = gw.rules.get(`${route.service}/${route.rpc}`);
@@ -102,10 +103,10 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
   if (slot) {
     const found = await gw.cache.get(slot.kind, slot.key);
     if (found?.hit) {
-      gw.metrics.cacheHits++;
+      gw.metrics.cacheHits.inc();
       return send(res, 200, type!, found.body);
     }
-    gw.metrics.cacheMisses++;
+    gw.metrics.cacheMisses.inc();
     fillToken = found?.token;
   }
   const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token);

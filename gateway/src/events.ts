@@ -1,6 +1,6 @@
 // GET /events: the change feed as Server-Sent Events, filtered to what the caller may see and
 // resumable with Last-Event-ID (the bus's sequence number).
-import type { Bus, Catalog, ChangeMessage, Identity, Logger } from "@vnm/kit";
+import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vnm/kit";
 import { ApiError } from "@vnm/kit";
 import type { Request, Response } from "express";
 
@@ -42,7 +42,7 @@ function openStream(res: Response, onClose: () => void) {
   return { isOpen: () => open, close };
 }
 
-export function eventFeed(catalog: Catalog, bus: Bus, log: Logger): EventFeed {
+export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metrics): EventFeed {
   // Per kind: its media type name without version ("Bridge"), and whether non-admins may see it
   // at all (a kind only administrators may read stays out of their feeds).
   const names = new Map(catalog.resources.map((m) => [m.resource!.kind, m.resource!.mediaType.replace(/-v\d+$/, "")]));
@@ -59,9 +59,11 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger): EventFeed {
       let stop: (() => void) | undefined;
       const stream = openStream(res, () => {
         open.delete(stream.close);
+        metrics.eventStreams.dec();
         stop?.();
       });
       open.add(stream.close);
+      metrics.eventStreams.inc();
       try {
         stop = await bus.follow(after, (seq, msg) => {
           const c = msg.data as ChangeMessage | null;

@@ -28,17 +28,8 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
     res.type("application/json").send(described);
   });
 
-  app.get("/metrics", (_req, res) => {
-    const { metrics } = gw;
-    const lines = ["# TYPE vnm_http_responses_total counter"];
-    for (const [k, v] of metrics.requests) lines.push(`vnm_http_responses_total{class="${k}"} ${v}`);
-    lines.push("# TYPE vnm_cache_hits_total counter", `vnm_cache_hits_total ${metrics.cacheHits}`);
-    lines.push("# TYPE vnm_cache_misses_total counter", `vnm_cache_misses_total ${metrics.cacheMisses}`);
-    const mem = process.memoryUsage();
-    lines.push("# TYPE vnm_process_memory_bytes gauge");
-    for (const k of ["rss", "heapTotal", "heapUsed", "external", "arrayBuffers"] as const) {
-      lines.push(`vnm_process_memory_bytes{kind="${k}"} ${mem[k]}`);
-    }
-    res.type("text/plain; version=0.0.4").send(`${lines.join("\n")}\n`);
+  app.get("/metrics", async (_req, res) => {
+    res.type(gw.metrics.registry.contentType).send(await gw.metrics.registry.metrics());
   });
+
 }

@@ -14,6 +14,7 @@ import {
   loadConfig,
   loadGrpc,
   localBus,
+  Metrics,
   natsBus,
   onShutdown,
   optional,
@@ -65,10 +66,10 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
 type Config = ReturnType<typeof gatewayConfig>;
 
 /** The cache and the bus; changes committed anywhere (another replica, a cascade) invalidate the cache. */
-function connectEdges(cfg: Config, catalog: Catalog, log: Logger) {
+function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metrics) {
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
-  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log) : memoryCache();
+  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors) : memoryCache();
   if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway" }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
@@ -86,13 +87,13 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger) {
 }
 
 /** One channel per service whose address is given; the others answer 503 naming their variable. */
-function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger) {
+function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger, metrics: Metrics) {
   const domains = [...new Set(catalog.services.map((s) => s.domain))];
   const missing = domains.filter((d) => !env[addressVariable(d)]);
   if (missing.length > 0) {
     log.warn("services not configured: their endpoints answer 503", { variables: missing.map(addressVariable) });
   }
-  return createUpstream(loadGrpc(), catalog.services, (d) => env[addressVariable(d)] || undefined);
+  return createUpstream(loadGrpc(), catalog.services, (d) => env[addressVariable(d)] || undefined, metrics);
 }
 
 async function listen(app: Express, cfg: Config): Promise<{ server: Server; port: number }> {
@@ -147,9 +148,10 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const log = createLogger({ service: "gateway" });
   const cfg = gatewayConfig(env);
   const catalog = loadCatalog();
-  const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log);
-  const upstream = connectUpstreams(catalog, env, log);
-  const { app, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures });
+  const metrics = new Metrics("gateway");
+  const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
+  const upstream = connectUpstreams(catalog, env, log, metrics);
+  const { app, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
   const { server, port } = await listen(app, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   const stop = stopper(server, [upstream, bus, cache], feed, log);

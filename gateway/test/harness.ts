@@ -18,6 +18,8 @@ export class Stack {
   readonly gateways: string[] = [];
   /** gRPC address per domain, fixed for the life of the stack (a restart reuses it). */
   readonly addrs = new Map<string, string>();
+  /** Each service's metrics address (its VNM_METRICS_PORT). */
+  readonly metricsAddrs = new Map<string, string>();
   private readonly services = new Map<string, Proc>();
   private readonly nats: NatsConnection[] = [];
 
@@ -63,7 +65,9 @@ export class Stack {
     for (const d of list) if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
     for (const d of list) {
       const port = this.addrs.get(d)!.split(":")[1]!;
-      const proc = startProcess(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_DB_SCHEMA: this.schema(d) }));
+      if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
+      const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
+      const proc = startProcess(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, VNM_DB_SCHEMA: this.schema(d) }));
       this.services.set(d, proc);
       this.procs.push(proc);
     }

@@ -76,6 +76,9 @@ export class OutboxRelay {
   private readonly log: Logger;
   private readonly intervalMs: number;
 
+  /** Told of each failed round (a metric counts them). */
+  onFailure: () => void = () => {};
+
   constructor(pool: pg.Pool, schema: string, bus: Bus, log: Logger, intervalMs = 500) {
     this.pool = pool;
     this.schema = schema;
@@ -98,7 +101,10 @@ export class OutboxRelay {
       return;
     }
     this.running = this.drain()
-      .catch((err) => this.log.warn("outbox relay: publish failed, will retry", { err: (err as Error).message }))
+      .catch((err) => {
+        this.onFailure();
+        this.log.warn("outbox relay: publish failed, will retry", { err: (err as Error).message });
+      })
       .finally(() => {
         this.running = undefined;
         if (this.again) {

@@ -14,3 +14,4 @@ export * from "./auth.ts";
 export * from "./tenancy.ts";
 export * from "./paths.ts";
 export * from "./upstream.ts";
+export * from "./metrics.ts";

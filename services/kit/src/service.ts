@@ -12,6 +12,7 @@ import { type AnyResource, mergeHandlers } from "./resource.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { Metrics } from "./metrics.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
@@ -181,13 +182,16 @@ async function guarded(handler: Handler, request: Record<string, unknown>, ctx: 
   );
 }
 
-function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.handleUnaryCall<unknown, unknown> {
+function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics: Metrics): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
     const ctx: CallContext = { changed: new Set(), metadata: call.metadata };
+    const end = metrics.grpcServerDuration.startTimer({ method: name });
     guarded(handler, call.request as Record<string, unknown>, ctx, g).then(
       (response) => {
         const trailer = new grpc.Metadata();
         if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
+        metrics.grpcServer.inc({ method: name, code: "OK" });
+        end();
         callback(null, response, trailer);
       },
       (err: unknown) => {
@@ -195,6 +199,8 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard): grpc.h
         if (apiErr.code === grpc.status.INTERNAL || apiErr.code === grpc.status.UNAVAILABLE) {
           log.error("call failed", { method: name, err: apiErr.cause ?? apiErr });
         }
+        metrics.grpcServer.inc({ method: name, code: grpc.status[apiErr.code] ?? String(apiErr.code) });
+        end();
         callback(apiErr.toServiceError() as grpc.ServiceError);
       },
     );
@@ -226,7 +232,7 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
 const OWNER_TIMEOUT_MS = 5_000;
 
 /** The gRPC server with every handler wrapped in the token and tenancy checks. */
-function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger) {
+function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger, metrics: Metrics) {
   const rules = accessRules(catalog());
   const readOwner = ownerReader(all, pkg, catalog(), env);
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
@@ -237,7 +243,7 @@ function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: No
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      impl[method] = wrap(key, h, log, { verify, isPublic: catalog().publicMethods.has(key), access: rules.get(key), readOwner });
+      impl[method] = wrap(key, h, log, { verify, isPublic: catalog().publicMethods.has(key), access: rules.get(key), readOwner }, metrics);
     }
     server.addService(def, impl);
   }
@@ -275,6 +281,7 @@ function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
     schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
+    metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
   }, env);
 }
 
@@ -291,6 +298,12 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}` }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
+  const metrics = new Metrics(spec.domain);
+  relay.onFailure = () => metrics.publishFailures.inc();
+  metrics.watchOutbox(pool);
+  metrics.watchPool(pool);
+  // Its own metrics port when VNM_METRICS_PORT names one (0: any free port).
+  const metricsServer = cfg.metricsPort === undefined ? undefined : await metrics.serve(Number(cfg.metricsPort), cfg.host);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
   const peers = peerCaller(spec.domain, env, cfg.tokenSecret);
   const svc: ServiceContext = { store, log, bus, env, call: peers.call };
@@ -298,13 +311,14 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
   const pkg = loadGrpc();
-  const server = grpcServer(handlers, pkg, env, tokenVerifier(cfg.tokenSecret), log);
+  const server = grpcServer(handlers, pkg, env, tokenVerifier(cfg.tokenSecret), log, metrics);
   server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   relay.start();
-  log.info("service ready", { port, schema: cfg.schema, bus: bus.kind });
+  const metricsAddress = metricsServer?.address();
+  log.info("service ready", { port, schema: cfg.schema, bus: bus.kind, metricsPort: typeof metricsAddress === "object" ? metricsAddress?.port : undefined });
 
   const stop = async () => {
     await stopWork?.();
@@ -319,6 +333,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
       });
     });
     peers.close();
+    metricsServer?.close();
     await relay.stop();
     await relay.flush().catch(() => {});
     await bus.close();

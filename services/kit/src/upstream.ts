@@ -4,6 +4,7 @@
 // (its service not deployed, or not written yet) answers every call UNAVAILABLE, naming it.
 import * as grpc from "@grpc/grpc-js";
 import { ApiError, ORIGIN_KEY } from "./errors.ts";
+import type { Metrics } from "./metrics.ts";
 import { clientConstructor } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
 
@@ -51,6 +52,7 @@ export function createUpstream(
   pkg: grpc.GrpcObject,
   services: { name: string; domain: string }[],
   addressOf: (domain: string) => string | undefined,
+  metrics?: Metrics,
 ): Upstream {
   const clients = new Map<string, grpc.Client>();
   const health = new Map<string, grpc.Client>();
@@ -98,10 +100,17 @@ export function createUpstream(
       const client = clients.get(service);
       const domain = domainOf.get(service) ?? service;
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
+      const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
-        return await unary(client, rpc, request, timeoutMs, token);
+        const result = await unary(client, rpc, request, timeoutMs, token);
+        metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
+        return result;
       } catch (err) {
-        throw ApiError.from(nameTheService(err, domain));
+        const e = ApiError.from(nameTheService(err, domain));
+        metrics?.grpcClient.inc({ service, method: rpc, code: grpc.status[e.code] ?? String(e.code) });
+        throw e;
+      } finally {
+        end?.();
       }
     },
     async health(domain, timeoutMs) {
