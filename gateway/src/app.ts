@@ -2,7 +2,7 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, type Metrics, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
+import { ApiError, accessRules, type Identity, type Logger, type Metrics, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions } from "./context.ts";
@@ -40,8 +40,8 @@ function routeLabel(req: Request, res: Response): string {
   return ["/", "/login", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
 }
 
-/** Request id (echoed when well-formed), CORS, caching headers, request metrics; OPTIONS answered here. */
-function edge(metrics: Metrics) {
+/** Request id (echoed when well-formed), CORS, caching headers, request metrics and the access log; OPTIONS answered here. */
+function edge(metrics: Metrics, log: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const given = req.headers["x-request-id"];
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -54,8 +54,11 @@ function edge(metrics: Metrics) {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const route = routeLabel(req, res);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-      metrics.httpDuration.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.httpDuration.observe({ route, method: req.method }, seconds);
+      const who = (res.locals["caller"] as { identity: Identity } | undefined)?.identity;
+      log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
     });
     if (req.method !== "OPTIONS") return next();
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
@@ -142,7 +145,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
-  app.use(edge(opts.metrics));
+  app.use(edge(opts.metrics, opts.log));
   healthRoutes(app, gw);
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics);
   app.use(api(gw, feed));

@@ -109,7 +109,7 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
     gw.metrics.cacheMisses.inc();
     fillToken = found?.token;
   }
-  const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token);
+  const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token, res.locals["requestId"] as string);
   if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
   if (route.shape.kind === "empty") {
     res.status(204).end();

@@ -27,6 +27,12 @@ export class Stack {
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   readonly adminPassword = randomBytes(12).toString("hex");
+  /** More environment for every process of the stack (LOG_LEVEL, say). */
+  readonly extraEnv: NodeJS.ProcessEnv;
+
+  constructor(extraEnv: NodeJS.ProcessEnv = {}) {
+    this.extraEnv = extraEnv;
+  }
 
   get prefix(): string {
     return `vnm${this.id}`;
@@ -41,6 +47,7 @@ export class Stack {
       VNM_TOKEN_SECRET: this.tokenSecret,
       VNM_ADMIN_USER: "admin",
       VNM_ADMIN_PASSWORD: this.adminPassword,
+      ...this.extraEnv,
       ...extra,
     };
   }
@@ -94,7 +101,7 @@ export class Stack {
     const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
     const sc = StringCodec();
     nc.subscribe(`${this.prefix}.>`, {
-      callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }),
+      callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)), requestIdHeader: m.headers?.get("X-Request-Id") || undefined }),
     });
     this.nats.push(nc);
     return seen;
@@ -153,6 +160,8 @@ export class Stack {
 export interface ChangeSeen {
   subject: string;
   data: Record<string, unknown>;
+  /** The notification's X-Request-Id header, when it has one. */
+  requestIdHeader?: string;
 }
 
 /** Whether something accepts TCP connections at host:port. */

@@ -1,6 +1,6 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
-import { AckPolicy, connect, DeliverPolicy, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
 
 export interface BusMessage {
@@ -157,7 +157,11 @@ class NatsBus implements Bus {
   async publish(subject: string, data: unknown, msgId: string): Promise<void> {
     if (!this.js || this.current !== "connected") throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
-    await this.js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000 });
+    // The request that made the change, as a header too (tools read headers, not payloads).
+    const requestId = (data as { requestId?: unknown } | null)?.requestId;
+    const h = typeof requestId === "string" ? natsHeaders() : undefined;
+    h?.set("X-Request-Id", requestId as string);
+    await this.js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000, headers: h });
   }
 
   subscribe(handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void {

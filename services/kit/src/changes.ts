@@ -22,6 +22,8 @@ export interface Change {
 export interface ChangeMessage extends Change {
   domain: string;
   at: string;
+  /** The request that made the change, when a request did (also in the X-Request-Id header). */
+  requestId?: string;
 }
 
 export function changeSubject(prefix: string, domain: string, kind: string, event: ChangeEvent): string {
@@ -37,11 +39,11 @@ export function parseChangeSubject(prefix: string, subject: string): { domain: s
 }
 
 /** The outbox rows of some changes: subject and JSON payload. */
-function outboxRows(prefix: string, domain: string, changes: Change[]): { subject: string; payload: string }[] {
+function outboxRows(prefix: string, domain: string, changes: Change[], requestId?: string): { subject: string; payload: string }[] {
   const at = new Date().toISOString();
   return changes.map((c) => ({
     subject: changeSubject(prefix, domain, c.kind, c.event),
-    payload: JSON.stringify({ ...c, domain, at } satisfies ChangeMessage),
+    payload: JSON.stringify({ ...c, domain, at, ...(requestId ? { requestId } : {}) } satisfies ChangeMessage),
   }));
 }
 
@@ -49,12 +51,12 @@ function outboxRows(prefix: string, domain: string, changes: Change[]): { subjec
  * Writes the changes' outbox rows and commits, in one round trip: the rows go as escaped
  * literals in the same simple query as the COMMIT.
  */
-export async function commitWithChanges(client: pg.PoolClient, prefix: string, domain: string, changes: Change[]): Promise<void> {
+export async function commitWithChanges(client: pg.PoolClient, prefix: string, domain: string, changes: Change[], requestId?: string): Promise<void> {
   if (changes.length === 0) {
     await client.query("COMMIT");
     return;
   }
-  const values = outboxRows(prefix, domain, changes)
+  const values = outboxRows(prefix, domain, changes, requestId)
     .map((r) => `(${client.escapeLiteral(r.subject)}, ${client.escapeLiteral(r.payload)}::jsonb)`)
     .join(", ");
   await client.query(`INSERT INTO outbox (subject, payload) VALUES ${values}; COMMIT`);

@@ -1,7 +1,8 @@
-// Structured logs: one JSON object per line on stdout.
+// Structured logs with pino: one JSON object per line on stdout, `level` as its name and `time`
+// in ISO form, each part's fields (service, requestId, ...) on every line it writes.
+import pino from "pino";
 
 export type Level = "debug" | "info" | "warn" | "error";
-const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -11,27 +12,25 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-function errorFields(value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
-  return value;
+/** Errors under any key are written with their name, message and stack. */
+function withErrors(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v;
+  return out;
 }
 
-export function createLogger(
-  base: Record<string, unknown>,
-  level: Level = (process.env["LOG_LEVEL"] as Level | undefined) ?? "info",
-): Logger {
-  const min = order[level] ?? order.info;
-  const write = (lvl: Level, msg: string, fields?: Record<string, unknown>) => {
-    if (order[lvl] < min) return;
-    const rec: Record<string, unknown> = { time: new Date().toISOString(), level: lvl, ...base, msg };
-    if (fields) for (const [k, v] of Object.entries(fields)) rec[k] = errorFields(v);
-    process.stdout.write(`${JSON.stringify(rec)}\n`);
-  };
-  return {
-    debug: (m, f) => write("debug", m, f),
-    info: (m, f) => write("info", m, f),
-    warn: (m, f) => write("warn", m, f),
-    error: (m, f) => write("error", m, f),
-    child: (fields) => createLogger({ ...base, ...fields }, level),
-  };
+function wrap(p: pino.Logger): Logger {
+  const at = (level: Level) => (msg: string, fields?: Record<string, unknown>) => (fields ? p[level](withErrors(fields), msg) : p[level](msg));
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: (fields) => wrap(p.child(fields)) };
+}
+
+export function createLogger(base: Record<string, unknown>, level: Level = (process.env["LOG_LEVEL"] as Level | undefined) ?? "info"): Logger {
+  return wrap(
+    pino({
+      level,
+      base,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    }),
+  );
 }

@@ -14,7 +14,7 @@ import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
-import { addressVariable, CHANGED_KINDS_KEY, createUpstream, type Upstream } from "./upstream.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
@@ -25,6 +25,8 @@ export interface CallContext {
   readonly metadata: grpc.Metadata;
   /** The verified caller; undefined only in public methods. */
   readonly identity?: Identity;
+  /** The request id the gateway passed on (x-request-id), for logs and change notifications. */
+  readonly requestId?: string;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: handlers are typed by each service
@@ -59,7 +61,7 @@ export class Store {
     const changes: Change[] = [];
     try {
       const result = await inTransaction(client, (q) => fn(q, (c) => changes.push(c)), {
-        commit: (q) => commitWithChanges(q, this.prefix, this.domain, changes),
+        commit: (q) => commitWithChanges(q, this.prefix, this.domain, changes, ctx?.requestId),
       });
       for (const c of changes) ctx?.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
@@ -182,25 +184,37 @@ async function guarded(handler: Handler, request: Record<string, unknown>, ctx: 
   );
 }
 
+/** The request id a call carries, when it is a well-formed one. */
+function requestIdOf(metadata: grpc.Metadata): string | undefined {
+  const v = metadata.get(REQUEST_ID_KEY)[0];
+  return typeof v === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(v) ? v : undefined;
+}
+
 function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics: Metrics): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
-    const ctx: CallContext = { changed: new Set(), metadata: call.metadata };
+    const requestId = requestIdOf(call.metadata);
+    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId };
+    const started = process.hrtime.bigint();
     const end = metrics.grpcServerDuration.startTimer({ method: name });
+    // One line per call, with the request id that led to it.
+    const done = (code: string) => {
+      metrics.grpcServer.inc({ method: name, code });
+      end();
+      log.info("call", { requestId, method: name, code, durationMs: Number(process.hrtime.bigint() - started) / 1e6 });
+    };
     guarded(handler, call.request as Record<string, unknown>, ctx, g).then(
       (response) => {
         const trailer = new grpc.Metadata();
         if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
-        metrics.grpcServer.inc({ method: name, code: "OK" });
-        end();
+        done("OK");
         callback(null, response, trailer);
       },
       (err: unknown) => {
         const apiErr = toApiError(err);
         if (apiErr.code === grpc.status.INTERNAL || apiErr.code === grpc.status.UNAVAILABLE) {
-          log.error("call failed", { method: name, err: apiErr.cause ?? apiErr });
+          log.error("call failed", { requestId, method: name, err: apiErr.cause ?? apiErr });
         }
-        metrics.grpcServer.inc({ method: name, code: grpc.status[apiErr.code] ?? String(apiErr.code) });
-        end();
+        done(grpc.status[apiErr.code] ?? String(apiErr.code));
         callback(apiErr.toServiceError() as grpc.ServiceError);
       },
     );
@@ -225,7 +239,7 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
     const h = all[service]?.[rpc];
     if (h) return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
     const token = bearer(ctx.metadata.get("authorization")[0]);
-    return (await remote.call(service, rpc, req, OWNER_TIMEOUT_MS, token)).response;
+    return (await remote.call(service, rpc, req, OWNER_TIMEOUT_MS, token, ctx.requestId)).response;
   };
 }
 

@@ -13,6 +13,9 @@ export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
 
 export { addressVariable };
 
+/** Metadata key carrying the request id from the gateway into the services. */
+export const REQUEST_ID_KEY = "x-request-id";
+
 export interface CallResult {
   response: Record<string, unknown>;
   /** "<kind>:<event>" of what the call changed. */
@@ -21,7 +24,8 @@ export interface CallResult {
 
 export interface Upstream {
   /** `token` is the caller's bearer token, passed on for the service to verify. */
-  call(service: string, rpc: string, request: unknown, timeoutMs: number, token?: string): Promise<CallResult>;
+  /** `requestId` travels in the call's metadata (x-request-id) into the service's logs and changes. */
+  call(service: string, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult>;
   health(domain: string, timeoutMs: number): Promise<boolean>;
   close(): void;
 }
@@ -69,7 +73,7 @@ export function createUpstream(
     }
   }
 
-  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string): Promise<CallResult> =>
+  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult> =>
     new Promise((resolve, reject) => {
       const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
       if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
@@ -77,6 +81,7 @@ export function createUpstream(
       let failure: unknown;
       const metadata = new grpc.Metadata();
       if (token) metadata.set("authorization", `Bearer ${token}`);
+      if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
       const call = fn.call(
         client,
         request,
@@ -96,13 +101,13 @@ export function createUpstream(
     });
 
   return {
-    async call(service, rpc, request, timeoutMs, token) {
+    async call(service, rpc, request, timeoutMs, token, requestId) {
       const client = clients.get(service);
       const domain = domainOf.get(service) ?? service;
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
-        const result = await unary(client, rpc, request, timeoutMs, token);
+        const result = await unary(client, rpc, request, timeoutMs, token, requestId);
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {
