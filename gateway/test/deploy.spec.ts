@@ -38,6 +38,36 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
   });
 });
 
+/** Each object of a rendering checked against the Kubernetes schema of its kind (kubernetes-models, offline). */
+async function validateAll(docs: Doc[]): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const d of docs) {
+    const { apiVersion } = d as Doc & { apiVersion: string };
+    const models = (await import(`kubernetes-models/${apiVersion}`)) as Record<string, new (o: unknown) => { validate(): void }>;
+    try {
+      new models[d.kind]!(d).validate();
+    } catch (err) {
+      wrong.push(`${d.kind}/${d.metadata.name}: ${(err as Error).message.slice(0, 300)}`);
+    }
+  }
+  return wrong;
+}
+
+describe("Kubernetes overlays", () => {
+  for (const overlay of ["base", "overlays/dev", "overlays/production"]) {
+    it(`${overlay} renders, and every object is valid for its kind`, async () => {
+      const rendered = execFileSync("kubectl", ["kustomize", join(ROOT, "deploy/k8s", overlay)], { encoding: "utf8" });
+      const docs = parseAllDocuments(rendered).map((d) => d.toJSON() as Doc);
+      expect(docs.length).toBeGreaterThan(serviceDomains().length * 5);
+      expect(await validateAll(docs)).toEqual([]);
+      for (const d of docs.filter((x) => x.kind === "Deployment")) {
+        expect(d.spec["template"].spec.containers[0].securityContext, d.metadata.name).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+        expect(docs.some((x) => x.kind === "PodDisruptionBudget" && x.metadata.name === d.metadata.name)).toBe(true);
+      }
+    });
+  }
+});
+
 describe("docker-compose.yml", () => {
   it("runs every service from the one image with every service's address", () => {
     const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Loose> };
