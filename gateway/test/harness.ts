@@ -11,6 +11,9 @@ import { afterAll, beforeAll, expect } from "vitest";
 
 export { DEPS, freePort, type Proc, ROOT, startProcess, waitFor };
 
+/** How long a stack's processes may take to start. */
+const STARTUP_MS = 60_000;
+
 /** One isolated deployment: its own schemas, subject prefix and cache prefix. */
 export class Stack {
   readonly id = `t${randomBytes(4).toString("hex")}`;
@@ -122,16 +125,25 @@ export class Stack {
     const proc = startProcess("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...extra }));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(`gateway ${base}`, async () => {
-      const r = await fetch(`${base}/${waitReady ? "readyz" : "healthz"}`);
-      return r.status === 200;
-    });
+    // Every service of a stack starts at once on a machine of two cores: give them room.
+    await waitFor(
+      `gateway ${base}`,
+      async () => {
+        const r = await fetch(`${base}/${waitReady ? "readyz" : "healthz"}`);
+        return r.status === 200;
+      },
+      STARTUP_MS,
+    );
     this.gateways.push(base);
     // Without waiting for readiness, the identity service may still be starting.
-    await waitFor("the admin's login", async () => {
-      defaultToken ||= await this.login(base, "admin", this.adminPassword);
-      return true;
-    });
+    await waitFor(
+      "the admin's login",
+      async () => {
+        defaultToken ||= await this.login(base, "admin", this.adminPassword);
+        return true;
+      },
+      STARTUP_MS,
+    );
     return base;
   }
 
@@ -292,4 +304,19 @@ export async function openFeed(gw: string, token: string, lastEventId?: string) 
       await reading;
     },
   };
+}
+
+/**
+ * The fault test every service gets: killed, `path` (one of its endpoints) answers 503 with the
+ * error body naming it while the rest of the API works; started again, it serves unaided.
+ */
+export async function expectServiceLossAndReturn(fx: StackFixture, domain: string, path: string): Promise<void> {
+  const http = httpClient(() => fx.gw, "application/json");
+  await fx.stack.stopService(domain);
+  const r = await http("GET", path);
+  expectError(r, 503);
+  expect(r.json.message).toContain(`${domain} service`);
+  expect((await http("GET", "/bridges")).status).toBe(200);
+  await fx.stack.startServices(domain);
+  await waitFor(`the ${domain} service back`, async () => (await http("GET", path)).status === 200, 20_000);
 }

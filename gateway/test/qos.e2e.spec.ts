@@ -1,7 +1,7 @@
 // QoS Policy (v1) end to end: the qos service behind the gateway, real Postgres, NATS and
 // Redis. Fields and defaults, tenancy as for bridges, the rule lists, and the service lost.
 import { beforeAll, describe, expect, it } from "vitest";
-import { type HttpResult, expectError, httpClient, useStack, waitFor } from "./harness.ts";
+import { type HttpResult, expectError, httpClient, useStack, expectServiceLossAndReturn } from "./harness.ts";
 
 const POLICY = "application/vnd.org.service.QOSPolicy-v1+json";
 const POLICIES = "application/vnd.org.service.collection.QOSPolicy-v1+json";
@@ -106,12 +106,6 @@ describe("tenancy (as for bridges)", () => {
 describe("the qos service lost", () => {
   it("answers 503 naming it at once, the rest still works, and serves again when it is back", async () => {
     const p = await http("POST", "/qos_policies", { name: "kept" });
-    await fx.stack.stopService("qos");
-    const r = await http("GET", p.json.uri);
-    expectError(r, 503);
-    expect(r.json.message).toContain("qos service");
-    expect((await http("GET", "/bridges", undefined, { accept: "application/json" })).status).toBe(200);
-    await fx.stack.startServices("qos");
-    await waitFor("the qos service back", async () => (await http("GET", p.json.uri)).status === 200, 20_000);
+    await expectServiceLossAndReturn(fx, "qos", new URL(p.json.uri).pathname);
   });
 });

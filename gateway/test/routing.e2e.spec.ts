@@ -2,7 +2,7 @@
 // Postgres, NATS and Redis. Each rule of the issue, each bad input with its status and error
 // body, the root document, /events and the collection cache.
 import { describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { adminToken, expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
 
 const ROUTE = "application/vnd.org.service.Route-v1+json";
 const ROUTES = "application/vnd.org.service.collection.Route-v1+json";
@@ -207,12 +207,6 @@ describe("like every other kind", () => {
   });
 
   it("the routing service lost: 503 naming it, the rest works, and back unaided", async () => {
-    await fx.stack.stopService("routing");
-    const r = await http("GET", "/l2insertions");
-    expectError(r, 503);
-    expect(r.json.message).toContain("routing service");
-    expect((await http("GET", "/bridges")).status).toBe(200);
-    await fx.stack.startServices("routing");
-    await waitFor("the routing service back", async () => (await http("GET", "/l2insertions")).status === 200, 20_000);
+    await expectServiceLossAndReturn(fx, "routing", "/l2insertions");
   });
 });

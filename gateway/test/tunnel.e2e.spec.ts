@@ -1,7 +1,7 @@
 // Tunnel zones and VTEPs end to end (issue 12): the tunnel service behind the gateway, real
 // Postgres, NATS, Redis, and real OVSDB servers standing in for the devices.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { adminToken, expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
 import { OvsdbServer } from "./ovsdb-server.ts";
 
 const ZONE = "application/vnd.org.service.TunnelZone-v1+json";
@@ -212,12 +212,6 @@ describe("like every other kind", () => {
   });
 
   it("the tunnel service lost: 503 naming it, the rest works, and back unaided", async () => {
-    await fx.stack.stopService("tunnel");
-    const r = await http("GET", "/tunnel_zones");
-    expectError(r, 503);
-    expect(r.json.message).toContain("tunnel service");
-    expect((await http("GET", "/bridges")).status).toBe(200);
-    await fx.stack.startServices("tunnel");
-    await waitFor("the tunnel service back", async () => (await http("GET", "/tunnel_zones")).status === 200, 20_000);
+    await expectServiceLossAndReturn(fx, "tunnel", "/tunnel_zones");
   });
 });

@@ -6,7 +6,7 @@ export default defineConfig({
     // Integration suites in test/, unit tests beside the code they test (no network).
     include: ["test/**/*.spec.ts", "src/**/*.spec.ts"],
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     fileParallelism: false,
     reporters: ["default", "json"],
     outputFile: { json: "test-results.json" },
