@@ -25,15 +25,23 @@ export function addressVariable(domain: string): string {
   return `VNM_${domain.toUpperCase()}_ADDR`;
 }
 
-/** A TCP port on the loopback interface that was free a moment ago. */
+/** Ports this process handed out: the kernel may give a just-closed port again. */
+const handedOut = new Set<number>();
+
+/** A TCP port on the loopback interface that was free a moment ago, never one this process handed out before. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const s = createServer();
+      s.listen(0, "127.0.0.1", () => {
+        const a = s.address();
+        const p = typeof a === "object" && a ? a.port : 0;
+        s.close(() => resolve(p));
+      });
+      s.on("error", reject);
     });
-    s.on("error", reject);
-  });
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
