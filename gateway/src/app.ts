@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { ApiError, accessRules, type Identity, type Logger, type Metrics, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
+import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
@@ -40,8 +41,8 @@ function routeLabel(req: Request, res: Response): string {
   return ["/", "/login", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
 }
 
-/** Request id (echoed when well-formed), CORS, caching headers, request metrics and the access log; OPTIONS answered here. */
-function edge(metrics: Metrics, log: Logger) {
+/** Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log and the audit trail; OPTIONS answered here. */
+function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
   return (req: Request, res: Response, next: NextFunction) => {
     const given = req.headers["x-request-id"];
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -59,6 +60,7 @@ function edge(metrics: Metrics, log: Logger) {
       metrics.httpDuration.observe({ route, method: req.method }, seconds);
       const who = (res.locals["caller"] as { identity: Identity } | undefined)?.identity;
       log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
+      audit(req, res, who);
     });
     if (req.method !== "OPTIONS") return next();
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
@@ -118,7 +120,11 @@ async function route(gw: Gateway, req: Request, res: Response): Promise<void> {
   const method = req.method === "HEAD" ? "GET" : req.method;
   const parts = splitPath(req.path);
   const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
-  if (match) return dispatch(gw, req, res, match, baseUri(req));
+  if (match) {
+    res.locals["rpc"] = `${match.route.service}/${match.route.rpc}`;
+    res.locals["domain"] = match.route.domain;
+    return dispatch(gw, req, res, match, baseUri(req));
+  }
   if (allowed.length > 0) throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: allowed.join(", ") });
   if (parts && gw.router.unserved(parts)) {
     throw ApiError.http(404, `${parts[0]} are not served by this API (${req.path}): only the kinds of the root document are`);
@@ -145,7 +151,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
-  app.use(edge(opts.metrics, opts.log));
+  app.use(edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log)));
   healthRoutes(app, gw);
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics);
   app.use(api(gw, feed));

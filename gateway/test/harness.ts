@@ -156,7 +156,8 @@ export class Stack {
     for (const nc of this.nats.splice(0)) await nc.close();
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
     const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
-    await (await nc.jetstreamManager()).streams.delete(this.prefix.toUpperCase()).catch(() => {});
+    const jsm = await nc.jetstreamManager();
+    for (const stream of [this.prefix.toUpperCase(), `${this.prefix.toUpperCase()}_AUDIT`]) await jsm.streams.delete(stream).catch(() => {});
     await nc.close();
     const redis = new Redis(DEPS.redisUrl);
     let cursor = "0";

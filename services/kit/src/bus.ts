@@ -62,6 +62,16 @@ export function streamName(prefix: string): string {
   return prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, "_");
 }
 
+/**
+ * The subject root of audit records (`<prefix>-audit.<domain>.<Kind>`): beside the change
+ * subjects, not below them, so no change feed or cache sees them; kept in a stream of their own.
+ */
+export function auditRoot(prefix: string): string {
+  return `${prefix}-audit`;
+}
+
+const AUDIT_DAYS = 30;
+
 /** A message's JSON payload, or null for a foreign message on our subjects. */
 function payload(decode: () => unknown): unknown {
   try {
@@ -104,11 +114,17 @@ class NatsBus implements Bus {
     if (!this.nc || this.streamReady) return;
     const jsm = await this.nc.jetstreamManager();
     const name = streamName(this.prefix);
-    try {
-      await jsm.streams.info(name);
-    } catch {
-      const day = 24 * 3600 * 1e9;
-      await jsm.streams.add({ name, subjects: [`${this.prefix}.>`], retention: RetentionPolicy.Limits, max_age: day, duplicate_window: 120 * 1e9 });
+    const day = 24 * 3600 * 1e9;
+    const streams = [
+      { name, subjects: [`${this.prefix}.>`], max_age: day },
+      { name: `${name}_AUDIT`, subjects: [`${auditRoot(this.prefix)}.>`], max_age: AUDIT_DAYS * day },
+    ];
+    for (const s of streams) {
+      try {
+        await jsm.streams.info(s.name);
+      } catch {
+        await jsm.streams.add({ ...s, retention: RetentionPolicy.Limits, duplicate_window: 120 * 1e9 });
+      }
     }
     this.streamReady = true;
   }
@@ -262,6 +278,8 @@ function newLocalBus(prefix: string): Bus {
     kind: "local",
     prefix,
     async publish(subject, data) {
+      // Like NATS: feeds and subscribers hear the change subjects only (not the audit records).
+      if (!subject.startsWith(`${prefix}.`)) return;
       const msg = { subject, data };
       seq++;
       recent.push({ seq, msg });

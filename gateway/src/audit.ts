@@ -1,0 +1,87 @@
+// The audit trail: every write asked of the API (POST, PUT, DELETE on a catalog route, and every
+// login attempt) with who asked, in which tenant, what, the request id and how it ended. Each is
+// one structured log line ("audit") and one NATS message on `<prefix>-audit.<domain>.<Kind>`,
+// a stream of its own kept 30 days. Refusals are recorded too: they are what an auditor looks for.
+import { randomUUID } from "node:crypto";
+import { auditRoot, type Bus, type Catalog, type Identity, type Logger } from "@vnm/kit";
+import type { Request, Response } from "express";
+
+export interface AuditRecord {
+  at: string;
+  requestId: string;
+  /** The caller; for a login, the name it tried (the rest absent). */
+  user: string | null;
+  userId: string | null;
+  role: string | null;
+  tenantId: string | null;
+  method: string;
+  /** "bridge.Bridge", or "identity.login". */
+  kind: string;
+  /** The resource's path (a creation's Location), without the base URI. */
+  path: string;
+  /** Its last path segment: the id, or the key within its parent. */
+  id: string | null;
+  status: number;
+  outcome: "succeeded" | "refused" | "failed";
+}
+
+const WRITES = new Set(["POST", "PUT", "DELETE"]);
+
+export type AuditTrail = (req: Request, res: Response, who: Identity | undefined) => void;
+
+/** The kind each RPC acts on ("bridge.Bridge"), from the catalog. */
+function kindsByRpc(catalog: Catalog): Map<string, string> {
+  const byRpc = new Map<string, string>();
+  for (const k of catalog.kinds.values()) for (const rpc of Object.values(k.rpcs)) byRpc.set(`${k.service}/${rpc}`, k.kind);
+  return byRpc;
+}
+
+/** The user name a login tried (HTTP Basic), never its password. */
+function loginName(req: Request): string | null {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? "");
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
+  const i = decoded.indexOf(":");
+  return i < 0 ? null : decoded.slice(0, i);
+}
+
+/** The record of a finished request, or undefined when it is no write. */
+function recordOf(req: Request, res: Response, who: Identity | undefined, kinds: ReturnType<typeof kindsByRpc>): AuditRecord | undefined {
+  const rpc = res.locals["rpc"] as string | undefined;
+  const isLogin = req.path === "/login" && req.method === "POST";
+  // An RPC that is no kind's own verb (a trace's start, say) is named after its domain and itself.
+  const own = (r: string) => kinds.get(r) ?? `${res.locals["domain"] as string}.${r.slice(r.lastIndexOf("/") + 1)}`;
+  const kind = isLogin ? "identity.login" : WRITES.has(req.method) && rpc ? own(rpc) : undefined;
+  if (!kind) return undefined;
+  const location = res.getHeader("Location");
+  const path = typeof location === "string" && res.statusCode === 201 ? new URL(location).pathname : req.path;
+  const status = res.statusCode;
+  return {
+    at: new Date().toISOString(),
+    requestId: res.locals["requestId"] as string,
+    user: isLogin ? loginName(req) : (who?.name ?? null),
+    userId: who?.userId ?? null,
+    role: who?.role ?? null,
+    tenantId: who?.tenantId ?? null,
+    method: req.method,
+    kind,
+    path,
+    id: isLogin ? null : decodeURIComponent(path.split("/").pop() ?? "") || null,
+    status,
+    outcome: status < 400 ? "succeeded" : status < 500 ? "refused" : "failed",
+  };
+}
+
+export function auditTrail(catalog: Catalog, bus: Bus, log: Logger): AuditTrail {
+  const kinds = kindsByRpc(catalog);
+  const root = auditRoot(bus.prefix);
+  return (req, res, who) => {
+    const record = recordOf(req, res, who, kinds);
+    if (!record) return;
+    log.info("audit", { ...record });
+    // The log line is the record of last resort; the bus copy is lost while NATS is (said in the log).
+    bus
+      .publish(`${root}.${record.kind}`, record, randomUUID())
+      .catch((err: Error) => log.warn("audit record not published", { requestId: record.requestId, err: err.message }));
+  };
+}

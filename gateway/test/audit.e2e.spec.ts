@@ -1,0 +1,92 @@
+// The audit trail (issue 17): every write asked of the API, and every login, is one "audit" log
+// line of the gateway and one NATS message on `<prefix>-audit.<domain>.<Kind>` (a stream of its
+// own, which no change feed sees), naming who, in which tenant, what, the request id and the
+// outcome; refusals included.
+import { connect, StringCodec } from "nats";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { httpClient, Stack, waitFor } from "./harness.ts";
+
+const stack = new Stack({ LOG_LEVEL: "info" });
+let gw = "";
+const http = httpClient(() => gw, "application/json");
+const records: { subject: string; data: Record<string, unknown> }[] = [];
+const changes: string[] = [];
+
+beforeAll(async () => {
+  const nc = await connect({ servers: stack.natsUrl });
+  const sc = StringCodec();
+  nc.subscribe(`${stack.prefix}-audit.>`, { callback: (_e, m) => records.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }) });
+  nc.subscribe(`${stack.prefix}.>`, { callback: (_e, m) => changes.push(m.subject) });
+  afterAll(() => nc.close());
+  await stack.startServices("identity", "bridge");
+  gw = await stack.startGateway({}, false);
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+/** The gateway's "audit" log lines. */
+const logged = () =>
+  stack.procs
+    .flatMap((p) => p.output.join("").split("\n"))
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l["msg"] === "audit");
+
+async function recordOf(requestId: string): Promise<Record<string, unknown>> {
+  await waitFor(`the audit record of ${requestId}`, async () => records.some((r) => r.data["requestId"] === requestId) && logged().some((l) => l["requestId"] === requestId), 5_000);
+  const published = records.find((r) => r.data["requestId"] === requestId)!;
+  const line = logged().find((l) => l["requestId"] === requestId)!;
+  // The log line and the NATS message say the same.
+  for (const [k, v] of Object.entries(published.data)) expect(line[k], k).toEqual(v);
+  return { ...published.data, subject: published.subject };
+}
+
+it("records a creation, an update and a deletion with who, what, the request id and the outcome", async () => {
+  const created = await http("POST", "/bridges", { name: "audited", tenantId: "acme" }, { "x-request-id": `create-${stack.id}` });
+  expect(created.status).toBe(201);
+  const id = (created.json as { id: string }).id;
+  expect(await recordOf(`create-${stack.id}`)).toMatchObject({
+    subject: `${stack.prefix}-audit.bridge.Bridge`,
+    user: "admin",
+    role: "admin",
+    method: "POST",
+    kind: "bridge.Bridge",
+    path: `/bridges/${id}`,
+    id,
+    status: 201,
+    outcome: "succeeded",
+  });
+  await http("PUT", `/bridges/${id}`, { name: "renamed", tenantId: "acme" }, { "x-request-id": `update-${stack.id}` });
+  expect(await recordOf(`update-${stack.id}`)).toMatchObject({ method: "PUT", kind: "bridge.Bridge", id, status: 200, outcome: "succeeded" });
+  await http("DELETE", `/bridges/${id}`, undefined, { "x-request-id": `delete-${stack.id}` });
+  expect(await recordOf(`delete-${stack.id}`)).toMatchObject({ method: "DELETE", kind: "bridge.Bridge", id, status: 204, outcome: "succeeded" });
+});
+
+it("records refused writes and logins, and never a password", async () => {
+  const bad = await http("POST", "/bridges", { name: 7 }, { "x-request-id": `bad-${stack.id}` });
+  expect(bad.status).toBe(400);
+  expect(await recordOf(`bad-${stack.id}`)).toMatchObject({ method: "POST", kind: "bridge.Bridge", path: "/bridges", status: 400, outcome: "refused" });
+  const missing = "00000000-0000-4000-8000-000000000000";
+  await http("DELETE", `/bridges/${missing}`, undefined, { "x-request-id": `gone-${stack.id}` });
+  expect(await recordOf(`gone-${stack.id}`)).toMatchObject({ id: missing, status: 404, outcome: "refused" });
+
+  const secret = "not-the-password-at-all";
+  const login = await fetch(`${gw}/login`, {
+    method: "POST",
+    headers: { authorization: `Basic ${Buffer.from(`admin:${secret}`).toString("base64")}`, "x-request-id": `login-${stack.id}` },
+  });
+  expect(login.status).toBe(401);
+  expect(await recordOf(`login-${stack.id}`)).toMatchObject({ subject: `${stack.prefix}-audit.identity.login`, user: "admin", kind: "identity.login", status: 401, outcome: "refused" });
+  expect(JSON.stringify(logged())).not.toContain(secret);
+  expect(JSON.stringify(records)).not.toContain(secret);
+});
+
+it("reads are not audited, and audit records stay out of the change subjects", async () => {
+  await http("GET", "/bridges", undefined, { "x-request-id": `read-${stack.id}` });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(records.some((r) => r.data["requestId"] === `read-${stack.id}`)).toBe(false);
+  expect(changes.length).toBeGreaterThan(0);
+  expect(changes.every((s) => !s.includes("audit"))).toBe(true);
+});
