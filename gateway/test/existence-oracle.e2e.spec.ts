@@ -1,0 +1,86 @@
+// "Not yours" answers exactly like "not there" (issue 17): another tenant's resource, asked for
+// by id, as a parent, as a paging marker or as a filter, gets the answer a made-up id gets (same
+// status, same message but for the id), so a tenant cannot learn which ids exist elsewhere.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminToken, type HttpResult, httpClient, Stack } from "./harness.ts";
+
+const stack = new Stack();
+let gw = "";
+const http = httpClient(() => gw, "application/json");
+const PASSWORD = "long enough pass phrase 42";
+const TENANT_A = `A-${stack.id}`;
+const TENANT_B = `B-${stack.id}`;
+const GHOST = "0f0e0d0c-0b0a-4908-8706-050403020100";
+const ids: Record<string, string> = {};
+let tokenB = "";
+
+beforeAll(async () => {
+  await stack.startServices("identity", "bridge", "qos", "lb");
+  gw = await stack.startGateway({}, false);
+  const admin = { "x-auth-token": adminToken() };
+  const made = async (path: string, body: unknown) => {
+    const r = await http("POST", path, body, admin);
+    expect(r.status, `${path}: ${r.text}`).toBe(201);
+    return (r.json as { id: string }).id;
+  };
+  ids["bridge"] = await made("/bridges", { name: "a-bridge", tenantId: TENANT_A });
+  await made(`/bridges/${ids["bridge"]}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 }).catch(() => undefined);
+  ids["qos"] = await made("/qos_policies", { name: "a-policy", tenantId: TENANT_A });
+  ids["lb"] = await made("/load_balancers", { adminStateUp: true, tenantId: TENANT_A }).catch(() => "");
+  const user = await http("POST", "/users", { name: `b-${stack.id}`, password: PASSWORD, tenantId: TENANT_B, roles: ["tenant_admin"] }, admin);
+  expect(user.status, user.text).toBe(201);
+  tokenB = await stack.login(gw, `b-${stack.id}`, PASSWORD);
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+/** Status and message, with the id asked for written as <id>. */
+function shapeOf(r: HttpResult, id: string): { status: number; message: unknown } {
+  const body = r.json as { message?: string } | undefined;
+  return { status: r.status, message: body?.message?.replaceAll(id, "<id>") };
+}
+
+async function sameAnswer(method: string, path: (id: string) => string, realId: string, body?: unknown): Promise<void> {
+  const asB = { "x-auth-token": tokenB };
+  const theirs = await http(method, path(realId), body, asB);
+  const none = await http(method, path(GHOST), body, asB);
+  expect(shapeOf(theirs, realId), `${method} ${path("<id>")}`).toEqual(shapeOf(none, GHOST));
+  expect(theirs.text.includes(TENANT_A)).toBe(false);
+}
+
+describe("another tenant's resource answers like one that does not exist", () => {
+  it("items: GET, PUT, DELETE", async () => {
+    for (const [kind, path] of [
+      ["bridge", (id: string) => `/bridges/${id}`],
+      ["qos", (id: string) => `/qos_policies/${id}`],
+    ] as const) {
+      await sameAnswer("GET", path, ids[kind]!);
+      await sameAnswer("PUT", path, ids[kind]!, { name: "mine now", tenantId: TENANT_B });
+      await sameAnswer("DELETE", path, ids[kind]!);
+    }
+    if (ids["lb"]) await sameAnswer("GET", (id) => `/load_balancers/${id}`, ids["lb"]);
+  });
+
+  it("parents: children listed and created under another tenant's bridge", async () => {
+    await sameAnswer("GET", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!);
+    await sameAnswer("POST", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!, { subnetPrefix: "10.2.0.0", subnetLength: 24 });
+    await sameAnswer("GET", (id) => `/bridges/${id}/mac_table`, ids["bridge"]!);
+  });
+
+  it("paging markers and tenant filters", async () => {
+    await sameAnswer("GET", (id) => `/bridges?limit=5&marker=${id}`, ids["bridge"]!);
+    await sameAnswer("GET", (id) => `/qos_policies?limit=5&marker=${id}`, ids["qos"]!);
+    const asB = { "x-auth-token": tokenB };
+    const other = await http("GET", `/bridges?tenant_id=${encodeURIComponent(TENANT_A)}`, undefined, asB);
+    const nobody = await http("GET", "/bridges?tenant_id=no-such-tenant", undefined, asB);
+    expect([other.status, other.text]).toEqual([nobody.status, nobody.text]);
+  });
+
+  it("the original still exists and is unchanged (nothing B did reached it)", async () => {
+    const r = await http("GET", `/bridges/${ids["bridge"]}`, undefined, { "x-auth-token": adminToken() });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ name: "a-bridge", tenantId: TENANT_A });
+  });
+});
