@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { ApiError, type Identity, signToken, strongestRole, type Upstream } from "@vnm/kit";
 import type { Request, Response } from "express";
 import type { Redis } from "ioredis";
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { send } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 
@@ -43,8 +44,22 @@ export interface LoginOptions {
   ttlSeconds: number;
   upstream: Upstream;
   callTimeoutMs: number;
-  /** Counts failed logins per user name and per client address. */
-  failures: RateLimiter;
+  /** Counts login attempts per user name and client address, and per address. */
+  failures: LoginLimits;
+}
+
+/** The identity service's password check: the user, or a 401 (429 with Retry-After when it is busy). */
+async function authenticateUpstream(opts: LoginOptions, name: string, password: string, project: unknown): Promise<Record<string, unknown>> {
+  const request: Record<string, unknown> = { name, password };
+  if (typeof project === "string" && project !== "") request["project"] = project;
+  try {
+    return (await opts.upstream.call("vnm.identity.v1.AuthService", "Authenticate", request, opts.callTimeoutMs)).response;
+  } catch (err) {
+    const e = ApiError.from(err);
+    if (e.code === 16) throw ApiError.http(401, e.message, [], LOGIN_CHALLENGE);
+    if (e.code === 8) throw ApiError.http(429, e.message, [], { "Retry-After": "1", ...e.headers });
+    throw err;
+  }
 }
 
 export function loginHandler(opts: LoginOptions) {
@@ -53,29 +68,15 @@ export function loginHandler(opts: LoginOptions) {
     const type = negotiate(req.headers.accept, [TOKEN_TYPE, JSON_TYPE]);
     if (!type) throw ApiError.http(406, `/login answers ${TOKEN_TYPE} or ${JSON_TYPE}`);
     const { name, password } = basicCredentials(req);
-    // Password guessing is limited: failures count per user name (and, ten times looser, per
-    // client address); past the limit even the right password waits for the window to end.
-    const keys = [`login-user:${name}`, `login-ip:${req.ip}`];
-    for (const [i, key] of keys.entries()) {
-      const verdict = await opts.failures.peek(key, i === 0 ? 1 : 10);
-      if (!verdict.allowed) {
-        throw ApiError.http(429, "Too many failed logins; try again later", [], { "Retry-After": String(verdict.retryAfter) });
-      }
-    }
-    const project = req.headers["x-auth-project"];
-    let user: Record<string, unknown>;
-    try {
-      const request: Record<string, unknown> = { name, password };
-      if (typeof project === "string" && project !== "") request["project"] = project;
-      user = (await opts.upstream.call("vnm.identity.v1.AuthService", "Authenticate", request, opts.callTimeoutMs)).response;
-    } catch (err) {
-      const e = ApiError.from(err);
-      if (e.code === 16) {
-        await Promise.all(keys.map((k) => opts.failures.hit(k)));
-        throw ApiError.http(401, e.message, [], LOGIN_CHALLENGE);
-      }
+    // Counted before the check, so parallel guesses get no more checks than the limit; given
+    // back when the password is right (or was never checked).
+    const source = req.ip ?? "";
+    await opts.failures.take(name, source);
+    const user = await authenticateUpstream(opts, name, password, req.headers["x-auth-project"]).catch(async (err: unknown) => {
+      if (ApiError.from(err).code !== 16) await opts.failures.refund(name, source);
       throw err;
-    }
+    });
+    await opts.failures.refund(name, source);
     const role = strongestRole((user["roles"] as string[] | undefined) ?? []);
     if (!role) throw ApiError.http(401, "The user has no role", [], LOGIN_CHALLENGE);
     const exp = Math.floor(Date.now() / 1000) + opts.ttlSeconds;
@@ -102,69 +103,93 @@ export function sendLogin(res: Response, r: { status: number; type: string; body
   send(res, r.status, r.type, r.body);
 }
 
-// ---- rate limit ----------------------------------------------------------------------------
+// ---- rate limits ---------------------------------------------------------------------------
 
 export interface RateLimiter {
   /** False when the limit is off (0): callers may skip building keys. */
   readonly enabled: boolean;
   /** Counts one request; allowed while the count stays within the limit. */
   hit(key: string): Promise<{ allowed: boolean; retryAfter: number }>;
-  /** Whether the count so far is below `factor` x the limit, without counting. */
-  peek(key: string, factor?: number): Promise<{ allowed: boolean; retryAfter: number }>;
+}
+
+const retryAfterOf = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * A fixed-window limiter (rate-limiter-flexible): in Redis (atomic, shared by every gateway
+ * replica) with a per-process stand-in when Redis does not answer or is not configured.
+ */
+function flexible(points: number, duration: number, redis: Redis | undefined, name: string): RateLimiterAbstract {
+  // Replicas configured alike share counters; a gateway with other limits keeps its own.
+  const keyPrefix = `${name}:${points}:${duration}`;
+  const memory = new RateLimiterMemory({ points, duration, keyPrefix });
+  return redis ? new RateLimiterRedis({ storeClient: redis, points, duration, keyPrefix, insuranceLimiter: memory }) : memory;
+}
+
+/** Counts requests per key; the count resets each window. */
+export function rateLimiter(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): RateLimiter {
+  if (limit <= 0) return { enabled: false, hit: async () => ({ allowed: true, retryAfter: 0 }) };
+  const limiter = flexible(limit, windowSeconds, redis, `${prefix}:rl`);
+  return {
+    enabled: true,
+    async hit(key) {
+      try {
+        await limiter.consume(key);
+        return { allowed: true, retryAfter: 0 };
+      } catch (res) {
+        if (res instanceof RateLimiterRes) return { allowed: false, retryAfter: retryAfterOf(res.msBeforeNext) };
+        return { allowed: true, retryAfter: 0 };
+      }
+    },
+  };
+}
+
+export interface LoginLimits {
+  /** Counts an attempt before its password is checked; a 429 with Retry-After past a limit. */
+  take(name: string, source: string): Promise<void>;
+  /** Gives the attempt back: the password was right, or it was never checked. */
+  refund(name: string, source: string): Promise<void>;
+}
+
+/** Longest back-off of one user name from one source. */
+const MAX_BACKOFF_SECONDS = 24 * 3600;
+
+/**
+ * Login attempts, counted before the password is checked: `limit` per user name and source
+ * address per window, and ten times that per source. Past the first limit a source waits the
+ * window, doubled each time it is reached again within a day (back-off, never a lock: other
+ * sources still log in as that user).
+ */
+export function loginLimits(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): LoginLimits {
+  if (limit <= 0) return { take: async () => {}, refund: async () => {} };
+  const pair = flexible(limit, windowSeconds, redis, `${prefix}:login-user-source`);
+  const source = flexible(limit * 10, windowSeconds, redis, `${prefix}:login-source`);
+  const strikes = flexible(1_000_000, MAX_BACKOFF_SECONDS, redis, `${prefix}:login-strikes`);
+  const pairKey = (name: string, ip: string) => createHash("sha256").update(`${name}\n${ip}`).digest("base64url").slice(0, 22);
+  const refused = (seconds: number) =>
+    ApiError.http(429, "Too many failed logins; try again later", [], { "Retry-After": String(seconds) });
+  /** The first refusal of a window starts the back-off: the window, doubled per strike. */
+  const backOff = async (key: string, res: RateLimiterRes): Promise<number> => {
+    if (res.consumedPoints !== limit + 1) return retryAfterOf(res.msBeforeNext);
+    const n = (await strikes.consume(key).catch((r: unknown) => r as RateLimiterRes)).consumedPoints ?? 1;
+    const seconds = Math.min(MAX_BACKOFF_SECONDS, windowSeconds * 2 ** Math.min(n - 1, 16));
+    await pair.block(key, seconds).catch(() => {});
+    return seconds;
+  };
+  return {
+    async take(name, ip) {
+      const key = pairKey(name, ip);
+      const results = await Promise.allSettled([pair.consume(key), source.consume(ip)]);
+      const [byPair, bySource] = results.map((r) => (r.status === "rejected" && r.reason instanceof RateLimiterRes ? r.reason : undefined));
+      if (byPair) throw refused(await backOff(key, byPair));
+      if (bySource) throw refused(retryAfterOf(bySource.msBeforeNext));
+    },
+    async refund(name, ip) {
+      await Promise.allSettled([pair.reward(pairKey(name, ip)), source.reward(ip)]);
+    },
+  };
 }
 
 /** Key for a token's counter: a hash, so tokens never sit in Redis. */
 export function tokenKey(token: string): string {
   return `token:${createHash("sha256").update(token).digest("base64url").slice(0, 22)}`;
-}
-
-/**
- * Fixed-window counter per key. With Redis it is shared by every gateway replica; when Redis
- * does not answer, requests are let through (the limit protects, it must not take the API down).
- */
-export function rateLimiter(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): RateLimiter {
-  if (limit <= 0) {
-    const open = async () => ({ allowed: true, retryAfter: 0 });
-    return { enabled: false, hit: open, peek: open };
-  }
-  const local = new Map<string, { window: number; count: number }>();
-  const clock = () => {
-    const now = Date.now() / 1000;
-    const window = Math.floor(now / windowSeconds);
-    return { window, retryAfter: Math.max(1, Math.ceil((window + 1) * windowSeconds - now)) };
-  };
-  /** The count after adding `add`; undefined when Redis does not answer. */
-  const count = async (key: string, window: number, add: 0 | 1): Promise<number | undefined> => {
-    if (redis) {
-      const k = `${prefix}:rl:${key}:${window}`;
-      try {
-        if (add === 0) return Number((await redis.get(k)) ?? 0);
-        const r = await redis.multi().incr(k).expire(k, windowSeconds + 1).exec();
-        return Number(r?.[0]?.[1] ?? 0);
-      } catch {
-        return undefined;
-      }
-    }
-    let e = local.get(key);
-    if (!e || e.window !== window) {
-      if (local.size > 100_000) local.clear();
-      e = { window, count: 0 };
-      local.set(key, e);
-    }
-    e.count += add;
-    return e.count;
-  };
-  return {
-    enabled: true,
-    async hit(key) {
-      const { window, retryAfter } = clock();
-      const n = await count(key, window, 1);
-      return { allowed: n === undefined || n <= limit, retryAfter };
-    },
-    async peek(key, factor = 1) {
-      const { window, retryAfter } = clock();
-      const n = await count(key, window, 0);
-      return { allowed: n === undefined || n < limit * factor, retryAfter };
-    },
-  };
 }

@@ -1,7 +1,7 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
 // services, the cache, the access rules and the options the gateway was started with.
 import type { Access, Bus, Catalog, Logger, Metrics, Upstream } from "@vnm/kit";
-import type { RateLimiter } from "./auth.ts";
+import type { LoginLimits, RateLimiter } from "./auth.ts";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
 
@@ -15,7 +15,7 @@ export interface GatewayOptions {
   tokenSecret: string;
   tokenTtlSeconds: number;
   limiter: RateLimiter;
-  loginFailures: RateLimiter;
+  loginFailures: LoginLimits;
   bodyLimit: number;
   callTimeoutMs: number;
   trustProxy: boolean;

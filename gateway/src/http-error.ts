@@ -60,7 +60,7 @@ export function send(res: Response, status: number, type: string, body: string |
 export function toHttpError(err: unknown, requestId: string, log: Logger): ApiError {
   const e = ApiError.from(err);
   const status = httpStatusOf(e);
-  if (status === 503 || status === 504) return ApiError.http(status, e.message, [], { "Retry-After": "1", ...e.headers });
+  if (status === 429 || status === 503 || status === 504) return ApiError.http(status, e.message, [], { "Retry-After": "1", ...e.headers });
   if (status >= 500) {
     log.error("request failed", { requestId, err: e.cause ?? e });
     return ApiError.http(500, `An internal error occurred (request ${requestId})`);

@@ -28,7 +28,7 @@ import type { Express } from "express";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { ERROR_TYPE } from "./media.ts";
-import { rateLimiter } from "./auth.ts";
+import { loginLimits, rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
 export { addressVariable };
@@ -82,7 +82,7 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   );
   if (bus.state() !== "connected") cache.setFeedConnected(false);
   const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
-  const loginFailures = rateLimiter(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
+  const loginFailures = loginLimits(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
   return { cache, bus, limiter, loginFailures };
 }
 

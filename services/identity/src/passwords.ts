@@ -1,11 +1,38 @@
 // Password hashing with scrypt (memory-hard: 32 MiB per hash), salted, in a self-describing
-// format: scrypt$<N>$<r>$<p>$<salt>$<hash> (base64url).
+// format: scrypt$<N>$<r>$<p>$<salt>$<hash> (base64url). Hashes wait in a bounded queue: at
+// most VNM_HASH_CONCURRENCY at once and VNM_HASH_QUEUE waiting; past that a call is refused with
+// RESOURCE_EXHAUSTED (429 with Retry-After at the gateway) instead of slowing every other one.
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
+import { ApiError, parsePositiveInt } from "@vnm/kit";
 
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 
+const CONCURRENCY = parsePositiveInt(process.env["VNM_HASH_CONCURRENCY"] || "2");
+const QUEUE = parsePositiveInt(process.env["VNM_HASH_QUEUE"] || "32");
+let running = 0;
+const waiting: (() => void)[] = [];
+
+/** Runs `work` when a slot is free; refuses at once when the queue is full. */
+async function queued<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= CONCURRENCY) {
+    if (waiting.length >= QUEUE) throw ApiError.http(429, "Too many password checks under way; try again shortly");
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else running++;
+  try {
+    return await work();
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  }
+}
+
 function derive(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
+  return queued(() => scryptKey(password, salt, o));
+}
+
+function scryptKey(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
   const options: ScryptOptions = { N: o.N, r: o.r, p: o.p, maxmem: 256 * o.N * o.r };
   return new Promise((resolve, reject) =>
     scrypt(password.normalize("NFC"), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key))),
