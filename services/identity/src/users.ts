@@ -4,8 +4,13 @@ import { randomUUID } from "node:crypto";
 import { ApiError, type Handlers, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
+import { passwordProblem } from "./policy.ts";
 
-const password = () => text(1024).refine((s) => [...s].length >= 8, "must be at least 8 characters long");
+const password = () =>
+  text(1024).superRefine((s, ctx) => {
+    const problem = passwordProblem(s);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 const userInput = z
   .object({
@@ -87,6 +92,8 @@ export function authHandlers(store: Store): Handlers {
 export async function ensureAdmin(store: Store, log: Logger): Promise<void> {
   const name = process.env["VNM_ADMIN_USER"] || "admin";
   const given = process.env["VNM_ADMIN_PASSWORD"] || undefined;
+  const problem = given === undefined ? undefined : passwordProblem(given);
+  if (problem) throw new Error(`VNM_ADMIN_PASSWORD ${problem} (NIST SP 800-63B: 12 characters or more, not a common password)`);
   const existing = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE name = $1`, [name])).rows[0];
   if (existing) {
     if (given && !(await verifyPassword(given, existing.password_hash))) {

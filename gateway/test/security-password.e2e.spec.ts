@@ -1,0 +1,61 @@
+// Issue 17: the password policy of NIST SP 800-63B (12 characters or more, counted in code
+// points; not a common password; no composition rules), for new users, password changes and the
+// first admin. Only the identity service runs: /users needs nothing else.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError, httpClient, Stack, startProcess } from "./harness.ts";
+
+const stack = new Stack();
+let gw = "";
+const http = httpClient(() => gw, "application/json");
+const user = (password: string) => ({ name: `u-${randomBytes(4).toString("hex")}`, password, tenantId: "T", roles: ["tenant_user"] });
+
+beforeAll(async () => {
+  await stack.startServices("identity");
+  gw = await stack.startGateway({}, false);
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+describe("password policy", () => {
+  it.each([
+    ["5 characters", "abcde"],
+    ["11 characters", "abcdefghijk"],
+    ["6 code points in 12 UTF-16 units", "😀😀😀😀😀😀"],
+    ["a common password", "qwerty123456"],
+    ["a common password in other case", "1QAZ2WSX3EDC"],
+  ])("refuses %s with 400 naming password", async (_what, password) => {
+    const r = await http("POST", "/users", user(password));
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "password", message: expect.any(String) }]);
+  });
+
+  it("accepts 12 code points of any kind, no composition rules", async () => {
+    expect((await http("POST", "/users", user("ñandú ñandú ñ"))).status).toBe(201);
+    expect((await http("POST", "/users", user("aaaaaaaaaaaaaaaa"))).status).toBe(201);
+  });
+
+  it("refuses a password change to a short or common one, keeps the old password", async () => {
+    const u = user("first-good-password");
+    const c = await http("POST", "/users", u);
+    expect(c.status).toBe(201);
+    for (const password of ["short", "administrator"]) {
+      const r = await http("PUT", c.json.uri, { ...u, password });
+      expectError(r, 400);
+      expect(r.json.violations).toEqual([{ property: "password", message: expect.any(String) }]);
+    }
+    expect(await stack.login(gw, u.name, u.password)).toBeTruthy();
+  });
+
+  it("the identity service does not start with a weak VNM_ADMIN_PASSWORD, and says so", async () => {
+    const proc = startProcess(
+      "services/identity/src/main.ts",
+      stack.env({ GRPC_PORT: "0", VNM_DB_SCHEMA: `identity_w${randomBytes(4).toString("hex")}`, VNM_ADMIN_PASSWORD: "admin" }),
+    );
+    const code = await new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
+    expect(code).not.toBe(0);
+    expect(proc.output.join("")).toContain("VNM_ADMIN_PASSWORD must be at least 12 characters long");
+  });
+});
