@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
+import { databaseUrlKey, databasesYaml } from "./databases.ts";
 
 const GRPC_PORT = 50051;
 const METRICS_PORT = 9464;
@@ -25,6 +26,8 @@ function deployment(domain: string) {
     { name: "GRPC_HOST", value: "0.0.0.0" },
     { name: "GRPC_PORT", value: String(GRPC_PORT) },
     { name: "VNM_METRICS_PORT", value: String(METRICS_PORT) },
+    // Its own database (deploy/k8s/base/databases.yaml), whatever vnm-secrets holds besides.
+    { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "vnm-secrets", key: databaseUrlKey(domain) } } },
     ...addresses(),
   ];
   return {
@@ -126,4 +129,5 @@ export function gatewayAddressesYaml(): string {
 if (import.meta.main) {
   writeFileSync(join(ROOT, "deploy/k8s/base/services.yaml"), servicesYaml());
   writeFileSync(join(ROOT, "deploy/k8s/base/gateway-addresses.yaml"), gatewayAddressesYaml());
+  writeFileSync(join(ROOT, "deploy/k8s/base/databases.yaml"), databasesYaml());
 }

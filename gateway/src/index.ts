@@ -49,6 +49,7 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       redisUrl: { env: "REDIS_URL", default: "", parse: optional },
       natsUrl: { env: "NATS_URL", default: "", parse: optional },
       prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
+      busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
       bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
       callTimeoutMs: { env: "VNM_CALL_TIMEOUT_MS", default: "10000", parse: parsePositiveInt },
       trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseBool },
@@ -71,7 +72,7 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
   const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors) : memoryCache();
   if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
-  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway" }) : localBus(cfg.prefix);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
   bus.subscribe(
     (msg) => {

@@ -56,6 +56,8 @@ export interface NatsBusOptions {
   log: Logger;
   /** Connection name shown by the server. */
   name: string;
+  /** Copies of each stream JetStream keeps (1 on one server; 3 on a cluster of three). */
+  replicas?: number;
 }
 
 export function streamName(prefix: string): string {
@@ -123,7 +125,7 @@ class NatsBus implements Bus {
       try {
         await jsm.streams.info(s.name);
       } catch {
-        await jsm.streams.add({ ...s, retention: RetentionPolicy.Limits, duplicate_window: 120 * 1e9 });
+        await jsm.streams.add({ ...s, retention: RetentionPolicy.Limits, duplicate_window: 120 * 1e9, num_replicas: this.opts.replicas ?? 1 });
       }
     }
     this.streamReady = true;

@@ -7,7 +7,7 @@ import { bearer, type Identity, signToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
-import { loadConfig, optional, parsePort } from "./config.ts";
+import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -294,6 +294,7 @@ function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
     host: { env: "GRPC_HOST", default: "127.0.0.1" },
     schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
+    busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
     metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
   }, env);
@@ -309,7 +310,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const log = createLogger({ service: spec.domain });
   const pool = createPool(cfg.databaseUrl, cfg.schema);
   await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
-  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}` }) : localBus(cfg.prefix);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
   const metrics = new Metrics(spec.domain);
