@@ -2,16 +2,17 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, type Identity, type Logger, type Metrics, type RootDocumentInfo, tokenVerifier } from "@vnm/kit";
+import { ApiError, accessRules, type Identity, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
-import { authenticate, loginHandler, sendLogin, tokenKey } from "./auth.ts";
+import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import type { Gateway, GatewayOptions } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { send, sendError, toHttpError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
+import { type Revocations, revocations } from "./revocation.ts";
 import { Router } from "./router.ts";
 import { rootDocument } from "./root.ts";
 
@@ -38,7 +39,7 @@ function baseUri(req: Request): string {
 function routeLabel(req: Request, res: Response): string {
   const known = res.locals["route"] as string | undefined;
   if (known) return known;
-  return ["/", "/login", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
+  return ["/", "/login", "/logout", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
 }
 
 /** Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log and the audit trail; OPTIONS answered here. */
@@ -79,18 +80,20 @@ function splitPath(path: string): string[] | undefined {
 }
 
 /** Every request but the probes: login, then the caller and its rate limit, then the path. */
-function api(gw: Gateway, feed: EventFeed) {
-  const login = loginHandler({ ...gw, secret: gw.tokenSecret, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
-  const verify = tokenVerifier(gw.tokenSecret);
+function api(gw: Gateway, feed: EventFeed, revoked: Revocations) {
+  const keys = { current: gw.tokenSecret, previous: gw.tokenSecretPrevious };
+  const login = loginHandler({ ...gw, keys, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
+  const verify = callerVerifier(keys, revoked);
   return async (req: Request, res: Response) => {
     try {
       if (req.path === "/login") return sendLogin(res, await login(req));
-      const caller = authenticate(req, verify);
+      const caller = await authenticate(req, verify);
       const verdict = gw.limiter.enabled ? await gw.limiter.hit(tokenKey(caller.token)) : undefined;
       if (verdict && !verdict.allowed) {
         throw ApiError.http(429, "Too many requests for this token; slow down", [], { "Retry-After": String(verdict.retryAfter) });
       }
       res.locals["caller"] = caller;
+      if (req.path === "/logout") return await logout(req, res, caller.identity, revoked);
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
         if (req.method !== "GET") throw ApiError.http(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
@@ -153,8 +156,9 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.set("trust proxy", opts.trustProxy);
   app.use(edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log)));
   healthRoutes(app, gw);
-  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics);
-  app.use(api(gw, feed));
+  const revoked = revocations({ ...opts, keys: { current: opts.tokenSecret, previous: opts.tokenSecretPrevious } });
+  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
+  app.use(api(gw, feed, revoked));
   app.use(lastResort(opts.log));
   return { app, feed };
 }

@@ -1,20 +1,31 @@
 // Authentication at the edge: POST /login (HTTP Basic, optional X-Auth-Project) issues a signed
 // token; every other API request must carry it (X-Auth-Token or Authorization: Bearer), and is
-// counted against a per-token rate limit shared by the gateway replicas through Redis.
+// counted against a per-token rate limit shared by the gateway replicas through Redis. POST
+// /logout ends every token of the caller's user.
 import { createHash } from "node:crypto";
-import { ApiError, type Identity, signToken, strongestRole, type Upstream } from "@vnm/kit";
+import { ApiError, type Identity, signToken, strongestRole, type TokenKeys, tokenVerifier, type Upstream } from "@vnm/kit";
 import type { Request, Response } from "express";
 import type { Redis } from "ioredis";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { send } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
+import type { Revocations } from "./revocation.ts";
 
 const TOKEN_TYPE = vendor("Token-v1");
 export const API_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="vnm"' };
 const LOGIN_CHALLENGE = { "WWW-Authenticate": 'Basic realm="vnm"' };
 
+/** A token's identity when its signature, expiry and generation hold (verified tokens cached). */
+export function callerVerifier(keys: TokenKeys, revoked: Revocations): (token: string) => Promise<Identity | undefined> {
+  const verify = tokenVerifier(keys);
+  return async (token) => {
+    const identity = await verify(token);
+    return identity && (await revoked.current(identity)) ? identity : undefined;
+  };
+}
+
 /** The caller of an API request, or a 401 naming what is wrong. */
-export function authenticate(req: Request, verify: (token: string) => Identity | undefined): { identity: Identity; token: string } {
+export async function authenticate(req: Request, verify: (token: string) => Promise<Identity | undefined>): Promise<{ identity: Identity; token: string }> {
   const header = req.headers["x-auth-token"];
   let token = typeof header === "string" && header.trim() !== "" ? header.trim() : undefined;
   if (!token) {
@@ -22,9 +33,18 @@ export function authenticate(req: Request, verify: (token: string) => Identity |
     token = m?.[1];
   }
   if (!token) throw ApiError.http(401, "A token is required: log in at /login and send it in X-Auth-Token", [], API_CHALLENGE);
-  const identity = verify(token);
-  if (!identity) throw ApiError.http(401, "The token is not valid or has expired; log in again", [], API_CHALLENGE);
+  const identity = await verify(token);
+  if (!identity) throw ApiError.http(401, "The token is not valid, has expired or was revoked; log in again", [], API_CHALLENGE);
   return { identity, token };
+}
+
+/** POST /logout: every token of the caller's user issued so far ends (204). */
+export async function logout(req: Request, res: Response, who: Identity, revoked: Revocations): Promise<void> {
+  if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /logout`, [], { Allow: "POST" });
+  if (who.gen === undefined) throw ApiError.http(400, "Only a user's token can be logged out");
+  await revoked.revoke(who.userId);
+  res.setHeader("Set-Cookie", "sessionId=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; HttpOnly; SameSite=Strict");
+  res.status(204).end();
 }
 
 /** HTTP Basic credentials; the user name ends at the first ':'. */
@@ -40,7 +60,7 @@ function basicCredentials(req: Request): { name: string; password: string } {
 }
 
 export interface LoginOptions {
-  secret: string;
+  keys: TokenKeys;
   ttlSeconds: number;
   upstream: Upstream;
   callTimeoutMs: number;
@@ -81,8 +101,8 @@ export function loginHandler(opts: LoginOptions) {
     if (!role) throw ApiError.http(401, "The user has no role", [], LOGIN_CHALLENGE);
     const exp = Math.floor(Date.now() / 1000) + opts.ttlSeconds;
     const token = signToken(
-      { userId: String(user["id"]), name: String(user["name"]), role, tenantId: (user["tenantId"] as string | undefined) ?? null, exp },
-      opts.secret,
+      { userId: String(user["id"]), name: String(user["name"]), role, tenantId: (user["tenantId"] as string | undefined) ?? null, exp, gen: Number(user["tokenGeneration"] ?? 0) },
+      opts.keys,
     );
     const expires = new Date(exp * 1000);
     return {

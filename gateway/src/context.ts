@@ -13,7 +13,11 @@ export interface GatewayOptions {
   /** The change bus: its state for /readyz, its feed for /events. */
   bus: Bus;
   tokenSecret: string;
+  /** The previous signing secret, still accepted while keys change (VNM_TOKEN_SECRET_PREVIOUS). */
+  tokenSecretPrevious?: string;
   tokenTtlSeconds: number;
+  /** Open /events streams a user may have on one gateway. */
+  eventStreamsPerUser?: number;
   limiter: RateLimiter;
   loginFailures: LoginLimits;
   bodyLimit: number;

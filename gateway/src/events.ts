@@ -1,11 +1,18 @@
 // GET /events: the change feed as Server-Sent Events, filtered to what the caller may see and
-// resumable with Last-Event-ID (the bus's sequence number).
+// resumable with Last-Event-ID (the bus's sequence number). A stream ends when its token expires
+// or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a gateway; a replay is
+// written in batches that wait for the client to read (back-pressure) and let other requests in.
 import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vnm/kit";
 import { ApiError } from "@vnm/kit";
+import { once } from "node:events";
+import { setTimeout as delay, setImmediate } from "node:timers/promises";
 import type { Request, Response } from "express";
+import type { Revocations } from "./revocation.ts";
 
-/** A client this far behind is cut off (it resumes with Last-Event-ID). */
-const MAX_BUFFERED = 1024 * 1024;
+/** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
+const DRAIN_MS = 30_000;
+/** Events written between two turns of the event loop. */
+const BATCH = 64;
 const KEEPALIVE_MS = 15_000;
 
 export interface EventFeed {
@@ -25,7 +32,7 @@ function resumeAfter(req: Request): number | undefined {
   return after;
 }
 
-/** Starts the SSE response; returns a function that writes to it while it is open, and its closer. */
+/** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
 function openStream(res: Response, onClose: () => void) {
   res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
@@ -39,10 +46,53 @@ function openStream(res: Response, onClose: () => void) {
     res.end();
   };
   res.on("close", close);
-  return { isOpen: () => open, close };
+  let written = 0;
+  /** Writes; waits for 'drain' when the socket is full (closing a client that never reads). */
+  const write = async (chunk: string): Promise<void> => {
+    if (!open) return;
+    if (!res.write(chunk)) {
+      const drained = await Promise.race([once(res, "drain").then(() => true, () => false), delay(DRAIN_MS, undefined, { ref: false }).then(() => false)]);
+      if (!drained) return close();
+    }
+    // A long replay lets other requests in between its batches.
+    if (++written % BATCH === 0) await setImmediate();
+  };
+  return { isOpen: () => open, close, write };
 }
 
-export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metrics): EventFeed {
+/** Open streams per user (this gateway's): the (N+1)th is refused. */
+function streamCounter(maxPerUser: number) {
+  const open = new Map<string, number>();
+  return {
+    take(userId: string) {
+      const n = open.get(userId) ?? 0;
+      if (n >= maxPerUser) {
+        throw ApiError.http(429, `At most ${maxPerUser} event streams may be open per user; close one first`, [], { "Retry-After": "1" });
+      }
+      open.set(userId, n + 1);
+    },
+    release(userId: string) {
+      const n = (open.get(userId) ?? 1) - 1;
+      if (n <= 0) open.delete(userId);
+      else open.set(userId, n);
+    },
+  };
+}
+
+/** Closes a stream when its token expires, and when its user's tokens change and it is no longer current. */
+function endWithToken(who: Identity, revoked: Revocations, close: () => void): () => void {
+  const expiry = setTimeout(close, Math.min(Math.max(0, who.exp * 1000 - Date.now()), 2 ** 31 - 1));
+  const unsubscribe = revoked.onChange((userId) => {
+    if (userId !== who.userId) return;
+    revoked.current(who).then((ok) => ok || close(), () => close());
+  });
+  return () => {
+    clearTimeout(expiry);
+    unsubscribe();
+  };
+}
+
+export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metrics, revoked: Revocations, maxPerUser = 5): EventFeed {
   // Per kind: its media type name without version ("Bridge"), and whether non-admins may see it
   // at all (a kind only administrators may read stays out of their feeds).
   const names = new Map(catalog.resources.map((m) => [m.resource!.kind, m.resource!.mediaType.replace(/-v\d+$/, "")]));
@@ -50,30 +100,33 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   // Notifications name the kind within its domain; the catalog qualifies it ("bridge.Bridge").
   const visible = (who: Identity, c: ChangeMessage) =>
     who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
+  const perUser = streamCounter(maxPerUser);
 
   const open = new Set<() => void>();
   return {
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
       if (bus.state() !== "connected") throw ApiError.http(503, "The change feed is unavailable; try again later", [], { "Retry-After": "1" });
+      perUser.take(who.userId);
       let stop: (() => void) | undefined;
+      let untie: (() => void) | undefined;
       const stream = openStream(res, () => {
         open.delete(stream.close);
+        perUser.release(who.userId);
         metrics.eventStreams.dec();
+        untie?.();
         stop?.();
       });
       open.add(stream.close);
       metrics.eventStreams.inc();
+      untie = endWithToken(who, revoked, stream.close);
       try {
-        stop = await bus.follow(after, (seq, msg) => {
+        stop = await bus.follow(after, async (seq, msg) => {
           const c = msg.data as ChangeMessage | null;
           if (!stream.isOpen() || !c || typeof c.kind !== "string" || !visible(who, c)) return;
           const data = { kind: names.get(`${c.domain}.${c.kind}`) ?? c.kind, id: c.id, uri: base + c.path };
-          res.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
-          if (res.writableLength > MAX_BUFFERED) {
-            log.warn("event stream closed: client too slow", { user: who.name });
-            stream.close();
-          }
+          await stream.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
+          if (!stream.isOpen()) log.warn("event stream closed: client too slow", { user: who.name });
         });
         if (!stream.isOpen()) stop();
       } catch (err) {

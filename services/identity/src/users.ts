@@ -1,7 +1,7 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import { ApiError, type Handlers, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
+import { ApiError, type CallContext, type Handlers, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
@@ -38,6 +38,7 @@ interface UserRow {
   password_hash: string;
   tenant_id: string | null;
   roles: string[];
+  token_generation: number;
 }
 
 export const users = new Resource({
@@ -62,10 +63,29 @@ export const users = new Resource({
   },
 });
 
-const COLS = "id, name, password_hash, tenant_id, roles";
+const isUuid = (s: unknown): s is string => typeof s === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+const COLS = "id, name, password_hash, tenant_id, roles, token_generation";
 
 export function authHandlers(store: Store): Handlers {
+  const generation = (row: { token_generation: number } | undefined) => {
+    if (!row) throw ApiError.notFound("There is no such user");
+    return { generation: row.token_generation };
+  };
   return {
+    async GetTokenGeneration(req: { id?: string }) {
+      if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
+      return generation((await store.query<UserRow>("SELECT token_generation FROM users WHERE id = $1", [req.id])).rows[0]);
+    },
+    /** Logout: every token issued so far ends; gateways hear of it as an update of the user. */
+    async RevokeTokens(req: { id?: string }, ctx: CallContext) {
+      if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
+      return store.tx(ctx, async (q, emit) => {
+        const row = (await q.query<UserRow>("UPDATE users SET token_generation = token_generation + 1 WHERE id = $1 RETURNING id, tenant_id, token_generation", [req.id])).rows[0];
+        if (row) emit({ kind: "User", event: "updated", id: row.id, path: `/users/${row.id}`, tenantId: row.tenant_id });
+        return generation(row);
+      });
+    },
     async Authenticate(req: { name?: string; password?: string; project?: string }) {
       const denied = () => ApiError.unauthenticated("The user name or password is not valid");
       const row = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE name = $1`, [req.name ?? ""])).rows[0];
@@ -78,7 +98,7 @@ export function authHandlers(store: Store): Handlers {
       else if (req.project !== undefined && req.project !== row.tenant_id) {
         throw ApiError.unauthenticated(`User ${row.name} is not a member of project ${req.project}`);
       }
-      const out: Record<string, unknown> = { id: row.id, name: row.name, roles: row.roles };
+      const out: Record<string, unknown> = { id: row.id, name: row.name, roles: row.roles, tokenGeneration: row.token_generation };
       if (tenantId !== null) out["tenantId"] = tenantId;
       return out;
     },

@@ -23,7 +23,7 @@ export interface Bus {
    * Delivers every message below `<prefix>.` with its sequence number, in order: those after
    * `afterSeq` first when it is given (resuming a feed), then new ones. Returns a stop function.
    */
-  follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void): Promise<() => void>;
+  follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void>;
   /**
    * Hands every message on `subjects` (below `<prefix>.`, NATS wildcards allowed) to `handler`
    * at least once, in order, as the durable consumer `name`: what is published while this
@@ -192,16 +192,17 @@ class NatsBus implements Bus {
     return this.current;
   }
 
-  async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void): Promise<() => void> {
+  async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
     if (!this.js) throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
     const consumer = await this.js.consumers.get(streamName(this.prefix), {
       filterSubjects: `${this.prefix}.>`,
       ...(afterSeq !== undefined ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 } : { deliver_policy: DeliverPolicy.New }),
     });
-    const messages = await consumer.consume();
+    // Pulled in bounded batches; a handler that returns a promise (a slow reader) holds the next.
+    const messages = await consumer.consume({ max_messages: 256 });
     void (async () => {
-      for await (const m of messages) handler(m.seq, { subject: m.subject, data: payload(() => m.json()) });
+      for await (const m of messages) await handler(m.seq, { subject: m.subject, data: payload(() => m.json()) });
     })().catch(() => {});
     return () => {
       void messages.close().catch(() => {});

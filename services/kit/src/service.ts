@@ -157,7 +157,7 @@ export function toApiError(err: unknown): ApiError {
 }
 
 interface CallGuard {
-  verify: (token: string) => Identity | undefined;
+  verify: (token: string) => Promise<Identity | undefined>;
   isPublic: boolean;
   access?: Access;
   readOwner: (service: string, rpc: string, request: Record<string, unknown>, ctx: CallContext) => Promise<Record<string, unknown>>;
@@ -167,7 +167,7 @@ interface CallGuard {
 async function guarded(handler: Handler, request: Record<string, unknown>, ctx: CallContext, g: CallGuard): Promise<unknown> {
   if (g.isPublic) return handler(request, ctx);
   const token = bearer(ctx.metadata.get("authorization")[0]);
-  const identity = token ? g.verify(token) : undefined;
+  const identity = token ? await g.verify(token) : undefined;
   if (!identity) throw ApiError.unauthenticated("A valid token is required");
   const withId: CallContext = { ...ctx, identity };
   if (!g.access) {
@@ -296,6 +296,7 @@ function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
     busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
+    tokenSecretPrevious: { env: "VNM_TOKEN_SECRET_PREVIOUS", default: "", parse: optional },
     metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
   }, env);
 }
@@ -326,7 +327,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
   const pkg = loadGrpc();
-  const server = grpcServer(handlers, pkg, env, tokenVerifier(cfg.tokenSecret), log, metrics);
+  const server = grpcServer(handlers, pkg, env, tokenVerifier({ current: cfg.tokenSecret, previous: cfg.tokenSecretPrevious }), log, metrics);
   server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -1,0 +1,167 @@
+// Issue 17: tokens that can be taken back. A password change, a role change, a user's deletion
+// or a logout ends the user's tokens on every gateway within a second, and closes their open
+// /events streams; a stream ends when its token expires; a user has a bounded number of open
+// streams; a token's signature has one spelling only; two keys are valid while keys change.
+// Only the identity service runs (users and logins need nothing else), behind two gateways.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addressVariable } from "@vnm/kit";
+import { expectError, freePort, httpClient, Stack, startProcess, waitFor } from "./harness.ts";
+
+const stack = new Stack();
+let gws: string[] = [];
+const http = httpClient(() => gws[0]!, "application/json");
+const PASSWORD = "a long enough password 1";
+const as = (token: string) => ({ "x-auth-token": token });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A new tenant user, logged in at the first gateway. */
+async function newUser(): Promise<{ id: string; uri: string; body: Record<string, unknown>; token: string }> {
+  const body = { name: `u-${randomBytes(4).toString("hex")}`, password: PASSWORD, tenantId: "T", roles: ["tenant_admin"] };
+  const r = await http("POST", "/users", body);
+  expect(r.status).toBe(201);
+  return { id: r.json.id, uri: r.json.uri, body, token: await stack.login(gws[0]!, body.name, PASSWORD) };
+}
+
+/** Opens /events with a token; `ended(ms)` tells whether the server closes it within ms. */
+async function openEvents(base: string, token: string) {
+  const res = await fetch(`${base}/events`, { headers: { accept: "text/event-stream", ...as(token) } });
+  const reader = res.status === 200 ? res.body!.getReader() : undefined;
+  return {
+    res,
+    async ended(ms: number): Promise<boolean> {
+      const until = Date.now() + ms;
+      for (;;) {
+        const left = until - Date.now();
+        if (left <= 0) return false;
+        const r = await Promise.race([reader!.read(), sleep(left).then(() => "timeout" as const)]);
+        if (r === "timeout") return false;
+        if (r.done) return true;
+      }
+    },
+    cancel: () => reader?.cancel().catch(() => {}),
+  };
+}
+
+/** Every gateway refuses the token with 401 within a second of the change. */
+async function refusedEverywhereWithinASecond(token: string): Promise<void> {
+  const since = Date.now();
+  for (const base of gws) {
+    let status = 0;
+    while (Date.now() - since <= 1_000) {
+      status = (await http("GET", `${base}/`, undefined, as(token))).status;
+      if (status === 401) break;
+      await sleep(25);
+    }
+    expect(status, `${base} still accepts the token ${Date.now() - since} ms after the change`).toBe(401);
+  }
+}
+
+beforeAll(async () => {
+  await stack.startServices("identity");
+  gws = [await stack.startGateway({}, false), await stack.startGateway({}, false)];
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+describe("revoked tokens", () => {
+  it.each([
+    ["a password change", (u: Awaited<ReturnType<typeof newUser>>) => http("PUT", u.uri, { ...u.body, password: "another long password 2" })],
+    ["a role change", (u: Awaited<ReturnType<typeof newUser>>) => http("PUT", u.uri, { ...u.body, roles: ["tenant_user"] })],
+    ["the user's deletion", (u: Awaited<ReturnType<typeof newUser>>) => http("DELETE", u.uri)],
+    ["a logout", (u: Awaited<ReturnType<typeof newUser>>) => http("POST", `${gws[1]}/logout`, undefined, as(u.token))],
+  ])("after %s, get 401 on every gateway within a second, and the open stream closes", async (_what, change) => {
+    const u = await newUser();
+    for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(u.token))).status).toBe(200);
+    const stream = await openEvents(gws[1]!, u.token);
+    expect(stream.res.status).toBe(200);
+    const r = await change(u);
+    expect(r.status).toBeLessThan(300);
+    await refusedEverywhereWithinASecond(u.token);
+    expect(await stream.ended(1_000)).toBe(true);
+  });
+
+  it("logout ends every token of the user, and a new login works", async () => {
+    const u = await newUser();
+    const second = await stack.login(gws[1]!, String(u.body.name), PASSWORD);
+    const out = await http("POST", `${gws[0]}/logout`, undefined, as(u.token));
+    expect(out.status).toBe(204);
+    await refusedEverywhereWithinASecond(second);
+    expectError(await http("POST", `${gws[0]}/logout`, undefined, as(u.token)), 401);
+    const fresh = await stack.login(gws[0]!, String(u.body.name), PASSWORD);
+    for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(fresh))).status).toBe(200);
+  });
+
+  it("a token whose signature is spelled another way is refused", async () => {
+    const u = await newUser();
+    const [h, p, s] = u.token.split(".") as [string, string, string];
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    // The last character of a 32-byte signature carries two spare bits: same bytes, other string.
+    const respelled = `${h}.${p}.${s.slice(0, -1)}${alphabet[alphabet.indexOf(s.at(-1)!) ^ 1]}`;
+    expect(Buffer.from(respelled.split(".")[2]!, "base64url").equals(Buffer.from(s, "base64url"))).toBe(true);
+    for (const t of [respelled, `${u.token}=`, `${h}.${p}.${s}AA`]) {
+      const r = await http("GET", `${gws[0]}/`, undefined, as(t));
+      expectError(r, 401);
+    }
+    expect((await http("GET", `${gws[0]}/`, undefined, as(u.token))).status).toBe(200);
+  });
+
+  it("while keys change, tokens of the previous key still verify (kid), then no more", async () => {
+    const u = await newUser();
+    const next = randomBytes(24).toString("hex");
+    // Step 1 everywhere: the new key is accepted (here, by an identity replica the new gateways use).
+    const port = await freePort();
+    stack.procs.push(
+      startProcess("services/identity/src/main.ts", stack.env({ GRPC_PORT: String(port), VNM_DB_SCHEMA: stack.schema("identity"), VNM_TOKEN_SECRET_PREVIOUS: next })),
+    );
+    const identity = { [addressVariable("identity")]: `127.0.0.1:${port}` };
+    // Step 2: the new key signs, the old one still verifies. Step 3: the old one is gone.
+    const rotating = await stack.startGateway({ ...identity, VNM_TOKEN_SECRET: next, VNM_TOKEN_SECRET_PREVIOUS: stack.tokenSecret }, false);
+    const rotated = await stack.startGateway({ ...identity, VNM_TOKEN_SECRET: next }, false);
+    await waitFor("the identity replica", async () => (await http("GET", `${rotating}/`, undefined, as(u.token))).status === 200);
+    expect((await http("GET", `${rotating}/`, undefined, as(u.token))).status).toBe(200);
+    expectError(await http("GET", `${rotated}/`, undefined, as(u.token)), 401);
+    const fresh = await stack.login(rotating, String(u.body.name), PASSWORD);
+    expect(JSON.parse(Buffer.from(fresh.split(".")[0]!, "base64url").toString())).toMatchObject({ alg: "HS256" });
+    expect((await http("GET", `${rotated}/`, undefined, as(fresh))).status).toBe(200);
+  });
+});
+
+describe("/events streams", () => {
+  it("a stream closes when its token expires", async () => {
+    const short = await stack.startGateway({ VNM_TOKEN_TTL_SECONDS: "2" }, false);
+    const u = await newUser();
+    const token = await stack.login(short, String(u.body.name), PASSWORD);
+    const stream = await openEvents(short, token);
+    expect(stream.res.status).toBe(200);
+    expect(await stream.ended(4_000)).toBe(true);
+  });
+
+  it("the (N+1)th open stream of a user is a 429; closing one makes room", async () => {
+    const limited = await stack.startGateway({ VNM_EVENT_STREAMS_PER_USER: "2" }, false);
+    const u = await newUser();
+    const open = [await openEvents(limited, u.token), await openEvents(limited, u.token)];
+    for (const s of open) expect(s.res.status).toBe(200);
+    const third = await fetch(`${limited}/events`, { headers: { accept: "text/event-stream", ...as(u.token) } });
+    const text = await third.text();
+    expectError({ status: third.status, headers: third.headers, text, json: JSON.parse(text) }, 429);
+    // Another user is not affected.
+    const other = await newUser();
+    const theirs = await openEvents(limited, other.token);
+    expect(theirs.res.status).toBe(200);
+    await open[0]!.cancel();
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 200; i++) {
+      await sleep(100);
+      const s = await openEvents(limited, u.token);
+      status = s.res.status;
+      if (status === 200) await s.cancel();
+      else await s.res.text();
+    }
+    expect(status).toBe(200);
+    await open[1]!.cancel();
+    await theirs.cancel();
+  });
+});
