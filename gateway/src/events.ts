@@ -12,7 +12,7 @@ import type { Revocations } from "./revocation.ts";
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
 const DRAIN_MS = 30_000;
 /** Events written between two turns of the event loop. */
-const BATCH = 64;
+const BATCH = 16;
 const KEEPALIVE_MS = 15_000;
 
 export interface EventFeed {

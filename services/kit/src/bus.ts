@@ -200,7 +200,7 @@ class NatsBus implements Bus {
       ...(afterSeq !== undefined ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 } : { deliver_policy: DeliverPolicy.New }),
     });
     // Pulled in bounded batches; a handler that returns a promise (a slow reader) holds the next.
-    const messages = await consumer.consume({ max_messages: 256 });
+    const messages = await consumer.consume({ max_messages: 64 });
     void (async () => {
       for await (const m of messages) await handler(m.seq, { subject: m.subject, data: payload(() => m.json()) });
     })().catch(() => {});
