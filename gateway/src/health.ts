@@ -1,5 +1,9 @@
-// What needs no token: /healthz (the process answers), /readyz (every service, the cache and
-// the bus answer), /metrics (Prometheus text) and /openapi.json (the API's description).
+// What needs no token: /healthz (the process answers), /readyz (the gateway can serve: every
+// service answers its gRPC health check, SERVING only while its Postgres answers), /metrics
+// (Prometheus text) and /openapi.json (the API's description). The cache (Redis) and the bus
+// (NATS) are dependencies the gateway serves without (reads go to the services, the outbox holds
+// changes): when they are down /readyz stays 200, says "degraded" and names them, so a readiness
+// probe never takes every gateway out at once for them.
 import type express from "express";
 import type { Gateway } from "./context.ts";
 import { openApi } from "./openapi.ts";
@@ -11,14 +15,15 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
 
   app.get("/readyz", async (_req, res) => {
     const domains = [...new Set(gw.catalog.services.map((s) => s.domain))];
-    const results = await Promise.all([
-      ...domains.map(async (d) => [d, (await gw.upstream.health(d, 1_000)) ? "ok" : "unavailable"] as const),
-      gw.cache.ready().then((ok) => ["cache", ok ? "ok" : "unavailable"] as const),
-      Promise.resolve(["bus", gw.bus.state() === "connected" ? "ok" : "unavailable"] as const),
+    const [services, cache] = await Promise.all([
+      Promise.all(domains.map(async (d) => [d, (await gw.upstream.health(d, 1_000)) ? "ok" : "unavailable"] as const)),
+      gw.cache.ready(),
     ]);
-    const checks = Object.fromEntries(results);
-    const ok = Object.values(checks).every((v) => v === "ok");
-    res.status(ok ? 200 : 503).json({ status: ok ? "ok" : "unavailable", checks });
+    const optional = { cache: cache ? "ok" : "unavailable", bus: gw.bus.state() === "connected" ? "ok" : "unavailable" };
+    const serving = services.every(([, v]) => v === "ok");
+    const degraded = Object.entries(optional).flatMap(([k, v]) => (v === "ok" ? [] : [k]));
+    const status = !serving ? "unavailable" : degraded.length > 0 ? "degraded" : "ok";
+    res.status(serving ? 200 : 503).json({ status, checks: { ...Object.fromEntries(services), ...optional }, degraded });
   });
 
   // Built from the catalog once; its server is wherever it was fetched from ("/").

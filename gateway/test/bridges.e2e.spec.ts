@@ -284,6 +284,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     expect((await http("GET", "/healthz")).status).toBe(200);
     const r = await http("GET", "/readyz");
     expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ status: "ok", degraded: [] });
     expect(r.json.checks).toMatchObject({ bridge: "ok", cache: "ok", bus: "ok" });
   });
 });
@@ -348,8 +349,10 @@ describe("Redis collection cache (issue 2)", () => {
     const l = await http("GET", `${noRedis}/bridges`);
     expect(l.status).toBe(200);
     expect(l.json.some((b: { id: string }) => b.id === c.json.id)).toBe(true);
+    // Ready (it serves), degraded, naming the cache: a probe must not take it out for Redis.
     const ready = await http("GET", `${noRedis}/readyz`);
-    expect(ready.status).toBe(503);
+    expect(ready.status).toBe(200);
+    expect(ready.json).toMatchObject({ status: "degraded", degraded: ["cache"] });
     expect(ready.json.checks.cache).toBe("unavailable");
   });
 });
