@@ -23,6 +23,8 @@ export class Stack {
   readonly addrs = new Map<string, string>();
   /** Each service's metrics address (its VNM_METRICS_PORT). */
   readonly metricsAddrs = new Map<string, string>();
+  /** Each replica's metrics address (startReplica), by its gRPC address. */
+  readonly replicaMetrics = new Map<string, string>();
   private readonly services = new Map<string, Proc>();
   private readonly nats: NatsConnection[] = [];
 
@@ -85,12 +87,16 @@ export class Stack {
 
   /**
    * Starts one more process of a service (same schema and bus) on a new port and waits until
-   * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list.
+   * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list. Its metrics
+   * address is in replicaMetrics under that address.
    */
   async startReplica(domain: string): Promise<string> {
     const port = await freePort();
     const addr = `127.0.0.1:${port}`;
-    this.procs.push(startProcess(`services/${domain}/src/main.ts`, this.env({ GRPC_PORT: String(port), VNM_DB_SCHEMA: this.schema(domain) })));
+    const metricsPort = await freePort();
+    this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
+    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
+    this.procs.push(startProcess(`services/${domain}/src/main.ts`, this.env(env)));
     await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
     return addr;
   }
