@@ -58,6 +58,28 @@ describe("login limits", () => {
     expectError(await login(gw, "admin", stack.adminPassword, "203.0.113.66"), 429);
   });
 
+  it("one source trying many user names meets the looser per-source limit", async () => {
+    const answers: number[] = [];
+    for (let i = 0; i < LIMIT * 10 + 3; i++) answers.push((await login(gw, `someone-${i}`, "not-a-password", "198.51.100.99")).status);
+    expect(answers.slice(0, LIMIT * 10).every((s) => s === 401)).toBe(true);
+    expect(answers.slice(LIMIT * 10)).toEqual([429, 429, 429]);
+    // Another source is not affected.
+    expect((await login(gw, "admin", stack.adminPassword, "198.51.100.100")).status).toBe(200);
+  });
+
+  it("a source that reaches the limit again waits twice as long (back-off)", async () => {
+    const base = await stack.startGateway({ VNM_LOGIN_FAILURE_LIMIT: "2", VNM_LOGIN_WINDOW_SECONDS: "2" }, false);
+    const refusal = async () => {
+      for (let i = 0; i < 2; i++) expect((await login(base, "admin", "wrong-password", "192.0.2.77")).status).toBe(401);
+      const r = await login(base, "admin", "wrong-password", "192.0.2.77");
+      expectError(r, 429);
+      return Number(r.headers.get("retry-after"));
+    };
+    expect(await refusal()).toBe(2);
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await refusal()).toBe(4);
+  });
+
   it("a wrong user name and a wrong password answer alike", async () => {
     const noUser = await login(gw, "nobody-here", "whatever-password", "192.0.2.20");
     const badPassword = await login(gw, "admin", "whatever-password", "192.0.2.20");
