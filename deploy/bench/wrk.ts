@@ -1,0 +1,154 @@
+// wrk as the load generator of `npm run bench`: a C program on its own thread, so the figures
+// are not squeezed by a Node load generator competing for the same cores. One Lua script per
+// run sets the headers and the request mix and prints a JSON summary at the end.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export interface WrkRequest {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface WrkRun {
+  /** Origin, e.g. http://127.0.0.1:8080 */
+  origin: string;
+  /** Cycled through in order by every connection (one request: wrk's fast path). */
+  requests: WrkRequest[];
+  headers?: Record<string, string>;
+  connections: number;
+  seconds: number;
+  threads?: number;
+}
+
+export interface WrkResult {
+  requests: number;
+  rps: number;
+  /** Latency percentiles, ms. */
+  p50: number;
+  p99: number;
+  /** Responses that were not 2xx or 3xx. */
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+const WRK = "/usr/bin/wrk";
+
+/** The wrk binary, installed from Debian when missing (needs root). */
+export function ensureWrk(): string {
+  for (const p of [WRK, "/usr/local/bin/wrk"]) if (existsSync(p)) return p;
+  console.error("# wrk is missing: apt-get install -y wrk");
+  execFileSync("apt-get", ["install", "-y", "wrk"], { stdio: ["ignore", "inherit", "inherit"] });
+  if (!existsSync(WRK)) throw new Error("wrk is still missing after apt-get install -y wrk");
+  return WRK;
+}
+
+const lua = (s: string) => JSON.stringify(s); // a JSON string is a valid Lua string literal here
+
+function script(run: WrkRun): string {
+  const headers = Object.entries(run.headers ?? {})
+    .map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`)
+    .join("\n");
+  const done = `
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests":%d,"us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50":%d,"p99":%d}\\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end`;
+  if (run.requests.length === 1) {
+    const r = run.requests[0]!;
+    const one = [
+      `wrk.method = ${lua(r.method ?? "GET")}`,
+      `wrk.path = ${lua(r.path)}`,
+      r.body === undefined ? "" : `wrk.body = ${lua(r.body)}`,
+      ...Object.entries(r.headers ?? {}).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`),
+    ].join("\n");
+    return `${headers}\n${one}\n${done}\n`;
+  }
+  const specs = run.requests
+    .map((r) => {
+      const h = Object.entries(r.headers ?? {})
+        .map(([k, v]) => `[${lua(k)}] = ${lua(v)}`)
+        .join(", ");
+      return `  {${lua(r.method ?? "GET")}, ${lua(r.path)}, {${h}}, ${r.body === undefined ? "nil" : lua(r.body)}}`;
+    })
+    .join(",\n");
+  return `${headers}
+local specs = {
+${specs}
+}
+local built = {}
+local i = 0
+function init(args)
+  for k, s in ipairs(specs) do built[k] = wrk.format(s[1], s[2], s[3], s[4]) end
+end
+function request()
+  i = i + 1
+  return built[(i - 1) % #built + 1]
+end
+${done}
+`;
+}
+
+let scriptNo = 0;
+
+/** One wrk run; resolves with its summary. */
+export function wrk(bin: string, tmpDir: string, run: WrkRun): Promise<WrkResult> {
+  const file = join(tmpDir, `wrk-${process.pid}-${scriptNo++}.lua`);
+  writeFileSync(file, script(run));
+  const args = [
+    `-t${run.threads ?? 1}`,
+    `-c${run.connections}`,
+    `-d${run.seconds}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    file,
+    `${run.origin}${run.requests[0]!.path}`,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const m = /^WRKJSON (.*)$/m.exec(out);
+      if (code !== 0 || !m) return reject(new Error(`wrk ${args.join(" ")} exited ${code}:\n${out}`));
+      const j = JSON.parse(m[1]!) as Record<string, number>;
+      const secs = j.us! / 1e6;
+      resolve({
+        requests: j.requests!,
+        rps: secs > 0 ? j.requests! / secs : 0,
+        p50: j.p50! / 1000,
+        p99: j.p99! / 1000,
+        non2xx: j.status!,
+        errors: j.connect! + j.read! + j.write!,
+        timeouts: j.timeout!,
+      });
+    });
+  });
+}
+
+/** Several wrk runs side by side (e.g. one per gateway replica), summed. */
+export async function wrkTogether(bin: string, tmpDir: string, runs: WrkRun[]): Promise<WrkResult> {
+  const all = await Promise.all(runs.map((r) => wrk(bin, tmpDir, r)));
+  const sum = (f: (r: WrkResult) => number) => all.reduce((a, r) => a + f(r), 0);
+  return {
+    requests: sum((r) => r.requests),
+    rps: sum((r) => r.rps),
+    p50: Math.max(...all.map((r) => r.p50)),
+    p99: Math.max(...all.map((r) => r.p99)),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+  };
+}
