@@ -54,7 +54,11 @@ describe("password policy", () => {
       "services/identity/src/main.ts",
       stack.env({ GRPC_PORT: "0", VNM_DB_SCHEMA: `identity_w${randomBytes(4).toString("hex")}`, VNM_ADMIN_PASSWORD: "admin" }),
     );
-    const code = await new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
+    // Ended either way, so a service that does start (the defect) does not outlive the test.
+    const exited = new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
+    const code = await Promise.race([exited, new Promise<"running">((r) => setTimeout(() => r("running"), 20_000))]);
+    await proc.stop();
+    expect(code).not.toBe("running");
     expect(code).not.toBe(0);
     expect(proc.output.join("")).toContain("VNM_ADMIN_PASSWORD must be at least 12 characters long");
   });
