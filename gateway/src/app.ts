@@ -2,7 +2,7 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, type Identity, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
+import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
@@ -154,6 +154,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
+  app.use(httpSpans());
   app.use(edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log)));
   healthRoutes(app, gw);
   const revoked = revocations({ ...opts, keys: { current: opts.tokenSecret, previous: opts.tokenSecretPrevious } });

@@ -17,6 +17,7 @@ import {
   Metrics,
   natsBus,
   onShutdown,
+  startTelemetry,
   optional,
   parseBool,
   parseChangeSubject,
@@ -149,6 +150,7 @@ function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed,
 
 export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
   const log = createLogger({ service: "gateway" });
+  const stopTelemetry = await startTelemetry("gateway", env);
   const cfg = gatewayConfig(env);
   const catalog = loadCatalog();
   const metrics = new Metrics("gateway");
@@ -157,7 +159,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const { app, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
   const { server, port } = await listen(app, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
-  const stop = stopper(server, [upstream, bus, cache], feed, log);
+  const stop = stopper(server, [upstream, bus, cache, { close: stopTelemetry }], feed, log);
   onShutdown(stop, log);
   return { port, server, cache, bus, stop };
 }

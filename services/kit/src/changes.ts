@@ -4,6 +4,7 @@ import type pg from "pg";
 import type { Bus } from "./bus.ts";
 import { inTransaction } from "./db.ts";
 import type { Logger } from "./log.ts";
+import { type Carrier, traced, traceFields } from "./telemetry.ts";
 
 export type ChangeEvent = "created" | "updated" | "deleted";
 
@@ -24,6 +25,9 @@ export interface ChangeMessage extends Change {
   at: string;
   /** The request that made the change, when a request did (also in the X-Request-Id header). */
   requestId?: string;
+  /** The W3C trace context of the write, when tracing is on (the relay's publish span continues it). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export function changeSubject(prefix: string, domain: string, kind: string, event: ChangeEvent): string {
@@ -43,7 +47,7 @@ function outboxRows(prefix: string, domain: string, changes: Change[], requestId
   const at = new Date().toISOString();
   return changes.map((c) => ({
     subject: changeSubject(prefix, domain, c.kind, c.event),
-    payload: JSON.stringify({ ...c, domain, at, ...(requestId ? { requestId } : {}) } satisfies ChangeMessage),
+    payload: JSON.stringify({ ...c, domain, at, ...(requestId ? { requestId } : {}), ...traceFields() } satisfies ChangeMessage),
   }));
 }
 
@@ -134,7 +138,9 @@ export class OutboxRelay {
     if (!lock.rows[0]?.ok) return undefined;
     const rows = (await q.query<{ id: string; subject: string; payload: unknown }>("SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500")).rows;
     if (rows.length > 0) {
-      await Promise.all(rows.map((r) => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`)));
+      const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
+      const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
+      await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), r.payload as Carrier)));
       await q.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
     }
     return rows.length;

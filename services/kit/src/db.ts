@@ -2,6 +2,7 @@
 // are safe when several replicas start at once, and transactions that write the outbox.
 import pg from "pg";
 import type { Logger } from "./log.ts";
+import { tracePool } from "./telemetry.ts";
 
 export interface Migration {
   /** Increasing, never reused. */
@@ -28,6 +29,7 @@ export function createPool(databaseUrl: string, schema: string, max = 10): pg.Po
     options: `-c search_path=${schema}`,
     application_name: `vnm-${schema}`,
   });
+  tracePool(pool);
   // A client losing its connection must not crash the process. Idle ones are replaced by the
   // pool; one in use reports the loss through its query's rejection (503 to the caller) and
   // is discarded on release. Without a listener the 'error' event would end the process.

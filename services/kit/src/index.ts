@@ -15,3 +15,4 @@ export * from "./tenancy.ts";
 export * from "./paths.ts";
 export * from "./upstream.ts";
 export * from "./metrics.ts";
+export * from "./telemetry.ts";

@@ -16,6 +16,7 @@ import { Metrics } from "./metrics.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
+import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
 
@@ -202,7 +203,8 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
       end();
       log.info("call", { requestId, method: name, code, durationMs: Number(process.hrtime.bigint() - started) / 1e6 });
     };
-    guarded(handler, call.request as Record<string, unknown>, ctx, g).then(
+    // The caller's trace continues here (traceparent in the metadata), when tracing is on.
+    traced(name, "server", { "rpc.system": "grpc", "rpc.method": name }, () => guarded(handler, call.request as Record<string, unknown>, ctx, g), call.metadata.getMap()).then(
       (response) => {
         const trailer = new grpc.Metadata();
         if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
@@ -309,6 +311,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   assertIdentifier(spec.domain);
   const cfg = serviceConfig(spec.domain, env);
   const log = createLogger({ service: spec.domain });
+  const stopTelemetry = await startTelemetry(spec.domain, env);
   const pool = createPool(cfg.databaseUrl, cfg.schema);
   await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
@@ -354,6 +357,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
     await relay.flush().catch(() => {});
     await bus.close();
     await pool.end();
+    await stopTelemetry().catch(() => {});
     log.info("service stopped");
   };
   onShutdown(stop, log);

@@ -7,6 +7,7 @@ import { ApiError, ORIGIN_KEY } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { clientConstructor } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
+import { traced, traceFields } from "./telemetry.ts";
 
 /** Metadata key listing what a call changed, as "<domain>.<kind>:<event>" pairs, for the gateway's cache. */
 export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
@@ -82,6 +83,7 @@ export function createUpstream(
       const metadata = new grpc.Metadata();
       if (token) metadata.set("authorization", `Bearer ${token}`);
       if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
+      for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
       const call = fn.call(
         client,
         request,
@@ -107,7 +109,8 @@ export function createUpstream(
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
-        const result = await unary(client, rpc, request, timeoutMs, token, requestId);
+        const span = `${service}/${rpc}`;
+        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, () => unary(client, rpc, request, timeoutMs, token, requestId));
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {
