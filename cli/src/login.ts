@@ -1,8 +1,9 @@
 // vnm login: HTTP Basic at /login; the password from VNM_PASSWORD, or asked without echo.
+// vnm logout: POST /logout ends every token of the user (on every gateway), and the kept one is dropped.
 import { stdin, stdout } from "node:process";
 import { createInterface } from "node:readline";
 import { request } from "./client.ts";
-import { gatewayUrl, save } from "./config.ts";
+import { gatewayUrl, load, save } from "./config.ts";
 
 /** Reads a line from a terminal without echoing it. */
 function askPassword(): Promise<string> {
@@ -28,4 +29,16 @@ export async function login(url: string | undefined, user: string, project?: str
   const { key, expires } = (await res.json()) as { key: string; expires: string };
   save({ url: base, token: key });
   process.stderr.write(`logged in to ${base} as ${user} until ${expires}\n`);
+}
+
+export async function logout(url: string | undefined): Promise<void> {
+  const base = gatewayUrl(url);
+  const saved = load();
+  if (!saved.token) {
+    process.stderr.write("not logged in\n");
+    return;
+  }
+  await request(base, "POST", "/logout");
+  save({ url: saved.url });
+  process.stderr.write(`logged out of ${base}: every token of this user has ended\n`);
 }

@@ -8,7 +8,7 @@ import { CliError } from "./client.ts";
 import { addKindCommand, commandOf } from "./commands.ts";
 import { completion } from "./completion.ts";
 import { follow } from "./events.ts";
-import { login } from "./login.ts";
+import { login, logout } from "./login.ts";
 
 function program(): Command {
   const p = new Command("vnm").description("Manage virtual networks through the vnm API").option("--url <url>", "the gateway (default: VNM_URL, or the one logged in to)");
@@ -18,6 +18,9 @@ function program(): Command {
     .option("-u, --user <name>", "user name", process.env["VNM_USER"] ?? "admin")
     .option("--project <tenant>", "act in this tenant (X-Auth-Project)")
     .action((o: { user: string; project?: string }) => login(p.opts()["url"], o.user, o.project));
+  p.command("logout")
+    .description("end every token of the logged-in user, on every gateway, and forget the kept one")
+    .action(() => logout(p.opts()["url"]));
   p.command("events")
     .description("follow the change feed (/events), resuming where it left off")
     .option("--from <id>", "start after this event id")

@@ -2,7 +2,7 @@
 // kept in a config directory of its own, every output format, its exit statuses, and a command
 // for every kind the gateway serves (compared with the catalog, not a list).
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { catalog } from "@vnm/kit";
@@ -102,5 +102,15 @@ describe("vnm", () => {
     expect(bash.stdout).toContain("complete -F _vnm vnm");
     expect(bash.stdout).toMatch(/"dhcp-host create"\) words="[^"]*--mac-addr/);
     expect((await vnm(["completion", "fish"])).status).toBe(2);
+  });
+  it("logs out: the kept token is forgotten and has ended on the gateway", async () => {
+    const before = JSON.parse(readFileSync(join(home, "config", "vnm", "config.json"), "utf8")) as { token: string };
+    const r = await vnm(["logout"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(home, "config", "vnm", "config.json"), "utf8")).token).toBeUndefined();
+    const old = await fetch(`${fx.gw}/bridges`, { headers: { "x-auth-token": before.token, accept: "application/json" } });
+    expect(old.status).toBe(401);
+    expect((await vnm(["bridge", "list"])).status).toBe(1);
+    expect((await vnm(["login"], { VNM_PASSWORD: fx.stack.adminPassword })).status).toBe(0);
   });
 });
