@@ -331,7 +331,7 @@ async function writeScenario(name: string, event: Ev, run: () => Promise<number>
 /** The gateway's cache counters (GET /metrics). */
 async function cacheCounters(base: string): Promise<{ hits: number; misses: number }> {
   const t = await (await api(`${base}/metrics`)).text();
-  const num = (name: string) => Number(new RegExp(`^${name} (\\d+)`, "m").exec(t)?.[1] ?? Number.NaN);
+  const num = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, "m").exec(t)?.[1] ?? Number.NaN);
   return { hits: num("vnm_cache_hits_total"), misses: num("vnm_cache_misses_total") };
 }
 

@@ -23,29 +23,42 @@ export interface CollectionCache {
 }
 
 const TTL_SECONDS = 300;
+/** Bytes of bodies one kind may hold in Redis; past it fills are refused until an invalidation or the TTL empties the kind. */
+export const DEFAULT_KIND_BYTES = 32 * 1024 * 1024;
+/** Back-off of the attempts to trust the cache again after Redis trouble: never given up. */
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5_000;
+
+/** An unambiguous cache key from its parts (JSON: no separator in a value can make two keys meet). */
+export const cacheKey = (...parts: unknown[]): string => JSON.stringify(parts);
 
 // Entry and generation read together (atomically), so a local copy is tagged with the
 // generation it belongs to.
 const READ_LUA = `return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('GET', KEYS[2])}`;
 
-// Every KEYS pair is (generation, hash): a new generation, and the entries gone.
+// Every KEYS triple is (generation, hash, byte count): a new generation, and the entries gone.
 const INVALIDATE_LUA = `
-for i = 1, #KEYS, 2 do
+for i = 1, #KEYS, 3 do
   redis.call('INCR', KEYS[i])
-  redis.call('DEL', KEYS[i + 1])
+  redis.call('DEL', KEYS[i + 1], KEYS[i + 2])
 end
 return 1`;
 
+// Stores only while the generation is the one the read saw and the kind's bytes stay within
+// ARGV[5]; the byte count lives and expires with the hash.
 const FILL_LUA = `
-if (redis.call('GET', KEYS[2]) or '0') == ARGV[3] then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[4])
-  return 1
-end
-return 0`;
+if (redis.call('GET', KEYS[2]) or '0') ~= ARGV[3] then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 1 end
+local size = string.len(ARGV[2]) + string.len(ARGV[1])
+if (tonumber(redis.call('GET', KEYS[3]) or '0') + size) > tonumber(ARGV[5]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('INCRBY', KEYS[3], size)
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+return 1`;
 
 type FillingRedis = Redis & {
-  vnmFill(hash: string, gen: string, field: string, body: Buffer, token: string, ttl: number): Promise<number>;
+  vnmFill(hash: string, gen: string, bytes: string, field: string, body: Buffer, token: string, ttl: number, max: number): Promise<number>;
   vnmReadBuffer(hash: string, gen: string, field: string): Promise<[Buffer | null, Buffer | null]>;
   vnmInvalidate(numberOfKeys: number, ...keys: string[]): Promise<number>;
 };
@@ -122,17 +135,21 @@ class RedisCache implements CollectionCache {
   private readonly log: Logger;
 
   private readonly errors: { inc(): void } | undefined;
+  private readonly kindBytes: number;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryMs = RETRY_MIN_MS;
 
-  constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, localBytes: number, errors?: { inc(): void }) {
+  constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
+    this.kindBytes = limits.kindBytes;
     this.prefix = prefix;
     this.allKinds = allKinds;
     this.log = log;
     this.redis = client as FillingRedis;
-    this.redis.defineCommand("vnmFill", { numberOfKeys: 2, lua: FILL_LUA });
+    this.redis.defineCommand("vnmFill", { numberOfKeys: 3, lua: FILL_LUA });
     this.redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
     this.redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
-    this.local = new LocalCopies(localBytes);
+    this.local = new LocalCopies(limits.localBytes);
     this.redis.on("ready", () => void this.reset());
     this.redis.on("close", () => {
       this.dirty = true;
@@ -147,11 +164,16 @@ class RedisCache implements CollectionCache {
     return `${this.prefix}:gen:${kind}`;
   }
 
-  private invalidateAll(kinds: string[]) {
-    return this.redis.vnmInvalidate(kinds.length * 2, ...kinds.flatMap((k) => [this.genKey(k), this.hashKey(k)]));
+  private bytesKey(kind: string): string {
+    return `${this.prefix}:bytes:${kind}`;
   }
 
-  /** Drops every kind's entries and generation, then trusts the cache again. */
+  private invalidateAll(kinds: string[]) {
+    const keys = kinds.flatMap((k) => [this.genKey(k), this.hashKey(k), this.bytesKey(k)]);
+    return this.redis.vnmInvalidate(keys.length, ...keys);
+  }
+
+  /** Drops every kind's entries and generation, then trusts the cache again; retried with back-off until it succeeds. */
   private reset(): Promise<void> {
     this.resetting ??= (async () => {
       try {
@@ -159,9 +181,11 @@ class RedisCache implements CollectionCache {
         await this.invalidateAll(kinds);
         this.local.clear();
         this.dirty = false;
+        this.retryMs = RETRY_MIN_MS;
         this.log.info("collection cache reset", { kinds: kinds.length });
       } catch (err) {
-        this.log.warn("collection cache reset failed", { err: (err as Error).message });
+        this.log.warn("collection cache reset failed; retrying", { err: (err as Error).message, inMs: this.retryMs });
+        this.retryLater();
       } finally {
         this.resetting = undefined;
       }
@@ -169,13 +193,26 @@ class RedisCache implements CollectionCache {
     return this.resetting;
   }
 
+  /** One more reset attempt after the current back-off (doubling, at most RETRY_MAX_MS). */
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.dirty && this.feed && !this.closed) void this.reset();
+    }, this.retryMs);
+    this.retryTimer.unref();
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+  }
+
+  private closed = false;
+
   private usable(): boolean {
     return !this.dirty && this.feed && this.redis.status === "ready";
   }
 
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
-    const localKey = `${kind}|${key}`;
+    const localKey = cacheKey(kind, key);
     try {
       const mine = this.local.get(localKey);
       if (mine) {
@@ -196,8 +233,10 @@ class RedisCache implements CollectionCache {
 
   async fill(kind: string, key: string, body: Buffer, token: string): Promise<void> {
     if (!this.usable()) return;
-    const stored = await this.redis.vnmFill(this.hashKey(kind), this.genKey(kind), key, body, token, TTL_SECONDS).catch(() => 0);
-    if (stored === 1) this.local.set(`${kind}|${key}`, token, body);
+    const stored = await this.redis
+      .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, token, TTL_SECONDS, this.kindBytes)
+      .catch(() => 0);
+    if (stored === 1) this.local.set(cacheKey(kind, key), token, body);
   }
 
   async invalidate(kinds: Iterable<string>): Promise<void> {
@@ -210,7 +249,9 @@ class RedisCache implements CollectionCache {
       this.errors?.inc();
       this.dirty = true;
       this.log.warn("collection cache invalidation failed; cache bypassed until reset", { err: (err as Error).message });
+      // A timeout leaves the connection open (no new "ready" will come): retry until a reset lands.
       if (this.redis.status === "ready") void this.reset();
+      else this.retryLater();
     }
   }
 
@@ -230,13 +271,28 @@ class RedisCache implements CollectionCache {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
     this.redis.disconnect();
   }
 }
 
+/** Memory bounds: bytes of bodies per kind in Redis, and bytes of local copies in each gateway. */
+export interface CacheLimits {
+  kindBytes: number;
+  localBytes: number;
+}
+
 /** `errors` counts the operations that failed (the gateway's vnm_cache_errors_total). */
-export function redisCache(client: Redis, prefix: string, allKinds: () => string[], log: Logger, errors?: { inc(): void }, localBytes = 64 * 1024 * 1024): CollectionCache {
-  return new RedisCache(client, prefix, allKinds, log, localBytes, errors);
+export function redisCache(
+  client: Redis,
+  prefix: string,
+  allKinds: () => string[],
+  log: Logger,
+  errors?: { inc(): void },
+  limits: CacheLimits = { kindBytes: DEFAULT_KIND_BYTES, localBytes: 64 * 1024 * 1024 },
+): CollectionCache {
+  return new RedisCache(client, prefix, allKinds, log, limits, errors);
 }
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */

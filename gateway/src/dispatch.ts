@@ -3,6 +3,7 @@
 import { ApiError, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
 import type { Request, Response } from "express";
 import { readBodyText } from "./body.ts";
+import { cacheKey } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { send } from "./http-error.ts";
 import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
@@ -73,12 +74,18 @@ async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, 
   return value;
 }
 
-/** The cache slot of a whole collection GET (pages are not cached: their Link header is not kept). */
-function cacheSlot(route: Route, request: Obj, identity: Identity, base: string, url: string) {
+/**
+ * The cache slot of a whole collection GET (pages are not cached: their Link header is not kept).
+ * The key holds only what changes the answer: who asks (a list depends on it), the base (bodies
+ * hold absolute links), the route and the parameters it read, in an unambiguous encoding.
+ */
+function cacheSlot(route: Route, request: Obj, identity: Identity, base: string) {
   if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
-  // What a list holds depends on who asks; bodies hold absolute links, so the base is in the key.
   const who = identity.role === "admin" ? "*" : `t:${identity.tenantId}`;
-  return { kind: route.shape.item.resource!.kind, key: `${who}|${base}${url}` };
+  const read = Object.keys(request)
+    .sort()
+    .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
+  return { kind: route.shape.item.resource!.kind, key: cacheKey(who, base, route.template, read) };
 }
 
 export async function dispatch(gw: Gateway, req: Request, res: Response, match: Match, base: string): Promise<void> {
@@ -98,7 +105,7 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
   const ifMatch = req.headers["if-match"];
   if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(gw, route, parts, ifMatch, token);
 
-  const slot = cacheSlot(route, request, identity, base, req.originalUrl);
+  const slot = cacheSlot(route, request, identity, base);
   let fillToken: string | undefined;
   if (slot) {
     const found = await gw.cache.get(slot.kind, slot.key);

@@ -63,6 +63,8 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       loginFailureLimit: { env: "VNM_LOGIN_FAILURE_LIMIT", default: "10", parse: parseNonNegativeInt },
       loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
+      cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
+      cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(64 * 1024 * 1024), parse: parsePositiveInt },
     },
     env,
   );
@@ -73,7 +75,8 @@ type Config = ReturnType<typeof gatewayConfig>;
 function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metrics) {
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
-  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors) : memoryCache();
+  const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes };
+  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache();
   if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");

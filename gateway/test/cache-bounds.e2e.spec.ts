@@ -1,0 +1,141 @@
+// The collection cache stays bounded and heals itself: keys hold only what changes the answer,
+// a per-kind byte budget holds whatever a client sends, and after Redis stalls (commands time
+// out while the connection stays open) the cache is trusted again by itself once Redis answers.
+import { request } from "node:http";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { adminToken, DEPS, freePort, httpClient, Stack, waitFor } from "./harness.ts";
+import { TcpProxy } from "./tcp-proxy.ts";
+
+const CAP = 40_000;
+const stack = new Stack();
+let gw = "";
+let viaProxy = "";
+let proxy: TcpProxy;
+let redis: Redis;
+const http = httpClient(() => gw, "application/json");
+
+beforeAll(async () => {
+  proxy = new TcpProxy(await freePort(), DEPS.redisUrl);
+  await proxy.open();
+  redis = new Redis(DEPS.redisUrl);
+  await stack.startServices();
+  gw = await stack.startGateway({ VNM_CACHE_KIND_BYTES: String(CAP), VNM_RATE_LIMIT: "0" });
+  viaProxy = await stack.startGateway({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, VNM_RATE_LIMIT: "0" });
+});
+
+afterAll(async () => {
+  await stack.stop();
+  proxy.resume();
+  await proxy.cut().catch(() => {});
+  redis.disconnect();
+});
+
+/** The gateway's cache counters. */
+async function counters(base: string): Promise<{ hits: number; misses: number }> {
+  const t = (await http("GET", `${base}/metrics`)).text;
+  const num = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, "m").exec(t)?.[1]);
+  const c = { hits: num("vnm_cache_hits_total"), misses: num("vnm_cache_misses_total") };
+  expect(Number.isFinite(c.hits) && Number.isFinite(c.misses)).toBe(true);
+  return c;
+}
+
+/** Bytes of cached bodies (and their keys) this stack holds in Redis, and how many entries. */
+async function cached(): Promise<{ bytes: number; entries: number }> {
+  let bytes = 0;
+  let entries = 0;
+  for (const key of await redis.keys(`${stack.prefix}:coll:*`)) {
+    const all = await redis.hgetallBuffer(key);
+    for (const [field, body] of Object.entries(all)) {
+      bytes += Buffer.byteLength(field) + body.length;
+      entries++;
+    }
+  }
+  return { bytes, entries };
+}
+
+async function seed(tenantId: string, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await http("POST", "/bridges", { name: `b${i}`, tenantId })).json.id);
+  return ids;
+}
+
+const idsOf = (r: { json: { id: string }[] }) => r.json.map((b) => b.id);
+
+/** GET with a Host header of our choosing (fetch does not let a client set it). */
+function getWithHost(path: string, host: string): Promise<{ status: number; body: string }> {
+  const url = new URL(path, gw);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { host, "x-auth-token": adminToken(), accept: "application/json" } }, (res) => {
+      let body = "";
+      res.on("data", (d) => {
+        body += d;
+      });
+      res.on("end", () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+it("query parameters the route does not read do not make new cache entries", async () => {
+  const ids = await seed("keys", 2);
+  expect(idsOf(await http("GET", "/bridges?tenant_id=keys"))).toEqual(ids);
+  const before = await counters(gw);
+  for (let i = 0; i < 20; i++) {
+    const r = await http("GET", `/bridges?tenant_id=keys&junk${i}=${i}&utm=${"x".repeat(i)}`);
+    expect(idsOf(r)).toEqual(ids);
+  }
+  const after = await counters(gw);
+  expect(after.hits - before.hits).toBe(20);
+  expect(after.misses - before.misses).toBe(0);
+});
+
+it("a flood of distinct ignored parameters and Host values leaves cache memory under the cap", async () => {
+  const ids = await seed("inflate", 5);
+  const one = Buffer.byteLength((await http("GET", "/bridges?tenant_id=inflate")).text);
+  // Without the budget, 60 hosts would keep 60 copies: many times the cap.
+  expect(60 * one).toBeGreaterThan(3 * CAP);
+  for (let i = 0; i < 60; i++) {
+    const r = await getWithHost(`/bridges?tenant_id=inflate&n${i}=${i}`, `h${i}.example`);
+    expect(r.status).toBe(200);
+    expect((JSON.parse(r.body) as { id: string }[]).map((b) => b.id)).toEqual(ids);
+    expect(r.body).toContain(`http://h${i}.example/bridges/`);
+  }
+  const { bytes, entries } = await cached();
+  expect(bytes).toBeLessThanOrEqual(CAP);
+  expect(entries).toBeGreaterThan(0);
+  // Still right after the budget is spent: a write empties the kind, and it fills again.
+  const more = await seed("inflate", 1);
+  expect(idsOf(await http("GET", "/bridges?tenant_id=inflate"))).toEqual([...ids, ...more]);
+});
+
+it("after Redis stalls (timeouts on an open connection) the cache comes back by itself under load", async () => {
+  const first = await seed("heal", 1);
+  const list = () => http("GET", `${viaProxy}/bridges?tenant_id=heal`);
+  expect(idsOf(await list())).toEqual(first);
+  const h0 = (await counters(viaProxy)).hits;
+  expect(idsOf(await list())).toEqual(first);
+  expect((await counters(viaProxy)).hits).toBe(h0 + 1);
+
+  proxy.stall();
+  // The invalidation of this write times out: the gateway stops trusting the cache.
+  const second = (await http("POST", `${viaProxy}/bridges`, { name: "two", tenantId: "heal" })).json.id;
+  expect(idsOf(await list())).toEqual([...first, second]);
+  await new Promise((r) => setTimeout(r, 1_500)); // its first reset attempts time out too
+  proxy.resume();
+
+  // Load, and a hit again once the cache is reset: never a stale list on the way.
+  const seen = new Set<string>();
+  await waitFor(
+    "cache hits again",
+    async () => {
+      const before = (await counters(viaProxy)).hits;
+      const rs = await Promise.all(Array.from({ length: 8 }, list));
+      for (const r of rs) seen.add(JSON.stringify(idsOf(r)));
+      return (await counters(viaProxy)).hits > before;
+    },
+    20_000,
+  );
+  expect([...seen]).toEqual([JSON.stringify([...first, second])]);
+});
