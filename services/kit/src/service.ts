@@ -314,6 +314,12 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const stopTelemetry = await startTelemetry(spec.domain, env);
   const pool = createPool(cfg.databaseUrl, cfg.schema);
   await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
+  // An init container's run: the schema brought up to date (under the advisory lock), nothing served.
+  if (process.argv.includes("--migrate-only")) {
+    await pool.end();
+    log.info("migrations done");
+    process.exit(0);
+  }
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);

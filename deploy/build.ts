@@ -1,0 +1,46 @@
+// The image's build step, runnable anywhere: `node deploy/build.ts <out>` compiles the gateway's
+// and every service's sources to JavaScript (tsc, deploy/tsconfig.build.json: no tests, no
+// test helpers) and lays them out as the repository is, with what they read at run time (the
+// proto files, data files next to the sources) and each workspace's package.json pointing at the
+// compiled files. `npm install --omit=dev` in <out> then gives a tree with no TypeScript at all.
+import { execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { ROOT } from "@vnm/kit/repo";
+
+/** The workspaces the image holds (the operators' CLI only as a package.json: npm wants it). */
+function workspaces(): string[] {
+  return ["gateway", "cli", ...readdirSync(join(ROOT, "services")).map((d) => `services/${d}`)].filter((w) => existsSync(join(ROOT, w, "package.json")));
+}
+
+/** A package.json whose entry points name the compiled files; no scripts or dev dependencies. */
+function compiledManifest(text: string): string {
+  const pkg = JSON.parse(text) as Record<string, unknown>;
+  delete pkg["scripts"];
+  delete pkg["devDependencies"];
+  return `${JSON.stringify(pkg, null, 2).replace(/(\.\/src\/[\w/.-]+)\.ts"/g, '$1.js"')}\n`;
+}
+
+export function build(out: string): void {
+  const tsc = join(ROOT, "node_modules", ".bin", "tsc");
+  execFileSync(tsc, ["-p", join(ROOT, "deploy", "tsconfig.build.json"), "--outDir", out], { stdio: "inherit" });
+  for (const w of workspaces()) {
+    mkdirSync(join(out, w), { recursive: true });
+    writeFileSync(join(out, w, "package.json"), compiledManifest(readFileSync(join(ROOT, w, "package.json"), "utf8")));
+    // Data files the sources read next to themselves (a password list, say).
+    const src = join(ROOT, w, "src");
+    if (w !== "cli" && existsSync(src)) {
+      cpSync(src, join(out, w, "src"), { recursive: true, filter: (p) => !/\.ts$/.test(p) });
+    }
+  }
+  cpSync(join(ROOT, "proto"), join(out, "proto"), { recursive: true });
+  writeFileSync(join(out, "package.json"), compiledManifest(readFileSync(join(ROOT, "package.json"), "utf8")));
+  cpSync(join(ROOT, "package-lock.json"), join(out, "package-lock.json"));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
+  const out = resolve(process.argv[2] ?? "dist");
+  mkdirSync(dirname(out), { recursive: true });
+  build(out);
+  process.stdout.write(`compiled into ${out}\n`);
+}

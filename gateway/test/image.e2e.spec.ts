@@ -1,0 +1,101 @@
+// The image's build steps, run here (no Docker engine needed): deploy/build.ts compiles the
+// gateway and the services to JavaScript in a temporary directory, which is given a
+// node_modules as `npm install` lays it out (the workspaces linked to their compiled copies),
+// and the compiled gateway and services then serve requests with TypeScript switched off.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { build } from "../../deploy/build.ts";
+import { freePort, type Proc, ROOT, Stack, startProcess, waitFor } from "./harness.ts";
+
+const out = mkdtempSync(join(tmpdir(), "vnm-image-"));
+const stack = new Stack();
+let gw = "";
+
+/** node_modules as npm lays it out: third-party packages, and @vnm/* linked to the compiled workspaces. */
+function linkModules(): void {
+  const modules = join(out, "node_modules");
+  mkdirSync(join(modules, "@vnm"), { recursive: true });
+  for (const name of readdirSync(join(ROOT, "node_modules"))) {
+    if (name !== "@vnm" && name !== ".bin") symlinkSync(join(ROOT, "node_modules", name), join(modules, name));
+  }
+  for (const w of ["gateway", ...readdirSync(join(out, "services")).map((d) => `services/${d}`)]) {
+    const name = (JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")) as { name: string }).name;
+    symlinkSync(join(out, w), join(modules, name));
+  }
+}
+
+/** Every file below a directory (node_modules left out). */
+function files(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && !join(e.parentPath, e.name).includes("node_modules"))
+    .map((e) => join(e.parentPath, e.name));
+}
+
+/** The image's entry point (deploy/entry.js), with Node's TypeScript support off: only JavaScript can load. */
+function run(args: string[], env: NodeJS.ProcessEnv): Proc {
+  const proc = startProcess(process.execPath, env, [], ["--no-experimental-strip-types", join(out, "deploy", "entry.js"), ...args]);
+  stack.procs.push(proc);
+  return proc;
+}
+
+const serviceEnv = (d: string) => stack.env({ ...stack.addressEnv(), GRPC_PORT: stack.addrs.get(d)!.split(":")[1], VNM_DB_SCHEMA: stack.schema(d) });
+
+/** The exit status of a process run to its end. */
+const exitOf = (p: Proc) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once("exit", resolve)));
+
+beforeAll(async () => {
+  build(out);
+  linkModules();
+  for (const d of ["identity", "bridge"]) stack.addrs.set(d, `127.0.0.1:${await freePort()}`);
+  // Migrations first, as the init containers run them: several at once, each exits 0.
+  const migrations = ["identity", "bridge", "bridge"].map((d) => run([d, "--migrate-only"], serviceEnv(d)));
+  const codes = await Promise.all(migrations.map(exitOf));
+  if (codes.some((c) => c !== 0)) throw new Error(`--migrate-only failed: ${migrations.map((m) => m.output.join("")).join("\n")}`);
+  for (const d of ["identity", "bridge"]) run([d], serviceEnv(d));
+  const port = await freePort();
+  const proc = run(["gateway"], stack.env({ ...stack.addressEnv(), PORT: String(port) }));
+  gw = `http://127.0.0.1:${port}`;
+  await waitFor(
+    "the compiled gateway and services",
+    async () => {
+      if (proc.child.exitCode !== null) throw new Error(`the compiled gateway exited: ${proc.output.join("")}`);
+      const r = await fetch(`${gw}/readyz`).catch(() => undefined);
+      const checks = r ? ((await r.json()) as { checks: Record<string, string> }).checks : {};
+      return checks["identity"] === "ok" && checks["bridge"] === "ok";
+    },
+    60_000,
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await stack.stop();
+  rmSync(out, { recursive: true, force: true });
+});
+
+it("the build holds JavaScript only: no TypeScript sources, no tests, no test helpers", () => {
+  const all = files(out);
+  expect(all.some((f) => f.endsWith("gateway/src/main.js"))).toBe(true);
+  expect(all.filter((f) => f.endsWith(".ts"))).toEqual([]);
+  expect(all.filter((f) => /\.spec\.|\/test\/|testing\.js$/.test(f))).toEqual([]);
+  expect(existsSync(join(out, "proto"))).toBe(true);
+});
+
+it("the image's HEALTHCHECK passes for a running service and the gateway, and fails where nothing runs", async () => {
+  const check = async (env: NodeJS.ProcessEnv) => exitOf(run(["--health"], env));
+  expect(await check({ GRPC_PORT: stack.addrs.get("bridge")!.split(":")[1] })).toBe(0);
+  expect(await check({ GRPC_PORT: "", PORT: new URL(gw).port })).toBe(0);
+  expect(await check({ GRPC_PORT: String(await freePort()) })).toBe(1);
+});
+
+it("the compiled gateway and services answer: login, a write and its read", async () => {
+  const token = await stack.login(gw, "admin", stack.adminPassword);
+  const headers = { "x-auth-token": token, "content-type": "application/json" };
+  const c = await fetch(`${gw}/bridges`, { method: "POST", headers, body: JSON.stringify({ name: "compiled" }) });
+  expect(c.status).toBe(201);
+  const id = ((await c.json()) as { id: string }).id;
+  const r = await fetch(`${gw}/bridges/${id}`, { headers });
+  expect(r.status).toBe(200);
+  expect(((await r.json()) as { name: string }).name).toBe("compiled");
+});
