@@ -1,5 +1,6 @@
 // Writes deploy/k8s/base/services.yaml: for every service of services/ a Deployment (the one
-// image, its entry point, gRPC health probes, two replicas), a headless Service (the gateway's
+// image with the domain as argument, its migrations as an init container, gRPC health probes,
+// two replicas), a headless Service (the gateway's
 // round-robin channel reaches every pod) and a HorizontalPodAutoscaler, so each domain scales on
 // its own; and the gateway's address variables for them. Derived, never hand-copied: a test
 // checks the committed file is what this writes (`node deploy/k8s/generate.ts` refreshes it).
@@ -22,7 +23,6 @@ function deployment(domain: string) {
   const name = `vnm-${domain}`;
   const probe = { grpc: { port: GRPC_PORT }, periodSeconds: 5, failureThreshold: 3 };
   const env = [
-    { name: "ENTRY", value: `services/${domain}/src/main.ts` },
     { name: "GRPC_HOST", value: "0.0.0.0" },
     { name: "GRPC_PORT", value: String(GRPC_PORT) },
     { name: "VNM_METRICS_PORT", value: String(METRICS_PORT) },
@@ -30,6 +30,11 @@ function deployment(domain: string) {
     { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "vnm-secrets", key: databaseUrlKey(domain) } } },
     ...addresses(),
   ];
+  const envFrom = [{ configMapRef: { name: "vnm-config" } }, { secretRef: { name: "vnm-secrets" } }];
+  const securityContext = { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false };
+  // Its schema brought up to date before it serves; many pods starting at once take turns
+  // (the migrations hold an advisory lock).
+  const migrate = { name: "migrate", image: "vnm", args: [domain, "--migrate-only"], env, envFrom, securityContext, resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } } };
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -40,12 +45,14 @@ function deployment(domain: string) {
       template: {
         metadata: { labels: labels(name), annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) } },
         spec: {
+          initContainers: [migrate],
           containers: [
             {
               name: domain,
               image: "vnm",
+              args: [domain],
               env,
-              envFrom: [{ configMapRef: { name: "vnm-config" } }, { secretRef: { name: "vnm-secrets" } }],
+              envFrom,
               ports: [
                 { name: "grpc", containerPort: GRPC_PORT },
                 { name: "metrics", containerPort: METRICS_PORT },
@@ -53,7 +60,7 @@ function deployment(domain: string) {
               readinessProbe: probe,
               livenessProbe: { ...probe, initialDelaySeconds: 10 },
               resources: { requests: { cpu: "100m", memory: "192Mi" }, limits: { memory: "384Mi" } },
-              securityContext: { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
+              securityContext,
             },
           ],
           terminationGracePeriodSeconds: 15,

@@ -28,12 +28,17 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
       const dep = find("Deployment", `vnm-${d}`);
       expect(dep, d).toBeDefined();
       const c = dep!.spec["template"].spec.containers[0];
-      expect(c.env).toContainEqual({ name: "ENTRY", value: `services/${d}/src/main.ts` });
+      expect(c.args).toEqual([d]);
+      // Migrations as an init container: the same image and database, --migrate-only.
+      const init = dep!.spec["template"].spec.initContainers[0];
+      expect(init).toMatchObject({ image: c.image, args: [d, "--migrate-only"] });
+      expect(init.env).toContainEqual(c.env.find((e: { name: string }) => e.name === "DATABASE_URL"));
       expect(c.readinessProbe.grpc.port).toBe(50051);
       expect(find("Service", `vnm-${d}`)!.spec["clusterIP"]).toBe("None");
       expect(find("HorizontalPodAutoscaler", `vnm-${d}`)!.spec["scaleTargetRef"].name).toBe(`vnm-${d}`);
       expect(gateway.env).toContainEqual({ name: addressVariable(d), value: `vnm-${d}:50051` });
     }
+    expect(gateway.args).toEqual(["gateway"]);
     expect(gateway.readinessProbe.httpGet.path).toBe("/readyz");
   });
 });
@@ -69,15 +74,21 @@ describe("Kubernetes overlays", () => {
 });
 
 describe("docker-compose.yml", () => {
-  it("runs every service from the one image with every service's address", () => {
+  it("runs every service from the one image with every service's address, started once its dependencies are healthy", () => {
     const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Loose> };
     for (const d of serviceDomains()) {
       const s = compose.services[d];
       expect(s, d).toBeDefined();
-      expect(s.build.args.ENTRY).toBe(`services/${d}/src/main.ts`);
+      expect(s.image).toBe(compose.services["gateway"].image);
+      expect(s.command).toEqual([d]);
+      expect(s.restart).toBe("unless-stopped");
+      expect(s.healthcheck.test).toEqual(["CMD", "node", "deploy/entry.js", "--health"]);
+      expect(s.depends_on.postgres.condition).toBe("service_healthy");
       expect(s.environment[addressVariable(d)]).toBe(`${d}:50051`);
       expect(compose.services["gateway"].environment[addressVariable(d)]).toBe(`${d}:50051`);
-      expect(compose.services["gateway"].depends_on).toContain(d);
+      expect(compose.services["gateway"].depends_on[d]).toEqual({ condition: "service_healthy" });
     }
+    expect(compose.services["gateway"].command).toEqual(["gateway"]);
+    for (const dep of ["postgres", "nats", "redis"]) expect(compose.services[dep].healthcheck.test.length, dep).toBeGreaterThan(0);
   });
 });
