@@ -12,6 +12,8 @@ export type Lookup = { hit: true; body: Buffer } | { hit: false; token: string }
 
 export interface CollectionCache {
   readonly kind: "redis" | "memory";
+  /** Whether item GETs are answered from the cache too (VNM_ITEM_CACHE). */
+  readonly items: boolean;
   /** undefined when the cache must not be used now. */
   get(kind: string, key: string): Promise<Lookup | undefined>;
   fill(kind: string, key: string, body: Buffer, token: string): Promise<void>;
@@ -124,6 +126,7 @@ export function connectRedis(url: string): Redis {
  */
 class RedisCache implements CollectionCache {
   readonly kind = "redis";
+  readonly items: boolean;
   private readonly redis: FillingRedis;
   private readonly local: LocalCopies;
   // Trusted only when connected, fed, and nothing may have been missed.
@@ -142,6 +145,7 @@ class RedisCache implements CollectionCache {
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
     this.kindBytes = limits.kindBytes;
+    this.items = limits.items ?? true;
     this.prefix = prefix;
     this.allKinds = allKinds;
     this.log = log;
@@ -281,6 +285,8 @@ class RedisCache implements CollectionCache {
 export interface CacheLimits {
   kindBytes: number;
   localBytes: number;
+  /** Item GETs cached too. */
+  items?: boolean;
 }
 
 /** `errors` counts the operations that failed (the gateway's vnm_cache_errors_total). */
@@ -290,13 +296,13 @@ export function redisCache(
   allKinds: () => string[],
   log: Logger,
   errors?: { inc(): void },
-  limits: CacheLimits = { kindBytes: DEFAULT_KIND_BYTES, localBytes: 64 * 1024 * 1024 },
+  limits: CacheLimits = { kindBytes: DEFAULT_KIND_BYTES, localBytes: 64 * 1024 * 1024, items: true },
 ): CollectionCache {
   return new RedisCache(client, prefix, allKinds, log, limits, errors);
 }
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */
-export function memoryCache(maxEntriesPerKind = 1000): CollectionCache {
+export function memoryCache(maxEntriesPerKind = 1000, items = true): CollectionCache {
   const kinds = new Map<string, { gen: number; entries: Map<string, Buffer> }>();
   const slot = (kind: string) => {
     let s = kinds.get(kind);
@@ -309,6 +315,7 @@ export function memoryCache(maxEntriesPerKind = 1000): CollectionCache {
   let feed = true;
   return {
     kind: "memory",
+    items,
     async get(kind, key) {
       if (!feed) return undefined;
       const s = slot(kind);

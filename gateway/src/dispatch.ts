@@ -88,6 +88,57 @@ function cacheSlot(route: Route, request: Obj, identity: Identity, base: string)
   return { kind: route.shape.item.resource!.kind, key: cacheKey(who, base, route.template, read) };
 }
 
+/** An item GET served from the cache: the entity tag and the owner's tenant travel with the body. */
+interface ItemSlot {
+  kind: string;
+  key: string;
+  tenantField: string | undefined;
+  adminOnly: boolean;
+}
+
+/**
+ * The cache slot of an item GET of a kind's own get RPC, when the gateway can apply its
+ * visibility rule itself: the item carries its tenant (or only administrators see the kind).
+ * Kinds owned through a parent are always asked of their service.
+ */
+function itemSlot(gw: Gateway, route: Route, request: Obj, base: string): ItemSlot | undefined {
+  if (!gw.cache.items || route.method !== "GET" || route.shape.kind !== "item") return undefined;
+  const info = gw.catalog.kinds.get(route.shape.item.resource!.kind);
+  if (!info || info.service !== route.service || info.rpcs.get !== route.rpc || info.tenancy === "parent") return undefined;
+  const read = Object.keys(request)
+    .sort()
+    .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
+  return { kind: info.kind, key: cacheKey("item", base, route.template, read), tenantField: info.resource.tenantField, adminOnly: info.tenancy === "admin" };
+}
+
+/** A cached item as stored: `<etag>\n<tenant>\n<body>`. */
+function packItem(etag: string, tenant: string, body: string): Buffer {
+  return Buffer.from(`${etag}\n${tenant}\n${body}`);
+}
+
+function unpackItem(b: Buffer): { etag: string; tenant: string; body: Buffer } {
+  const i = b.indexOf(10);
+  const j = b.indexOf(10, i + 1);
+  return { etag: b.toString("latin1", 0, i), tenant: b.toString("utf8", i + 1, j), body: b.subarray(j + 1) };
+}
+
+/** Answers an item GET from the cache when it holds the item and `identity` may see it; false otherwise. */
+async function cachedItem(gw: Gateway, req: Request, res: Response, slot: ItemSlot, identity: Identity, type: string): Promise<{ hit: false; token: string } | undefined | true> {
+  const found = await gw.cache.get(slot.kind, slot.key);
+  if (!found?.hit) return found;
+  const item = unpackItem(found.body);
+  const visible = identity.role === "admin" || (!slot.adminOnly && slot.tenantField !== undefined && item.tenant === identity.tenantId);
+  // Not visible: the service gives the very answer a missing item gets.
+  if (!visible) return undefined;
+  gw.metrics.cacheHits.inc();
+  res.setHeader("ETag", item.etag);
+  res.setHeader("Cache-Control", "private, no-cache");
+  const ifNoneMatch = req.headers["if-none-match"];
+  if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) res.status(304).end();
+  else send(res, 200, type, item.body);
+  return true;
+}
+
 export async function dispatch(gw: Gateway, req: Request, res: Response, match: Match, base: string): Promise<void> {
   const { route, parts } = match;
   res.locals["route"] = route.template;
@@ -106,7 +157,14 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
   if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(gw, route, parts, ifMatch, token);
 
   const slot = cacheSlot(route, request, identity, base);
+  const item = slot ? undefined : itemSlot(gw, route, request, base);
   let fillToken: string | undefined;
+  if (item) {
+    const found = await cachedItem(gw, req, res, item, identity, type!);
+    if (found === true) return;
+    if (found) gw.metrics.cacheMisses.inc();
+    fillToken = found?.token;
+  }
   if (slot) {
     const found = await gw.cache.get(slot.kind, slot.key);
     if (found?.hit) {
@@ -122,7 +180,14 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
     res.status(204).end();
     return;
   }
-  if (route.shape.kind === "item") return respondItem(req, res, route, response, type!, base);
+  if (route.shape.kind === "item") {
+    const answer = respondItem(req, res, route, response, type!, base);
+    if (item && answer && fillToken !== undefined) {
+      const tenant = item.tenantField ? String(response[item.tenantField] ?? "") : "";
+      void gw.cache.fill(item.kind, item.key, packItem(answer.etag, tenant, answer.body), fillToken);
+    }
+    return;
+  }
   const body = collectionBody(req, res, route, response, base);
   if (slot && fillToken !== undefined) void gw.cache.fill(slot.kind, slot.key, body, fillToken);
   send(res, 200, type!, body);
@@ -141,7 +206,8 @@ function collectionBody(req: Request, res: Response, route: Route, response: Obj
   return Buffer.from(`[${items.map((i) => toJson(item, i, base)).join(",")}]`);
 }
 
-function respondItem(req: Request, res: Response, route: Route, response: Obj, type: string, base: string): void {
+/** Sends an item; returns its entity tag and body (undefined for a 304). */
+function respondItem(req: Request, res: Response, route: Route, response: Obj, type: string, base: string): { etag: string; body: string } | undefined {
   if (route.shape.kind !== "item") throw new Error("not an item route");
   const item = route.shape.item;
   if (route.method === "POST") {
@@ -154,7 +220,9 @@ function respondItem(req: Request, res: Response, route: Route, response: Obj, t
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
     res.status(304).end();
-    return;
+    return undefined;
   }
-  send(res, route.method === "POST" ? 201 : 200, type, toJson(item, response, base));
+  const body = toJson(item, response, base);
+  send(res, route.method === "POST" ? 201 : 200, type, body);
+  return { etag, body };
 }

@@ -65,6 +65,7 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(64 * 1024 * 1024), parse: parsePositiveInt },
+      itemCache: { env: "VNM_ITEM_CACHE", default: "true", parse: parseBool },
     },
     env,
   );
@@ -75,8 +76,8 @@ type Config = ReturnType<typeof gatewayConfig>;
 function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metrics) {
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
-  const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes };
-  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache();
+  const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes, items: cfg.itemCache };
+  const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache(1000, cfg.itemCache);
   if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");

@@ -1,0 +1,125 @@
+// Item GETs answered from the cache (issue 16): no gRPC hop for a cached item, read-your-writes
+// through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
+// tenancy rule applied to cached items.
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
+
+const PASSWORD = "item-cache-passw0rd-long";
+const stack = new Stack();
+let gwA = "";
+let gwB = "";
+const http = httpClient(() => gwA, "application/json");
+const tokens: Record<string, string> = {};
+
+beforeAll(async () => {
+  await stack.startServices();
+  gwA = await stack.startGateway({ VNM_RATE_LIMIT: "0" });
+  gwB = await stack.startGateway({ VNM_RATE_LIMIT: "0" });
+  for (const [who, tenantId] of [
+    ["ua", "tenant-a"],
+    ["ub", "tenant-b"],
+  ]) {
+    const r = await http("POST", "/users", { name: `${who}-${stack.id}`, password: PASSWORD, tenantId, roles: ["tenant_user"] });
+    expect(r.status).toBe(201);
+    tokens[who!] = await stack.login(gwA, `${who}-${stack.id}`, PASSWORD);
+  }
+});
+
+afterAll(async () => {
+  await stack.stop();
+});
+
+/** Cache hits and gRPC calls to the bridge service counted by a gateway. */
+async function counts(base: string): Promise<{ hits: number; calls: number }> {
+  const t = (await http("GET", `${base}/metrics`)).text;
+  const hits = Number(/^vnm_cache_hits_total(?:\{[^}]*\})? (\d+)/m.exec(t)?.[1]);
+  let calls = 0;
+  for (const m of t.matchAll(/^vnm_grpc_client_calls_total\{[^}]*method="GetBridge"[^}]*\} (\d+)/gm)) calls += Number(m[1]);
+  expect(Number.isFinite(hits)).toBe(true);
+  return { hits, calls };
+}
+
+/** The copy is stored after the answer: waits until a read of the item is a hit. */
+async function cachedAt(gw: string, id: string): Promise<void> {
+  await waitFor(`${id} cached at ${gw}`, async () => {
+    const c = await counts(gw);
+    await http("GET", `${gw}/bridges/${id}`);
+    return (await counts(gw)).hits > c.hits;
+  });
+}
+
+const create = async (name: string, tenantId: string) => {
+  const r = await http("POST", "/bridges", { name, tenantId });
+  expect(r.status).toBe(201);
+  return r.json as { id: string; uri: string };
+};
+
+it("a cached item is answered without a gRPC call, with its ETag; If-None-Match gives a 304", async () => {
+  const { id } = await create("cached", "tenant-a");
+  const first = await http("GET", `${gwA}/bridges/${id}`);
+  expect(first.status).toBe(200);
+  const etag = first.headers.get("etag")!;
+  expect(etag).toMatch(/^"/);
+  await cachedAt(gwA, id);
+  const before = await counts(gwA);
+  expect(before.calls).toBeGreaterThan(0);
+  const again = await http("GET", `${gwA}/bridges/${id}`);
+  expect(again.status).toBe(200);
+  expect(again.text).toBe(first.text);
+  expect(again.headers.get("etag")).toBe(etag);
+  expect(again.headers.get("cache-control")).toBe("private, no-cache");
+  const cond = await http("GET", `${gwA}/bridges/${id}`, undefined, { "if-none-match": etag });
+  expect(cond.status).toBe(304);
+  expect(cond.text).toBe("");
+  expect(cond.headers.get("etag")).toBe(etag);
+  const after = await counts(gwA);
+  expect(after.hits - before.hits).toBe(2);
+  expect(after.calls).toBe(before.calls);
+});
+
+it("read-your-writes through two gateways: a write through either is seen at once through both", async () => {
+  const { id } = await create("v0", "tenant-a");
+  // Both gateways cache the item.
+  for (const gw of [gwA, gwB]) for (let i = 0; i < 2; i++) expect((await http("GET", `${gw}/bridges/${id}`)).json.name).toBe("v0");
+  const etag0 = (await http("GET", `${gwB}/bridges/${id}`)).headers.get("etag")!;
+
+  // The writing gateway invalidates before it answers.
+  expect((await http("PUT", `${gwA}/bridges/${id}`, { name: "v1", tenantId: "tenant-a" })).status).toBe(200);
+  expect((await http("GET", `${gwA}/bridges/${id}`)).json.name).toBe("v1");
+  // The other learns from the change notification: its stale copy goes.
+  await waitFor("gateway B to drop its stale copy", async () => (await http("GET", `${gwB}/bridges/${id}`)).json.name === "v1", 5_000);
+  const b = await http("GET", `${gwB}/bridges/${id}`, undefined, { "if-none-match": etag0 });
+  expect(b.status).toBe(200);
+  expect(b.headers.get("etag")).not.toBe(etag0);
+
+  // And the other way round, the reader now being the gateway that cached v1.
+  expect((await http("PUT", `${gwB}/bridges/${id}`, { name: "v2", tenantId: "tenant-a" })).status).toBe(200);
+  expect((await http("GET", `${gwB}/bridges/${id}`)).json.name).toBe("v2");
+  await waitFor("gateway A to drop its stale copy", async () => (await http("GET", `${gwA}/bridges/${id}`)).json.name === "v2", 5_000);
+
+  // A deleted item is gone through both, cached or not.
+  expect((await http("DELETE", `${gwA}/bridges/${id}`)).status).toBe(204);
+  expectError(await http("GET", `${gwA}/bridges/${id}`), 404);
+  await waitFor("gateway B to see the delete", async () => (await http("GET", `${gwB}/bridges/${id}`)).status === 404, 5_000);
+});
+
+it("a non-admin never gets another tenant's cached item: the same 404 as a missing one", async () => {
+  const { id } = await create("tenant-a's", "tenant-a");
+  // Cached, by the admin and by its own tenant's user.
+  expect((await http("GET", `${gwA}/bridges/${id}`)).status).toBe(200);
+  const own = await http("GET", `${gwA}/bridges/${id}`, undefined, { "x-auth-token": tokens.ua! });
+  expect(own.status).toBe(200);
+  expect(own.json.id).toBe(id);
+  await cachedAt(gwA, id);
+
+  const before = await counts(gwA);
+  const other = await http("GET", `${gwA}/bridges/${id}`, undefined, { "x-auth-token": tokens.ub! });
+  const missingId = "00000000-0000-4000-8000-000000000000";
+  const missing = await http("GET", `${gwA}/bridges/${missingId}`, undefined, { "x-auth-token": tokens.ub! });
+  expectError(other, 404);
+  expectError(missing, 404);
+  expect(other.json.message).toBe(missing.json.message.replace(missingId, id));
+  expect(other.text).not.toContain("tenant-a's");
+  // Not answered from the cache.
+  expect((await counts(gwA)).hits).toBe(before.hits);
+});
