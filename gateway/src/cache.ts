@@ -65,15 +65,19 @@ type FillingRedis = Redis & {
   vnmInvalidate(numberOfKeys: number, ...keys: string[]): Promise<number>;
 };
 
-/** Bodies recently read or written, by key, with the generation they belong to; bounded in bytes. */
+/**
+ * Bodies recently read or written, by key, with the Redis generation they belong to and the
+ * local generation (bumped by every invalidation this gateway makes or hears of) they were read
+ * under; bounded in bytes (keys included).
+ */
 class LocalCopies {
-  private readonly entries = new Map<string, { gen: string; body: Buffer }>();
+  private readonly entries = new Map<string, LocalCopy>();
   private bytes = 0;
   private readonly maxBytes: number;
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
   }
-  get(key: string): { gen: string; body: Buffer } | undefined {
+  get(key: string): LocalCopy | undefined {
     const e = this.entries.get(key);
     if (e) {
       // Most recently used last.
@@ -82,27 +86,34 @@ class LocalCopies {
     }
     return e;
   }
-  set(key: string, gen: string, body: Buffer): void {
-    if (body.length > this.maxBytes / 4) return;
+  set(key: string, gen: string, local: number, body: Buffer): void {
+    const size = body.length + key.length;
+    if (size > this.maxBytes / 4) return;
     this.delete(key);
-    this.entries.set(key, { gen, body });
-    this.bytes += body.length;
+    this.entries.set(key, { gen, local, body });
+    this.bytes += size;
     for (const [k, e] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
-      this.bytes -= e.body.length;
+      this.bytes -= e.body.length + k.length;
     }
   }
   delete(key: string): void {
     const e = this.entries.get(key);
     if (!e) return;
     this.entries.delete(key);
-    this.bytes -= e.body.length;
+    this.bytes -= e.body.length + key.length;
   }
   clear(): void {
     this.entries.clear();
     this.bytes = 0;
   }
+}
+
+interface LocalCopy {
+  gen: string;
+  local: number;
+  body: Buffer;
 }
 
 /** A Redis client that fails fast instead of queueing while Redis is away. */
@@ -141,6 +152,7 @@ class RedisCache implements CollectionCache {
   private readonly kindBytes: number;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MIN_MS;
+  private readonly localGens = new Map<string, number>();
 
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
@@ -182,6 +194,8 @@ class RedisCache implements CollectionCache {
     this.resetting ??= (async () => {
       try {
         const kinds = this.allKinds();
+        // Reads in flight now must not keep what they fetched before the reset.
+        for (const k of kinds) this.localGens.set(k, this.localGen(k) + 1);
         await this.invalidateAll(kinds);
         this.local.clear();
         this.dirty = false;
@@ -214,20 +228,27 @@ class RedisCache implements CollectionCache {
     return !this.dirty && this.feed && this.redis.status === "ready";
   }
 
+  private localGen(kind: string): number {
+    return this.localGens.get(kind) ?? 0;
+  }
+
+  /**
+   * A local copy read under the current local generation is served without asking Redis: any
+   * change since was either made here (invalidated before its answer) or announced on the
+   * change feed, both of which bump the local generation. Otherwise Redis is asked.
+   */
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
     const localKey = cacheKey(kind, key);
+    const local = this.localGen(kind);
     try {
       const mine = this.local.get(localKey);
-      if (mine) {
-        const gen = (await this.redis.get(this.genKey(kind))) ?? "0";
-        if (gen === mine.gen) return { hit: true, body: mine.body };
-        this.local.delete(localKey);
-      }
+      if (mine?.local === local) return { hit: true, body: mine.body };
+      if (mine) this.local.delete(localKey);
       const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
       const gen = genRaw?.toString() ?? "0";
-      if (!body) return { hit: false, token: gen };
-      this.local.set(localKey, gen, body);
+      if (!body) return { hit: false, token: `${gen}/${local}` };
+      if (this.localGen(kind) === local) this.local.set(localKey, gen, local, body);
       return { hit: true, body };
     } catch {
       this.errors?.inc();
@@ -235,17 +256,20 @@ class RedisCache implements CollectionCache {
     }
   }
 
+  /** `token` is the Redis generation and the local one the miss was read under. */
   async fill(kind: string, key: string, body: Buffer, token: string): Promise<void> {
     if (!this.usable()) return;
+    const [gen = "", local = ""] = token.split("/");
     const stored = await this.redis
-      .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, token, TTL_SECONDS, this.kindBytes)
+      .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, gen, TTL_SECONDS, this.kindBytes)
       .catch(() => 0);
-    if (stored === 1) this.local.set(cacheKey(kind, key), token, body);
+    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(cacheKey(kind, key), gen, Number(local), body);
   }
 
   async invalidate(kinds: Iterable<string>): Promise<void> {
     const list = [...kinds];
     if (list.length === 0) return;
+    for (const k of list) this.localGens.set(k, this.localGen(k) + 1);
     try {
       await this.invalidateAll(list);
     } catch (err) {
