@@ -1,9 +1,11 @@
-// What needs no token: /healthz (the process answers), /readyz (the gateway can serve: every
-// service answers its gRPC health check, SERVING only while its Postgres answers), /metrics
-// (Prometheus text) and /openapi.json (the API's description). The cache (Redis) and the bus
-// (NATS) are dependencies the gateway serves without (reads go to the services, the outbox holds
-// changes): when they are down /readyz stays 200, says "degraded" and names them, so a readiness
-// probe never takes every gateway out at once for them.
+// What needs no token: /healthz (the process answers), /readyz (the gateway can serve: a
+// service behind it answers its gRPC health check, SERVING only while its Postgres answers),
+// /metrics (Prometheus text) and /openapi.json (the API's description). /readyz names every
+// dependency that does not answer: a domain service (its routes answer 503 meanwhile), the cache
+// (Redis: reads go to the services) or the bus (NATS: the outbox holds changes). It stays 200,
+// "degraded", while any service answers: each of those is the same for every gateway, and a
+// readiness probe failing on it would take every gateway out at once, the healthy domains'
+// traffic with it. It is a 503 only when no service answers: this gateway is cut off.
 import type express from "express";
 import type { Gateway } from "./context.ts";
 import { openApi } from "./openapi.ts";
@@ -19,11 +21,13 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
       Promise.all(domains.map(async (d) => [d, (await gw.upstream.health(d, 1_000)) ? "ok" : "unavailable"] as const)),
       gw.cache.ready(),
     ]);
-    const optional = { cache: cache ? "ok" : "unavailable", bus: gw.bus.state() === "connected" ? "ok" : "unavailable" };
-    const serving = services.every(([, v]) => v === "ok");
-    const degraded = Object.entries(optional).flatMap(([k, v]) => (v === "ok" ? [] : [k]));
+    const checks = { ...Object.fromEntries(services), cache: cache ? "ok" : "unavailable", bus: gw.bus.state() === "connected" ? "ok" : "unavailable" };
+    // One domain down is every gateway's view at once: it stays a 503 on that domain's routes,
+    // and takes no gateway out of its Service. None answering means this gateway is cut off.
+    const serving = services.some(([, v]) => v === "ok");
+    const degraded = Object.entries(checks).flatMap(([k, v]) => (v === "ok" ? [] : [k]));
     const status = !serving ? "unavailable" : degraded.length > 0 ? "degraded" : "ok";
-    res.status(serving ? 200 : 503).json({ status, checks: { ...Object.fromEntries(services), ...optional }, degraded });
+    res.status(serving ? 200 : 503).json({ status, checks, degraded });
   });
 
   // Built from the catalog once; its server is wherever it was fetched from ("/").

@@ -136,7 +136,8 @@ export class Stack {
       `gateway ${base}`,
       async () => {
         const r = await fetch(`${base}/${waitReady ? "readyz" : "healthz"}`);
-        return r.status === 200;
+        // Ready means every service and dependency answers ("ok"), not only some ("degraded").
+        return r.status === 200 && (!waitReady || ((await r.json()) as { status: string }).status === "ok");
       },
       STARTUP_MS,
     );

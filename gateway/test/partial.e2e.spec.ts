@@ -26,9 +26,11 @@ it("serves the deployed services and answers 503 naming the one that is not depl
   expect(lbs.json.message).toContain("VNM_LB_ADDR");
   expect(lbs.headers.get("retry-after")).toBe("1");
   expectError(await http("POST", "/pools", { loadBalancerId: b.json.id, lbMethod: "ROUND_ROBIN" }), 503);
+  // The gateway still serves the others: ready, degraded, naming what is missing.
   const ready = await http("GET", "/readyz");
-  expect(ready.status).toBe(503);
-  expect(ready.json.checks).toMatchObject({ bridge: "ok", identity: "ok", lb: "unavailable" });
+  expect(ready.status).toBe(200);
+  expect(ready.json).toMatchObject({ status: "degraded", checks: { bridge: "ok", identity: "ok", lb: "unavailable" } });
+  expect(ready.json.degraded).toContain("lb");
   // The root document still lists every kind of the contract.
   expect((await http("GET", "/")).json.loadBalancers).toMatch(/\/load_balancers$/);
 });
@@ -39,4 +41,13 @@ it("names a killed service in its 503", async () => {
   expectError(r, 503);
   expect(r.json.message).toContain("bridge service");
   await stack.startServices("bridge");
+});
+
+it("is not ready only when no service answers: the gateway is cut off", async () => {
+  await stack.stopService("bridge");
+  await stack.stopService("identity");
+  const ready = await http("GET", "/readyz");
+  expect(ready.status).toBe(503);
+  expect(ready.json).toMatchObject({ status: "unavailable", checks: { bridge: "unavailable", identity: "unavailable" } });
+  expect((await http("GET", "/healthz")).status).toBe(200);
 });

@@ -60,12 +60,13 @@ it("both replicas of each service serve calls from both gateways", async () => {
   expect(lb.status).toBe(201);
   const bridge = await http("POST", `${one}/bridges`, { name: "scaled" });
   const before = new Map<string, number>();
-  const calls = { bridge: "vnm.bridge.v1.BridgeService/GetBridge", lb: "vnm.lb.v1.LoadBalancerService/GetLoadBalancer" };
+  // Writes: every one is a call (reads may be answered from the gateways' cache).
+  const calls = { bridge: "vnm.bridge.v1.BridgeService/UpdateBridge", lb: "vnm.lb.v1.LoadBalancerService/UpdateLoadBalancer" };
   for (const [d, method] of Object.entries(calls)) for (const a of replicas.get(d)!) before.set(a, await served(metricsOf(d, a), method));
   for (let i = 0; i < 10; i++) {
     for (const base of [one, two]) {
-      expect((await http("GET", `${base}/bridges/${bridge.json.id}`)).status).toBe(200);
-      expect((await http("GET", `${base}/load_balancers/${lb.json.id}`)).status).toBe(200);
+      expect((await http("PUT", `${base}/bridges/${bridge.json.id}`, { name: `scaled-${i}` })).status).toBe(200);
+      expect((await http("PUT", `${base}/load_balancers/${lb.json.id}`, { name: `scaled-${i}` })).status).toBe(200);
     }
   }
   for (const [d, method] of Object.entries(calls)) {
