@@ -18,6 +18,9 @@ const SECONDS = Number(setting("SECONDS") ?? 10);
 const CONNECTIONS = Number(setting("CONNECTIONS") ?? 32);
 const WARMUP = Number(setting("WARMUP") ?? 1);
 const CPU_PROF = setting("CPU_PROF") === "1";
+/** Preloads deploy/bench/memory-probe.ts into the gateway and the bridge service and reports what their idle memory is made of. */
+const MEM_PROBE = setting("MEM_PROBE") === "1";
+const PROBE_ARGS = MEM_PROBE ? ["--import", "./deploy/bench/memory-probe.ts"] : [];
 const ID = randomBytes(4).toString("hex");
 /** Every service found (services/<domain>/src/main.ts), as the test harness does. */
 const DOMAINS = serviceDomains();
@@ -145,7 +148,7 @@ const addrEnv: Record<string, string> = {};
 
 async function startGateway(label: string, env: NodeJS.ProcessEnv = {}): Promise<{ proc: Proc; base: string }> {
   const port = await freePort();
-  const nodeArgs = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+  const nodeArgs = [...PROBE_ARGS, ...(CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [])];
   const proc = startNode(label, "gateway/src/main.ts", { ...stackEnv, ...addrEnv, PORT: String(port), ...env }, { nodeArgs });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${label} ${base}/readyz`, proc, async () => (await fetch(`${base}/readyz`)).status === 200);
@@ -328,6 +331,18 @@ async function writeScenario(name: string, event: Ev, run: () => Promise<number>
   );
 }
 
+/** What a process started with the memory probe says its memory is made of. */
+async function probeMemory(p: Proc): Promise<unknown> {
+  const seen = p.output.length;
+  p.child.kill("SIGUSR2");
+  for (let i = 0; i < 50; i++) {
+    await sleep(100);
+    const m = /MEMPROBE (.*)/.exec(p.output.slice(seen).join(""));
+    if (m) return JSON.parse(m[1]!);
+  }
+  return undefined;
+}
+
 /** The gateway's cache counters (GET /metrics). */
 async function cacheCounters(base: string): Promise<{ hits: number; misses: number }> {
   const t = await (await api(`${base}/metrics`)).text();
@@ -447,7 +462,7 @@ async function main(): Promise<void> {
   for (const d of DOMAINS) addrEnv[addressVariable(d)] = `127.0.0.1:${await freePort()}`;
   for (const d of DOMAINS) {
     const port = addrEnv[addressVariable(d)]!.split(":")[1]!;
-    const nodeArgs = CPU_PROF && d === "bridge" ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+    const nodeArgs = d !== "bridge" ? [] : [...PROBE_ARGS, ...(CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [])];
     const env = { ...stackEnv, ...addrEnv, GRPC_PORT: port, VNM_DB_SCHEMA: schemaOf(d) };
     services.set(d, startNode(d, `services/${d}/src/main.ts`, env, { nodeArgs }));
   }
@@ -455,7 +470,11 @@ async function main(): Promise<void> {
   if (!bridge) throw new Error("no bridge service under services/");
   const gw = await startGateway("gateway");
   const base = gw.base;
-  TOKEN = await login(base);
+  // The identity service may still be starting when the gateway is ready: retry the login.
+  await waitFor("the admin's login", undefined, async () => {
+    TOKEN = await login(base);
+    return true;
+  });
   rssProbe = () => ({ gateway: rssMb(gw.proc), bridge: rssMb(bridge) });
   await waitFor("bridges table", bridge, async () => {
     const r = await db.query(`SELECT to_regclass('${SCHEMA}.bridges') AS t`);
@@ -570,6 +589,8 @@ message Res { string body = 1; }
 
   // --- the gateway at 1,000 bridges
   const rssAtStart = { gateway: rssMb(gw.proc), bridge: rssMb(bridge) };
+  const idle = MEM_PROBE ? { gateway: await probeMemory(gw.proc), bridge: await probeMemory(bridge) } : undefined;
+  if (idle) console.error(`# idle memory: ${JSON.stringify(idle)}`);
   const rssAfterFirstLoad: { gateway?: number; bridge?: number } = {};
   // The JIT needs several seconds of the same traffic before a fresh stack runs at its steady
   // pace (the first item GET measured ~25% below the same scenario later in the run).
@@ -703,6 +724,8 @@ message Res { string body = 1; }
   }
 
   // --- memory at the end
+  const afterLoad = MEM_PROBE ? { gateway: await probeMemory(gw.proc), bridge: await probeMemory(bridge) } : undefined;
+  if (afterLoad) console.error(`# memory after the load: ${JSON.stringify(afterLoad)}`);
   const rss = { gateway: rssMb(gw.proc), gateway2AfterReplicaRun: rssGateway2, bridge: rssMb(bridge), atStart: rssAtStart, afterFirstWarmup: rssAfterFirstLoad,
     otherServices: Object.fromEntries([...services].filter(([d]) => d !== "bridge").map(([d, p]) => [d, rssMb(p)])) };
   let streamMessages: number | undefined;
@@ -761,6 +784,8 @@ message Res { string body = 1; }
         rssMb: rss,
         goals,
         cpuProfiles: CPU_PROF ? PROF_DIR : undefined,
+        idleMemory: idle,
+        memoryAfterLoad: afterLoad,
       },
       null,
       2,
