@@ -69,9 +69,10 @@ end`;
     ].join("\n");
     return `${headers}\n${one}\n${done}\n`;
   }
+  // wrk.format uses the headers it is given instead of wrk.headers: every request carries both.
   const specs = run.requests
     .map((r) => {
-      const h = Object.entries(r.headers ?? {})
+      const h = Object.entries({ ...run.headers, ...r.headers })
         .map(([k, v]) => `[${lua(k)}] = ${lua(v)}`)
         .join(", ");
       return `  {${lua(r.method ?? "GET")}, ${lua(r.path)}, {${h}}, ${r.body === undefined ? "nil" : lua(r.body)}}`;
