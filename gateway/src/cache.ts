@@ -320,7 +320,7 @@ export function redisCache(
   allKinds: () => string[],
   log: Logger,
   errors?: { inc(): void },
-  limits: CacheLimits = { kindBytes: DEFAULT_KIND_BYTES, localBytes: 64 * 1024 * 1024, items: true },
+  limits: CacheLimits = { kindBytes: DEFAULT_KIND_BYTES, localBytes: 16 * 1024 * 1024, items: true },
 ): CollectionCache {
   return new RedisCache(client, prefix, allKinds, log, limits, errors);
 }

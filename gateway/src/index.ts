@@ -64,7 +64,7 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
-      cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(64 * 1024 * 1024), parse: parsePositiveInt },
+      cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
       itemCache: { env: "VNM_ITEM_CACHE", default: "true", parse: parseBool },
     },
     env,
