@@ -233,9 +233,10 @@ class RedisCache implements CollectionCache {
   }
 
   /**
-   * A local copy read under the current local generation is served without asking Redis: any
-   * change since was either made here (invalidated before its answer) or announced on the
-   * change feed, both of which bump the local generation. Otherwise Redis is asked.
+   * A local copy is served while its kind's generation in Redis is the one it was read under
+   * (one small read): a write through any gateway bumps it before that gateway answers, so a
+   * client reads its own write through every replica at once. The local generation only keeps
+   * reads that raced an invalidation from storing what they fetched.
    */
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
@@ -243,8 +244,11 @@ class RedisCache implements CollectionCache {
     const local = this.localGen(kind);
     try {
       const mine = this.local.get(localKey);
-      if (mine?.local === local) return { hit: true, body: mine.body };
-      if (mine) this.local.delete(localKey);
+      if (mine) {
+        const gen = (await this.redis.get(this.genKey(kind))) ?? "0";
+        if (gen === mine.gen) return { hit: true, body: mine.body };
+        this.local.delete(localKey);
+      }
       const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
       const gen = genRaw?.toString() ?? "0";
       if (!body) return { hit: false, token: `${gen}/${local}` };
