@@ -1,3 +1,6 @@
+// npm run bench: the stack against baselines on this machine, every figure from wrk (Debian's,
+// installed when missing) so the load generator takes no CPU from Node: the paths, their ratios
+// to the baselines of the same run and their goals (issue 16), one table and one JSON per run.
 
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
