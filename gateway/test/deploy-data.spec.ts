@@ -62,3 +62,10 @@ it("the dev overlay runs one NATS server, whose streams keep one replica", () =>
   expect(config["VNM_BUS_REPLICAS"] ?? "1").toBe("1");
   expect(docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith("nats-config"))!.data!["nats.conf"]).not.toContain("cluster");
 });
+
+it("the image runs every process with the flags the launcher and the tests use (NODE_FLAGS)", async () => {
+  const { NODE_FLAGS } = await import("@vnm/kit/repo");
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(ROOT, "deploy/Dockerfile"), "utf8"));
+  expect(entry).not.toBeNull();
+  expect(JSON.parse(entry![1]!)).toEqual(["node", ...NODE_FLAGS, "deploy/entry.js"]);
+});

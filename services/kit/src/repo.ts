@@ -7,17 +7,14 @@ import { fileURLToPath } from "node:url";
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 /**
- * Flags for every process of the system (docs/perf/memory.md has the figures). V8 sizes the heap
- * from the machine's memory otherwise: with a heap limit of gigabytes it lets the old space grow to
- * several times its live size (23-31 MB) before a full GC, and a loaded gateway or service sat at
- * 200-250 MB RSS. A 256 MB old-space limit makes full GCs come early (loaded: gateway ~170 MB,
- * bridge service ~147 MB) and an 8 MiB semi-space keeps short-lived request garbage out of the
- * old space; side by side under wrk, throughput was unchanged. The limit is also a hard one: live
- * heap past 256 MB (a gateway's local cache copies are bounded by VNM_CACHE_LOCAL_BYTES, 64 MB)
- * ends the process. --v8-pool-size=1 (5-8 MB less idle) is not used: with the limit it cost 15-36%
- * of the cache-miss throughput.
+ * Flags for every process of the system (docs/perf/memory.md has the figures). An 8 MiB
+ * semi-space keeps short-lived request garbage out of the old space. There is no old-space
+ * limit: `--max-old-space-size=256` kept a loaded gateway near 170 MB instead of 250 MB, but it is
+ * a hard limit, and an administrator's unpaged GET /bridges over 100,000 bridges (a 135 MB body)
+ * ended the gateway process with it (measured); without it the same request answers in 4.4 s.
+ * --v8-pool-size=1 (5-8 MB less idle) cost 15-36% of the cache-miss throughput with the limit.
  */
-export const NODE_FLAGS = ["--max-semi-space-size=8", "--max-old-space-size=256"];
+export const NODE_FLAGS = ["--max-semi-space-size=8"];
 
 /** Every service: a folder under services/ with a src/main.ts, in name order. */
 export function serviceDomains(): string[] {
