@@ -3,9 +3,9 @@
 // service's pods alone. Written by generate.ts into deploy/k8s/base/databases.yaml.
 import { serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
+import { headlessService, ingressPolicy, labels } from "./objects.ts";
 
 const PG_PORT = 5432;
-const labels = (name: string) => ({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "vnm" });
 
 /** The Secret key holding a domain's DATABASE_URL (postgres://vnm:<password>@vnm-<domain>-db:5432/vnm). */
 export function databaseUrlKey(domain: string): string {
@@ -61,28 +61,12 @@ function statefulSet(domain: string) {
 }
 
 function service(domain: string) {
-  const name = `vnm-${domain}-db`;
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name, labels: labels(name) },
-    spec: { clusterIP: "None", selector: labels(name), ports: [{ name: "postgres", port: PG_PORT, targetPort: "postgres" }] },
-  };
+  return headlessService(`vnm-${domain}-db`, { name: "postgres", port: PG_PORT });
 }
 
 /** Only the domain's own service reaches its database. */
 function networkPolicy(domain: string) {
-  const name = `vnm-${domain}-db`;
-  return {
-    apiVersion: "networking.k8s.io/v1",
-    kind: "NetworkPolicy",
-    metadata: { name, labels: labels(name) },
-    spec: {
-      podSelector: { matchLabels: labels(name) },
-      policyTypes: ["Ingress"],
-      ingress: [{ from: [{ podSelector: { matchLabels: labels(`vnm-${domain}`) } }], ports: [{ port: PG_PORT }] }],
-    },
-  };
+  return ingressPolicy(`vnm-${domain}-db`, [{ from: [{ podSelector: { matchLabels: labels(`vnm-${domain}`) } }], ports: [{ port: PG_PORT }] }]);
 }
 
 export function databasesYaml(): string {

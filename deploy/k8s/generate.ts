@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
 import { databaseUrlKey, databasesYaml } from "./databases.ts";
+import { headlessService, ingressPolicy, labels } from "./objects.ts";
 
 const GRPC_PORT = 50051;
 const METRICS_PORT = 9464;
-const labels = (name: string) => ({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "vnm" });
 
 /** Every service's address, as the gateway and the services reach each other. */
 export function addresses(): { name: string; value: string }[] {
@@ -71,13 +71,7 @@ function deployment(domain: string) {
 }
 
 function service(domain: string) {
-  const name = `vnm-${domain}`;
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name, labels: labels(name) },
-    spec: { clusterIP: "None", selector: labels(name), ports: [{ name: "grpc", port: GRPC_PORT, targetPort: "grpc" }] },
-  };
+  return headlessService(`vnm-${domain}`, { name: "grpc", port: GRPC_PORT });
 }
 
 export function autoscaler(name: string) {
@@ -101,20 +95,10 @@ export function disruptionBudget(name: string) {
 
 /** Only vnm's own pods (the gateway, and services calling each other) reach a service's gRPC port; Prometheus its metrics. */
 function networkPolicy(domain: string) {
-  const name = `vnm-${domain}`;
-  return {
-    apiVersion: "networking.k8s.io/v1",
-    kind: "NetworkPolicy",
-    metadata: { name, labels: labels(name) },
-    spec: {
-      podSelector: { matchLabels: labels(name) },
-      policyTypes: ["Ingress"],
-      ingress: [
-        { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/part-of": "vnm" } } }], ports: [{ port: GRPC_PORT }] },
-        { ports: [{ port: METRICS_PORT }] },
-      ],
-    },
-  };
+  return ingressPolicy(`vnm-${domain}`, [
+    { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/part-of": "vnm" } } }], ports: [{ port: GRPC_PORT }] },
+    { ports: [{ port: METRICS_PORT }] },
+  ]);
 }
 
 export function servicesYaml(): string {

@@ -27,12 +27,7 @@ afterAll(async () => {
 });
 
 /** The gateway's "audit" log lines. */
-const logged = () =>
-  stack.procs
-    .flatMap((p) => p.output.join("").split("\n"))
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l["msg"] === "audit");
+const logged = () => stack.logLines().filter((l) => l["msg"] === "audit");
 
 async function recordOf(requestId: string): Promise<Record<string, unknown>> {
   await waitFor(`the audit record of ${requestId}`, async () => records.some((r) => r.data["requestId"] === requestId) && logged().some((l) => l["requestId"] === requestId), 5_000);

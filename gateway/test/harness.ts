@@ -66,6 +66,14 @@ export class Stack {
     return ((await r.json()) as { key: string }).key;
   }
 
+  /** The JSON log lines every process of the stack has written so far. */
+  logLines(): Record<string, unknown>[] {
+    return this.procs
+      .flatMap((p) => p.output.join("").split("\n"))
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
   schema(domain: string): string {
     return `${domain}_${this.id}`;
   }

@@ -2,41 +2,13 @@
 // made here with a TCP proxy the test cuts): reads stay right through the cut, and the gateway
 // trusts the cache again only after resetting it, since Redis still holds the list as it was
 // before the write it could not invalidate.
-import { createServer, type Server, type Socket, connect as tcp } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEPS, freePort, httpClient, Stack, waitFor } from "./harness.ts";
+import { TcpProxy } from "./tcp-proxy.ts";
 
 const stack = new Stack();
 let viaProxy = "";
 const http = httpClient(() => viaProxy, "application/json");
-
-/** A TCP proxy to Redis that can be cut (every connection dropped, new ones refused) and healed. */
-class TcpProxy {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-  readonly port: number;
-  private readonly target: URL;
-  constructor(port: number, target: string) {
-    this.port = port;
-    this.target = new URL(target);
-  }
-  async open(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = tcp(Number(this.target.port || 6379), this.target.hostname);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => {});
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((r) => this.server!.listen(this.port, "127.0.0.1", () => r()));
-  }
-  async cut(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => this.server!.close(() => r()));
-  }
-}
 
 let proxy: TcpProxy;
 

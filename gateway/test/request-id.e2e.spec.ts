@@ -20,11 +20,7 @@ afterAll(async () => {
 });
 
 /** The JSON log lines of every process of the stack. */
-const lines = () =>
-  stack.procs
-    .flatMap((p) => p.output.join("").split("\n"))
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = () => stack.logLines();
 
 it("travels from the client through the gateway and the service into the change notification", async () => {
   const id = `req-${stack.id}`;
