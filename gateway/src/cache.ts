@@ -125,6 +125,9 @@ export function connectRedis(url: string): Redis {
     connectTimeout: 2_000,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
     lazyConnect: false,
+    // Commands issued in one turn of the event loop (the rate limit, the cache's generation
+    // reads of concurrent requests) go out in one write.
+    enableAutoPipelining: true,
   });
   redis.on("error", () => {});
   return redis;
