@@ -2,7 +2,7 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
+import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
@@ -80,8 +80,7 @@ function splitPath(path: string): string[] | undefined {
 }
 
 /** Every request but the probes: login, then the caller and its rate limit, then the path. */
-function api(gw: Gateway, feed: EventFeed, revoked: Revocations) {
-  const keys = { current: gw.tokenSecret, previous: gw.tokenSecretPrevious };
+function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys) {
   const login = loginHandler({ ...gw, keys, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
   const verify = callerVerifier(keys, revoked);
   return async (req: Request, res: Response) => {
@@ -157,9 +156,10 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.use(httpSpans());
   app.use(edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log)));
   healthRoutes(app, gw);
-  const revoked = revocations({ ...opts, keys: { current: opts.tokenSecret, previous: opts.tokenSecretPrevious } });
+  const keys: TokenKeys = { current: opts.tokenSecret, previous: opts.tokenSecretPrevious };
+  const revoked = revocations({ ...opts, keys });
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
-  app.use(api(gw, feed, revoked));
+  app.use(api(gw, feed, revoked, keys));
   app.use(lastResort(opts.log));
   return { app, feed };
 }

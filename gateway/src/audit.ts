@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { auditRoot, type Bus, type Catalog, type Identity, type Logger } from "@vnm/kit";
 import type { Request, Response } from "express";
+import { basicCredentials } from "./auth.ts";
 
 export interface AuditRecord {
   at: string;
@@ -38,11 +39,11 @@ function kindsByRpc(catalog: Catalog): Map<string, string> {
 
 /** The user name a login tried (HTTP Basic), never its password. */
 function loginName(req: Request): string | null {
-  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? "");
-  if (!m) return null;
-  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
-  const i = decoded.indexOf(":");
-  return i < 0 ? null : decoded.slice(0, i);
+  try {
+    return basicCredentials(req).name;
+  } catch {
+    return null;
+  }
 }
 
 /** The record of a finished request, or undefined when it is no write. */

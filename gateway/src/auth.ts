@@ -48,7 +48,7 @@ export async function logout(req: Request, res: Response, who: Identity, revoked
 }
 
 /** HTTP Basic credentials; the user name ends at the first ':'. */
-function basicCredentials(req: Request): { name: string; password: string } {
+export function basicCredentials(req: Request): { name: string; password: string } {
   const header = req.headers.authorization;
   if (!header) throw ApiError.http(401, "Authorization header is not set", [], LOGIN_CHALLENGE);
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);

@@ -74,6 +74,13 @@ async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, 
   return value;
 }
 
+/** The parameters a route read from path and query, in name order (int64s as their digits), for a cache key. */
+function readParams(request: Obj): [string, unknown][] {
+  return Object.keys(request)
+    .sort()
+    .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
+}
+
 /**
  * The cache slot of a whole collection GET (pages are not cached: their Link header is not kept).
  * The key holds only what changes the answer: who asks (a list depends on it), the base (bodies
@@ -82,10 +89,7 @@ async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, 
 function cacheSlot(route: Route, request: Obj, identity: Identity, base: string) {
   if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
   const who = identity.role === "admin" ? "*" : `t:${identity.tenantId}`;
-  const read = Object.keys(request)
-    .sort()
-    .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
-  return { kind: route.shape.item.resource!.kind, key: cacheKey(who, base, route.template, read) };
+  return { kind: route.shape.item.resource!.kind, key: cacheKey(who, base, route.template, readParams(request)) };
 }
 
 /** An item GET served from the cache: the entity tag and the owner's tenant travel with the body. */
@@ -105,10 +109,7 @@ function itemSlot(gw: Gateway, route: Route, request: Obj, base: string): ItemSl
   if (!gw.cache.items || route.method !== "GET" || route.shape.kind !== "item") return undefined;
   const info = gw.catalog.kinds.get(route.shape.item.resource!.kind);
   if (!info || info.service !== route.service || info.rpcs.get !== route.rpc || info.tenancy === "parent") return undefined;
-  const read = Object.keys(request)
-    .sort()
-    .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
-  return { kind: info.kind, key: cacheKey("item", base, route.template, read), tenantField: info.resource.tenantField, adminOnly: info.tenancy === "admin" };
+  return { kind: info.kind, key: cacheKey("item", base, route.template, readParams(request)), tenantField: info.resource.tenantField, adminOnly: info.tenancy === "admin" };
 }
 
 /** A cached item as stored: `<etag>\n<tenant>\n<body>`. */

@@ -3,8 +3,7 @@
 // user has none. The gateway remembers each user's generation and forgets it when the identity
 // service announces a change of that user on the bus, so every replica refuses an old token
 // within a second of the change. Without the change feed, what is remembered lasts a second.
-import { type Bus, type Identity, parseChangeSubject, signToken, type TokenKeys, type Upstream } from "@vnm/kit";
-import { ApiError } from "@vnm/kit";
+import { ApiError, type Bus, type Identity, parseChangeSubject, serviceToken, type TokenKeys, type Upstream } from "@vnm/kit";
 
 const AUTH = "vnm.identity.v1.AuthService";
 /** How long a user's generation is trusted: while the feed is up, and without it. */
@@ -26,23 +25,10 @@ interface Options {
   callTimeoutMs: number;
 }
 
-/** The gateway's own token toward the identity service, re-signed a minute before it expires. */
-function serviceToken(keys: TokenKeys): () => string {
-  let token = { value: "", exp: 0 };
-  return () => {
-    const now = Math.floor(Date.now() / 1000);
-    if (token.exp - now < 60) {
-      const exp = now + 600;
-      token = { value: signToken({ userId: "service:gateway", name: "gateway", role: "admin", tenantId: null, exp }, keys), exp };
-    }
-    return token.value;
-  };
-}
-
 export function revocations(opts: Options): Revocations {
   const known = new Map<string, { generation: Promise<number | undefined>; at: number }>();
   const listeners = new Set<(userId: string) => void>();
-  const token = serviceToken(opts.keys);
+  const token = serviceToken("gateway", opts.keys);
   let feedUp = opts.bus.state() === "connected";
   const forget = (userId: string) => {
     known.delete(userId);

@@ -51,6 +51,22 @@ export function signToken(identity: Identity, keys: string | TokenKeys): string 
   return `${input}.${b64(createHmac("sha256", secret).update(input).digest())}`;
 }
 
+/**
+ * The token a process of the system presents for itself (`service:<name>`, an administrator
+ * with no tenant and no generation), signed for ten minutes and re-signed a minute before expiry.
+ */
+export function serviceToken(name: string, keys: string | TokenKeys): () => string {
+  let token = { value: "", exp: 0 };
+  return () => {
+    const now = Math.floor(Date.now() / 1000);
+    if (token.exp - now < 60) {
+      const exp = now + 600;
+      token = { value: signToken({ userId: `service:${name}`, name, role: "admin", tenantId: null, exp }, keys), exp };
+    }
+    return token.value;
+  };
+}
+
 /** The identity a token carries, or undefined when it is malformed, forged, altered or expired. */
 export async function verifyToken(token: string, keys: string | TokenKeys, nowMs = Date.now()): Promise<Identity | undefined> {
   const { current, previous } = keysOf(keys);

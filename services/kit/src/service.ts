@@ -3,7 +3,7 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
-import { bearer, type Identity, signToken, tokenVerifier } from "./auth.ts";
+import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
@@ -108,19 +108,14 @@ export interface ServiceContext {
 
 const PEER_TIMEOUT_MS = 5_000;
 
-/** ServiceContext.call: one channel per peer, a token re-signed a minute before it expires. */
+/** ServiceContext.call: one channel per peer, with the service's own token. */
 function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string): { call: ServiceContext["call"]; close(): void } {
   let upstream: Upstream | undefined;
-  let token = { value: "", exp: 0 };
+  const token = serviceToken(domain, secret);
   const close = () => upstream?.close();
   const call: ServiceContext["call"] = async (service, rpc, request) => {
     upstream ??= createUpstream(loadGrpc(), catalog().services, (d) => env[addressVariable(d)] || undefined);
-    const now = Math.floor(Date.now() / 1000);
-    if (token.exp - now < 60) {
-      const exp = now + 600;
-      token = { value: signToken({ userId: `service:${domain}`, name: domain, role: "admin", tenantId: null, exp }, secret), exp };
-    }
-    return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token.value)).response;
+    return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token())).response;
   };
   return { call, close };
 }
