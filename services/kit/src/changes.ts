@@ -132,16 +132,25 @@ export class OutboxRelay {
     while (this.running) await this.running;
   }
 
-  /** Publishes and deletes up to 500 rows; undefined when another replica holds the outbox. */
-  private async publishBatch(q: pg.PoolClient): Promise<number | undefined> {
-    const lock = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [`vnm-outbox:${this.schema}`]);
-    if (!lock.rows[0]?.ok) return undefined;
-    const rows = (await q.query<{ id: string; subject: string; payload: unknown }>("SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500")).rows;
+  /**
+   * Publishes up to 500 rows and names them in `published` (deleted with the commit);
+   * undefined when another replica holds the outbox.
+   */
+  private async publishBatch(q: pg.PoolClient, published: string[]): Promise<number | undefined> {
+    // The lock and the rows in one statement: a first row saying whether the lock was taken,
+    // joined to the rows when it was (none: one row of nulls).
+    const read = await q.query<{ ok: boolean; id: string | null; subject: string; payload: unknown }>(
+      `SELECT l.ok, o.id, o.subject, o.payload FROM (SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok) l
+         LEFT JOIN LATERAL (SELECT id, subject, payload FROM outbox WHERE l.ok ORDER BY id LIMIT 500) o ON true ORDER BY o.id`,
+      [`vnm-outbox:${this.schema}`],
+    );
+    if (!read.rows[0]?.ok) return undefined;
+    const rows = read.rows.filter((r): r is typeof r & { id: string } => r.id !== null);
     if (rows.length > 0) {
       const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
       const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
       await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), r.payload as Carrier)));
-      await q.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+      for (const r of rows) published.push(r.id);
     }
     return rows.length;
   }
@@ -150,10 +159,17 @@ export class OutboxRelay {
     for (;;) {
       const client = await this.pool.connect();
       let count: number | undefined;
+      const published: string[] = [];
       try {
         // Losing this transaction's delete in a crash only means publishing again, which the
-        // bus drops by message id: its commit need not wait for the disk.
-        count = await inTransaction(client, (q) => this.publishBatch(q), { begin: "BEGIN; SET LOCAL synchronous_commit = off" });
+        // bus drops by message id: its commit need not wait for the disk. The BEGIN goes out
+        // with the lock and the read, the delete of what was published with the COMMIT: two
+        // round trips.
+        count = await inTransaction(client, (q) => this.publishBatch(q, published), {
+          begin: "BEGIN; SET LOCAL synchronous_commit = off",
+          commit: (q) =>
+            q.query(published.length > 0 ? `DELETE FROM outbox WHERE id = ANY(${client.escapeLiteral(`{${published.join(",")}}`)}::bigint[]); COMMIT` : "COMMIT"),
+        });
       } finally {
         client.release();
       }

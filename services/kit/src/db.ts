@@ -1,5 +1,7 @@
 // Postgres: one pool per service, confined to the service's own schema, with migrations that
 // are safe when several replicas start at once, and transactions that write the outbox.
+import { hash } from "node:crypto";
+import { createRequire } from "node:module";
 import pg from "pg";
 import type { Logger } from "./log.ts";
 import { tracePool } from "./telemetry.ts";
@@ -90,22 +92,104 @@ export type Queryable = Pick<pg.PoolClient, "query">;
 
 /**
  * The one way the kit runs a transaction on a client: `begin` (BEGIN), `fn`, then `commit`
- * (COMMIT, or a statement that commits with more); ROLLBACK when anything fails.
+ * (COMMIT, or a statement that commits with more); ROLLBACK when anything fails. The BEGIN
+ * costs no round trip of its own: it goes out with the transaction's first statement (see
+ * `beginWithFirst`).
  */
 export async function inTransaction<T>(
   client: pg.PoolClient,
   fn: (q: pg.PoolClient) => Promise<T>,
   opts: { begin?: string; commit?: (q: pg.PoolClient) => Promise<unknown> } = {},
 ): Promise<T> {
-  await client.query(opts.begin ?? "BEGIN");
+  const tx = beginWithFirst(client, opts.begin ?? "BEGIN");
   try {
-    const result = await fn(client);
-    await (opts.commit ? opts.commit(client) : client.query("COMMIT"));
+    const result = await fn(tx.q);
+    await (opts.commit ? opts.commit(tx.q) : tx.q.query("COMMIT"));
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
+    if (tx.begun()) await client.query("ROLLBACK").catch(() => {});
     throw err;
   }
+}
+
+// pg's own conversion of a parameter to its text, and its quoting.
+const { prepareValue, escapeLiteral } = createRequire(import.meta.url)("pg/lib/utils.js") as {
+  prepareValue(v: unknown): unknown;
+  escapeLiteral(s: string): string;
+};
+
+/**
+ * `text` with its $n parameters written as literals, as Postgres would read them (an untyped
+ * literal takes its type from where it stands, like an untyped parameter); undefined when
+ * the text holds quotes, dollar quotes or comments (a `$n` there may be no parameter) or a
+ * value is binary.
+ */
+export function withLiterals(text: string, values: readonly unknown[]): string | undefined {
+  if (/['"\\]|\$[A-Za-z_$]|--|\/\*/.test(text)) return undefined;
+  let ok = true;
+  const out = text.replace(/\$(\d+)/g, (_m, n: string) => {
+    const i = Number(n) - 1;
+    if (i < 0 || i >= values.length) {
+      ok = false;
+      return "";
+    }
+    const v = prepareValue(values[i]);
+    if (v === null) return "NULL";
+    if (typeof v !== "string") {
+      ok = false;
+      return "";
+    }
+    return escapeLiteral(v);
+  });
+  return ok ? out : undefined;
+}
+
+/**
+ * A client whose first query carries `begin` in front of it, in one simple-protocol message
+ * (its parameters written as literals), so a transaction's BEGIN takes no round trip alone.
+ * A first query that cannot be written so (quotes in its text, binary values, a query
+ * object) is preceded by the BEGIN on its own.
+ */
+function beginWithFirst(client: pg.PoolClient, begin: string): { q: pg.PoolClient; begun: () => boolean } {
+  let begun = false;
+  const query = async (text: unknown, values?: unknown) => {
+    if (begun) return client.query(text as string, values as unknown[]);
+    begun = true;
+    const inline = typeof text === "string" && (values === undefined || Array.isArray(values)) ? withLiterals(text, (values as unknown[] | undefined) ?? []) : undefined;
+    if (inline === undefined) {
+      await client.query(begin);
+      return client.query(text as string, values as unknown[]);
+    }
+    const results = (await client.query(`${begin}; ${inline}`)) as unknown as pg.QueryResult | pg.QueryResult[];
+    return Array.isArray(results) ? results[results.length - 1] : results;
+  };
+  const q = new Proxy(client, { get: (target, key) => (key === "query" ? query : Reflect.get(target, key)) });
+  return { q, begun: () => begun };
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * Reads outside a transaction as named statements: Postgres parses and plans each text once
+ * per connection instead of on every call. A table changed under a prepared plan (another
+ * replica's migration) makes Postgres refuse it ("cached plan must not change result type");
+ * such a read is made again unnamed.
+ */
+export function preparedReads(pool: pg.Pool): Queryable {
+  const query = async (text: string, values?: unknown[]) => {
+    let name = statementNames.get(text);
+    if (!name) {
+      name = `vnm_${hash("sha256", text, "base64url").slice(0, 24)}`;
+      statementNames.set(text, name);
+    }
+    try {
+      return await pool.query({ name, text, values });
+    } catch (err) {
+      if (pgCode(err) !== PG.cachedPlanChanged) throw err;
+      return pool.query(text, values);
+    }
+  };
+  return { query } as unknown as Queryable;
 }
 
 /** Postgres error codes the kit turns into API errors. */
@@ -114,6 +198,8 @@ export const PG = {
   foreignKeyViolation: "23503",
   serializationFailure: "40001",
   deadlock: "40P01",
+  /** feature_not_supported: among others, a prepared plan whose result type changed. */
+  cachedPlanChanged: "0A000",
 } as const;
 
 export function pgCode(err: unknown): string | undefined {

@@ -9,7 +9,7 @@ import type pg from "pg";
 import type { z } from "zod";
 import { catalog, type FieldInfo, type KindInfo } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
-import { assertIdentifier, PG, pgCode, type Queryable } from "./db.ts";
+import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { itemPath, parseTemplate } from "./paths.ts";
 import type { CallContext, Handlers, Store } from "./service.ts";
@@ -488,8 +488,9 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const { rpcs } = this.info;
     const out: Handlers = {};
     if (rpcs.list) out[rpcs.list] = (req: Req) => this.listFor(store.pool, req);
+    const reads = preparedReads(store.pool);
     if (rpcs.get) out[rpcs.get] = async (req: Req) => {
-      const { row, up } = await this.locate(store.pool, req);
+      const { row, up } = await this.locate(reads, req);
       return this.toMessage(row, up);
     };
     if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.create(q, emit, req));

@@ -7,7 +7,7 @@ import { createLogger } from "../src/log.ts";
 import { natsBus, streamName } from "../src/bus.ts";
 import { commitWithChanges, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
-import { createPool, migrate, OUTBOX_MIGRATION } from "../src/db.ts";
+import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
 const NATS_URL = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -47,6 +47,89 @@ describe("migrate", () => {
     const applied = await pool.query(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`);
     expect(applied.rows.map((r) => r.version)).toEqual([0, 1, 2]);
     await pool.query(`INSERT INTO ${schema}.t (id, v) VALUES (1, 'ok')`);
+  });
+});
+
+describe("inTransaction", () => {
+  beforeAll(async () => {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await pool.query(`CREATE TABLE ${schema}.tx (id uuid PRIMARY KEY, name text, n integer, ok boolean, ids uuid[], doc jsonb, at timestamptz)`);
+  });
+
+  it("sends BEGIN with the first statement and stores its values exactly as parameters would", async () => {
+    const row = {
+      id: "7d3c4b0e-2a4f-4d8e-9a51-6f1f0c1d2e3f",
+      name: "it's a \\ $1 test \"quoted\" \u00e9 -- /* not a comment */",
+      n: 42,
+      ok: false,
+      ids: ["0b6c1f0a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"],
+      doc: JSON.stringify([{ a: "x'y" }]),
+      at: new Date("2026-01-02T03:04:05.678Z"),
+    };
+    const c = await pool.connect();
+    const sent: string[] = [];
+    const query = c.query.bind(c);
+    (c as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      sent.push(typeof a[0] === "string" ? a[0].split(/\s/, 1)[0]! : "?");
+      return (query as (...a: unknown[]) => unknown)(...a);
+    };
+    try {
+      const back = await inTransaction(c, async (q) => {
+        const ins = await q.query(`INSERT INTO ${schema}.tx (id, name, n, ok, ids, doc, at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`, Object.values(row));
+        return ins.rows[0];
+      });
+      expect(back).toEqual({ ...row, doc: [{ a: "x'y" }] });
+      // BEGIN travelled with the INSERT: two messages, not three.
+      expect(sent).toEqual(["BEGIN;", "COMMIT"]);
+    } finally {
+      c.release();
+    }
+    const stored = (await pool.query(`SELECT * FROM ${schema}.tx WHERE id = $1`, [row.id])).rows[0];
+    expect(stored).toEqual({ ...row, doc: [{ a: "x'y" }] });
+  });
+
+  it("rolls the whole transaction back when a later statement fails", async () => {
+    const c = await pool.connect();
+    const id = "11111111-2222-4333-8444-555555555555";
+    try {
+      await expect(
+        inTransaction(c, async (q) => {
+          await q.query(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [id, "first"]);
+          await q.query(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [id, "again"]);
+        }),
+      ).rejects.toMatchObject({ code: "23505" });
+    } finally {
+      c.release();
+    }
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.tx WHERE id = $1`, [id])).rows[0].n).toBe(0);
+  });
+
+  it("writes parameters as literals only where every $n is one", () => {
+    expect(withLiterals("SELECT * FROM t WHERE id = $1 AND n = $2", ["a'b", 3])).toBe("SELECT * FROM t WHERE id = 'a''b' AND n = '3'");
+    expect(withLiterals("SELECT $1", [null])).toBe("SELECT NULL");
+    expect(withLiterals("SELECT '$1' || $1", ["x"])).toBeUndefined();
+    expect(withLiterals("SELECT $f$ $1 $f$", ["x"])).toBeUndefined();
+    expect(withLiterals("SELECT $2", ["x"])).toBeUndefined();
+    expect(withLiterals("SELECT $1", [Buffer.from("x")])).toBeUndefined();
+  });
+});
+
+describe("preparedReads", () => {
+  it("reads through a prepared statement, and still reads after the table changed under it", async () => {
+    const one = createPool(DATABASE_URL, schema, 1);
+    try {
+      await one.query(`CREATE TABLE IF NOT EXISTS ${schema}.pr (id int PRIMARY KEY, a text)`);
+      await one.query(`INSERT INTO ${schema}.pr VALUES (1, 'x')`);
+      const reads = preparedReads(one);
+      const sql = `SELECT * FROM ${schema}.pr WHERE id = $1`;
+      expect((await reads.query(sql, [1])).rows).toEqual([{ id: 1, a: "x" }]);
+      expect((await one.query("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0].n).toBe(1);
+      // Another replica's migration adds a column: the plan prepared on this connection no longer fits.
+      await pool.query(`ALTER TABLE ${schema}.pr ADD COLUMN b text DEFAULT 'y'`);
+      expect((await reads.query(sql, [1])).rows).toEqual([{ id: 1, a: "x", b: "y" }]);
+    } finally {
+      await one.end();
+    }
   });
 });
 
