@@ -4,7 +4,7 @@
 // proto files, data files next to the sources) and each workspace's package.json pointing at the
 // compiled files. `npm install --omit=dev` in <out> then gives a tree with no TypeScript at all.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ROOT } from "@vnm/kit/repo";
 
@@ -21,9 +21,18 @@ function compiledManifest(text: string): string {
   return `${JSON.stringify(pkg, null, 2).replace(/(\.\/src\/[\w/.-]+)\.ts"/g, '$1.js"')}\n`;
 }
 
-export function build(out: string): void {
+/**
+ * Compiles into <out>. A type error fails the build unless `typeErrors` is "warn" (the bench: it
+ * measures the sources as they are, as running them from .ts would; tsc emits JavaScript anyway).
+ */
+export function build(out: string, typeErrors: "fail" | "warn" = "fail"): void {
   const tsc = join(ROOT, "node_modules", ".bin", "tsc");
-  execFileSync(tsc, ["-p", join(ROOT, "deploy", "tsconfig.build.json"), "--outDir", out], { stdio: "inherit" });
+  try {
+    execFileSync(tsc, ["-p", join(ROOT, "deploy", "tsconfig.build.json"), "--outDir", out], { stdio: "inherit" });
+  } catch (err) {
+    if (typeErrors === "fail" || !existsSync(join(out, "gateway", "src", "main.js"))) throw err;
+    process.stderr.write("# build: type errors above; running the JavaScript tsc emitted anyway\n");
+  }
   for (const w of workspaces()) {
     mkdirSync(join(out, w), { recursive: true });
     writeFileSync(join(out, w, "package.json"), compiledManifest(readFileSync(join(ROOT, w, "package.json"), "utf8")));
@@ -36,6 +45,23 @@ export function build(out: string): void {
   cpSync(join(ROOT, "proto"), join(out, "proto"), { recursive: true });
   writeFileSync(join(out, "package.json"), compiledManifest(readFileSync(join(ROOT, "package.json"), "utf8")));
   cpSync(join(ROOT, "package-lock.json"), join(out, "package-lock.json"));
+}
+
+/**
+ * A node_modules in <out> as `npm install` lays it out, without running npm: this repository's
+ * third-party packages linked, and each @vnm/* workspace linked to its compiled copy. For running
+ * the build on this machine (the bench, the image test); the image installs with npm instead.
+ */
+export function linkModules(out: string): void {
+  const modules = join(out, "node_modules");
+  mkdirSync(join(modules, "@vnm"), { recursive: true });
+  for (const name of readdirSync(join(ROOT, "node_modules"))) {
+    if (name !== "@vnm" && name !== ".bin") symlinkSync(join(ROOT, "node_modules", name), join(modules, name));
+  }
+  for (const w of ["gateway", ...readdirSync(join(out, "services")).map((d) => `services/${d}`)]) {
+    const name = (JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")) as { name: string }).name;
+    symlinkSync(join(out, w), join(modules, name));
+  }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {

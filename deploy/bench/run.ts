@@ -4,10 +4,12 @@
 
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { stripTypeScriptTypes } from "node:module";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { addressVariable } from "@vnm/kit/repo";
+import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
+import { build, linkModules } from "../build.ts";
 import { ensureWrk, type WrkRequest, type WrkResult, wrk, wrkTogether } from "./wrk.ts";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
@@ -23,7 +25,18 @@ const WARMUP = Number(setting("WARMUP") ?? 1);
 const CPU_PROF = setting("CPU_PROF") === "1";
 /** Preloads deploy/bench/memory-probe.ts into the gateway and the bridge service and reports what their idle memory is made of. */
 const MEM_PROBE = setting("MEM_PROBE") === "1";
-const PROBE_ARGS = MEM_PROBE ? ["--import", "./deploy/bench/memory-probe.ts"] : [];
+const PROBE = "deploy/bench/memory-probe.ts";
+/**
+ * What the gateway and the services run from: "compiled" (the default) is the stack as the image
+ * ships it, the JavaScript deploy/build.ts produces, so no process pays for TypeScript's type
+ * stripping (~20 MB each, docs/perf/memory.md); "sources" runs the .ts files as `npm start` does.
+ */
+const FROM = setting("FROM") ?? "compiled";
+if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FROM}: compiled or sources`);
+/** Node flags for the gateway and the services on top of NODE_FLAGS (space-separated), to compare flags. */
+const EXTRA_FLAGS = (setting("NODE_FLAGS") ?? "").split(" ").filter(Boolean);
+/** The goal for a gateway's or a service's RSS when idle (issue 16). */
+const IDLE_GOAL_MB = 100;
 const ID = randomBytes(4).toString("hex");
 /** Every service found (services/<domain>/src/main.ts), as the test harness does. */
 const DOMAINS = serviceDomains();
@@ -34,6 +47,17 @@ const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
 const RESULTS_DIR = join(ROOT, "deploy/bench/results");
 const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
+/** Where the compiled stack is built (BENCH_FROM=compiled). */
+const BUILD = join(TMP, "build");
+/** The memory probe, as JavaScript for a compiled stack (a .ts preload would bring type stripping back). */
+const PROBE_ARGS = !MEM_PROBE ? [] : ["--import", FROM === "sources" ? `./${PROBE}` : join(BUILD, "memory-probe.js")];
+
+/** Builds the stack as the image does (deploy/build.ts) into BUILD, runnable here. */
+function buildStack(): void {
+  build(BUILD, "warn");
+  linkModules(BUILD);
+  if (MEM_PROBE) writeFileSync(join(BUILD, "memory-probe.js"), stripTypeScriptTypes(readFileSync(join(ROOT, PROBE), "utf8")));
+}
 
 const COLL_TENANT = `bench-coll-${ID}`;
 const FIXED_TENANT = `bench-fixed-${ID}`;
@@ -72,6 +96,15 @@ function startNode(name: string, script: string, env: NodeJS.ProcessEnv = {}, op
   return p;
 }
 
+/** Starts the gateway or a service (`gateway/src/main.ts`, `services/<d>/src/main.ts`) from what BENCH_FROM says. */
+function startStack(name: string, script: string, env: NodeJS.ProcessEnv, nodeArgs: string[]): Proc {
+  if (FROM === "sources") return startNode(name, script, env, { nodeArgs: [...EXTRA_FLAGS, ...nodeArgs] });
+  const js = join(BUILD, script.replace(/\.ts$/, ".js"));
+  const p = { name, ...startProcess(process.execPath, env, [], [...NODE_FLAGS, ...EXTRA_FLAGS, ...nodeArgs, js]) };
+  procs.push(p);
+  return p;
+}
+
 function stopProc(p: Proc): Promise<void> {
   const i = procs.indexOf(p);
   if (i >= 0) procs.splice(i, 1);
@@ -97,6 +130,18 @@ function rssMb(p: Proc): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** RSS once it has stopped moving: two readings 2 s apart within 1 MB of each other (at most 20 s). */
+async function settledRss<T extends Record<string, number | undefined>>(read: () => T): Promise<T> {
+  let last = read();
+  for (let i = 0; i < 10; i++) {
+    await sleep(2_000);
+    const now = read();
+    if (Object.keys(now).every((k) => Math.abs((now[k] ?? 0) - (last[k] ?? 0)) < 1)) return now;
+    last = now;
+  }
+  return last;
 }
 
 /** Starts a baseline child and returns its port once it prints READY. */
@@ -152,7 +197,7 @@ const addrEnv: Record<string, string> = {};
 async function startGateway(label: string, env: NodeJS.ProcessEnv = {}): Promise<{ proc: Proc; base: string }> {
   const port = await freePort();
   const nodeArgs = [...PROBE_ARGS, ...(CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [])];
-  const proc = startNode(label, "gateway/src/main.ts", { ...stackEnv, ...addrEnv, PORT: String(port), ...env }, { nodeArgs });
+  const proc = startStack(label, "gateway/src/main.ts", { ...stackEnv, ...addrEnv, PORT: String(port), ...env }, nodeArgs);
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${label} ${base}/readyz`, proc, async () => (await fetch(`${base}/readyz`)).status === 200);
   return { proc, base };
@@ -203,6 +248,8 @@ interface Load {
 }
 
 let WRK = "";
+/** What ran, for the output: compiled or sources, and the Node flags. */
+const stackDescription = `from ${FROM === "compiled" ? "the compiled JavaScript (deploy/build.ts, as the image; BENCH_FROM=sources for the .ts files)" : "the TypeScript sources (BENCH_FROM=sources)"} with node ${[...NODE_FLAGS, ...EXTRA_FLAGS].join(" ")}`;
 
 async function cannon(load: Load, seconds: number): Promise<WrkResult> {
   const urls = Array.isArray(load.url) ? load.url : [load.url];
@@ -454,6 +501,8 @@ async function main(): Promise<void> {
   console.error(
     `# vnm bench (wrk): ${ONLY ? `only ${ONLY.join(", ")}; ` : ""}${SECONDS} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, ${cpus().length} CPUs, node ${process.version}, services ${DOMAINS.join(", ")}, schema ${SCHEMA}, prefix ${PREFIX}, ${load()}`,
   );
+  console.error(`# the stack runs ${stackDescription}`);
+  if (FROM === "compiled") buildStack();
   if (CPU_PROF) mkdirSync(PROF_DIR, { recursive: true });
   WRK = ensureWrk();
   await db.connect();
@@ -467,7 +516,7 @@ async function main(): Promise<void> {
     const port = addrEnv[addressVariable(d)]!.split(":")[1]!;
     const nodeArgs = d !== "bridge" ? [] : [...PROBE_ARGS, ...(CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [])];
     const env = { ...stackEnv, ...addrEnv, GRPC_PORT: port, VNM_DB_SCHEMA: schemaOf(d) };
-    services.set(d, startNode(d, `services/${d}/src/main.ts`, env, { nodeArgs }));
+    services.set(d, startStack(d, `services/${d}/src/main.ts`, env, nodeArgs));
   }
   const bridge = services.get("bridge");
   if (!bridge) throw new Error("no bridge service under services/");
@@ -590,8 +639,13 @@ message Res { string body = 1; }
   }
   for (const r of results) if (r !== bExpress) hold(r, bExpress);
 
+  // --- idle: the stack has been up through the baselines (20 s or more) with a few requests
+  // (the seeding checks); read once RSS has settled (under 1 MB of change over 2 s, at most 20 s).
+  const rssIdle = await settledRss(rssProbe);
+  const idleOthers = Object.fromEntries([...services].filter(([d]) => d !== "bridge").map(([d, p]) => [d, rssMb(p)]));
+  console.error(`# idle RSS: gateway ${fmt(rssIdle.gateway, 1)} MB, bridge service ${fmt(rssIdle.bridge, 1)} MB ${load()}`);
+
   // --- the gateway at 1,000 bridges
-  const rssAtStart = { gateway: rssMb(gw.proc), bridge: rssMb(bridge) };
   const idle = MEM_PROBE ? { gateway: await probeMemory(gw.proc), bridge: await probeMemory(bridge) } : undefined;
   if (idle) console.error(`# idle memory: ${JSON.stringify(idle)}`);
   const rssAfterFirstLoad: { gateway?: number; bridge?: number } = {};
@@ -729,7 +783,7 @@ message Res { string body = 1; }
   // --- memory at the end
   const afterLoad = MEM_PROBE ? { gateway: await probeMemory(gw.proc), bridge: await probeMemory(bridge) } : undefined;
   if (afterLoad) console.error(`# memory after the load: ${JSON.stringify(afterLoad)}`);
-  const rss = { gateway: rssMb(gw.proc), gateway2AfterReplicaRun: rssGateway2, bridge: rssMb(bridge), atStart: rssAtStart, afterFirstWarmup: rssAfterFirstLoad,
+  const rss = { gateway: rssMb(gw.proc), gateway2AfterReplicaRun: rssGateway2, bridge: rssMb(bridge), idle: { ...rssIdle, otherServices: idleOthers }, afterFirstWarmup: rssAfterFirstLoad,
     otherServices: Object.fromEntries([...services].filter(([d]) => d !== "bridge").map(([d, p]) => [d, rssMb(p)])) };
   let streamMessages: number | undefined;
   try {
@@ -740,6 +794,8 @@ message Res { string body = 1; }
   // --- goals beyond the rows
   const goals = [
     ...results.filter((r) => r.pass !== undefined).map((r) => ({ goal: `${r.scenario} ${r.goal}`, pass: r.pass!, detail: `${fmt(r.rps)} req/s, ratio ${fmt(r.ratio, 2)}` })),
+    { goal: `gateway RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rssIdle.gateway ?? Infinity) < IDLE_GOAL_MB, detail: `${fmt(rssIdle.gateway, 1)} MB` },
+    { goal: `service RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rssIdle.bridge ?? Infinity) < IDLE_GOAL_MB, detail: `bridge ${fmt(rssIdle.bridge, 1)} MB` },
     { goal: "gateway RSS < 200 MB at the end", pass: (rss.gateway ?? Infinity) < 200, detail: `${fmt(rss.gateway, 1)} MB` },
     { goal: "service RSS < 150 MB at the end", pass: (rss.bridge ?? Infinity) < 150, detail: `${fmt(rss.bridge, 1)} MB` },
     {
@@ -762,8 +818,12 @@ message Res { string body = 1; }
     console.log(
       `NATS: ${publications.map((p) => `${p.scenario}: ${p.acknowledged} acknowledged / ${p.committed} committed / ${p.published} published`).join("; ")}; stream ${PREFIX.toUpperCase()} holds ${streamMessages ?? "?"} messages`,
     );
+  console.log(`the stack ran ${stackDescription}`);
   console.log(
-    `RSS at the end: gateway ${fmt(rss.gateway, 1)} MB, bridge service ${fmt(rss.bridge, 1)} MB (at start: ${fmt(rssAtStart.gateway, 1)} / ${fmt(rssAtStart.bridge, 1)} MB, after the first warm-up: ${fmt(rssAfterFirstLoad.gateway, 1)} / ${fmt(rssAfterFirstLoad.bridge, 1)} MB; second gateway after the replica run: ${fmt(rss.gateway2AfterReplicaRun, 1)} MB)`,
+    `RSS idle (settled, before the load): gateway ${fmt(rssIdle.gateway, 1)} MB, bridge service ${fmt(rssIdle.bridge, 1)} MB (other services: ${Object.entries(idleOthers).map(([d, v]) => `${d} ${fmt(v, 1)}`).join(", ")} MB)`,
+  );
+  console.log(
+    `RSS at the end: gateway ${fmt(rss.gateway, 1)} MB, bridge service ${fmt(rss.bridge, 1)} MB (after the first warm-up: ${fmt(rssAfterFirstLoad.gateway, 1)} / ${fmt(rssAfterFirstLoad.bridge, 1)} MB; second gateway after the replica run: ${fmt(rss.gateway2AfterReplicaRun, 1)} MB)`,
   );
   console.log("");
   for (const g of goals) console.log(`${g.pass ? "PASS" : "FAIL"}  ${g.goal}: ${g.detail}`);
@@ -777,7 +837,7 @@ message Res { string body = 1; }
       {
         startedAt: startedAt.toISOString(),
         elapsedSeconds: Math.round((Date.now() - t0) / 1000),
-        config: { tool: "wrk -t1", seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, cpus: cpus().length, node: process.version },
+        config: { tool: "wrk -t1", from: FROM, nodeFlags: [...NODE_FLAGS, ...EXTRA_FLAGS], seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, cpus: cpus().length, node: process.version },
         stack: { schema: SCHEMA, prefix: PREFIX, itemId, collectionTenant: COLL_TENANT, fixedTenant: FIXED_TENANT },
         results,
         only: ONLY,
