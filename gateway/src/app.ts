@@ -3,10 +3,11 @@
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
 import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
-import express, { type NextFunction, type Request, type Response } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
-import type { Gateway, GatewayOptions } from "./context.ts";
+import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, notAcceptable } from "./dispatch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -19,53 +20,80 @@ import { rootDocument } from "./root.ts";
 export type { GatewayOptions };
 
 const ROOT_TYPE = vendor("Application-v5");
-const CORS = {
-  "Access-Control-Allow-Origin": "*",
-  "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
-  "Access-Control-Expose-Headers": "Location, X-Request-Id, Link, ETag",
-};
+/** Headers of every answer: CORS, and caching (answers depend on who asks and what they accept; only an item's ETag may be revalidated). */
+const EDGE_HEADERS: [string, string][] = [
+  ["Access-Control-Allow-Origin", "*"],
+  ["Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"],
+  ["Access-Control-Expose-Headers", "Location, X-Request-Id, Link, ETag"],
+  ["Cache-Control", "private, no-store"],
+  ["Vary", "Accept, Authorization, X-Auth-Token"],
+];
+/** The paths served by express's routes (no token): the probes, metrics and the API's description. */
+const OPERATIONAL = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+/** Paths counted under their own name. */
+const NAMED_ROUTES = new Set(["/", "/login", "/logout", "/events", ...OPERATIONAL]);
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /** The request's base URI, from a Host header that is a plain host name or address only. */
-function baseUri(req: Request): string {
+function baseUri(req: ApiRequest): string {
   const host = req.host;
   const safeHost = host && HOST.test(host) ? host : `127.0.0.1:${req.socket.localPort}`;
   return `${req.protocol}://${safeHost}`;
 }
 
 /** The route a request is counted under: its catalog template, else a fixed name (never the raw path). */
-function routeLabel(req: Request, res: Response): string {
+function routeLabel(req: ApiRequest, res: ApiResponse): string {
   const known = res.locals["route"] as string | undefined;
   if (known) return known;
-  return ["/", "/login", "/logout", "/events", "/healthz", "/readyz", "/metrics", "/openapi.json"].includes(req.path) ? req.path : "unmatched";
+  return NAMED_ROUTES.has(req.path) ? req.path : "unmatched";
 }
 
-/** Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log and the audit trail; OPTIONS answered here. */
+/**
+ * Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log
+ * and the audit trail; OPTIONS answered here. True when the request goes on.
+ */
 function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
-  return (req: Request, res: Response, next: NextFunction) => {
+  // The metrics' children by label values (a bounded set: route templates, methods, statuses).
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(seconds: number): void }>();
+  const count = (route: string, method: string, status: number, seconds: number) => {
+    const timer = `${route} ${method}`;
+    const counter = `${timer} ${status}`;
+    let c = counters.get(counter);
+    if (!c) {
+      c = metrics.httpRequests.labels({ route, method, status: String(status) });
+      counters.set(counter, c);
+    }
+    let t = timers.get(timer);
+    if (!t) {
+      t = metrics.httpDuration.labels({ route, method });
+      timers.set(timer, t);
+    }
+    c.inc();
+    t.observe(seconds);
+  };
+  return (req: ApiRequest, res: ApiResponse): boolean => {
     const given = req.headers["x-request-id"];
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals["requestId"] = id;
     res.setHeader("X-Request-Id", id);
-    for (const [k, v] of Object.entries(CORS)) res.setHeader(k, v);
-    // Answers depend on who asks and what they accept; only an item's ETag may be revalidated.
-    res.setHeader("Cache-Control", "private, no-store");
-    res.setHeader("Vary", "Accept, Authorization, X-Auth-Token");
+    for (const [k, v] of EDGE_HEADERS) res.setHeader(k, v);
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const route = routeLabel(req, res);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-      metrics.httpDuration.observe({ route, method: req.method }, seconds);
+      count(route, req.method, res.statusCode, seconds);
       const who = (res.locals["caller"] as { identity: Identity } | undefined)?.identity;
       log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
       audit(req, res, who);
     });
-    if (req.method !== "OPTIONS") return next();
+    if (req.method !== "OPTIONS") return true;
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
-    res.status(200).end();
+    res.statusCode = 200;
+    res.end();
+    return false;
   };
 }
 
@@ -83,7 +111,8 @@ function splitPath(path: string): string[] | undefined {
 function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys) {
   const login = loginHandler({ ...gw, keys, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
   const verify = callerVerifier(keys, revoked);
-  return async (req: Request, res: Response) => {
+  const roots = new Map(gw.catalog.rootDocuments.map((d) => [d.path, d]));
+  return async (req: ApiRequest, res: ApiResponse) => {
     try {
       if (req.path === "/login") return sendLogin(res, await login(req));
       const caller = await authenticate(req, verify);
@@ -99,7 +128,7 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
         if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
         return await feed.serve(req, res, caller.identity, baseUri(req));
       }
-      const root = req.path === "/" ? null : gw.catalog.rootDocuments.find((d) => d.path === req.path.replace(/\/$/, ""));
+      const root = req.path === "/" ? null : roots.get(req.path.endsWith("/") ? req.path.slice(0, -1) : req.path);
       if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
       await route(gw, req, res);
     } catch (err) {
@@ -109,7 +138,7 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
 }
 
 /** The main root document, or another one a proto declares. */
-function serveRoot(gw: Gateway, req: Request, res: Response, which?: RootDocumentInfo): void {
+function serveRoot(gw: Gateway, req: ApiRequest, res: ApiResponse, which?: RootDocumentInfo): void {
   if (req.method !== "GET" && req.method !== "HEAD") throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: "GET" });
   const offers = [which ? vendor(which.mediaType) : ROOT_TYPE, JSON_TYPE];
   const type = negotiate(req.headers.accept, offers);
@@ -118,7 +147,7 @@ function serveRoot(gw: Gateway, req: Request, res: Response, which?: RootDocumen
 }
 
 /** The catalog route of the path: dispatched, or 405 with Allow, or a 404 that says why. */
-async function route(gw: Gateway, req: Request, res: Response): Promise<void> {
+async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<void> {
   const method = req.method === "HEAD" ? "GET" : req.method;
   const parts = splitPath(req.path);
   const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
@@ -136,7 +165,7 @@ async function route(gw: Gateway, req: Request, res: Response): Promise<void> {
 
 /** Anything express itself rejects still gets the error body, never its HTML page. */
 function lastResort(log: GatewayOptions["log"]) {
-  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  return (err: unknown, _req: ApiRequest, res: ApiResponse, _next: NextFunction) => {
     const requestId = (res.locals["requestId"] as string | undefined) ?? randomUUID();
     const status = (err as { status?: number } | null)?.status;
     const e =
@@ -147,19 +176,38 @@ function lastResort(log: GatewayOptions["log"]) {
   };
 }
 
-export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed } {
+/**
+ * The gateway's HTTP handling: `handle` is the server's listener. A request for a plain path of
+ * the API goes straight to the API's handler (the same one express mounts), without express's
+ * router; the probes, metrics, the API's description and any other request target go through
+ * express.
+ */
+export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed; handle: (req: IncomingMessage, res: ServerResponse) => void } {
   const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog) };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
-  app.use(httpSpans());
-  app.use(edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log)));
+  const spans = httpSpans();
+  const begin = edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log));
+  app.use(spans);
+  app.use((req, res, next) => {
+    if (begin(req as ApiRequest, res as ApiResponse)) next();
+  });
   healthRoutes(app, gw);
   const keys: TokenKeys = { current: opts.tokenSecret, previous: opts.tokenSecretPrevious };
   const revoked = revocations({ ...opts, keys });
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
-  app.use(api(gw, feed, revoked, keys));
+  const serve = api(gw, feed, revoked, keys);
+  app.use((req, res) => serve(req as ApiRequest, res as ApiResponse));
   app.use(lastResort(opts.log));
-  return { app, feed };
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    if (!asApiExchange(req, res, opts.trustProxy) || OPERATIONAL.has((req as ApiRequest).path)) return void app(req, res);
+    const r = req as ApiRequest;
+    const s = res as ApiResponse;
+    spans(r, s, () => {
+      if (begin(r, s)) void serve(r, s);
+    });
+  };
+  return { app, feed, handle };
 }

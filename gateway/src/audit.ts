@@ -4,7 +4,7 @@
 // a stream of its own kept 30 days. Refusals are recorded too: they are what an auditor looks for.
 import { randomUUID } from "node:crypto";
 import { auditRoot, type Bus, type Catalog, type Identity, type Logger } from "@vnm/kit";
-import type { Request, Response } from "express";
+import type { ApiRequest, ApiResponse } from "./context.ts";
 import { basicCredentials } from "./auth.ts";
 
 export interface AuditRecord {
@@ -28,7 +28,7 @@ export interface AuditRecord {
 
 const WRITES = new Set(["POST", "PUT", "DELETE"]);
 
-export type AuditTrail = (req: Request, res: Response, who: Identity | undefined) => void;
+export type AuditTrail = (req: ApiRequest, res: ApiResponse, who: Identity | undefined) => void;
 
 /** The kind each RPC acts on ("bridge.Bridge"), from the catalog. */
 function kindsByRpc(catalog: Catalog): Map<string, string> {
@@ -38,7 +38,7 @@ function kindsByRpc(catalog: Catalog): Map<string, string> {
 }
 
 /** The user name a login tried (HTTP Basic), never its password. */
-function loginName(req: Request): string | null {
+function loginName(req: ApiRequest): string | null {
   try {
     return basicCredentials(req).name;
   } catch {
@@ -47,7 +47,7 @@ function loginName(req: Request): string | null {
 }
 
 /** The record of a finished request, or undefined when it is no write. */
-function recordOf(req: Request, res: Response, who: Identity | undefined, kinds: ReturnType<typeof kindsByRpc>): AuditRecord | undefined {
+function recordOf(req: ApiRequest, res: ApiResponse, who: Identity | undefined, kinds: ReturnType<typeof kindsByRpc>): AuditRecord | undefined {
   const rpc = res.locals["rpc"] as string | undefined;
   const isLogin = req.path === "/login" && req.method === "POST";
   // An RPC that is no kind's own verb (a trace's start, say) is named after its domain and itself.

@@ -4,7 +4,7 @@
 // /logout ends every token of the caller's user.
 import { createHash } from "node:crypto";
 import { ApiError, type Identity, signToken, strongestRole, type TokenKeys, tokenVerifier, type Upstream } from "@vnm/kit";
-import type { Request, Response } from "express";
+import type { ApiRequest, ApiResponse } from "./context.ts";
 import type { Redis } from "ioredis";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { send } from "./http-error.ts";
@@ -25,7 +25,7 @@ export function callerVerifier(keys: TokenKeys, revoked: Revocations): (token: s
 }
 
 /** The caller of an API request, or a 401 naming what is wrong. */
-export async function authenticate(req: Request, verify: (token: string) => Promise<Identity | undefined>): Promise<{ identity: Identity; token: string }> {
+export async function authenticate(req: ApiRequest, verify: (token: string) => Promise<Identity | undefined>): Promise<{ identity: Identity; token: string }> {
   const header = req.headers["x-auth-token"];
   let token = typeof header === "string" && header.trim() !== "" ? header.trim() : undefined;
   if (!token) {
@@ -39,16 +39,17 @@ export async function authenticate(req: Request, verify: (token: string) => Prom
 }
 
 /** POST /logout: every token of the caller's user issued so far ends (204). */
-export async function logout(req: Request, res: Response, who: Identity, revoked: Revocations): Promise<void> {
+export async function logout(req: ApiRequest, res: ApiResponse, who: Identity, revoked: Revocations): Promise<void> {
   if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /logout`, [], { Allow: "POST" });
   if (who.gen === undefined) throw ApiError.http(400, "Only a user's token can be logged out");
   await revoked.revoke(who.userId);
   res.setHeader("Set-Cookie", "sessionId=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; HttpOnly; SameSite=Strict");
-  res.status(204).end();
+  res.statusCode = 204;
+  res.end();
 }
 
 /** HTTP Basic credentials; the user name ends at the first ':'. */
-export function basicCredentials(req: Request): { name: string; password: string } {
+export function basicCredentials(req: ApiRequest): { name: string; password: string } {
   const header = req.headers.authorization;
   if (!header) throw ApiError.http(401, "Authorization header is not set", [], LOGIN_CHALLENGE);
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
@@ -83,7 +84,7 @@ async function authenticateUpstream(opts: LoginOptions, name: string, password: 
 }
 
 export function loginHandler(opts: LoginOptions) {
-  return async (req: Request): Promise<{ status: number; type: string; body: string; headers: Record<string, string> }> => {
+  return async (req: ApiRequest): Promise<{ status: number; type: string; body: string; headers: Record<string, string> }> => {
     if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /login`, [], { Allow: "POST" });
     const type = negotiate(req.headers.accept, [TOKEN_TYPE, JSON_TYPE]);
     if (!type) throw ApiError.http(406, `/login answers ${TOKEN_TYPE} or ${JSON_TYPE}`);
@@ -118,7 +119,7 @@ export function loginHandler(opts: LoginOptions) {
   };
 }
 
-export function sendLogin(res: Response, r: { status: number; type: string; body: string; headers: Record<string, string> }): void {
+export function sendLogin(res: ApiResponse, r: { status: number; type: string; body: string; headers: Record<string, string> }): void {
   for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
   send(res, r.status, r.type, r.body);
 }

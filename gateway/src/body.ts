@@ -1,7 +1,7 @@
 import { ApiError } from "@vnm/kit";
 // Request bodies: size limit (413), content codings (gzip, else 415), UTF-8 and JSON (400).
 import { gunzip } from "node:zlib";
-import type { Request } from "express";
+import type { ApiRequest } from "./context.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -9,7 +9,7 @@ function tooLarge(limit: number): ApiError {
   return ApiError.http(413, `Request body is larger than the limit of ${limit} bytes`, [], { Connection: "close" });
 }
 
-async function readRaw(req: Request, limit: number): Promise<Buffer> {
+async function readRaw(req: ApiRequest, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
@@ -33,7 +33,7 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
 }
 
 /** Reads the body as text: decoded per Content-Encoding, checked for size and UTF-8. */
-export async function readBodyText(req: Request, limit: number): Promise<string> {
+export async function readBodyText(req: ApiRequest, limit: number): Promise<string> {
   const coding = (req.headers["content-encoding"] ?? "identity").trim().toLowerCase();
   if (coding !== "identity" && coding !== "gzip" && coding !== "x-gzip") {
     throw ApiError.http(415, `Content-Encoding ${coding} is not supported; use gzip or none`);

@@ -7,8 +7,11 @@
 import { Redis } from "ioredis";
 import type { Logger } from "@vnm/kit";
 
-/** Bodies are kept as UTF-8 bytes: a hit is written to the socket without re-encoding. */
-export type Lookup = { hit: true; body: Buffer } | { hit: false; token: string };
+/**
+ * Bodies are kept as UTF-8 bytes: a hit is written to the socket without re-encoding. `kept`:
+ * the body is this gateway's own copy, the very object later hits get (worth deriving from).
+ */
+export type Lookup = { hit: true; body: Buffer; kept: boolean } | { hit: false; token: string };
 
 export interface CollectionCache {
   readonly kind: "redis" | "memory";
@@ -33,6 +36,8 @@ const RETRY_MAX_MS = 5_000;
 
 /** An unambiguous cache key from its parts (JSON: no separator in a value can make two keys meet). */
 export const cacheKey = (...parts: unknown[]): string => JSON.stringify(parts);
+/** A local copy's key: a kind's name never holds a line break, so the first one ends it. */
+const copyKey = (kind: string, key: string): string => `${kind}\n${key}`;
 
 // Entry and generation read together (atomically), so a local copy is tagged with the
 // generation it belongs to.
@@ -110,6 +115,10 @@ class LocalCopies {
   }
 }
 
+interface GenerationBatch {
+  kinds: Map<string, PromiseWithResolvers<string>>;
+}
+
 interface LocalCopy {
   gen: string;
   local: number;
@@ -156,6 +165,8 @@ class RedisCache implements CollectionCache {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MIN_MS;
   private readonly localGens = new Map<string, number>();
+  /** The generation reads waiting for this turn's MGET. */
+  private genBatch: GenerationBatch | undefined;
 
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
@@ -243,24 +254,56 @@ class RedisCache implements CollectionCache {
    */
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
-    const localKey = cacheKey(kind, key);
+    const localKey = copyKey(kind, key);
     const local = this.localGen(kind);
     try {
       const mine = this.local.get(localKey);
       if (mine) {
-        const gen = (await this.redis.get(this.genKey(kind))) ?? "0";
-        if (gen === mine.gen) return { hit: true, body: mine.body };
+        const gen = await this.generation(kind);
+        if (gen === mine.gen) return { hit: true, body: mine.body, kept: true };
         this.local.delete(localKey);
       }
       const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
       const gen = genRaw?.toString() ?? "0";
       if (!body) return { hit: false, token: `${gen}/${local}` };
       if (this.localGen(kind) === local) this.local.set(localKey, gen, local, body);
-      return { hit: true, body };
+      return { hit: true, body, kept: false };
     } catch {
       this.errors?.inc();
       return undefined;
     }
+  }
+
+  /**
+   * The kind's generation in Redis, read for every request that asks within one turn of the
+   * event loop at once: one MGET, sent in the turn's check phase, for every kind asked. A
+   * request only joins a read not yet sent, so the value it gets was read after it arrived:
+   * after any write its client saw answered.
+   */
+  private generation(kind: string): Promise<string> {
+    let batch = this.genBatch;
+    if (!batch) {
+      const b: GenerationBatch = { kinds: new Map() };
+      batch = this.genBatch = b;
+      setImmediate(() => {
+        this.genBatch = undefined;
+        const kinds = [...b.kinds.keys()];
+        this.redis.mget(kinds.map((k) => this.genKey(k))).then(
+          (gens) => {
+            for (const [i, k] of kinds.entries()) b.kinds.get(k)!.resolve(gens[i] ?? "0");
+          },
+          (err: unknown) => {
+            for (const w of b.kinds.values()) w.reject(err);
+          },
+        );
+      });
+    }
+    let waiting = batch.kinds.get(kind);
+    if (!waiting) {
+      waiting = Promise.withResolvers<string>();
+      batch.kinds.set(kind, waiting);
+    }
+    return waiting.promise;
   }
 
   /** `token` is the Redis generation and the local one the miss was read under. */
@@ -270,7 +313,7 @@ class RedisCache implements CollectionCache {
     const stored = await this.redis
       .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, gen, TTL_SECONDS, this.kindBytes)
       .catch(() => 0);
-    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(cacheKey(kind, key), gen, Number(local), body);
+    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), gen, Number(local), body);
   }
 
   async invalidate(kinds: Iterable<string>): Promise<void> {
@@ -351,7 +394,7 @@ export function memoryCache(maxEntriesPerKind = 1000, items = true): CollectionC
       if (!feed) return undefined;
       const s = slot(kind);
       const body = s.entries.get(key);
-      return body !== undefined ? { hit: true, body } : { hit: false, token: String(s.gen) };
+      return body !== undefined ? { hit: true, body, kept: true } : { hit: false, token: String(s.gen) };
     },
     async fill(kind, key, body, token) {
       const s = slot(kind);

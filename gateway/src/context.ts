@@ -1,5 +1,7 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
 // services, the cache, the access rules and the options the gateway was started with.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseQuery } from "node:querystring";
 import type { Access, Bus, Catalog, Logger, Metrics, Upstream } from "@vnm/kit";
 import type { LoginLimits, RateLimiter } from "./auth.ts";
 import type { CollectionCache } from "./cache.ts";
@@ -30,4 +32,52 @@ export interface GatewayOptions {
 export interface Gateway extends GatewayOptions {
   router: Router;
   rules: Map<string, Access>;
+}
+
+/**
+ * What the API's handlers read of a request: Node's own, with its path, query (parsed as
+ * express's "simple" parser does), client address, host and protocol. express provides the
+ * same on its requests; the gateway's own listener sets them on the API's requests.
+ */
+export interface ApiRequest extends IncomingMessage {
+  /** Always set on a server's request. */
+  method: string;
+  path: string;
+  originalUrl: string;
+  query: Record<string, unknown>;
+  ip: string | undefined;
+  host: string | undefined;
+  protocol: string;
+}
+
+/** A response with the request's state (request id, caller, route) in `locals`, as express keeps it. */
+export interface ApiResponse extends ServerResponse {
+  locals: Record<string, unknown>;
+}
+
+/** The first of a comma-separated header's values. */
+const firstOf = (v: string | string[] | undefined): string | undefined => {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s?.split(",", 1)[0]?.trim() || undefined;
+};
+
+/**
+ * Sets what express would on a request whose target is a plain path (`/a/b?c`), with the
+ * same reading of a trusted proxy's X-Forwarded-For/-Host/-Proto (trust all, or none); false
+ * for any other request target, which express itself takes.
+ */
+export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustProxy: boolean): boolean {
+  const url = req.url ?? "";
+  if (url.charCodeAt(0) !== 47 /* / */ || url.charCodeAt(1) === 47) return false;
+  const q = url.indexOf("?");
+  const r = req as ApiRequest;
+  r.originalUrl = url;
+  r.path = q < 0 ? url : url.slice(0, q);
+  r.query = q < 0 ? {} : parseQuery(url.slice(q + 1));
+  const proxied = trustProxy ? req.headers : undefined;
+  r.ip = firstOf(proxied?.["x-forwarded-for"]) ?? req.socket.remoteAddress;
+  r.host = firstOf(proxied?.["x-forwarded-host"]) ?? req.headers.host ?? undefined;
+  r.protocol = firstOf(proxied?.["x-forwarded-proto"]) ?? ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
+  (res as ApiResponse).locals = Object.create(null) as Record<string, unknown>;
+  return true;
 }

@@ -1,12 +1,13 @@
 // One API request on a route of the catalog: access, negotiation, the gRPC request from the
 // path, query and body, the collection cache, the call, and the answer.
+import { gzipSync } from "node:zlib";
 import { ApiError, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
-import type { Request, Response } from "express";
+import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { send } from "./http-error.ts";
-import { essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
+import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { checkIfMatch, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
 import { etagMatches, etagOf, fromJson, fromText, parseJson, toJson } from "./transcode.ts";
@@ -28,8 +29,23 @@ export function notAcceptable(offers: string[]): ApiError {
   return ApiError.http(406, `None of the acceptable media types is available; this resource is served as ${offers.join(" or ")}`);
 }
 
+/** A whole collection's answer may be gzip-coded (from a cached copy), so it varies by Accept-Encoding too. */
+const COLLECTION_VARY = "Accept, Accept-Encoding, Authorization, X-Auth-Token";
+/** Smaller bodies are sent as they are: coding them saves less than it costs the client. */
+const GZIP_MIN_BYTES = 1024;
+/** The gzip coding of a cached body, made once per copy (it lives as long as the copy does). */
+const codings = new WeakMap<Buffer, Buffer>();
+function gzipped(body: Buffer): Buffer {
+  let gz = codings.get(body);
+  if (!gz) {
+    gz = gzipSync(body);
+    codings.set(body, gz);
+  }
+  return gz;
+}
+
 /** The gRPC request from the path variables (a segment of the wrong type names nothing) and the query. */
-function requestOf({ route, params }: Match, req: Request): Obj {
+function requestOf({ route, params }: Match, req: ApiRequest): Obj {
   const request: Obj = {};
   for (const [name, raw] of Object.entries(params)) {
     const c = fromText(route.request.byName.get(name)!, raw);
@@ -49,7 +65,7 @@ function requestOf({ route, params }: Match, req: Request): Obj {
 }
 
 /** The JSON body of a POST or PUT, type-checked against the proto (404 before 400 for a missing target). */
-async function readJsonBody(gw: Gateway, req: Request, { route, parts }: Match, token: string): Promise<unknown> {
+async function readJsonBody(gw: Gateway, req: ApiRequest, { route, parts }: Match, token: string): Promise<unknown> {
   const bodyType = route.bodyField!.message!;
   const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
   const ct = essence(req.headers["content-type"]);
@@ -124,7 +140,7 @@ function unpackItem(b: Buffer): { etag: string; tenant: string; body: Buffer } {
 }
 
 /** Answers an item GET from the cache when it holds the item and `identity` may see it; false otherwise. */
-async function cachedItem(gw: Gateway, req: Request, res: Response, slot: ItemSlot, identity: Identity, type: string): Promise<{ hit: false; token: string } | undefined | true> {
+async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string): Promise<{ hit: false; token: string } | undefined | true> {
   const found = await gw.cache.get(slot.kind, slot.key);
   if (!found?.hit) return found;
   const item = unpackItem(found.body);
@@ -135,12 +151,14 @@ async function cachedItem(gw: Gateway, req: Request, res: Response, slot: ItemSl
   res.setHeader("ETag", item.etag);
   res.setHeader("Cache-Control", "private, no-cache");
   const ifNoneMatch = req.headers["if-none-match"];
-  if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) res.status(304).end();
-  else send(res, 200, type, item.body);
+  if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) {
+    res.statusCode = 304;
+    res.end();
+  } else send(res, 200, type, item.body);
   return true;
 }
 
-export async function dispatch(gw: Gateway, req: Request, res: Response, match: Match, base: string): Promise<void> {
+export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, base: string): Promise<void> {
   const { route, parts } = match;
   res.locals["route"] = route.template;
   const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
@@ -167,9 +185,14 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
     fillToken = found?.token;
   }
   if (slot) {
+    res.setHeader("Vary", COLLECTION_VARY);
     const found = await gw.cache.get(slot.kind, slot.key);
     if (found?.hit) {
       gw.metrics.cacheHits.inc();
+      if (found.kept && found.body.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers["accept-encoding"])) {
+        res.setHeader("Content-Encoding", "gzip");
+        return send(res, 200, type!, gzipped(found.body));
+      }
       return send(res, 200, type!, found.body);
     }
     gw.metrics.cacheMisses.inc();
@@ -178,7 +201,8 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
   const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token, res.locals["requestId"] as string);
   if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
   if (route.shape.kind === "empty") {
-    res.status(204).end();
+    res.statusCode = 204;
+    res.end();
     return;
   }
   if (route.shape.kind === "item") {
@@ -194,7 +218,7 @@ export async function dispatch(gw: Gateway, req: Request, res: Response, match: 
   send(res, 200, type!, body);
 }
 
-function collectionBody(req: Request, res: Response, route: Route, response: Obj, base: string): Buffer {
+function collectionBody(req: ApiRequest, res: ApiResponse, route: Route, response: Obj, base: string): Buffer {
   if (route.shape.kind !== "collection") throw new Error("not a collection route");
   const item = route.shape.item;
   const items = (response[route.shape.field.name] as Obj[] | undefined) ?? [];
@@ -208,7 +232,7 @@ function collectionBody(req: Request, res: Response, route: Route, response: Obj
 }
 
 /** Sends an item; returns its entity tag and body (undefined for a 304). */
-function respondItem(req: Request, res: Response, route: Route, response: Obj, type: string, base: string): { etag: string; body: string } | undefined {
+function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: Obj, type: string, base: string): { etag: string; body: string } | undefined {
   if (route.shape.kind !== "item") throw new Error("not an item route");
   const item = route.shape.item;
   if (route.method === "POST") {
@@ -220,7 +244,8 @@ function respondItem(req: Request, res: Response, route: Route, response: Obj, t
   if (route.method === "GET") res.setHeader("Cache-Control", "private, no-cache");
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
-    res.status(304).end();
+    res.statusCode = 304;
+    res.end();
     return undefined;
   }
   const body = toJson(item, response, base);

@@ -6,7 +6,7 @@ import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vn
 import { ApiError } from "@vnm/kit";
 import { once } from "node:events";
 import { setTimeout as delay, setImmediate } from "node:timers/promises";
-import type { Request, Response } from "express";
+import type { ApiRequest, ApiResponse } from "./context.ts";
 import type { Revocations } from "./revocation.ts";
 
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
@@ -16,13 +16,13 @@ const BATCH = 16;
 const KEEPALIVE_MS = 15_000;
 
 export interface EventFeed {
-  serve(req: Request, res: Response, who: Identity, base: string): Promise<void>;
+  serve(req: ApiRequest, res: ApiResponse, who: Identity, base: string): Promise<void>;
   /** Ends every open stream (the gateway is stopping; clients resume with Last-Event-ID). */
   closeAll(): void;
 }
 
 /** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
-function resumeAfter(req: Request): number | undefined {
+function resumeAfter(req: ApiRequest): number | undefined {
   const raw = req.headers["last-event-id"] ?? (typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined);
   if (raw === undefined) return undefined;
   const after = Number(raw);
@@ -33,7 +33,7 @@ function resumeAfter(req: Request): number | undefined {
 }
 
 /** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
-function openStream(res: Response, onClose: () => void) {
+function openStream(res: ApiResponse, onClose: () => void) {
   res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;

@@ -2,7 +2,7 @@
 // codes, or the status the error names), the Error-v1 body, and its headers.
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Logger } from "@vnm/kit";
-import type { Response } from "express";
+import type { ApiResponse } from "./context.ts";
 import { ERROR_TYPE } from "./media.ts";
 
 /** gRPC code -> HTTP status, as grpc-gateway maps them. */
@@ -31,7 +31,7 @@ export function httpStatusOf(err: ApiError): number {
   return err.httpStatus ?? HTTP_STATUS[err.code] ?? 500;
 }
 
-export function sendError(res: Response, err: ApiError, requestId: string): void {
+export function sendError(res: ApiResponse, err: ApiError, requestId: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -45,7 +45,7 @@ export function sendError(res: Response, err: ApiError, requestId: string): void
 }
 
 /** Writes a JSON body with its media type exactly as named (vendor types keep their case). */
-export function send(res: Response, status: number, type: string, body: string | Buffer): void {
+export function send(res: ApiResponse, status: number, type: string, body: string | Buffer): void {
   res.statusCode = status;
   res.setHeader("Content-Type", type);
   res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);

@@ -1,7 +1,7 @@
 // Gateway assembly, in stages: read the configuration, load the catalog, connect the cache and
 // the bus, connect the upstream services, build the app, listen.
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   addressVariable,
@@ -25,7 +25,6 @@ import {
   parsePort,
   parsePositiveInt,
 } from "@vnm/kit";
-import type { Express } from "express";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { ERROR_TYPE } from "./media.ts";
@@ -104,11 +103,11 @@ function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger,
   return createUpstream(loadGrpc(), catalog.services, (d) => env[addressVariable(d)] || undefined, metrics);
 }
 
-async function listen(app: Express, cfg: Config): Promise<{ server: Server; port: number }> {
+async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config): Promise<{ server: Server; port: number }> {
   // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
   // wait 300 s, and looks at slow requests only every 30 s.
   const t = cfg.requestTimeoutMs;
-  const server = createServer({ headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 }, app);
+  const server = createServer({ headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 }, handle);
   server.on("clientError", answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -160,8 +159,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const metrics = new Metrics("gateway");
   const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(catalog, env, log, metrics);
-  const { app, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
-  const { server, port } = await listen(app, cfg);
+  const { handle, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
+  const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   const stop = stopper(server, [upstream, bus, cache, { close: stopTelemetry }], feed, log);
   onShutdown(stop, log);

@@ -85,3 +85,20 @@ export function essence(contentType: string | undefined): string | undefined {
   const t = contentType.split(";")[0]!.trim().toLowerCase();
   return t === "" ? undefined : t;
 }
+
+const GZIP_CODING = /^\s*(gzip|x-gzip|\*)\s*(?:;\s*q\s*=\s*([0-9.]+)\s*)?$/i;
+
+/** Whether an Accept-Encoding header lets the answer be gzip-coded (gzip or * with a q-value above 0, gzip's own value deciding). */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  let gzip: number | undefined;
+  let any: number | undefined;
+  for (const member of header.split(",")) {
+    const m = GZIP_CODING.exec(member);
+    if (!m) continue;
+    const q = m[2] === undefined ? 1 : Number(m[2]);
+    if (m[1] === "*") any = q;
+    else gzip = Math.max(gzip ?? 0, q);
+  }
+  return (gzip ?? any ?? 0) > 0;
+}

@@ -8,9 +8,13 @@ export interface Match {
   parts: string[];
 }
 
+const startKey = (size: number, first: string | undefined) => (first === undefined ? `${size}` : `${size}/${first}`);
+
 /** Finds the route for a method and path; `allowed` lists the methods the path supports. */
 export class Router {
   private readonly bySize = new Map<number, Route[]>();
+  /** The routes that may match a path, by its length and first segment, in catalog order. */
+  private readonly byStart = new Map<string, Route[]>();
   private readonly unservedLinks: Segment[][];
 
   constructor(catalog: Catalog) {
@@ -20,10 +24,19 @@ export class Router {
       list.push(r);
       this.bySize.set(r.segments.length, list);
     }
+    // A route whose first segment is a variable may match any first segment: it joins every list of its length.
+    for (const [size, routes] of this.bySize) {
+      const starts = new Set(routes.flatMap((r) => { const first = r.segments[0]; return first && "literal" in first ? [first.literal] : []; }));
+      for (const start of starts) {
+        this.byStart.set(startKey(size, start), routes.filter((r) => { const first = r.segments[0]; return !first || !("literal" in first) || first.literal === start; }));
+      }
+      const open = routes.filter((r) => { const first = r.segments[0]; return !first || !("literal" in first); });
+      if (open.length > 0) this.byStart.set(startKey(size, undefined), open);
+    }
   }
 
   match(method: string, parts: string[]): { match?: Match; allowed: string[] } {
-    const candidates = this.bySize.get(parts.length);
+    const candidates = this.byStart.get(startKey(parts.length, parts[0])) ?? this.byStart.get(startKey(parts.length, undefined));
     const allowed: string[] = [];
     if (!candidates) return { allowed };
     let found: Match | undefined;

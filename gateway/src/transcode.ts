@@ -2,7 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { type FieldInfo, type MessageInfo, resolveLink, type Violation } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
@@ -220,7 +220,7 @@ export function toJson(msg: MessageInfo, obj: Record<string, unknown>, base: str
  * the same through every address the gateway is reached at.
  */
 export function etagOf(msg: MessageInfo, obj: Record<string, unknown>): string {
-  return `"${createHash("sha256").update(toJson(msg, obj, "")).digest("base64url").slice(0, 22)}"`;
+  return `"${hash("sha256", toJson(msg, obj, ""), "base64url").slice(0, 22)}"`;
 }
 
 /** Whether an If-Match / If-None-Match value names `etag` ("*" names any; W/ is ignored). */

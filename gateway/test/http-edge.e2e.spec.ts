@@ -1,9 +1,11 @@
 // HTTP a client gets wrong still gets the error body: a body longer than its Content-Length, a
 // malformed request line, a request too slow to arrive (here 1 s). And answers say how they may
 // be cached: not at all, but for an item's ETag revalidation.
+import { request } from "node:http";
 import { connect } from "node:net";
+import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { ERROR_TYPE, httpClient, useStack } from "./harness.ts";
+import { adminToken, ERROR_TYPE, httpClient, useStack, waitFor } from "./harness.ts";
 
 const fx = useStack({ VNM_REQUEST_TIMEOUT_MS: "1000" });
 const http = httpClient(() => fx.gw, "application/json");
@@ -66,6 +68,43 @@ describe("caching", () => {
     expect(item.headers.get("vary")).toBe("Accept, Authorization, X-Auth-Token");
     expect((await http("GET", "/bridges")).headers.get("cache-control")).toBe("private, no-store");
     expect((await http("GET", "/nowhere")).headers.get("cache-control")).toBe("private, no-store");
+  });
+});
+
+/** A GET whose answer is read as the bytes sent (fetch would undo a content coding). */
+function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${fx.gw}${path}`, { headers: { "x-auth-token": adminToken(), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("content coding", () => {
+  it("a cached collection is sent gzip-coded to a client that accepts gzip, the same JSON as uncoded; an item is not", async () => {
+    const tenant = `gz-${Date.now()}`;
+    for (let i = 0; i < 20; i++) expect((await http("POST", "/bridges", { name: `gz-${i}`, tenantId: tenant })).status).toBe(201);
+    const path = `/bridges?tenant_id=${tenant}`;
+    const plain = await rawGet(path, { "accept-encoding": "identity" });
+    expect(plain.status).toBe(200);
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect((JSON.parse(plain.body.toString()) as unknown[]).length).toBe(20);
+    expect(plain.headers["vary"]).toBe("Accept, Accept-Encoding, Authorization, X-Auth-Token");
+    // The copy is kept after the first answer: the coded one comes from it.
+    await waitFor("a gzip-coded answer", async () => (await rawGet(path, { "accept-encoding": "gzip, deflate" })).headers["content-encoding"] === "gzip");
+    const coded = await rawGet(path, { "accept-encoding": "br;q=1, gzip;q=0.5" });
+    expect(coded.headers["content-encoding"]).toBe("gzip");
+    expect(Number(coded.headers["content-length"])).toBe(coded.body.length);
+    expect(coded.body.length).toBeLessThan(plain.body.length / 4);
+    expect(gunzipSync(coded.body).equals(plain.body)).toBe(true);
+    expect((await rawGet(path, { "accept-encoding": "gzip;q=0, *" })).headers["content-encoding"]).toBeUndefined();
+    expect((await rawGet(path, {})).headers["content-encoding"]).toBeUndefined();
+    const item = (JSON.parse(plain.body.toString()) as { uri: string }[])[0]!;
+    expect((await rawGet(new URL(item.uri).pathname, { "accept-encoding": "gzip" })).headers["content-encoding"]).toBeUndefined();
   });
 });
 
