@@ -2,7 +2,7 @@
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { adminToken, expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
 
 const PASSWORD = "item-cache-passw0rd-long";
 const stack = new Stack();
@@ -49,10 +49,21 @@ async function cachedAt(gw: string, id: string, token?: string): Promise<void> {
   });
 }
 
+/**
+ * Creates a bridge and waits for its change notification to reach the gateways: that
+ * notification empties their caches once more, so a copy stored before it would not last.
+ */
 const create = async (name: string, tenantId: string) => {
-  const r = await http("POST", "/bridges", { name, tenantId });
-  expect(r.status).toBe(201);
-  return r.json as { id: string; uri: string };
+  const feed = await openFeed(gwA, adminToken());
+  try {
+    const r = await http("POST", "/bridges", { name, tenantId });
+    expect(r.status).toBe(201);
+    const made = r.json as { id: string; uri: string };
+    await waitFor(`${made.id} on /events`, async () => feed.events.some((e) => e.data.id === made.id), 10_000);
+    return made;
+  } finally {
+    await feed.close();
+  }
 };
 
 it("a cached item is answered without a gRPC call, with its ETag; If-None-Match gives a 304", async () => {
