@@ -4,7 +4,7 @@
 import { request } from "node:http";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminToken, DEPS, freePort, httpClient, Stack, waitFor } from "./harness.ts";
+import { adminToken, DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
 
 const CAP = 40_000;
@@ -54,10 +54,20 @@ async function cached(): Promise<{ bytes: number; entries: number }> {
   return { bytes, entries };
 }
 
+/**
+ * Creates `n` bridges and waits for their change notifications to reach the gateways: each
+ * empties the caches once more, so a list stored before the last of them would not last.
+ */
 async function seed(tenantId: string, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await http("POST", "/bridges", { name: `b${i}`, tenantId })).json.id);
-  return ids;
+  const feed = await openFeed(gw, adminToken());
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await http("POST", "/bridges", { name: `b${i}`, tenantId })).json.id);
+    await waitFor("the creations on /events", async () => ids.every((id) => feed.events.some((e) => e.data.id === id)), 10_000);
+    return ids;
+  } finally {
+    await feed.close();
+  }
 }
 
 const idsOf = (r: { json: { id: string }[] }) => r.json.map((b) => b.id);
