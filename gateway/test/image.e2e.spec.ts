@@ -2,29 +2,16 @@
 // gateway and the services to JavaScript in a temporary directory, which is given a
 // node_modules as `npm install` lays it out (the workspaces linked to their compiled copies),
 // and the compiled gateway and services then serve requests with TypeScript switched off.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { build } from "../../deploy/build.ts";
-import { freePort, type Proc, ROOT, Stack, startProcess, waitFor } from "./harness.ts";
+import { build, linkModules } from "../../deploy/build.ts";
+import { freePort, type Proc, Stack, startProcess, waitFor } from "./harness.ts";
 
 const out = mkdtempSync(join(tmpdir(), "vnm-image-"));
 const stack = new Stack();
 let gw = "";
-
-/** node_modules as npm lays it out: third-party packages, and @vnm/* linked to the compiled workspaces. */
-function linkModules(): void {
-  const modules = join(out, "node_modules");
-  mkdirSync(join(modules, "@vnm"), { recursive: true });
-  for (const name of readdirSync(join(ROOT, "node_modules"))) {
-    if (name !== "@vnm" && name !== ".bin") symlinkSync(join(ROOT, "node_modules", name), join(modules, name));
-  }
-  for (const w of ["gateway", ...readdirSync(join(out, "services")).map((d) => `services/${d}`)]) {
-    const name = (JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")) as { name: string }).name;
-    symlinkSync(join(out, w), join(modules, name));
-  }
-}
 
 /** Every file below a directory (node_modules left out). */
 function files(dir: string): string[] {
@@ -47,7 +34,7 @@ const exitOf = (p: Proc) => new Promise<number | null>((resolve) => (p.child.exi
 
 beforeAll(async () => {
   build(out);
-  linkModules();
+  linkModules(out);
   for (const d of ["identity", "bridge"]) stack.addrs.set(d, `127.0.0.1:${await freePort()}`);
   // Migrations first, as the init containers run them: several at once, each exits 0.
   const migrations = ["identity", "bridge", "bridge"].map((d) => run([d, "--migrate-only"], serviceEnv(d)));
