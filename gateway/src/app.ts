@@ -23,7 +23,6 @@ const ROOT_TYPE = vendor("Application-v5");
 /** Headers of every answer: CORS, and caching (answers depend on who asks and what they accept; only an item's ETag may be revalidated). */
 const EDGE_HEADERS: [string, string][] = [
   ["Access-Control-Allow-Origin", "*"],
-  ["Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"],
   ["Access-Control-Expose-Headers", "Location, X-Request-Id, Link, ETag"],
   ["Cache-Control", "private, no-store"],
   ["Vary", "Accept, Authorization, X-Auth-Token"],
@@ -32,6 +31,7 @@ const EDGE_HEADERS: [string, string][] = [
 const OPERATIONAL = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
 /** Paths counted under their own name. */
 const NAMED_ROUTES = new Set(["/", "/login", "/logout", "/events", ...OPERATIONAL]);
+const CORS_PREFLIGHT_METHODS = "GET, POST, PUT, DELETE, OPTIONS";
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
@@ -55,24 +55,19 @@ function routeLabel(req: ApiRequest, res: ApiResponse): string {
  * and the audit trail; OPTIONS answered here. True when the request goes on.
  */
 function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
-  // The metrics' children by label values (a bounded set: route templates, methods, statuses).
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(seconds: number): void }>();
+  // The metrics' children by label values (a bounded set: route templates, methods, statuses),
+  // found through nested maps: no key string is built per request.
+  type Children = { timer: { observe(seconds: number): void }; byStatus: Map<number, { inc(): void }> };
+  const children = new Map<string, Map<string, Children>>();
   const count = (route: string, method: string, status: number, seconds: number) => {
-    const timer = `${route} ${method}`;
-    const counter = `${timer} ${status}`;
-    let c = counters.get(counter);
-    if (!c) {
-      c = metrics.httpRequests.labels({ route, method, status: String(status) });
-      counters.set(counter, c);
-    }
-    let t = timers.get(timer);
-    if (!t) {
-      t = metrics.httpDuration.labels({ route, method });
-      timers.set(timer, t);
-    }
-    c.inc();
-    t.observe(seconds);
+    let byMethod = children.get(route);
+    if (!byMethod) children.set(route, (byMethod = new Map()));
+    let c = byMethod.get(method);
+    if (!c) byMethod.set(method, (c = { timer: metrics.httpDuration.labels({ route, method }), byStatus: new Map() }));
+    let counter = c.byStatus.get(status);
+    if (!counter) c.byStatus.set(status, (counter = metrics.httpRequests.labels({ route, method, status: String(status) })));
+    counter.inc();
+    c.timer.observe(seconds);
   };
   return (req: ApiRequest, res: ApiResponse): boolean => {
     const given = req.headers["x-request-id"];
@@ -90,6 +85,8 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
       audit(req, res, who);
     });
     if (req.method !== "OPTIONS") return true;
+    // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
+    res.setHeader("Access-Control-Allow-Methods", CORS_PREFLIGHT_METHODS);
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
     res.statusCode = 200;
     res.end();
