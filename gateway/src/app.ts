@@ -61,11 +61,20 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
   const children = new Map<string, Map<string, Children>>();
   const count = (route: string, method: string, status: number, seconds: number) => {
     let byMethod = children.get(route);
-    if (!byMethod) children.set(route, (byMethod = new Map()));
+    if (!byMethod) {
+      byMethod = new Map();
+      children.set(route, byMethod);
+    }
     let c = byMethod.get(method);
-    if (!c) byMethod.set(method, (c = { timer: metrics.httpDuration.labels({ route, method }), byStatus: new Map() }));
+    if (!c) {
+      c = { timer: metrics.httpDuration.labels({ route, method }), byStatus: new Map() };
+      byMethod.set(method, c);
+    }
     let counter = c.byStatus.get(status);
-    if (!counter) c.byStatus.set(status, (counter = metrics.httpRequests.labels({ route, method, status: String(status) })));
+    if (!counter) {
+      counter = metrics.httpRequests.labels({ route, method, status: String(status) });
+      c.byStatus.set(status, counter);
+    }
     counter.inc();
     c.timer.observe(seconds);
   };
