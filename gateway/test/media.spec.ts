@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { essence, negotiate } from "../src/media.ts";
+import { acceptsGzip, essence, negotiate } from "../src/media.ts";
 
 const B = "application/vnd.org.service.Bridge-v4+json";
 const J = "application/json";
@@ -30,5 +30,26 @@ describe("essence", () => {
     expect(essence(`${B}; charset=UTF-8`)).toBe(B.toLowerCase());
     expect(essence(undefined)).toBeUndefined();
     expect(essence("  ")).toBeUndefined();
+  });
+});
+
+describe("acceptsGzip", () => {
+  it.each([
+    [undefined, false],
+    ["", false],
+    ["identity", false],
+    ["gzip", true],
+    ["GZIP", true],
+    ["x-gzip", true],
+    ["deflate, gzip;q=0.5", true],
+    ["gzip;q=0", false],
+    ["gzip; q=0.000", false],
+    ["*", true],
+    ["*;q=0", false],
+    ["gzip;q=0, *", false],
+    ["br, *;q=0.1", true],
+    ["gzipped", false],
+  ])("Accept-Encoding %j -> %s", (header, expected) => {
+    expect(acceptsGzip(header)).toBe(expected);
   });
 });
