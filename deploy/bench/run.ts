@@ -639,6 +639,15 @@ message Res { string body = 1; }
     for (const p of started) await stopProc(p);
     return r;
   };
+  // Quiet first: each process of the stack gives back its start-up memory after a whole quiet
+  // period (VNM_RECLAIM_IDLE_SECONDS, services/kit/src/memory.ts), a full GC that would
+  // otherwise take CPU from a baseline's run.
+  const reclaimSeconds = Number(process.env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10");
+  if (reclaimSeconds > 0) {
+    const wait = 2 * reclaimSeconds + 2;
+    console.error(`# letting the stack go quiet for ${wait} s (it gives back its start-up memory) ${load()}`);
+    await new Promise((r) => setTimeout(r, wait * 1000));
+  }
   const bHttp = want("baselines") ? await runBaseline("baseline: node:http", "http") : undefined;
   const bExpress = await runBaseline("baseline: express", "express");
   if (want("baselines")) await runBaseline("baseline: express+grpc", "express-grpc", { pg: false });
@@ -654,8 +663,9 @@ message Res { string body = 1; }
   }
   for (const r of results) if (r !== bExpress) hold(r, bExpress);
 
-  // --- idle: the stack has been up through the baselines (20 s or more) with a few requests
-  // (the seeding checks); read once RSS has settled (under 1 MB of change over 2 s, at most 20 s).
+  // --- idle: the stack has been up through the quiet wait and the baselines (a minute or more)
+  // with a few requests (the seeding checks); read once RSS has settled (under 1 MB of change
+  // over 2 s, at most 20 s).
   const rssIdle = await settledRss(rssProbe);
   const idleOthers = Object.fromEntries([...services].filter(([d]) => d !== "bridge").map(([d, p]) => [d, rssMb(p)]));
   console.error(`# idle RSS: gateway ${fmt(rssIdle.gateway, 1)} MB, bridge service ${fmt(rssIdle.bridge, 1)} MB ${load()}`);

@@ -16,3 +16,4 @@ export * from "./paths.ts";
 export * from "./upstream.ts";
 export * from "./metrics.ts";
 export * from "./telemetry.ts";
+export * from "./memory.ts";
