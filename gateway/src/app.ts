@@ -3,7 +3,7 @@
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
 import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, ServerResponse } from "node:http";
 import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
@@ -20,12 +20,19 @@ import { rootDocument } from "./root.ts";
 export type { GatewayOptions };
 
 const ROOT_TYPE = vendor("Application-v5");
-/** Headers of every answer: CORS, and caching (answers depend on who asks and what they accept; only an item's ETag may be revalidated). */
-const EDGE_HEADERS: [string, string][] = [
-  ["Access-Control-Allow-Origin", "*"],
-  ["Access-Control-Expose-Headers", "Location, X-Request-Id, Link, ETag"],
-  ["Cache-Control", "private, no-store"],
-  ["Vary", "Accept, Authorization, X-Auth-Token"],
+/**
+ * Headers of every answer (a flat name, value list): CORS, and caching (answers depend on who asks
+ * and what they accept; only an item's ETag may be revalidated). Written by `edgeWriteHead`.
+ */
+const EDGE_HEADERS = [
+  "Access-Control-Allow-Origin",
+  "*",
+  "Access-Control-Expose-Headers",
+  "Location, X-Request-Id, Link, ETag",
+  "Cache-Control",
+  "private, no-store",
+  "Vary",
+  "Accept, Authorization, X-Auth-Token",
 ];
 /** The paths served by express's routes (no token): the probes, metrics and the API's description. */
 const OPERATIONAL = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
@@ -82,8 +89,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
     const given = req.headers["x-request-id"];
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals["requestId"] = id;
-    res.setHeader("X-Request-Id", id);
-    for (const [k, v] of EDGE_HEADERS) res.setHeader(k, v);
+    res.writeHead = edgeWriteHead as unknown as ApiResponse["writeHead"];
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const route = routeLabel(req, res);
@@ -101,6 +107,44 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
     res.end();
     return false;
   };
+}
+
+const plainWriteHead = ServerResponse.prototype.writeHead;
+
+/** Whether a flat header list names `name` (any case). */
+function names(headers: readonly unknown[], name: string): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const h = headers[i];
+    if (typeof h === "string" && h.length === name.length && h.toLowerCase() === name.toLowerCase()) return true;
+  }
+  return false;
+}
+
+/**
+ * The edge's writeHead (set on every response): the request id and EDGE_HEADERS join the answer's
+ * own headers, whichever way the answer is written (setHeader then end, writeHead with an object
+ * or a flat list, express's res.json). A header the answer names itself wins. Given a flat list
+ * and no header set before, Node writes the list as it is, without building a header object: the
+ * cached answers are written so.
+ */
+function edgeWriteHead(this: ApiResponse, status: number, reasonOrHeaders?: unknown, maybeHeaders?: unknown): ApiResponse {
+  const reason = typeof reasonOrHeaders === "string" ? reasonOrHeaders : undefined;
+  const given = reason === undefined ? reasonOrHeaders : maybeHeaders;
+  const id = this.locals["requestId"] as string;
+  const write = plainWriteHead as unknown as (this: ApiResponse, status: number, reason: string | undefined, headers: unknown) => ApiResponse;
+  if (Array.isArray(given)) {
+    const all: unknown[] = [];
+    if (!names(given, "X-Request-Id") && !this.hasHeader("X-Request-Id")) all.push("X-Request-Id", id);
+    for (let i = 0; i < EDGE_HEADERS.length; i += 2) {
+      const k = EDGE_HEADERS[i]!;
+      if (!names(given, k) && !this.hasHeader(k)) all.push(k, EDGE_HEADERS[i + 1]);
+    }
+    for (const h of given) all.push(h);
+    return write.call(this, status, reason, all);
+  }
+  if (!this.hasHeader("X-Request-Id")) this.setHeader("X-Request-Id", id);
+  for (let i = 0; i < EDGE_HEADERS.length; i += 2) if (!this.hasHeader(EDGE_HEADERS[i]!)) this.setHeader(EDGE_HEADERS[i]!, EDGE_HEADERS[i + 1]!);
+  return write.call(this, status, reason, given);
 }
 
 /** Splits and decodes a path; undefined when a segment does not decode. */

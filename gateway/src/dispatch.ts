@@ -31,6 +31,8 @@ export function notAcceptable(offers: string[]): ApiError {
 
 /** A whole collection's answer may be gzip-coded (from a cached copy), so it varies by Accept-Encoding too. */
 const COLLECTION_VARY = "Accept, Accept-Encoding, Authorization, X-Auth-Token";
+/** An item may be kept by the client and revalidated with its ETag. */
+const ITEM_CACHE_CONTROL = "private, no-cache";
 /** Smaller bodies are sent as they are: coding them saves less than it costs the client. */
 const GZIP_MIN_BYTES = 1024;
 /** The gzip coding of a cached body, made once per copy (it lives as long as the copy does). */
@@ -148,13 +150,12 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
   // Not visible: the service gives the very answer a missing item gets.
   if (!visible) return undefined;
   gw.metrics.cacheHits.inc();
-  res.setHeader("ETag", item.etag);
-  res.setHeader("Cache-Control", "private, no-cache");
+  const headers = ["ETag", item.etag, "Cache-Control", ITEM_CACHE_CONTROL];
   const ifNoneMatch = req.headers["if-none-match"];
   if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) {
-    res.statusCode = 304;
+    res.writeHead(304, headers);
     res.end();
-  } else send(res, 200, type, item.body);
+  } else send(res, 200, type, item.body, headers);
   return true;
 }
 
@@ -185,16 +186,15 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     fillToken = found?.token;
   }
   if (slot) {
-    res.setHeader("Vary", COLLECTION_VARY);
     const found = await gw.cache.get(slot.kind, slot.key);
     if (found?.hit) {
       gw.metrics.cacheHits.inc();
       if (found.kept && found.body.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers["accept-encoding"])) {
-        res.setHeader("Content-Encoding", "gzip");
-        return send(res, 200, type!, gzipped(found.body));
+        return send(res, 200, type!, gzipped(found.body), ["Vary", COLLECTION_VARY, "Content-Encoding", "gzip"]);
       }
-      return send(res, 200, type!, found.body);
+      return send(res, 200, type!, found.body, ["Vary", COLLECTION_VARY]);
     }
+    res.setHeader("Vary", COLLECTION_VARY);
     gw.metrics.cacheMisses.inc();
     fillToken = found?.token;
   }
@@ -241,7 +241,7 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
   }
   const etag = etagOf(item, response);
   res.setHeader("ETag", etag);
-  if (route.method === "GET") res.setHeader("Cache-Control", "private, no-cache");
+  if (route.method === "GET") res.setHeader("Cache-Control", ITEM_CACHE_CONTROL);
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
     res.statusCode = 304;

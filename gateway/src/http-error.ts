@@ -44,11 +44,13 @@ export function sendError(res: ApiResponse, err: ApiError, requestId: string): v
   send(res, status, ERROR_TYPE, JSON.stringify(body));
 }
 
-/** Writes a JSON body with its media type exactly as named (vendor types keep their case). */
-export function send(res: ApiResponse, status: number, type: string, body: string | Buffer): void {
-  res.statusCode = status;
-  res.setHeader("Content-Type", type);
-  res.setHeader("Content-Length", typeof body === "string" ? Buffer.byteLength(body) : body.length);
+/**
+ * Writes a JSON body with its media type exactly as named (vendor types keep their case), and
+ * `headers` (a flat name, value list) with it.
+ */
+export function send(res: ApiResponse, status: number, type: string, body: string | Buffer, headers: string[] = []): void {
+  const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, ["Content-Type", type, "Content-Length", String(length), ...headers]);
   res.end(body);
 }
 

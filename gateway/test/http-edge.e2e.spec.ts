@@ -72,12 +72,12 @@ describe("caching", () => {
 });
 
 /** A GET whose answer is read as the bytes sent (fetch would undo a content coding). */
-function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; rawHeaders: string[]; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = request(`${fx.gw}${path}`, { headers: { "x-auth-token": adminToken(), ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
     });
     req.on("error", reject);
     req.end();
@@ -105,6 +105,54 @@ describe("content coding", () => {
     expect((await rawGet(path, {})).headers["content-encoding"]).toBeUndefined();
     const item = (JSON.parse(plain.body.toString()) as { uri: string }[])[0]!;
     expect((await rawGet(new URL(item.uri).pathname, { "accept-encoding": "gzip" })).headers["content-encoding"]).toBeUndefined();
+  });
+});
+
+describe("headers of answers from the cache", () => {
+  const hits = async () => Number(/^vnm_cache_hits_total(?:\{[^}]*\})? (\d+)/m.exec((await http("GET", "/metrics")).text)?.[1] ?? 0);
+  /** How many times the answer names each header. */
+  const counts = (rawHeaders: string[]) => {
+    const n: Record<string, number> = {};
+    for (let i = 0; i < rawHeaders.length; i += 2) n[rawHeaders[i]!.toLowerCase()] = (n[rawHeaders[i]!.toLowerCase()] ?? 0) + 1;
+    return n;
+  };
+  const EDGE = ["x-request-id", "access-control-allow-origin", "access-control-expose-headers", "cache-control", "vary"];
+
+  it("an item hit, its 304 and a gzip-coded collection carry the request id, CORS and their own caching headers, each once", async () => {
+    const b = await http("POST", "/bridges", { name: "edge-headers", tenantId: `eh-${Date.now()}` });
+    const path = new URL(b.json.uri).pathname;
+    let etag = "";
+    const before = await hits();
+    await waitFor("an item answered from the cache", async () => {
+      const r = await rawGet(path, { "x-request-id": "edge-item" });
+      expect(r.status).toBe(200);
+      const n = counts(r.rawHeaders);
+      for (const h of [...EDGE, "etag", "content-type", "content-length"]) expect(n[h], h).toBe(1);
+      expect(r.headers["x-request-id"]).toBe("edge-item");
+      expect(r.headers["cache-control"]).toBe("private, no-cache");
+      expect(r.headers["access-control-allow-origin"]).toBe("*");
+      etag = r.headers["etag"] as string;
+      return (await hits()) > before;
+    });
+    const before304 = await hits();
+    const notModified = await rawGet(path, { "if-none-match": etag, "x-request-id": "edge-304" });
+    expect(notModified.status).toBe(304);
+    expect(await hits()).toBeGreaterThan(before304);
+    const n = counts(notModified.rawHeaders);
+    for (const h of [...EDGE, "etag"]) expect(n[h], h).toBe(1);
+    expect(notModified.headers["x-request-id"]).toBe("edge-304");
+    expect(notModified.headers["etag"]).toBe(etag);
+    expect(notModified.headers["cache-control"]).toBe("private, no-cache");
+
+    const list = `/bridges?tenant_id=${b.json.tenantId}`;
+    await waitFor("a gzip-coded collection", async () => (await rawGet(list, { "accept-encoding": "gzip" })).headers["content-encoding"] === "gzip");
+    const coded = await rawGet(list, { "accept-encoding": "gzip", "x-request-id": "edge-list" });
+    const c = counts(coded.rawHeaders);
+    for (const h of [...EDGE, "content-encoding", "content-type", "content-length"]) expect(c[h], h).toBe(1);
+    expect(coded.headers["content-encoding"]).toBe("gzip");
+    expect(coded.headers["x-request-id"]).toBe("edge-list");
+    expect(coded.headers["cache-control"]).toBe("private, no-store");
+    expect(coded.headers["vary"]).toBe("Accept, Accept-Encoding, Authorization, X-Auth-Token");
   });
 });
 
