@@ -251,7 +251,8 @@ export function httpClient(base: () => string, contentType: string) {
 
 /** The response is an error of this status with the conventions' error body. */
 export function expectError(r: HttpResult, status: number): void {
-  expect(r.status).toBe(status);
+  // A different status names what the gateway said, so a failure in CI shows its cause.
+  expect(r.status, `answer: ${r.text.slice(0, 300)}`).toBe(status);
   expect(r.headers.get("content-type")).toBe(ERROR_TYPE);
   expect(r.json.code).toBe(status);
   expect(typeof r.json.message).toBe("string");
