@@ -119,6 +119,11 @@ interface GenerationBatch {
   kinds: Map<string, PromiseWithResolvers<string>>;
 }
 
+interface DropBatch {
+  kinds: Set<string>;
+  done: PromiseWithResolvers<void>;
+}
+
 interface LocalCopy {
   gen: string;
   local: number;
@@ -167,6 +172,7 @@ class RedisCache implements CollectionCache {
   private readonly localGens = new Map<string, number>();
   /** The generation reads waiting for this turn's MGET. */
   private genBatch: GenerationBatch | undefined;
+  private dropBatch: DropBatch | undefined;
 
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
@@ -316,12 +322,32 @@ class RedisCache implements CollectionCache {
     if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), gen, Number(local), body);
   }
 
+  /**
+   * The kinds invalidated within one turn of the event loop, dropped from Redis together: one
+   * script call, sent in the turn's check phase, for every write answered and every change heard
+   * in that turn (under load, a change notification arrives per write on every gateway). Each
+   * caller waits for the call its kinds went out in.
+   */
+  private dropInRedis(list: string[]): Promise<void> {
+    let batch = this.dropBatch;
+    if (!batch) {
+      const b: DropBatch = { kinds: new Set(), done: Promise.withResolvers<void>() };
+      batch = this.dropBatch = b;
+      setImmediate(() => {
+        this.dropBatch = undefined;
+        this.invalidateAll([...b.kinds]).then(() => b.done.resolve(), b.done.reject);
+      });
+    }
+    for (const k of list) batch.kinds.add(k);
+    return batch.done.promise;
+  }
+
   async invalidate(kinds: Iterable<string>): Promise<void> {
     const list = [...kinds];
     if (list.length === 0) return;
     for (const k of list) this.localGens.set(k, this.localGen(k) + 1);
     try {
-      await this.invalidateAll(list);
+      await this.dropInRedis(list);
     } catch (err) {
       // Someone may now read stale entries: stop trusting the cache until it is reset.
       this.errors?.inc();
