@@ -150,8 +150,11 @@ function edgeWriteHead(this: ApiResponse, status: number, reasonOrHeaders?: unkn
 /** Splits and decodes a path; undefined when a segment does not decode. */
 function splitPath(path: string): string[] | undefined {
   const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+  const segments = trimmed.slice(1).split("/");
+  // Only a percent sign makes a segment decode to something else (or fail to).
+  if (!trimmed.includes("%")) return segments;
   try {
-    return trimmed.slice(1).split("/").map(decodeURIComponent);
+    return segments.map((s) => decodeURIComponent(s));
   } catch {
     return undefined;
   }

@@ -209,6 +209,15 @@ describe("GET, list, tenant filter, DELETE", () => {
     expectError(await http("DELETE", `/bridges/${c.json.id}`), 404);
   });
 
+  it("a percent-encoded path names the same bridge as the plain one", async () => {
+    const c = await create({ name: "encoded" });
+    const id: string = c.json.id;
+    const encoded = `%${id.charCodeAt(0).toString(16)}${id.slice(1, 8)}%2D${id.slice(9)}`;
+    const r = await http("GET", `/bridges/${encoded}`);
+    expect(r.status).toBe(200);
+    expect(r.json.id).toBe(id);
+  });
+
   it("a path id that is not a UUID is a 404", async () => {
     expectError(await http("GET", "/bridges/not-a-uuid"), 404);
     expectError(await http("DELETE", "/bridges/not-a-uuid"), 404);
