@@ -115,13 +115,37 @@ class LocalCopies {
   }
 }
 
-interface GenerationBatch {
-  kinds: Map<string, PromiseWithResolvers<string>>;
-}
-
-interface DropBatch {
-  kinds: Set<string>;
-  done: PromiseWithResolvers<void>;
+/**
+ * Requests for keys made within one turn of the event loop, sent together in the turn's check
+ * phase: `send` gets each key once and answers a value per key, in order. A request only joins
+ * a batch not yet sent, so what it gets was done after it was asked.
+ */
+function perTurn<V>(send: (keys: string[]) => Promise<V[]>): (key: string) => Promise<V> {
+  let batch: Map<string, PromiseWithResolvers<V>> | undefined;
+  return (key) => {
+    if (!batch) {
+      const b = new Map<string, PromiseWithResolvers<V>>();
+      batch = b;
+      setImmediate(() => {
+        batch = undefined;
+        const keys = [...b.keys()];
+        send(keys).then(
+          (values) => {
+            for (const [i, k] of keys.entries()) b.get(k)!.resolve(values[i]!);
+          },
+          (err: unknown) => {
+            for (const w of b.values()) w.reject(err);
+          },
+        );
+      });
+    }
+    let waiting = batch.get(key);
+    if (!waiting) {
+      waiting = Promise.withResolvers<V>();
+      batch.set(key, waiting);
+    }
+    return waiting.promise;
+  };
 }
 
 interface LocalCopy {
@@ -170,9 +194,18 @@ class RedisCache implements CollectionCache {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MIN_MS;
   private readonly localGens = new Map<string, number>();
-  /** The generation reads waiting for this turn's MGET. */
-  private genBatch: GenerationBatch | undefined;
-  private dropBatch: DropBatch | undefined;
+  /**
+   * The kind's generation in Redis, read for every request that asks within one turn of the
+   * event loop at once: one MGET for every kind asked, after those requests arrived, so after
+   * any write their clients saw answered.
+   */
+  private readonly generation = perTurn((kinds) => this.redis.mget(kinds.map((k) => this.genKey(k))).then((gens) => gens.map((g) => g ?? "0")));
+  /**
+   * A kind dropped from Redis, together with every kind invalidated in the same turn: one script
+   * call for every write answered and every change heard in that turn (under load, a change
+   * notification arrives per write on every gateway), each kind's generation bumped once.
+   */
+  private readonly dropInRedis = perTurn((kinds) => this.invalidateAll(kinds).then(() => kinds.map(() => undefined)));
 
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
@@ -280,38 +313,6 @@ class RedisCache implements CollectionCache {
     }
   }
 
-  /**
-   * The kind's generation in Redis, read for every request that asks within one turn of the
-   * event loop at once: one MGET, sent in the turn's check phase, for every kind asked. A
-   * request only joins a read not yet sent, so the value it gets was read after it arrived:
-   * after any write its client saw answered.
-   */
-  private generation(kind: string): Promise<string> {
-    let batch = this.genBatch;
-    if (!batch) {
-      const b: GenerationBatch = { kinds: new Map() };
-      batch = this.genBatch = b;
-      setImmediate(() => {
-        this.genBatch = undefined;
-        const kinds = [...b.kinds.keys()];
-        this.redis.mget(kinds.map((k) => this.genKey(k))).then(
-          (gens) => {
-            for (const [i, k] of kinds.entries()) b.kinds.get(k)!.resolve(gens[i] ?? "0");
-          },
-          (err: unknown) => {
-            for (const w of b.kinds.values()) w.reject(err);
-          },
-        );
-      });
-    }
-    let waiting = batch.kinds.get(kind);
-    if (!waiting) {
-      waiting = Promise.withResolvers<string>();
-      batch.kinds.set(kind, waiting);
-    }
-    return waiting.promise;
-  }
-
   /** `token` is the Redis generation and the local one the miss was read under. */
   async fill(kind: string, key: string, body: Buffer, token: string): Promise<void> {
     if (!this.usable()) return;
@@ -322,32 +323,12 @@ class RedisCache implements CollectionCache {
     if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), gen, Number(local), body);
   }
 
-  /**
-   * The kinds invalidated within one turn of the event loop, dropped from Redis together: one
-   * script call, sent in the turn's check phase, for every write answered and every change heard
-   * in that turn (under load, a change notification arrives per write on every gateway). Each
-   * caller waits for the call its kinds went out in.
-   */
-  private dropInRedis(list: string[]): Promise<void> {
-    let batch = this.dropBatch;
-    if (!batch) {
-      const b: DropBatch = { kinds: new Set(), done: Promise.withResolvers<void>() };
-      batch = this.dropBatch = b;
-      setImmediate(() => {
-        this.dropBatch = undefined;
-        this.invalidateAll([...b.kinds]).then(() => b.done.resolve(), b.done.reject);
-      });
-    }
-    for (const k of list) batch.kinds.add(k);
-    return batch.done.promise;
-  }
-
   async invalidate(kinds: Iterable<string>): Promise<void> {
     const list = [...kinds];
     if (list.length === 0) return;
     for (const k of list) this.localGens.set(k, this.localGen(k) + 1);
     try {
-      await this.dropInRedis(list);
+      await Promise.all(list.map((k) => this.dropInRedis(k)));
     } catch (err) {
       // Someone may now read stale entries: stop trusting the cache until it is reset.
       this.errors?.inc();
