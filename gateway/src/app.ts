@@ -130,20 +130,17 @@ function names(headers: readonly unknown[], name: string): boolean {
 function edgeWriteHead(this: ApiResponse, status: number, reasonOrHeaders?: unknown, maybeHeaders?: unknown): ApiResponse {
   const reason = typeof reasonOrHeaders === "string" ? reasonOrHeaders : undefined;
   const given = reason === undefined ? reasonOrHeaders : maybeHeaders;
-  const id = this.locals["requestId"] as string;
-  const write = plainWriteHead as unknown as (this: ApiResponse, status: number, reason: string | undefined, headers: unknown) => ApiResponse;
-  if (Array.isArray(given)) {
-    const all: unknown[] = [];
-    if (!names(given, "X-Request-Id") && !this.hasHeader("X-Request-Id")) all.push("X-Request-Id", id);
-    for (let i = 0; i < EDGE_HEADERS.length; i += 2) {
-      const k = EDGE_HEADERS[i]!;
-      if (!names(given, k) && !this.hasHeader(k)) all.push(k, EDGE_HEADERS[i + 1]);
-    }
-    for (const h of given) all.push(h);
-    return write.call(this, status, reason, all);
+  const list = Array.isArray(given) ? (given as unknown[]) : undefined;
+  // The request id (position -2), then EDGE_HEADERS: those the answer does not name.
+  const missing: string[] = [];
+  for (let i = -2; i < EDGE_HEADERS.length; i += 2) {
+    const k = i < 0 ? "X-Request-Id" : EDGE_HEADERS[i]!;
+    if ((list && names(list, k)) || this.hasHeader(k)) continue;
+    missing.push(k, i < 0 ? (this.locals["requestId"] as string) : EDGE_HEADERS[i + 1]!);
   }
-  if (!this.hasHeader("X-Request-Id")) this.setHeader("X-Request-Id", id);
-  for (let i = 0; i < EDGE_HEADERS.length; i += 2) if (!this.hasHeader(EDGE_HEADERS[i]!)) this.setHeader(EDGE_HEADERS[i]!, EDGE_HEADERS[i + 1]!);
+  const write = plainWriteHead as unknown as (this: ApiResponse, status: number, reason: string | undefined, headers: unknown) => ApiResponse;
+  if (list) return write.call(this, status, reason, [...missing, ...list]);
+  for (let i = 0; i < missing.length; i += 2) this.setHeader(missing[i]!, missing[i + 1]!);
   return write.call(this, status, reason, given);
 }
 
