@@ -9,6 +9,11 @@ export interface Match {
 }
 
 const startKey = (size: number, first: string | undefined) => (first === undefined ? `${size}` : `${size}/${first}`);
+/** A route's first segment when it is a literal; undefined when it is a variable (or there is none). */
+const literalStart = (r: Route): string | undefined => {
+  const first = r.segments[0];
+  return first && "literal" in first ? first.literal : undefined;
+};
 
 /** Finds the route for a method and path; `allowed` lists the methods the path supports. */
 export class Router {
@@ -26,11 +31,11 @@ export class Router {
     }
     // A route whose first segment is a variable may match any first segment: it joins every list of its length.
     for (const [size, routes] of this.bySize) {
-      const starts = new Set(routes.flatMap((r) => { const first = r.segments[0]; return first && "literal" in first ? [first.literal] : []; }));
+      const starts = new Set(routes.map(literalStart).filter((s) => s !== undefined));
       for (const start of starts) {
-        this.byStart.set(startKey(size, start), routes.filter((r) => { const first = r.segments[0]; return !first || !("literal" in first) || first.literal === start; }));
+        this.byStart.set(startKey(size, start), routes.filter((r) => (literalStart(r) ?? start) === start));
       }
-      const open = routes.filter((r) => { const first = r.segments[0]; return !first || !("literal" in first); });
+      const open = routes.filter((r) => literalStart(r) === undefined);
       if (open.length > 0) this.byStart.set(startKey(size, undefined), open);
     }
   }
