@@ -15,7 +15,6 @@ import {
   loadGrpc,
   localBus,
   Metrics,
-  memoryFields,
   natsBus,
   onShutdown,
   reclaimWhenQuiet,
@@ -164,7 +163,7 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const { handle, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
   const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
-  reclaimWhenQuiet(undefined, (before, after) => log.debug("memory given back", memoryFields(before, after)));
+  reclaimWhenQuiet(log);
   const stop = stopper(server, [upstream, bus, cache, { close: stopTelemetry }], feed, log);
   onShutdown(stop, log);
   return { port, server, cache, bus, stop };

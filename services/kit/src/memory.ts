@@ -7,6 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import type { Logger } from "./log.ts";
 
 type Gc = (options: { type: "major"; execution: "async"; flavor: "last-resort" }) => Promise<void> | undefined;
 
@@ -36,12 +37,9 @@ function gcFunction(): Gc | undefined {
  * Starts watching the event loop (once per process; later calls do nothing): every
  * `periodSeconds` (VNM_RECLAIM_IDLE_SECONDS, 10; 0 turns it off), a period spent quiet after
  * one spent busy (the start-up counts as busy) runs one memory-reducing GC. A steady light load
- * never triggers it; a burst followed by quiet does, once. `onReclaim` hears what it gave back.
+ * never triggers it; a burst followed by quiet does, once. `log` hears (debug) what it gave back.
  */
-export function reclaimWhenQuiet(
-  periodSeconds = Number(process.env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10"),
-  onReclaim?: (before: NodeJS.MemoryUsage, after: NodeJS.MemoryUsage) => void,
-): void {
+export function reclaimWhenQuiet(log?: Logger, periodSeconds = Number(process.env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10")): void {
   if (started || !(periodSeconds > 0)) return;
   const gc = gcFunction();
   if (!gc) return;
@@ -62,7 +60,7 @@ export function reclaimWhenQuiet(
     collecting = true;
     const before = process.memoryUsage();
     void Promise.resolve(gc({ type: "major", execution: "async", flavor: "last-resort" }))
-      .then(() => onReclaim?.(before, process.memoryUsage()))
+      .then(() => log?.debug("memory given back", memoryFields(before, process.memoryUsage())))
       .catch(() => {})
       .finally(() => {
         collecting = false;
@@ -74,7 +72,7 @@ export function reclaimWhenQuiet(
 }
 
 /** Log fields of a reclaim: RSS and heap before and after, in MB. */
-export function memoryFields(before: NodeJS.MemoryUsage, after: NodeJS.MemoryUsage): Record<string, number> {
+function memoryFields(before: NodeJS.MemoryUsage, after: NodeJS.MemoryUsage): Record<string, number> {
   const mb = (n: number) => Math.round(n / 104857.6) / 10;
   return { rssMbBefore: mb(before.rss), rssMbAfter: mb(after.rss), heapMbBefore: mb(before.heapTotal), heapMbAfter: mb(after.heapTotal) };
 }

@@ -7,7 +7,7 @@ import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
 import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
-import { memoryFields, reclaimWhenQuiet } from "./memory.ts";
+import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
@@ -349,7 +349,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   relay.start();
   const metricsAddress = metricsServer?.address();
   log.info("service ready", { port, schema: cfg.schema, bus: bus.kind, metricsPort: typeof metricsAddress === "object" ? metricsAddress?.port : undefined });
-  reclaimWhenQuiet(undefined, (before, after) => log.debug("memory given back", memoryFields(before, after)));
+  reclaimWhenQuiet(log);
 
   const stop = async () => {
     await stopWork?.();
