@@ -8,6 +8,7 @@ import { stripTypeScriptTypes } from "node:module";
 import { get as httpGet } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { reclaimPeriodSeconds } from "@vnm/kit";
 import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../build.ts";
@@ -642,7 +643,7 @@ message Res { string body = 1; }
   // Quiet first: each process of the stack gives back its start-up memory after a whole quiet
   // period (VNM_RECLAIM_IDLE_SECONDS, services/kit/src/memory.ts), a full GC that would
   // otherwise take CPU from a baseline's run.
-  const reclaimSeconds = Number(process.env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10");
+  const reclaimSeconds = reclaimPeriodSeconds();
   if (reclaimSeconds > 0) {
     const wait = 2 * reclaimSeconds + 2;
     console.error(`# letting the stack go quiet for ${wait} s (it gives back its start-up memory) ${load()}`);

@@ -33,13 +33,18 @@ function gcFunction(): Gc | undefined {
   }
 }
 
+/** The reclaim period a process's environment sets: VNM_RECLAIM_IDLE_SECONDS, 10 when unset; 0 is off. */
+export function reclaimPeriodSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  return Number(env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10");
+}
+
 /**
  * Starts watching the event loop (once per process; later calls do nothing): every
  * `periodSeconds` (VNM_RECLAIM_IDLE_SECONDS, 10; 0 turns it off), a period spent quiet after
  * one spent busy (the start-up counts as busy) runs one memory-reducing GC. A steady light load
  * never triggers it; a burst followed by quiet does, once. `log` hears (debug) what it gave back.
  */
-export function reclaimWhenQuiet(log?: Logger, periodSeconds = Number(process.env["VNM_RECLAIM_IDLE_SECONDS"] ?? "10")): void {
+export function reclaimWhenQuiet(log?: Logger, periodSeconds = reclaimPeriodSeconds()): void {
   if (started || !(periodSeconds > 0)) return;
   const gc = gcFunction();
   if (!gc) return;
