@@ -17,7 +17,7 @@ import { Metrics } from "./metrics.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
-import { startTelemetry, traced, tracing } from "./telemetry.ts";
+import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
 
@@ -203,8 +203,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
       log.info("call", { requestId, method: name, code, durationMs: seconds * 1000 });
     };
     // The caller's trace continues here (traceparent in the metadata), when tracing is on.
-    const run = () => guarded(handler, call.request as Record<string, unknown>, ctx, g);
-    (tracing() ? traced(name, "server", { "rpc.system": "grpc", "rpc.method": name }, run, call.metadata.getMap()) : run()).then(
+    traced(name, "server", { "rpc.system": "grpc", "rpc.method": name }, () => guarded(handler, call.request as Record<string, unknown>, ctx, g), () => call.metadata.getMap()).then(
       (response) => {
         // Trailing metadata only when there is something to say: what the call changed.
         let trailer: grpc.Metadata | undefined;

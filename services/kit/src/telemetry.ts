@@ -62,12 +62,14 @@ function finish(api: typeof Api, span: Api.Span, err?: unknown): void {
 
 /**
  * Runs `fn` inside a span (the current one's child, or `parent`'s when a carrier holding a
- * traceparent is given). Without tracing, just runs `fn`.
+ * traceparent is given; a function giving the carrier is only called when tracing is on).
+ * Without tracing, just runs `fn`.
  */
-export function traced<T>(name: string, kind: Kind, attributes: Api.Attributes, fn: () => Promise<T>, parent?: Carrier): Promise<T> {
+export function traced<T>(name: string, kind: Kind, attributes: Api.Attributes, fn: () => Promise<T>, parent?: Carrier | (() => Carrier)): Promise<T> {
   if (!otel) return fn();
   const { api, tracer } = otel;
-  const ctx = parent ? api.propagation.extract(api.context.active(), parent) : api.context.active();
+  const carrier = typeof parent === "function" ? parent() : parent;
+  const ctx = carrier ? api.propagation.extract(api.context.active(), carrier) : api.context.active();
   return tracer.startActiveSpan(name, { kind: kindOf(api, kind), attributes }, ctx, async (span) => {
     try {
       const result = await fn();

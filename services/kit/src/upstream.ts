@@ -111,9 +111,8 @@ export function createUpstream(
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
-        const run = () => unary(client, rpc, request, timeoutMs, token, requestId);
-        const span = tracing() ? `${service}/${rpc}` : "";
-        const result = await (span ? traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, run) : run());
+        const span = `${service}/${rpc}`;
+        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, () => unary(client, rpc, request, timeoutMs, token, requestId));
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {
