@@ -154,7 +154,10 @@ export class Stack {
     await waitFor(
       "the admin's login",
       async () => {
-        defaultToken ||= await this.login(base, "admin", this.adminPassword);
+        // At this gateway, every time: another stack's earlier login says nothing of whether
+        // this one's identity service answers yet.
+        const token = await this.login(base, "admin", this.adminPassword);
+        defaultToken ||= token;
         return true;
       },
       STARTUP_MS,
