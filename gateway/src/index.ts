@@ -82,6 +82,7 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
   bus.subscribe(
+    [">"],
     (msg) => {
       const parsed = parseChangeSubject(cfg.prefix, msg.subject);
       if (parsed) void cache.invalidate(catalog.affected([`${parsed.domain}.${parsed.kind}:${parsed.event}`]));

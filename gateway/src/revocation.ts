@@ -3,7 +3,7 @@
 // user has none. The gateway remembers each user's generation and forgets it when the identity
 // service announces a change of that user on the bus, so every replica refuses an old token
 // within a second of the change. Without the change feed, what is remembered lasts a second.
-import { ApiError, type Bus, type Identity, parseChangeSubject, serviceToken, type TokenKeys, type Upstream } from "@vnm/kit";
+import { ApiError, type Bus, type Identity, serviceToken, type TokenKeys, type Upstream } from "@vnm/kit";
 
 const AUTH = "vnm.identity.v1.AuthService";
 /** How long a user's generation is trusted: while the feed is up, and without it. */
@@ -35,10 +35,10 @@ export function revocations(opts: Options): Revocations {
     for (const l of listeners) l(userId);
   };
   opts.bus.subscribe(
+    ["identity.User.*"],
     (msg) => {
-      const parsed = parseChangeSubject(opts.bus.prefix, msg.subject);
       const id = (msg.data as { id?: unknown } | null)?.id;
-      if (parsed?.domain === "identity" && parsed.kind === "User" && typeof id === "string") forget(id);
+      if (typeof id === "string") forget(id);
     },
     (state) => {
       feedUp = state === "connected";

@@ -16,8 +16,13 @@ export interface Bus {
   readonly prefix: string;
   /** Publishes and waits for the broker's acknowledgement; a retry with the same id is dropped. */
   publish(subject: string, data: unknown, msgId: string): Promise<void>;
-  /** Receives every message below `<prefix>.`; `onState` hears connection changes. */
-  subscribe(handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void;
+  /**
+   * Receives the messages on `subjects` (below `<prefix>.`, NATS wildcards allowed: `[">"]` is
+   * every change) as they are published, none missed while connected and none kept for later;
+   * `onState` hears connection changes. The broker filters: a subscriber hears nothing of the
+   * subjects it did not name.
+   */
+  subscribe(subjects: string[], handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void;
   state(): BusState;
   /**
    * Delivers every message below `<prefix>.` with its sequence number, in order: those after
@@ -95,7 +100,7 @@ class NatsBus implements Bus {
   private closed = false;
   private current: BusState = "disconnected";
   private streamReady = false;
-  private readonly handlers: ((msg: BusMessage) => void)[] = [];
+  private readonly handlers: { subjects: string[]; handler: (msg: BusMessage) => void }[] = [];
   private readonly stateListeners: ((s: BusState) => void)[] = [];
   private readonly opts: NatsBusOptions;
 
@@ -131,12 +136,14 @@ class NatsBus implements Bus {
     this.streamReady = true;
   }
 
-  private subscribeOne(conn: NatsConnection, handler: (msg: BusMessage) => void): void {
-    conn.subscribe(`${this.prefix}.>`, {
-      callback: (err, m) => {
-        if (!err) handler({ subject: m.subject, data: payload(() => JSON.parse(sc.decode(m.data))) });
-      },
-    });
+  private subscribeOne(conn: NatsConnection, sub: { subjects: string[]; handler: (msg: BusMessage) => void }): void {
+    for (const subject of sub.subjects) {
+      conn.subscribe(`${this.prefix}.${subject}`, {
+        callback: (err, m) => {
+          if (!err) sub.handler({ subject: m.subject, data: payload(() => JSON.parse(sc.decode(m.data))) });
+        },
+      });
+    }
   }
 
   private async run(): Promise<void> {
@@ -185,10 +192,11 @@ class NatsBus implements Bus {
     await this.js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000, headers: h });
   }
 
-  subscribe(handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void {
-    this.handlers.push(handler);
+  subscribe(subjects: string[], handler: (msg: BusMessage) => void, onState?: (state: BusState) => void): void {
+    const sub = { subjects, handler };
+    this.handlers.push(sub);
     if (onState) this.stateListeners.push(onState);
-    if (this.nc) this.subscribeOne(this.nc, handler);
+    if (this.nc) this.subscribeOne(this.nc, sub);
   }
 
   state(): BusState {
@@ -293,8 +301,11 @@ function newLocalBus(prefix: string): Bus {
       for (const h of handlers) h(msg);
       for (const f of followers) f(seq, msg);
     },
-    subscribe(handler) {
-      handlers.push(handler);
+    subscribe(subjects, handler) {
+      const filters = subjects.map((x) => `${prefix}.${x}`);
+      handlers.push((msg) => {
+        if (filters.some((f) => subjectMatches(f, msg.subject))) handler(msg);
+      });
     },
     state: () => "connected",
     async follow(afterSeq, handler) {

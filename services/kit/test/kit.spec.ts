@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "nats";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
-import { natsBus, streamName } from "../src/bus.ts";
+import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { commitWithChanges, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
@@ -133,6 +133,21 @@ describe("preparedReads", () => {
   });
 });
 
+describe("local bus", () => {
+  it("hands a subscriber only the subjects it named", async () => {
+    const bus = localBus(`local${id}`);
+    const all: string[] = [];
+    const users: string[] = [];
+    bus.subscribe([">"], (m) => all.push(m.subject));
+    bus.subscribe(["identity.User.*"], (m) => users.push(m.subject));
+    await bus.publish(`local${id}.bridge.Bridge.created`, {}, "1");
+    await bus.publish(`local${id}.identity.User.updated`, {}, "2");
+    expect(all).toEqual([`local${id}.bridge.Bridge.created`, `local${id}.identity.User.updated`]);
+    expect(users).toEqual([`local${id}.identity.User.updated`]);
+    await bus.close();
+  });
+});
+
 describe("outbox relay", () => {
   let nc: NatsConnection;
   const prefix = `vnm${id}`;
@@ -148,7 +163,10 @@ describe("outbox relay", () => {
   it("publishes committed changes in order, once, and empties the outbox", async () => {
     const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-test" });
     const got: string[] = [];
-    bus.subscribe((m) => got.push(m.subject));
+    bus.subscribe([">"], (m) => got.push(m.subject));
+    // A narrower subscriber hears only what it named (the broker filters).
+    const deletions: string[] = [];
+    bus.subscribe(["demo.*.deleted"], (m) => deletions.push(m.subject));
     await new Promise<void>((resolve) => {
       const t = setInterval(() => {
         if (bus.state() === "connected") {
@@ -171,6 +189,7 @@ describe("outbox relay", () => {
     await Promise.all(relays.map((r) => r.flush()));
     await new Promise((r) => setTimeout(r, 300));
     expect(got).toEqual([`${prefix}.demo.Thing.created`, `${prefix}.demo.Thing.updated`, `${prefix}.demo.Thing.deleted`]);
+    expect(deletions).toEqual([`${prefix}.demo.Thing.deleted`]);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.outbox`)).rows[0].n).toBe(0);
 
     // A re-sent message (a relay that crashed after publishing, before deleting) is dropped.

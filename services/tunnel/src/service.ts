@@ -20,9 +20,7 @@ export const service: ServiceSpec = {
     const sessions = new VtepSessions(svc);
     sessions.start();
     // A VTEP created or deleted on any replica: every replica looks at once.
-    svc.bus.subscribe((msg) => {
-      if (/\.tunnel\.Vtep\.(created|deleted)$/.test(msg.subject)) sessions.look();
-    });
+    svc.bus.subscribe(["tunnel.Vtep.created", "tunnel.Vtep.deleted"], () => sessions.look());
     return () => sessions.stop();
   },
 };
