@@ -86,16 +86,26 @@ export function createUpstream(
       if (token) metadata.set("authorization", `Bearer ${token}`);
       if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
       if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
-      const call = fn.call(
-        client,
-        request,
-        metadata,
-        { deadline: Date.now() + timeoutMs },
-        (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
-          if (err) failure = err;
-          else response = res;
-        },
-      ) as grpc.ClientUnaryCall;
+      // grpc-js builds an Error on every call to keep the caller's stack for the message of a
+      // call that fails. A failure here becomes an API error that never shows that stack, so
+      // none is captured (a stack walk per call, succeeded or not).
+      const limit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+      let call: grpc.ClientUnaryCall;
+      try {
+        call = fn.call(
+          client,
+          request,
+          metadata,
+          { deadline: Date.now() + timeoutMs },
+          (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
+            if (err) failure = err;
+            else response = res;
+          },
+        ) as grpc.ClientUnaryCall;
+      } finally {
+        Error.stackTraceLimit = limit;
+      }
       // The callback runs before the status event, which carries the trailing metadata.
       call.on("status", (st: grpc.StatusObject) => {
         if (failure || !response) return reject(failure ?? new Error("no response"));
