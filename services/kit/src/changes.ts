@@ -52,18 +52,15 @@ function outboxRows(prefix: string, domain: string, changes: Change[], requestId
 }
 
 /**
- * Writes the changes' outbox rows and commits, in one round trip: the rows go as escaped
- * literals in the same simple query as the COMMIT.
+ * The statements that write the changes' outbox rows and commit, for one round trip: the rows
+ * go as escaped literals in the same simple query as the COMMIT.
  */
-export async function commitWithChanges(client: pg.PoolClient, prefix: string, domain: string, changes: Change[], requestId?: string): Promise<void> {
-  if (changes.length === 0) {
-    await client.query("COMMIT");
-    return;
-  }
+export function commitStatements(client: Pick<pg.PoolClient, "escapeLiteral">, prefix: string, domain: string, changes: Change[], requestId?: string): string {
+  if (changes.length === 0) return "COMMIT";
   const values = outboxRows(prefix, domain, changes, requestId)
     .map((r) => `(${client.escapeLiteral(r.subject)}, ${client.escapeLiteral(r.payload)}::jsonb)`)
     .join(", ");
-  await client.query(`INSERT INTO outbox (subject, payload) VALUES ${values}; COMMIT`);
+  return `INSERT INTO outbox (subject, payload) VALUES ${values}; COMMIT`;
 }
 
 /**

@@ -91,20 +91,42 @@ export const OUTBOX_MIGRATION: Migration = {
 export type Queryable = Pick<pg.PoolClient, "query">;
 
 /**
+ * What a transaction's body may do besides querying: end the transaction with its last
+ * statement, the statements that commit (`end`: "COMMIT", or more then COMMIT) going out in the
+ * same message, so the last statement and the commit take one round trip. Nothing may run in
+ * the transaction after it.
+ */
+export interface TxEnd {
+  last(text: string, values: unknown[], end: string): Promise<pg.QueryResult>;
+}
+
+/**
  * The one way the kit runs a transaction on a client: `begin` (BEGIN), `fn`, then `commit`
- * (COMMIT, or a statement that commits with more); ROLLBACK when anything fails. The BEGIN
- * costs no round trip of its own: it goes out with the transaction's first statement (see
- * `beginWithFirst`).
+ * (COMMIT, or a statement that commits with more) unless `fn` ended the transaction itself
+ * (`TxEnd.last`); ROLLBACK when anything fails. The BEGIN costs no round trip of its own: it
+ * goes out with the transaction's first statement (see `beginWithFirst`).
  */
 export async function inTransaction<T>(
   client: pg.PoolClient,
-  fn: (q: pg.PoolClient) => Promise<T>,
+  fn: (q: pg.PoolClient, end: TxEnd) => Promise<T>,
   opts: { begin?: string; commit?: (q: pg.PoolClient) => Promise<unknown> } = {},
 ): Promise<T> {
   const tx = beginWithFirst(client, opts.begin ?? "BEGIN");
+  let ended = false;
+  const last = async (text: string, values: unknown[], end: string): Promise<pg.QueryResult> => {
+    if (ended) throw new Error("the transaction has ended");
+    ended = true;
+    const inline = withLiterals(text, values);
+    if (inline === undefined) {
+      const result = await tx.q.query(text, values);
+      await tx.q.query(end);
+      return result;
+    }
+    return (await tx.send(`${inline}; ${end}`))[0]!;
+  };
   try {
-    const result = await fn(tx.q);
-    await (opts.commit ? opts.commit(tx.q) : tx.q.query("COMMIT"));
+    const result = await fn(tx.q, { last });
+    if (!ended) await (opts.commit ? opts.commit(tx.q) : tx.q.query("COMMIT"));
     return result;
   } catch (err) {
     if (tx.begun()) await client.query("ROLLBACK").catch(() => {});
@@ -148,23 +170,31 @@ export function withLiterals(text: string, values: readonly unknown[]): string |
  * A client whose first query carries `begin` in front of it, in one simple-protocol message
  * (its parameters written as literals), so a transaction's BEGIN takes no round trip alone.
  * A first query that cannot be written so (quotes in its text, binary values, a query
- * object) is preceded by the BEGIN on its own.
+ * object) is preceded by the BEGIN on its own. `send` runs statements already written as
+ * literals (`begin` first when nothing ran yet) and gives each one's result, the BEGIN's left out.
  */
-function beginWithFirst(client: pg.PoolClient, begin: string): { q: pg.PoolClient; begun: () => boolean } {
+function beginWithFirst(client: pg.PoolClient, begin: string): { q: pg.PoolClient; begun: () => boolean; send: (text: string) => Promise<pg.QueryResult[]> } {
   let begun = false;
+  const send = async (text: string): Promise<pg.QueryResult[]> => {
+    const skip = begun ? 0 : begin.split(";").length;
+    const full = begun ? text : `${begin}; ${text}`;
+    begun = true;
+    const results = (await client.query(full)) as unknown as pg.QueryResult | pg.QueryResult[];
+    return (Array.isArray(results) ? results : [results]).slice(skip);
+  };
   const query = async (text: unknown, values?: unknown) => {
     if (begun) return client.query(text as string, values as unknown[]);
-    begun = true;
     const inline = typeof text === "string" && (values === undefined || Array.isArray(values)) ? withLiterals(text, (values as unknown[] | undefined) ?? []) : undefined;
     if (inline === undefined) {
+      begun = true;
       await client.query(begin);
       return client.query(text as string, values as unknown[]);
     }
-    const results = (await client.query(`${begin}; ${inline}`)) as unknown as pg.QueryResult | pg.QueryResult[];
-    return Array.isArray(results) ? results[results.length - 1] : results;
+    const results = await send(inline);
+    return results[results.length - 1];
   };
   const q = new Proxy(client, { get: (target, key) => (key === "query" ? query : Reflect.get(target, key)) });
-  return { q, begun: () => begun };
+  return { q, begun: () => begun, send };
 }
 
 const statementNames = new Map<string, string>();

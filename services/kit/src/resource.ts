@@ -12,7 +12,7 @@ import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { itemPath, parseTemplate } from "./paths.ts";
-import type { CallContext, Handlers, Store } from "./service.ts";
+import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import { isUuid, parseInput } from "./validate.ts";
 
 type Emit = (c: Change) => void;
@@ -417,7 +417,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
    * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
    * with its checks, in the caller's transaction, under the parent the request names.
    */
-  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}) {
+  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}, finish?: Finish) {
     const up = await this.ancestors(q, req, "key share");
     this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
     const body = { ...(parseInput(this.spec.input, req[this.info.body ?? ""] ?? {}) as object), ...fixed } as z.output<S>;
@@ -430,8 +430,14 @@ export class Resource<S extends z.ZodType, R extends Row> {
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
     const names = Object.keys(cols).map(assertIdentifier);
     const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
-    const row = await this.reread(q, (await this.writing(body, id, async () => (await q.query<R>(sql, Object.values(cols))).rows[0]))!);
-    emit(this.change("created", row, up));
+    // A top-level item read from its table, with no hook reacting to its creation, is announced
+    // from the columns written (its id and tenant are among them), before the insert: the insert
+    // then ends the transaction, with the outbox row and the COMMIT in the same round trip.
+    const last = finish && !this.spec.parentColumn && !this.spec.view && !this.spec.render && !this.spec.changed ? finish : undefined;
+    if (last) emit(this.change("created", cols as R, up));
+    const insert = async () => ((last ? await last(sql, Object.values(cols)) : await q.query<R>(sql, Object.values(cols))).rows[0] as R | undefined);
+    const row = await this.reread(q, (await this.writing(body, id, insert))!);
+    if (!last) emit(this.change("created", row, up));
     await this.spec.changed?.(q, row, "created", emit, body);
     // What `changed` wrote may show in the item's derived columns.
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
@@ -493,7 +499,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
       const { row, up } = await this.locate(reads, req);
       return this.toMessage(row, up);
     };
-    if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.create(q, emit, req));
+    if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.create(q, emit, req, {}, finish));
     if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req));
     if (rpcs.delete) {
       out[rpcs.delete] = async (req: Req, ctx: CallContext) => {

@@ -6,7 +6,7 @@ import type pg from "pg";
 import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
-import { type Change, commitWithChanges, OutboxRelay } from "./changes.ts";
+import { type Change, commitStatements, OutboxRelay } from "./changes.ts";
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
@@ -56,15 +56,29 @@ export class Store {
   /**
    * Runs `fn` in one transaction; the changes it emits are written to the outbox in the same
    * transaction and announced after the commit. `ctx` is the call's, to name the changes to the
-   * gateway; work no call asked for (reacting to another service's change) has none.
+   * gateway; work no call asked for (reacting to another service's change) has none. `fn` may
+   * end the transaction itself with its last statement (`finish`), once it has emitted every
+   * change: that statement, the outbox rows and the COMMIT then go to Postgres in one message.
    */
-  async tx<T>(ctx: CallContext | undefined, fn: (q: pg.PoolClient, emit: (c: Change) => void) => Promise<T>): Promise<T> {
+  async tx<T>(ctx: CallContext | undefined, fn: (q: pg.PoolClient, emit: (c: Change) => void, finish: Finish) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const changes: Change[] = [];
+    let finished = false;
+    const emit = (c: Change) => {
+      if (finished) throw new Error("a change emitted after the transaction was finished");
+      changes.push(c);
+    };
+    const ending = () => commitStatements(client, this.prefix, this.domain, changes, ctx?.requestId);
     try {
-      const result = await inTransaction(client, (q) => fn(q, (c) => changes.push(c)), {
-        commit: (q) => commitWithChanges(q, this.prefix, this.domain, changes, ctx?.requestId),
-      });
+      const result = await inTransaction(
+        client,
+        (q, end) =>
+          fn(q, emit, (text, values) => {
+            finished = true;
+            return end.last(text, values, ending());
+          }),
+        { commit: (q) => q.query(ending()) },
+      );
       for (const c of changes) ctx?.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
@@ -73,6 +87,12 @@ export class Store {
     }
   }
 }
+
+/**
+ * Ends a transaction with its last statement (the result returned): the statement, the
+ * outbox rows of every change emitted before it and the COMMIT, in one round trip.
+ */
+export type Finish = (text: string, values: unknown[]) => Promise<pg.QueryResult>;
 
 export interface ServiceSpec {
   /** Domain name: schema name, subject segment, log name ("bridge"). */

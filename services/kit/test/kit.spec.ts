@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { localBus, natsBus, streamName } from "../src/bus.ts";
-import { commitWithChanges, OutboxRelay } from "../src/changes.ts";
+import { commitStatements, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
 
@@ -104,6 +104,46 @@ describe("inTransaction", () => {
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.tx WHERE id = $1`, [id])).rows[0].n).toBe(0);
   });
 
+  it("ends a transaction with its last statement and the commit in one message", async () => {
+    const c = await pool.connect();
+    const sent: string[] = [];
+    const query = c.query.bind(c);
+    (c as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      sent.push(typeof a[0] === "string" ? a[0].split(/\s/, 1)[0]! : "?");
+      return (query as (...a: unknown[]) => unknown)(...a);
+    };
+    const [a, b] = ["21111111-2222-4333-8444-555555555555", "31111111-2222-4333-8444-555555555555"];
+    try {
+      const back = await inTransaction(c, async (_q, end) => {
+        const r = await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2) RETURNING id, name`, [a, "it's last"], `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
+        return r.rows;
+      });
+      // The statement's own rows come back, not the BEGIN's or the COMMIT's.
+      expect(back).toEqual([{ id: a, name: "it's last" }]);
+      expect(sent).toEqual(["BEGIN;"]);
+    } finally {
+      c.release();
+    }
+    expect((await pool.query(`SELECT name FROM ${schema}.tx WHERE id = ANY($1) ORDER BY name`, [[a, b]])).rows).toEqual([{ name: "end" }, { name: "it's last" }]);
+  });
+
+  it("leaves nothing of a transaction whose last statement fails, and the client usable", async () => {
+    const c = await pool.connect();
+    const [a, b] = ["41111111-2222-4333-8444-555555555555", "51111111-2222-4333-8444-555555555555"];
+    try {
+      await expect(
+        inTransaction(c, async (q, end) => {
+          await q.query(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [a, "first"]);
+          await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [a, "again"], `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
+        }),
+      ).rejects.toMatchObject({ code: "23505" });
+      expect((await c.query("SELECT 1 AS ok")).rows).toEqual([{ ok: 1 }]);
+    } finally {
+      c.release();
+    }
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.tx WHERE id = ANY($1)`, [[a, b]])).rows[0].n).toBe(0);
+  });
+
   it("writes parameters as literals only where every $n is one", () => {
     expect(withLiterals("SELECT * FROM t WHERE id = $1 AND n = $2", ["a'b", 3])).toBe("SELECT * FROM t WHERE id = 'a''b' AND n = '3'");
     expect(withLiterals("SELECT $1", [null])).toBe("SELECT NULL");
@@ -178,11 +218,11 @@ describe("outbox relay", () => {
     const c = await pool.connect();
     await c.query(`SET search_path = ${schema}`);
     await c.query("BEGIN");
-    await commitWithChanges(c, prefix, "demo", [
+    await c.query(commitStatements(c, prefix, "demo", [
       { kind: "Thing", event: "created", id: "1", path: "/things/1", tenantId: null },
       { kind: "Thing", event: "updated", id: "1", path: "/things/1", tenantId: null },
       { kind: "Thing", event: "deleted", id: "1", path: "/things/1", tenantId: null },
-    ]);
+    ]));
     c.release();
     // Two relays (two replicas) drain the same outbox.
     const relays = [new OutboxRelay(pool, schema, bus, log), new OutboxRelay(pool, schema, bus, log)];
@@ -205,7 +245,7 @@ describe("outbox relay", () => {
     await c.query(`SET search_path = ${schema}`);
     await c.query("BEGIN");
     const tricky = "it's a \\ test \"quoted\" \u00e9";
-    await commitWithChanges(c, prefix, "demo", [{ kind: "Thing", event: "created", id: tricky, path: `/things/${tricky}`, tenantId: "t'1" }]);
+    await c.query(commitStatements(c, prefix, "demo", [{ kind: "Thing", event: "created", id: tricky, path: `/things/${tricky}`, tenantId: "t'1" }]));
     const row = (await c.query("SELECT subject, payload FROM outbox ORDER BY id DESC LIMIT 1")).rows[0];
     c.release();
     expect(row.subject).toBe(`${prefix}.demo.Thing.created`);
@@ -218,7 +258,7 @@ describe("outbox relay", () => {
     const c = await pool.connect();
     await c.query(`SET search_path = ${schema}`);
     await c.query("BEGIN");
-    await commitWithChanges(c, prefix, "demo", [{ kind: "Thing", event: "created", id: "2", path: "/things/2", tenantId: null }]);
+    await c.query(commitStatements(c, prefix, "demo", [{ kind: "Thing", event: "created", id: "2", path: "/things/2", tenantId: null }]));
     c.release();
     await expect(new OutboxRelay(pool, schema, bus, log).flush()).rejects.toThrow(/not connected/);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.outbox`)).rows[0].n).toBe(1);

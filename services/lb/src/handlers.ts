@@ -10,7 +10,7 @@ function poolLists(store: Store): Handlers {
       // A missing load balancer is a 404 before the body is judged. The body must still
       // carry a loadBalancerId, but the path's wins.
       const lb = await loadBalancers.existing(store.pool, req.loadBalancerId);
-      return store.tx(ctx, (q, emit) => pools.create(q, emit, req, { loadBalancerId: lb }));
+      return store.tx(ctx, (q, emit, finish) => pools.create(q, emit, req, { loadBalancerId: lb }, finish));
     },
 
     async ListLoadBalancerPools(req: { id: string }) {
