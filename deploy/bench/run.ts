@@ -3,7 +3,7 @@
 // to the baselines of the same run and their goals (issue 16), one table and one JSON per run.
 
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { stripTypeScriptTypes } from "node:module";
 import { get as httpGet } from "node:http";
 import { cpus, tmpdir } from "node:os";
@@ -35,6 +35,13 @@ const PROBE = "deploy/bench/memory-probe.ts";
  */
 const FROM = setting("FROM") ?? "compiled";
 if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FROM}: compiled or sources`);
+/**
+ * A folder two benches share to start each scenario together (BENCH_SYNC=/tmp/x on both, same
+ * --only): two builds measured side by side see the same machine. A virtual machine's CPU speed
+ * drifts by tens of percent from minute to minute, more than most changes are worth, and runs
+ * one after the other cannot tell such a change from the drift (docs/perf/README.md).
+ */
+const SYNC = setting("SYNC");
 /** Node flags for the gateway and the services on top of NODE_FLAGS (space-separated), to compare flags. */
 const EXTRA_FLAGS = (setting("NODE_FLAGS") ?? "").split(" ").filter(Boolean);
 /** The goal for a gateway's or a service's RSS when idle (issue 16). */
@@ -280,6 +287,17 @@ async function cannon(load: Load, seconds: number): Promise<WrkResult> {
 
 const ok = (r: WrkResult) => r.requests - r.non2xx;
 
+/** Waits (up to 5 minutes) until the other bench sharing `dir` has reached scenario `n` too. */
+async function together(dir: string, n: number): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${n}.${process.pid}`), "");
+  const until = Date.now() + 300_000;
+  while (readdirSync(dir).filter((f) => f.startsWith(`${n}.`)).length < 2) {
+    if (Date.now() > until) throw new Error(`BENCH_SYNC: no other bench reached scenario ${n} in ${dir}`);
+    await sleep(50);
+  }
+}
+
 /** One scenario: a progress line, an unrecorded warm-up, then the measured run. */
 async function scenario(
   name: string,
@@ -295,6 +313,7 @@ async function scenario(
   const what = opts.requests
     ? `${opts.requests.map((r) => `${r.method ?? "GET"} ${r.path.replace(/[0-9a-f-]{36}/g, "{id}")}`).filter((v, i, a) => a.indexOf(v) === i).join(" | ")} on ${urls.join(" + ")}`
     : `${opts.method ?? "GET"} ${urls.join(" + ")}`;
+  if (SYNC) await together(SYNC, scenarioNo);
   console.error(`[${String(scenarioNo).padStart(2)}] ${name}: ${what} (wrk, ${conns} connections, ${SECONDS} s) ${load()}`);
   if (WARMUP > 0) {
     const w = await cannon(opts, WARMUP);
