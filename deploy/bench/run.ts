@@ -8,7 +8,7 @@ import { stripTypeScriptTypes } from "node:module";
 import { get as httpGet } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { reclaimPeriodSeconds } from "@vnm/kit";
+import { reclaimPeriodSeconds, streamNames } from "@vnm/kit";
 import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../build.ts";
@@ -497,7 +497,7 @@ async function cleanup(): Promise<void> {
   if (nc) {
     try {
       const jsm = await nc.jetstreamManager();
-      await jsm.streams.delete(PREFIX.toUpperCase());
+      for (const stream of streamNames(PREFIX)) await jsm.streams.delete(stream);
     } catch (err) {
       console.error(`# delete stream failed: ${(err as Error).message}`);
     }
@@ -844,7 +844,7 @@ message Res { string body = 1; }
   let streamMessages: number | undefined;
   try {
     const jsm = await nc.jetstreamManager();
-    streamMessages = (await jsm.streams.info(PREFIX.toUpperCase())).state.messages;
+    streamMessages = (await jsm.streams.info(streamNames(PREFIX)[0])).state.messages;
   } catch {}
 
   // --- goals beyond the rows
@@ -872,7 +872,7 @@ message Res { string body = 1; }
     );
   if (publications.length > 0)
     console.log(
-      `NATS: ${publications.map((p) => `${p.scenario}: ${p.acknowledged} acknowledged / ${p.committed} committed / ${p.published} published`).join("; ")}; stream ${PREFIX.toUpperCase()} holds ${streamMessages ?? "?"} messages`,
+      `NATS: ${publications.map((p) => `${p.scenario}: ${p.acknowledged} acknowledged / ${p.committed} committed / ${p.published} published`).join("; ")}; stream ${streamNames(PREFIX)[0]} holds ${streamMessages ?? "?"} messages`,
     );
   console.log(`the stack ran ${stackDescription}`);
   console.log(

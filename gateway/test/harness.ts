@@ -2,7 +2,7 @@
 // each test run in its own schema, bus subject prefix and cache prefix.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
-import { addressVariable } from "@vnm/kit";
+import { addressVariable, streamNames } from "@vnm/kit";
 import { DEPS, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
@@ -175,7 +175,7 @@ export class Stack {
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
     const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
     const jsm = await nc.jetstreamManager();
-    for (const stream of [this.prefix.toUpperCase(), `${this.prefix.toUpperCase()}_AUDIT`]) await jsm.streams.delete(stream).catch(() => {});
+    for (const stream of streamNames(this.prefix)) await jsm.streams.delete(stream).catch(() => {});
     await nc.close();
     const redis = new Redis(DEPS.redisUrl);
     let cursor = "0";

@@ -69,6 +69,12 @@ export function streamName(prefix: string): string {
   return prefix.toUpperCase().replace(/[^A-Z0-9_-]/g, "_");
 }
 
+/** Every JetStream stream a deployment's bus keeps: the changes', then the audit records'. */
+export function streamNames(prefix: string): [changes: string, audit: string] {
+  const name = streamName(prefix);
+  return [name, `${name}_AUDIT`];
+}
+
 /**
  * The subject root of audit records (`<prefix>-audit.<domain>.<Kind>`): beside the change
  * subjects, not below them, so no change feed or cache sees them; kept in a stream of their own.
@@ -120,11 +126,11 @@ class NatsBus implements Bus {
   private async ensureStream(): Promise<void> {
     if (!this.nc || this.streamReady) return;
     const jsm = await this.nc.jetstreamManager();
-    const name = streamName(this.prefix);
+    const [name, audit] = streamNames(this.prefix);
     const day = 24 * 3600 * 1e9;
     const streams = [
       { name, subjects: [`${this.prefix}.>`], max_age: day },
-      { name: `${name}_AUDIT`, subjects: [`${auditRoot(this.prefix)}.>`], max_age: AUDIT_DAYS * day },
+      { name: audit, subjects: [`${auditRoot(this.prefix)}.>`], max_age: AUDIT_DAYS * day },
     ];
     for (const s of streams) {
       try {

@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "nats";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
-import { localBus, natsBus, streamName } from "../src/bus.ts";
+import { localBus, natsBus, streamName, streamNames } from "../src/bus.ts";
 import { commitStatements, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
@@ -196,7 +196,7 @@ describe("outbox relay", () => {
   });
   afterAll(async () => {
     const jsm = await nc.jetstreamManager();
-    await jsm.streams.delete(streamName(prefix)).catch(() => {});
+    for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch(() => {});
     await nc.close();
   });
 
