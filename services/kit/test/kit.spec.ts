@@ -50,6 +50,17 @@ describe("migrate", () => {
   });
 });
 
+/** The first word of each message the client sends from now on ("BEGIN;", "COMMIT", ...). */
+function messagesSent(c: pg.PoolClient): string[] {
+  const sent: string[] = [];
+  const query = c.query.bind(c);
+  (c as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+    sent.push(typeof a[0] === "string" ? a[0].split(/\s/, 1)[0]! : "?");
+    return (query as (...a: unknown[]) => unknown)(...a);
+  };
+  return sent;
+}
+
 describe("inTransaction", () => {
   beforeAll(async () => {
     await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -67,12 +78,7 @@ describe("inTransaction", () => {
       at: new Date("2026-01-02T03:04:05.678Z"),
     };
     const c = await pool.connect();
-    const sent: string[] = [];
-    const query = c.query.bind(c);
-    (c as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      sent.push(typeof a[0] === "string" ? a[0].split(/\s/, 1)[0]! : "?");
-      return (query as (...a: unknown[]) => unknown)(...a);
-    };
+    const sent = messagesSent(c);
     try {
       const back = await inTransaction(c, async (q) => {
         const ins = await q.query(`INSERT INTO ${schema}.tx (id, name, n, ok, ids, doc, at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`, Object.values(row));
@@ -106,12 +112,7 @@ describe("inTransaction", () => {
 
   it("ends a transaction with its last statement and the commit in one message", async () => {
     const c = await pool.connect();
-    const sent: string[] = [];
-    const query = c.query.bind(c);
-    (c as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      sent.push(typeof a[0] === "string" ? a[0].split(/\s/, 1)[0]! : "?");
-      return (query as (...a: unknown[]) => unknown)(...a);
-    };
+    const sent = messagesSent(c);
     const [a, b] = ["21111111-2222-4333-8444-555555555555", "31111111-2222-4333-8444-555555555555"];
     try {
       const back = await inTransaction(c, async (_q, end) => {
