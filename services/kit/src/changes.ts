@@ -135,10 +135,13 @@ export class OutboxRelay {
    */
   private async publishBatch(q: pg.PoolClient, published: string[]): Promise<number | undefined> {
     // The lock and the rows in one statement: a first row saying whether the lock was taken,
-    // joined to the rows when it was (none: one row of nulls).
+    // joined to the rows when it was (none: one row of nulls). The statement's snapshot is
+    // older than the lock: rows another replica published and deleted while this one waited
+    // for it would still show. FOR UPDATE skips a row whose delete has committed, so no row
+    // is published twice.
     const read = await q.query<{ ok: boolean; id: string | null; subject: string; payload: unknown }>(
       `SELECT l.ok, o.id, o.subject, o.payload FROM (SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok) l
-         LEFT JOIN LATERAL (SELECT id, subject, payload FROM outbox WHERE l.ok ORDER BY id LIMIT 500) o ON true ORDER BY o.id`,
+         LEFT JOIN LATERAL (SELECT id, subject, payload FROM outbox WHERE l.ok ORDER BY id LIMIT 500 FOR UPDATE) o ON true ORDER BY o.id`,
       [`vnm-outbox:${this.schema}`],
     );
     if (!read.rows[0]?.ok) return undefined;
