@@ -12,7 +12,7 @@ import { reclaimPeriodSeconds, streamNames } from "@vnm/kit";
 import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
 import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../build.ts";
-import { ensureWrk, type WrkRequest, type WrkResult, wrk, wrkTogether } from "./wrk.ts";
+import { ensureWrk, inSequence, type WrkRequest, type WrkResult, wrk, wrkTogether } from "./wrk.ts";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
 import pg from "pg";
@@ -23,7 +23,20 @@ const BASELINE = "deploy/bench/baseline.ts"; // relative to the repository: run 
 const setting = (name: string): string | undefined => process.env[`BENCH_${name}`] || undefined;
 const SECONDS = Number(setting("SECONDS") ?? 10);
 const CONNECTIONS = Number(setting("CONNECTIONS") ?? 32);
-const WARMUP = Number(setting("WARMUP") ?? 1);
+/**
+ * Unrecorded seconds before each scenario. A path the JIT has not seen runs slow at first: a fresh
+ * design floor ran 1,309 and 934 req/s in its first 3 s against 2,700-3,700 from its 10th second
+ * on, and POST /bridges on a stack warmed with GETs 626 req/s in its first 5 s against 870-1,120
+ * after (docs/perf/README.md).
+ */
+const WARMUP = Number(setting("WARMUP") ?? 5);
+/**
+ * A row held to a baseline's rate is measured in PAIR_ROUNDS turns with that baseline: each
+ * turn runs the baseline and the row for SECONDS / PAIR_ROUNDS each, in alternating order, and
+ * the ratio compares their sums. Measured minutes apart, a ratio carries the machine's drift
+ * (one design floor measured 3,750 and 2,718 req/s at its peak in two runs four minutes apart).
+ */
+const PAIR_ROUNDS = Number(setting("PAIR_ROUNDS") ?? 5);
 const CPU_PROF = setting("CPU_PROF") === "1";
 /** Preloads deploy/bench/memory-probe.ts into the gateway and the bridge service and reports what their idle memory is made of. */
 const MEM_PROBE = setting("MEM_PROBE") === "1";
@@ -250,6 +263,8 @@ interface Result {
   pass?: boolean;
   /** RSS (MB) of the gateway and the bridge service right after the run. */
   rss?: { gateway?: number; bridge?: number };
+  /** Measured in turns with this baseline (PAIR_ROUNDS): its rate over the same turns. */
+  paired?: { baseline: string; rps: number; rounds: number; secondsEach: number; turns: { rps: number; baselineRps: number }[] };
 }
 
 const results: Result[] = [];
@@ -298,7 +313,16 @@ async function together(dir: string, n: number): Promise<void> {
   }
 }
 
-/** One scenario: a progress line, an unrecorded warm-up, then the measured run. */
+/** A baseline kept running, to be measured in turns with a row held to it. */
+interface Baseline {
+  result: Result;
+  load: Load;
+}
+
+/**
+ * One scenario: a progress line, an unrecorded warm-up, then the measured run; with `paired`,
+ * the run alternates with that baseline's (PAIR_ROUNDS turns) and the row records both rates.
+ */
 async function scenario(
   name: string,
   group: string,
@@ -306,6 +330,7 @@ async function scenario(
   extra: Partial<Result> = {},
   onWarmup?: (r: WrkResult) => void,
   cacheBase?: string,
+  paired?: Baseline,
 ): Promise<Result> {
   scenarioNo++;
   const urls = Array.isArray(opts.url) ? opts.url : [opts.url];
@@ -320,7 +345,22 @@ async function scenario(
     onWarmup?.(w);
   }
   const counters = cacheBase ? await cacheCounters(cacheBase) : undefined;
-  const r = await cannon(opts, SECONDS);
+  let r: WrkResult;
+  if (paired) {
+    const secondsEach = Math.max(1, Math.round(SECONDS / PAIR_ROUNDS));
+    await cannon(paired.load, Math.min(WARMUP, 2));
+    const mine: WrkResult[] = [];
+    const theirs: WrkResult[] = [];
+    for (let i = 0; i < PAIR_ROUNDS; i++) {
+      // Baseline first in even turns, the row first in odd ones: a steady drift favours neither.
+      if (i % 2 === 0) theirs.push(await cannon(paired.load, secondsEach));
+      mine.push(await cannon(opts, secondsEach));
+      if (i % 2 === 1) theirs.push(await cannon(paired.load, secondsEach));
+    }
+    r = inSequence(mine);
+    const turns = mine.map((m, i) => ({ rps: Math.round(m.rps), baselineRps: Math.round(theirs[i]!.rps) }));
+    extra = { ...extra, paired: { baseline: paired.result.scenario, rps: Math.round(inSequence(theirs).rps), rounds: PAIR_ROUNDS, secondsEach, turns } };
+  } else r = await cannon(opts, SECONDS);
   if (cacheBase && counters) {
     const after = await cacheCounters(cacheBase);
     const hits = after.hits - counters.hits;
@@ -441,10 +481,13 @@ function fmt(n: number | undefined, digits = 0): string {
   return n === undefined || !Number.isFinite(n) ? "-" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
-/** Holds a row to a goal: its req/s over `base`'s at least `min` (and at most `max`). */
+/**
+ * Holds a row to a goal: its req/s over `base`'s at least `min` (and at most `max`); over the
+ * baseline's rate in the same turns when the row was measured paired with it.
+ */
 function hold(r: Result, base: Result, min?: number, max?: number): void {
   r.baseline = base.scenario;
-  r.ratio = r.rps / base.rps;
+  r.ratio = r.rps / (r.paired?.baseline === base.scenario ? r.paired.rps : base.rps);
   if (min === undefined) return;
   r.goal = max === undefined ? `>= ${min} x ${base.scenario}` : `within 20% of ${base.scenario}`;
   r.pass = r.ratio >= min && (max === undefined || r.ratio <= max);
@@ -461,7 +504,7 @@ function table(): string {
     r.ratio === undefined ? "" : fmt(r.ratio, 2),
     r.goal ?? (r.baseline ? `(of ${r.baseline})` : ""),
     r.pass === undefined ? "" : r.pass ? "PASS" : "FAIL",
-    [r.note, r.load].filter(Boolean).join("; "),
+    [r.note, r.paired ? `baseline in the same turns: ${fmt(r.paired.rps)} req/s (${r.paired.rounds} x ${r.paired.secondsEach} s each)` : undefined, r.load].filter(Boolean).join("; "),
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i >= 6 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join("  ");
@@ -638,7 +681,8 @@ message Res { string body = 1; }
   );
   const bcfg = { body: itemBody, contentType: itemType, protoPath };
   const path = `/bridges/${itemId}`;
-  const runBaseline = async (name: string, mode: string, echo?: { pg: boolean }, body = itemBody) => {
+  /** Measures a baseline; with `keep`, its processes stay up for the rows measured in turns with it. */
+  const runBaseline = async (name: string, mode: string, echo?: { pg: boolean }, body = itemBody, keep = false): Promise<Baseline> => {
     const started: Proc[] = [];
     let echoAddr: string | undefined;
     if (echo) {
@@ -656,8 +700,8 @@ message Res { string body = 1; }
     const text = await check.text();
     if (check.status !== 200 || text !== body) throw new Error(`baseline ${name} answers ${check.status} with other bytes`);
     const r = await scenario(name, "baseline", { url });
-    for (const p of started) await stopProc(p);
-    return r;
+    if (!keep) for (const p of started) await stopProc(p);
+    return { result: r, load: { url } };
   };
   // Quiet first: each process of the stack gives back its start-up memory after a whole quiet
   // period (VNM_RECLAIM_IDLE_SECONDS, services/kit/src/memory.ts), a full GC that would
@@ -668,10 +712,12 @@ message Res { string body = 1; }
     console.error(`# letting the stack go quiet for ${wait} s (it gives back its start-up memory) ${load()}`);
     await new Promise((r) => setTimeout(r, wait * 1000));
   }
-  const bHttp = want("baselines") ? await runBaseline("baseline: node:http", "http") : undefined;
-  const bExpress = await runBaseline("baseline: express", "express");
+  if (want("baselines")) await runBaseline("baseline: node:http", "http");
+  const express = await runBaseline("baseline: express", "express", undefined, itemBody, true);
+  const bExpress = express.result;
   if (want("baselines")) await runBaseline("baseline: express+grpc", "express-grpc", { pg: false });
-  const bPg = await runBaseline("baseline: express+grpc+pg (the design floor)", "express-grpc", { pg: true });
+  const floor = await runBaseline("baseline: express+grpc+pg (the design floor)", "express-grpc", { pg: true }, itemBody, true);
+  const bPg = floor.result;
   // The collection goal compares with bare express (item bytes); this one returns the very
   // bytes of the cached 100-item collection, to show what the body size alone costs.
   const collUrl = `${base}/bridges?tenant_id=${COLL_TENANT}`;
@@ -679,7 +725,7 @@ message Res { string body = 1; }
   let bCollBody: Result | undefined;
   if (want("baselines") || want("collection")) {
     const collBody = await (await api(collUrl)).text();
-    bCollBody = await runBaseline(`baseline: express, 100-item body (${collBody.length} B)`, "express", undefined, collBody);
+    bCollBody = (await runBaseline(`baseline: express, 100-item body (${collBody.length} B)`, "express", undefined, collBody)).result;
   }
   for (const r of results) if (r !== bExpress) hold(r, bExpress);
 
@@ -696,18 +742,18 @@ message Res { string body = 1; }
   const rssAfterFirstLoad: { gateway?: number; bridge?: number } = {};
   // The JIT needs several seconds of the same traffic before a fresh stack runs at its steady
   // pace (the first item GET measured ~25% below the same scenario later in the run).
-  const stackWarmup = Math.max(6, 6 * WARMUP);
+  const stackWarmup = Math.max(6, 2 * WARMUP);
   console.error(`# warming up the stack (${stackWarmup} s of item GETs and collection GETs, not recorded) ${load()}`);
   await cannon({ url: itemUrl }, stackWarmup);
   await cannon({ url: collUrl }, stackWarmup / 2);
   Object.assign(rssAfterFirstLoad, rssProbe());
-  const item1k = await scenario("item GET /bridges/:id (cache hit)", "gateway", { url: itemUrl }, {}, undefined, base);
+  const item1k = await scenario("item GET /bridges/:id (cache hit)", "gateway", { url: itemUrl }, {}, undefined, base, express);
   hold(item1k, bExpress, 0.7);
   if (want("item")) {
     // The miss path: a gateway that answers every item GET with its gRPC call.
     const noCache = await startGateway("gateway-no-item-cache", { VNM_ITEM_CACHE: "false" });
     await cannon({ url: `${noCache.base}${path}` }, stackWarmup);
-    const miss = await scenario("item GET /bridges/:id (cache miss: gRPC + pg)", "gateway", { url: `${noCache.base}${path}` });
+    const miss = await scenario("item GET /bridges/:id (cache miss: gRPC + pg)", "gateway", { url: `${noCache.base}${path}` }, {}, undefined, undefined, floor);
     hold(miss, bPg, 0.9);
     await stopProc(noCache.proc);
     const etag = (await api(itemUrl)).headers.get("etag");
@@ -724,7 +770,7 @@ message Res { string body = 1; }
     // from the kept copy: a few reads until it is sent coded.
     let wire = await wireBytes(collUrl, gz);
     for (let i = 0; i < 5 && wire.coding !== "gzip"; i++) wire = await wireBytes(collUrl, gz);
-    const coll = await scenario(`cached collection GET /bridges (100 items), Accept-Encoding: gzip (${wire.bytes} B ${wire.coding ?? "uncoded"})`, "gateway", { url: collUrl, headers: gz }, {}, undefined, base);
+    const coll = await scenario(`cached collection GET /bridges (100 items), Accept-Encoding: gzip (${wire.bytes} B ${wire.coding ?? "uncoded"})`, "gateway", { url: collUrl, headers: gz }, {}, undefined, base, express);
     hold(coll, bExpress, 0.7);
     // Without Accept-Encoding (wrk's default): the full body, next to express sending the same
     // bytes (no goal: the body's own cost leaves no gateway at 0.7 of bare express).
@@ -798,6 +844,8 @@ message Res { string body = 1; }
         (w) => {
           warm = ok(w);
         },
+        undefined,
+        floor,
       );
       return warm + post.ok2xx;
     });
@@ -883,7 +931,6 @@ message Res { string body = 1; }
   );
   console.log("");
   for (const g of goals) console.log(`${g.pass ? "PASS" : "FAIL"}  ${g.goal}: ${g.detail}`);
-  void bHttp;
 
   mkdirSync(RESULTS_DIR, { recursive: true });
   const file = join(RESULTS_DIR, `${STAMP}.json`);

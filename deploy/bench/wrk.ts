@@ -153,3 +153,23 @@ export async function wrkTogether(bin: string, tmpDir: string, runs: WrkRun[]): 
     timeouts: sum((r) => r.timeouts),
   };
 }
+
+/**
+ * Runs made one after another against the same target (the chunks of a paired scenario), as
+ * one: requests summed over the time they took, the middle chunk's median latency, the worst
+ * chunk's 99th percentile.
+ */
+export function inSequence(all: WrkResult[]): WrkResult {
+  const sum = (f: (r: WrkResult) => number) => all.reduce((a, r) => a + f(r), 0);
+  const seconds = sum((r) => (r.rps > 0 ? r.requests / r.rps : 0));
+  const p50s = all.map((r) => r.p50).sort((a, b) => a - b);
+  return {
+    requests: sum((r) => r.requests),
+    rps: seconds > 0 ? sum((r) => r.requests) / seconds : 0,
+    p50: p50s[Math.floor(p50s.length / 2)] ?? 0,
+    p99: Math.max(...all.map((r) => r.p99)),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+  };
+}
