@@ -26,7 +26,7 @@ const CONNECTIONS = Number(setting("CONNECTIONS") ?? 32);
 /**
  * Unrecorded seconds before each scenario. A path the JIT has not seen runs slow at first: a fresh
  * design floor ran 1,309 and 934 req/s in its first 3 s against 2,700-3,700 from its 10th second
- * on, and POST /bridges on a stack warmed with GETs 626 req/s in its first 5 s against 870-1,120
+ * on, and POST /bridges on a stack warmed with GETs 626 req/s in its first 5 s against 860-1,120
  * after (docs/perf/README.md).
  */
 const WARMUP = Number(setting("WARMUP") ?? 5);
@@ -37,6 +37,7 @@ const WARMUP = Number(setting("WARMUP") ?? 5);
  * (one design floor measured 3,750 and 2,718 req/s at its peak in two runs four minutes apart).
  */
 const PAIR_ROUNDS = Number(setting("PAIR_ROUNDS") ?? 5);
+if (!Number.isInteger(PAIR_ROUNDS) || PAIR_ROUNDS < 1) throw new Error(`BENCH_PAIR_ROUNDS=${setting("PAIR_ROUNDS")}: a whole number, 1 or more`);
 const CPU_PROF = setting("CPU_PROF") === "1";
 /** Preloads deploy/bench/memory-probe.ts into the gateway and the bridge service and reports what their idle memory is made of. */
 const MEM_PROBE = setting("MEM_PROBE") === "1";
