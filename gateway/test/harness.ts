@@ -3,13 +3,13 @@
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import { addressVariable, streamNames } from "@vnm/kit";
-import { DEPS, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
+import { DEPS, dropSchema, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, expect } from "vitest";
 
-export { DEPS, freePort, type Proc, ROOT, startProcess, waitFor };
+export { DEPS, dropSchema, freePort, type Proc, ROOT, startProcess, waitFor };
 
 /** How long a stack's processes may take to start. */
 const STARTUP_MS = 60_000;

@@ -3,7 +3,7 @@
 // first admin. Only the identity service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, Stack, startProcess } from "./harness.ts";
+import { dropSchema, expectError, httpClient, Stack, startProcess } from "./harness.ts";
 
 const stack = new Stack();
 let gw = "";
@@ -50,14 +50,13 @@ describe("password policy", () => {
   });
 
   it("the identity service does not start with a weak VNM_ADMIN_PASSWORD, and says so", async () => {
-    const proc = startProcess(
-      "services/identity/src/main.ts",
-      stack.env({ GRPC_PORT: "0", VNM_DB_SCHEMA: `identity_w${randomBytes(4).toString("hex")}`, VNM_ADMIN_PASSWORD: "admin" }),
-    );
+    const schema = `identity_w${randomBytes(4).toString("hex")}`;
+    const proc = startProcess("services/identity/src/main.ts", stack.env({ GRPC_PORT: "0", VNM_DB_SCHEMA: schema, VNM_ADMIN_PASSWORD: "admin" }));
     // Ended either way, so a service that does start (the defect) does not outlive the test.
     const exited = new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
     const code = await Promise.race([exited, new Promise<"running">((r) => setTimeout(() => r("running"), 20_000))]);
     await proc.stop();
+    await dropSchema(schema);
     expect(code).not.toBe("running");
     expect(code).not.toBe(0);
     expect(proc.output.join("")).toContain("VNM_ADMIN_PASSWORD must be at least 12 characters long");

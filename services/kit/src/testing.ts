@@ -71,6 +71,17 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 }
 
 
+/** Removes a schema a test's process made in the shared Postgres, and everything in it. */
+export async function dropSchema(schema: string): Promise<void> {
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    await db.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`);
+  } finally {
+    await db.end();
+  }
+}
+
 export interface Reply {
   err: grpc.ServiceError | null;
   // biome-ignore lint/suspicious/noExplicitAny: replies are inspected freely by tests
@@ -150,11 +161,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     async stop(opts = {}) {
       for (const c of clients.values()) c.close();
       await proc.stop();
-      if (opts.keepSchema) return;
-      const db = new pg.Client({ connectionString: DEPS.databaseUrl });
-      await db.connect();
-      await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await db.end();
+      if (!opts.keepSchema) await dropSchema(schema);
     },
   };
 }

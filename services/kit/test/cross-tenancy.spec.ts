@@ -14,7 +14,7 @@ const protoDir = mkdtempSync(join(tmpdir(), "vnm-zoo-proto-"));
 cpSync(REPO_PROTO, protoDir, { recursive: true });
 cpSync(join(import.meta.dirname, "fixtures", "zoo.proto"), join(protoDir, "vnm", "zoo", "v1", "zoo.proto"));
 process.env["VNM_PROTO_DIR"] = protoDir;
-const { DEPS, directService, freePort, startProcess, waitFor } = await import("../src/testing.ts");
+const { DEPS, directService, dropSchema, freePort, startProcess, waitFor } = await import("../src/testing.ts");
 const { createUpstream } = await import("../src/upstream.ts");
 const { loadGrpc } = await import("../src/proto.ts");
 
@@ -22,6 +22,7 @@ const secret = randomBytes(16).toString("hex");
 let bridge: DirectService;
 let zoo: Proc;
 let zooAddress = "";
+const zooSchema = `zoo_${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
   bridge = await directService("bridge", { VNM_TOKEN_SECRET: secret, VNM_PROTO_DIR: protoDir });
@@ -30,7 +31,7 @@ beforeAll(async () => {
     DATABASE_URL: DEPS.databaseUrl,
     NATS_URL: "",
     GRPC_PORT: zooAddress.split(":")[1],
-    VNM_DB_SCHEMA: `zoo_${randomBytes(4).toString("hex")}`,
+    VNM_DB_SCHEMA: zooSchema,
     VNM_TOKEN_SECRET: secret,
     VNM_PROTO_DIR: protoDir,
     VNM_BRIDGE_ADDR: bridge.address,
@@ -39,6 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await zoo?.stop();
+  await dropSchema(zooSchema);
   await bridge?.stop();
   rmSync(protoDir, { recursive: true, force: true });
 });
