@@ -156,7 +156,7 @@ export async function wrkTogether(bin: string, tmpDir: string, runs: WrkRun[]): 
 
 /**
  * Runs made one after another against the same target (the chunks of a paired scenario), as
- * one: requests summed over the time they took, the middle chunk's median latency, the worst
+ * one: requests summed over the time they took, the median of their median latencies, the worst
  * chunk's 99th percentile.
  */
 export function inSequence(all: WrkResult[]): WrkResult {

@@ -70,7 +70,6 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   }
 }
 
-
 /** Removes a schema a test's process made in the shared Postgres, and everything in it. */
 export async function dropSchema(schema: string): Promise<void> {
   const db = new pg.Client({ connectionString: DEPS.databaseUrl });
