@@ -10,7 +10,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { reclaimPeriodSeconds, streamNames } from "@vnm/kit";
 import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
-import { DEPS, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
+import { DEPS, deleteStreams, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../build.ts";
 import { ensureWrk, inSequence, type WrkRequest, type WrkResult, wrk, wrkTogether } from "./wrk.ts";
 import { Redis } from "ioredis";
@@ -540,8 +540,7 @@ async function cleanup(): Promise<void> {
   await db.end().catch(() => {});
   if (nc) {
     try {
-      const jsm = await nc.jetstreamManager();
-      for (const stream of streamNames(PREFIX)) await jsm.streams.delete(stream);
+      for (const failed of await deleteStreams(nc, PREFIX)) console.error(`# delete stream failed: ${failed}`);
     } catch (err) {
       console.error(`# delete stream failed: ${(err as Error).message}`);
     }

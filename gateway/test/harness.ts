@@ -2,8 +2,8 @@
 // each test run in its own schema, bus subject prefix and cache prefix.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
-import { addressVariable, streamNames } from "@vnm/kit";
-import { DEPS, dropSchema, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
+import { addressVariable } from "@vnm/kit";
+import { DEPS, deleteStreams, dropSchema, freePort, type Proc, ROOT, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -174,8 +174,7 @@ export class Stack {
     for (const nc of this.nats.splice(0)) await nc.close();
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
     const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
-    const jsm = await nc.jetstreamManager();
-    for (const stream of streamNames(this.prefix)) await jsm.streams.delete(stream).catch(() => {});
+    await deleteStreams(nc, this.prefix);
     await nc.close();
     const redis = new Redis(DEPS.redisUrl);
     let cursor = "0";

@@ -3,8 +3,8 @@
 // changes, then polls /healthz while the clients read their replays; prints p50/p99/max.
 // Run: ./node_modules/.bin/node gateway/test/measure-events-replay.ts [changes] [clients]
 import { randomBytes } from "node:crypto";
-import { addressVariable, streamNames } from "@vnm/kit";
-import { DEPS, freePort, startProcess, waitFor } from "@vnm/kit/testing";
+import { addressVariable } from "@vnm/kit";
+import { DEPS, deleteStreams, freePort, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect } from "nats";
 import pg from "pg";
 
@@ -88,7 +88,6 @@ await db.connect();
 for (const d of ["identity", "bridge"]) await db.query(`DROP SCHEMA IF EXISTS ${d}_${id} CASCADE`);
 await db.end();
 const nc = await connect({ servers: DEPS.natsUrl });
-const jsm = await nc.jetstreamManager();
-for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch(() => {});
+await deleteStreams(nc, prefix);
 await nc.close();
 process.exit(0);

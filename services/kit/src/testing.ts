@@ -4,7 +4,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
+import type { NatsConnection } from "nats";
 import pg from "pg";
+import { streamNames } from "./bus.ts";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
@@ -79,6 +81,14 @@ export async function dropSchema(schema: string): Promise<void> {
   } finally {
     await db.end();
   }
+}
+
+/** Deletes a deployment's JetStream streams (`streamNames`); gives the names it could not delete, and why. */
+export async function deleteStreams(nc: NatsConnection, prefix: string): Promise<string[]> {
+  const failed: string[] = [];
+  const jsm = await nc.jetstreamManager();
+  for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch((err: Error) => failed.push(`${stream}: ${err.message}`));
+  return failed;
 }
 
 export interface Reply {

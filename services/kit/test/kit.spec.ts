@@ -4,10 +4,11 @@ import { connect, type NatsConnection } from "nats";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
-import { localBus, natsBus, streamName, streamNames } from "../src/bus.ts";
+import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { commitStatements, OutboxRelay } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
+import { deleteStreams } from "../src/testing.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
 const NATS_URL = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -196,8 +197,7 @@ describe("outbox relay", () => {
     nc = await connect({ servers: NATS_URL });
   });
   afterAll(async () => {
-    const jsm = await nc.jetstreamManager();
-    for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch(() => {});
+    await deleteStreams(nc, prefix);
     await nc.close();
   });
 
