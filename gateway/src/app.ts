@@ -97,7 +97,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
       count(route, req.method, res.statusCode, seconds);
       const who = (res.locals["caller"] as { identity: Identity } | undefined)?.identity;
       log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
-      audit(req, res, who);
+      audit.record(req, res, who);
     });
     if (req.method !== "OPTIONS") return true;
     // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
@@ -232,14 +232,15 @@ function lastResort(log: GatewayOptions["log"]) {
  * router; the probes, metrics, the API's description and any other request target go through
  * express.
  */
-export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed; handle: (req: IncomingMessage, res: ServerResponse) => void } {
+export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed; audit: AuditTrail; handle: (req: IncomingMessage, res: ServerResponse) => void } {
   const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog) };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("trust proxy", opts.trustProxy);
   const spans = httpSpans();
-  const begin = edge(opts.metrics, opts.log, auditTrail(opts.catalog, opts.bus, opts.log));
+  const audit = auditTrail(opts.catalog, opts.bus, opts.log);
+  const begin = edge(opts.metrics, opts.log, audit);
   app.use(spans);
   app.use((req, res, next) => {
     if (begin(req as ApiRequest, res as ApiResponse)) next();
@@ -259,5 +260,5 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
       if (begin(r, s)) void serve(r, s);
     });
   };
-  return { app, feed, handle };
+  return { app, feed, audit, handle };
 }

@@ -161,11 +161,12 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promis
   const metrics = new Metrics("gateway");
   const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(catalog, env, log, metrics);
-  const { handle, feed } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
+  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
   const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);
-  const stop = stopper(server, [upstream, bus, cache, { close: stopTelemetry }], feed, log);
+  // The audit records still waiting go out after the last request is answered, before the bus closes.
+  const stop = stopper(server, [{ close: audit.flush }, upstream, bus, cache, { close: stopTelemetry }], feed, log);
   onShutdown(stop, log);
   return { port, server, cache, bus, stop };
 }

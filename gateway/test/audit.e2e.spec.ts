@@ -1,7 +1,8 @@
 // The audit trail (issue 17): every write asked of the API, and every login, is one "audit" log
-// line of the gateway and one NATS message on `<prefix>-audit.<domain>.<Kind>` (a stream of its
+// line of the gateway and one record on NATS, on `<prefix>-audit.<domain>.<Kind>` (a stream of its
 // own, which no change feed sees), naming who, in which tenant, what, the request id and the
-// outcome; refusals included.
+// outcome; refusals included. A message carries the records of its subject made within 100 ms
+// (a JSON array), and those still waiting go out when the gateway stops.
 import { connect, StringCodec } from "nats";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { httpClient, Stack, waitFor } from "./harness.ts";
@@ -10,12 +11,20 @@ const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";
 const http = httpClient(() => gw, "application/json");
 const records: { subject: string; data: Record<string, unknown> }[] = [];
+/** How many records each audit message carried. */
+const messageSizes: number[] = [];
 const changes: string[] = [];
 
 beforeAll(async () => {
   const nc = await connect({ servers: stack.natsUrl });
   const sc = StringCodec();
-  nc.subscribe(`${stack.prefix}-audit.>`, { callback: (_e, m) => records.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)) }) });
+  nc.subscribe(`${stack.prefix}-audit.>`, {
+    callback: (_e, m) => {
+      const batch = JSON.parse(sc.decode(m.data)) as Record<string, unknown>[];
+      messageSizes.push(batch.length);
+      for (const data of batch) records.push({ subject: m.subject, data });
+    },
+  });
   nc.subscribe(`${stack.prefix}.>`, { callback: (_e, m) => changes.push(m.subject) });
   afterAll(() => nc.close());
   await stack.startServices("identity", "bridge");
@@ -84,4 +93,31 @@ it("reads are not audited, and audit records stay out of the change subjects", a
   expect(records.some((r) => r.data["requestId"] === `read-${stack.id}`)).toBe(false);
   expect(changes.length).toBeGreaterThan(0);
   expect(changes.every((s) => !s.includes("audit"))).toBe(true);
+});
+
+it("sends the records of writes made together in one message, each record whole", async () => {
+  const ids = Array.from({ length: 5 }, (_, i) => `burst-${i}-${stack.id}`);
+  const sizesBefore = messageSizes.length;
+  await Promise.all(ids.map((id, i) => http("POST", "/bridges", { name: `burst-${i}`, tenantId: "acme" }, { "x-request-id": id })));
+  for (const id of ids) expect(await recordOf(id)).toMatchObject({ method: "POST", kind: "bridge.Bridge", status: 201, outcome: "succeeded" });
+  // Five writes answered within 100 ms of each other: fewer messages than records.
+  const sizes = messageSizes.slice(sizesBefore);
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(5);
+  expect(sizes.length).toBeLessThan(5);
+});
+
+it("publishes the records still waiting when the gateway stops", async () => {
+  const other = await stack.startGateway({}, false);
+  const proc = stack.procs[stack.procs.length - 1]!;
+  const token = await stack.login(other, "admin", stack.adminPassword);
+  const id = `last-${stack.id}`;
+  const res = await fetch(`${other}/bridges`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-request-id": id },
+    body: JSON.stringify({ name: "last-words", tenantId: "acme" }),
+  });
+  expect(res.status).toBe(201);
+  await proc.stop("SIGTERM");
+  expect(proc.child.exitCode).toBe(0);
+  await waitFor(`the audit record of ${id}`, async () => records.some((r) => r.data["requestId"] === id), 5_000);
 });
