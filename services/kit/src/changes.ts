@@ -2,7 +2,7 @@
 // relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
 import type pg from "pg";
 import type { Bus } from "./bus.ts";
-import { inTransaction } from "./db.ts";
+import { inTransaction, type Statement } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { type Carrier, traced, traceFields } from "./telemetry.ts";
 
@@ -61,6 +61,22 @@ export function commitStatements(client: Pick<pg.PoolClient, "escapeLiteral">, p
     .map((r) => `(${client.escapeLiteral(r.subject)}, ${client.escapeLiteral(r.payload)}::jsonb)`)
     .join(", ");
   return `INSERT INTO outbox (subject, payload) VALUES ${values}; COMMIT`;
+}
+
+/**
+ * `text`, a statement that writes and returns rows (INSERT ... RETURNING), with the changes'
+ * outbox rows written by the same statement, so it needs no transaction around it: its rows are
+ * its result. Undefined when `text` returns nothing, or holds a WITH of its own.
+ */
+export function withOutboxRows(text: string, values: unknown[], prefix: string, domain: string, changes: Change[], requestId?: string): Statement | undefined {
+  if (!/^\s*(INSERT|UPDATE|DELETE)\b/i.test(text) || !/\bRETURNING\b/i.test(text)) return undefined;
+  if (changes.length === 0) return { text, values };
+  const all = [...values];
+  const rows = outboxRows(prefix, domain, changes, requestId).map((r) => {
+    all.push(r.subject, r.payload);
+    return `($${all.length - 1}, $${all.length}::jsonb)`;
+  });
+  return { text: `WITH written AS (${text}), announced AS (INSERT INTO outbox (subject, payload) VALUES ${rows.join(", ")}) SELECT * FROM written`, values: all };
 }
 
 /**

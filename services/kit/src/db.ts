@@ -94,10 +94,18 @@ export type Queryable = Pick<pg.PoolClient, "query">;
  * What a transaction's body may do besides querying: end the transaction with its last
  * statement, the statements that commit (`end`: "COMMIT", or more then COMMIT) going out in the
  * same message, so the last statement and the commit take one round trip. Nothing may run in
- * the transaction after it.
+ * the transaction after it. `alone` is the same work as one statement of its own (the last
+ * statement and what `end` writes, without BEGIN and COMMIT), run instead when nothing ran
+ * before it: a named statement, which Postgres parses and plans once per connection, and which
+ * commits by itself.
  */
 export interface TxEnd {
-  last(text: string, values: unknown[], end: string): Promise<pg.QueryResult>;
+  last(text: string, values: unknown[], end: () => string, alone?: () => Statement | undefined): Promise<pg.QueryResult>;
+}
+
+export interface Statement {
+  text: string;
+  values: unknown[];
 }
 
 /**
@@ -113,16 +121,18 @@ export async function inTransaction<T>(
 ): Promise<T> {
   const tx = beginWithFirst(client, opts.begin ?? "BEGIN");
   let ended = false;
-  const last = async (text: string, values: unknown[], end: string): Promise<pg.QueryResult> => {
+  const last = async (text: string, values: unknown[], end: () => string, alone?: () => Statement | undefined): Promise<pg.QueryResult> => {
     if (ended) throw new Error("the transaction has ended");
     ended = true;
+    const single = tx.begun() ? undefined : alone?.();
+    if (single) return named(client, single.text, single.values);
     const inline = withLiterals(text, values);
     if (inline === undefined) {
       const result = await tx.q.query(text, values);
-      await tx.q.query(end);
+      await tx.q.query(end());
       return result;
     }
-    return (await tx.send(`${inline}; ${end}`))[0]!;
+    return (await tx.send(`${inline}; ${end()}`))[0]!;
   };
   try {
     const result = await fn(tx.q, { last });
@@ -200,25 +210,28 @@ function beginWithFirst(client: pg.PoolClient, begin: string): { q: pg.PoolClien
 const statementNames = new Map<string, string>();
 
 /**
- * Reads outside a transaction as named statements: Postgres parses and plans each text once
- * per connection instead of on every call. A table changed under a prepared plan (another
- * replica's migration) makes Postgres refuse it ("cached plan must not change result type");
- * such a read is made again unnamed.
+ * A statement run as a named one: Postgres parses and plans each text once per connection
+ * instead of on every call. A table changed under a prepared plan (another replica's migration)
+ * makes Postgres refuse it ("cached plan must not change result type"); such a statement is
+ * run again unnamed (it changed nothing: the refusal comes before it runs).
  */
+async function named(q: pg.Pool | pg.PoolClient, text: string, values: unknown[] | undefined): Promise<pg.QueryResult> {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `vnm_${hash("sha256", text, "base64url").slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  try {
+    return await q.query({ name, text, values });
+  } catch (err) {
+    if (pgCode(err) !== PG.cachedPlanChanged) throw err;
+    return q.query(text, values);
+  }
+}
+
+/** Reads outside a transaction as named statements (see `named`). */
 export function preparedReads(pool: pg.Pool): Queryable {
-  const query = async (text: string, values?: unknown[]) => {
-    let name = statementNames.get(text);
-    if (!name) {
-      name = `vnm_${hash("sha256", text, "base64url").slice(0, 24)}`;
-      statementNames.set(text, name);
-    }
-    try {
-      return await pool.query({ name, text, values });
-    } catch (err) {
-      if (pgCode(err) !== PG.cachedPlanChanged) throw err;
-      return pool.query(text, values);
-    }
-  };
+  const query = (text: string, values?: unknown[]) => named(pool, text, values);
   return { query } as unknown as Queryable;
 }
 

@@ -6,7 +6,7 @@ import type pg from "pg";
 import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, catalog } from "./catalog.ts";
-import { type Change, commitStatements, OutboxRelay } from "./changes.ts";
+import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./changes.ts";
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
@@ -58,7 +58,9 @@ export class Store {
    * transaction and announced after the commit. `ctx` is the call's, to name the changes to the
    * gateway; work no call asked for (reacting to another service's change) has none. `fn` may
    * end the transaction itself with its last statement (`finish`), once it has emitted every
-   * change: that statement, the outbox rows and the COMMIT then go to Postgres in one message.
+   * change: that statement, the outbox rows and the COMMIT then go to Postgres in one message;
+   * when nothing ran before it and it returns rows, as one named statement of its own (no
+   * BEGIN, no COMMIT: a statement alone is a transaction).
    */
   async tx<T>(ctx: CallContext | undefined, fn: (q: pg.PoolClient, emit: (c: Change) => void, finish: Finish) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
@@ -75,7 +77,7 @@ export class Store {
         (q, end) =>
           fn(q, emit, (text, values) => {
             finished = true;
-            return end.last(text, values, ending());
+            return end.last(text, values, ending, () => withOutboxRows(text, values, this.prefix, this.domain, changes, ctx?.requestId));
           }),
         { commit: (q) => q.query(ending()) },
       );

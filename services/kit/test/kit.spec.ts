@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { localBus, natsBus, streamName } from "../src/bus.ts";
-import { commitStatements, OutboxRelay } from "../src/changes.ts";
+import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
 import { deleteStreams } from "../src/testing.ts";
@@ -117,7 +117,7 @@ describe("inTransaction", () => {
     const [a, b] = ["21111111-2222-4333-8444-555555555555", "31111111-2222-4333-8444-555555555555"];
     try {
       const back = await inTransaction(c, async (_q, end) => {
-        const r = await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2) RETURNING id, name`, [a, "it's last"], `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
+        const r = await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2) RETURNING id, name`, [a, "it's last"], () => `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
         return r.rows;
       });
       // The statement's own rows come back, not the BEGIN's or the COMMIT's.
@@ -136,7 +136,7 @@ describe("inTransaction", () => {
       await expect(
         inTransaction(c, async (q, end) => {
           await q.query(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [a, "first"]);
-          await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [a, "again"], `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
+          await end.last(`INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2)`, [a, "again"], () => `INSERT INTO ${schema}.tx (id, name) VALUES ('${b}', 'end'); COMMIT`);
         }),
       ).rejects.toMatchObject({ code: "23505" });
       expect((await c.query("SELECT 1 AS ok")).rows).toEqual([{ ok: 1 }]);
@@ -251,6 +251,35 @@ describe("outbox relay", () => {
     c.release();
     expect(row.subject).toBe(`${prefix}.demo.Thing.created`);
     expect(row.payload).toMatchObject({ id: tricky, path: `/things/${tricky}`, tenantId: "t'1", domain: "demo" });
+    await pool.query(`DELETE FROM ${schema}.outbox`);
+  });
+
+  it("writes a statement nothing ran before and its outbox rows as one statement of their own: both, or neither", async () => {
+    const a = "61111111-2222-4333-8444-555555555555";
+    const change: Change = { kind: "Thing", event: "created", id: a, path: `/things/${a}`, tenantId: "t'1" };
+    const insert = `INSERT INTO ${schema}.tx (id, name) VALUES ($1, $2) RETURNING id, name`;
+    const outboxRows = async () => (await pool.query(`SELECT payload FROM ${schema}.outbox WHERE payload->>'id' = $1`, [a])).rows;
+    const create = async (name: string) => {
+      const c = await pool.connect();
+      const sent = messagesSent(c);
+      try {
+        const r = await inTransaction(c, (_q, end) => end.last(insert, [a, name], () => "COMMIT", () => withOutboxRows(insert, [a, name], prefix, "demo", [change], "req-1")));
+        return { rows: r.rows, sent };
+      } finally {
+        c.release();
+      }
+    };
+    const first = await create("alone");
+    expect(first.rows).toEqual([{ id: a, name: "alone" }]);
+    // One named statement (a query object): no BEGIN, no COMMIT.
+    expect(first.sent).toEqual(["?"]);
+    expect(await outboxRows()).toEqual([{ payload: expect.objectContaining({ ...change, domain: "demo", requestId: "req-1" }) }]);
+    // The same id again: refused, and its change not announced either.
+    await expect(create("again")).rejects.toMatchObject({ code: "23505" });
+    expect(await outboxRows()).toHaveLength(1);
+    expect((await pool.query(`SELECT name FROM ${schema}.tx WHERE id = $1`, [a])).rows).toEqual([{ name: "alone" }]);
+    // A statement that returns nothing cannot be one.
+    expect(withOutboxRows(`INSERT INTO tx (id) VALUES ($1)`, [a], prefix, "demo", [change])).toBeUndefined();
     await pool.query(`DELETE FROM ${schema}.outbox`);
   });
 
