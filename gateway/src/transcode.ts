@@ -3,7 +3,7 @@
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
 import { hash } from "node:crypto";
-import { type FieldInfo, type MessageInfo, resolveLink, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, type MessageInfo, type Violation } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
 export class LosslessNumber {
@@ -152,55 +152,90 @@ export function fromText(field: FieldInfo, raw: string): Converted {
 
 // ---- output -------------------------------------------------------------------------------
 
-type Writer = (obj: Record<string, unknown>, base: string) => string;
+type Obj = Record<string, unknown>;
+type Writer = (obj: Obj, base: string) => string;
+/** One property of an object's JSON, with the comma before it; `urls` are the object's links as JSON. */
+type Part = (obj: Obj, base: string, urls: (string | null)[]) => string;
 const writers = new WeakMap<MessageInfo, Writer>();
+const NO_URLS: (string | null)[] = [];
+/** Text JSON writes as it is: printable ASCII but `"` and `\`. */
+const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+let lastPlainBase = "";
+/** Whether a base URI is plain JSON text (the last one found so is remembered). */
+function plainBase(base: string): boolean {
+  if (base === lastPlainBase) return true;
+  if (!JSON_PLAIN.test(base)) return false;
+  lastPlainBase = base;
+  return true;
+}
 
-function valueJson(field: FieldInfo, v: unknown, base: string): string {
+/** How a present value of a field is written, chosen once per field. */
+function valueWriter(field: FieldInfo): (v: unknown, base: string) => string {
   // The service hands back the JSON text the gateway checked and passed on.
-  if (field.jsonObject || field.jsonValue) return String(v);
+  if (field.jsonObject || field.jsonValue) return (v) => String(v);
   switch (field.type) {
-    case "message":
-      return toJson(field.message!, v as Record<string, unknown>, base);
+    case "message": {
+      const msg = field.message!;
+      return (v, base) => toJson(msg, v as Obj, base);
+    }
     case "string":
     case "enum":
-      return JSON.stringify(v);
+      return (v) => JSON.stringify(v);
     case "bool":
-      return v ? "true" : "false";
+      return (v) => (v ? "true" : "false");
     case "double":
     case "float":
-      return Number.isFinite(v as number) ? String(v) : "null";
+      return (v) => (Number.isFinite(v as number) ? String(v) : "null");
     default:
       // Integers: proto-loader gives int64 as decimal strings, 32-bit as numbers.
-      return /^-?\d+$/.test(String(v)) ? String(v) : "0";
+      return (v) => {
+        const s = String(v);
+        return /^-?\d+$/.test(s) ? s : "0";
+      };
   }
 }
 
 function compile(msg: MessageInfo): Writer {
-  const parts = msg.fields
-    .filter((f) => !f.internal && !f.behaviors.has("INPUT_ONLY"))
-    .map((f) => {
-      const key = `${JSON.stringify(f.name)}:`;
-      if (f.link) {
-        const template = f.link;
-        return (obj: Record<string, unknown>, base: string) => {
-          const url = resolveLink(msg, template, obj, base);
-          return key + (url === null ? "null" : JSON.stringify(url));
-        };
-      }
-      if (f.repeated) {
-        return (obj: Record<string, unknown>, base: string) => {
-          const v = obj[f.name] as unknown[] | undefined;
-          return `${key}[${(v ?? []).map((x) => valueJson(f, x, base)).join(",")}]`;
-        };
-      }
-      return (obj: Record<string, unknown>, base: string) => {
-        const v = obj[f.name];
-        return key + (v === undefined || v === null ? "null" : valueJson(f, v, base));
+  const fields = msg.fields.filter((f) => !f.internal && !f.behaviors.has("INPUT_ONLY"));
+  const templates = fields.flatMap((f) => (f.link ? [f.link] : []));
+  const links = templates.length > 0 ? compileLinks(msg, templates) : undefined;
+  let linkNo = 0;
+  const parts = fields.map((f, i): Part => {
+    const key = `${i > 0 ? "," : ""}${JSON.stringify(f.name)}:`;
+    if (f.link) {
+      const at = linkNo++;
+      return (_obj, _base, urls) => key + urls[at];
+    }
+    const write = valueWriter(f);
+    if (f.repeated) {
+      return (obj, base) => {
+        const v = obj[f.name] as unknown[] | undefined;
+        if (!v || v.length === 0) return `${key}[]`;
+        let s = `${key}[`;
+        for (let j = 0; j < v.length; j++) s += (j > 0 ? "," : "") + write(v[j], base);
+        return `${s}]`;
       };
-    });
+    }
+    return (obj, base) => {
+      const v = obj[f.name];
+      return key + (v === undefined || v === null ? "null" : write(v, base));
+    };
+  });
+  // Escaped link values are plain; so are the templates' own pieces and a base URI the gateway
+  // checked (its host is a plain name or address), and then a link is quoted as it is.
+  const plainTemplates = templates.every((t) => JSON_PLAIN.test(t));
   return (obj, base) => {
+    let urls = NO_URLS;
+    if (links) {
+      urls = links(obj, base);
+      const plain = plainTemplates && plainBase(base);
+      for (let i = 0; i < urls.length; i++) {
+        const url = urls[i];
+        urls[i] = url === null ? "null" : plain ? `"${url}"` : JSON.stringify(url);
+      }
+    }
     let s = "{";
-    for (let i = 0; i < parts.length; i++) s += (i ? "," : "") + parts[i]!(obj, base);
+    for (let i = 0; i < parts.length; i++) s += parts[i]!(obj, base, urls);
     return `${s}}`;
   };
 }

@@ -115,4 +115,14 @@ describe("toJson", () => {
     expect(resolveLink(info, "/things/{id}/x/{macAddress}", { id: "a b" }, "http://h")).toBe("http://h/things/a%20b/x/{macAddress}");
     expect(resolveLink(info, "/chains/{postOnly}", { id: "a" }, "http://h")).toBeNull();
   });
+  it("percent-encodes a character outside the BMP in a link as its UTF-8 bytes", () => {
+    expect(resolveLink(info, "/things/{id}", { id: "a\u{1F600}/b" }, "")).toBe("/things/a%F0%9F%98%80%2Fb");
+  });
+  it("escapes links as JSON when the base URI is not plain text", () => {
+    const linked = { ...info, fields: [...info.fields, { name: "self", type: "string", repeated: false, behaviors: new Set(), internal: false, link: "/things/{id}" }] };
+    linked.byName = new Map(linked.fields.map((f: { name: string }) => [f.name, f]));
+    const base = 'http://h"\\\u0001';
+    expect(JSON.parse(toJson(linked, { id: 'q"x' }, base)).self).toBe(`${base}/things/q%22x`);
+    expect(JSON.parse(toJson(linked, { id: "plain" }, "http://h")).self).toBe("http://h/things/plain");
+  });
 });

@@ -49,36 +49,59 @@ export function linkFields(template: string): string[] {
   return [...template.matchAll(PLACEHOLDER)].map((m) => m[2]!);
 }
 
-/** Keeps path segments readable (ids, addresses, MACs) and escapes everything else. */
+/** What a path segment keeps as it is (ids, addresses, MACs); the rest is percent-encoded. */
+const UNSAFE = /[^A-Za-z0-9\-._~:@!$&'()*+,;=]/u;
+const UNSAFE_ALL = new RegExp(UNSAFE.source, "gu");
+
+/** A value as a path segment: most are ids and go as they are (one test, no copy). */
 function pathValue(v: string): string {
-  return v.replace(/[^A-Za-z0-9\-._~:@!$&'()*+,;=]/g, (c) => encodeURIComponent(c));
+  // By code point ("u"): a character outside the BMP is one match, encoded whole.
+  return UNSAFE.test(v) ? v.replace(UNSAFE_ALL, encodeURIComponent) : v;
 }
 
-type Link = (obj: Record<string, unknown>, base: string) => string | null;
-const links = new WeakMap<MessageInfo, Map<string, Link>>();
+/** Resolves link templates of one message against an object: each a URL, or null. */
+export type Links = (obj: Record<string, unknown>, base: string) => (string | null)[];
+const compiled = new WeakMap<MessageInfo, Map<string, Links>>();
 
-/** A link template split once into literal pieces and field references. */
-function compileLink(msg: MessageInfo, template: string): Link {
-  const pieces: (string | { name: string; reserved: boolean })[] = [];
-  let last = 0;
-  for (const m of template.matchAll(PLACEHOLDER)) {
-    if (!msg.byName.has(m[2]!)) continue;
-    pieces.push(template.slice(last, m.index), { name: m[2]!, reserved: m[1] === "+" });
-    last = m.index + m[0].length;
-  }
-  pieces.push(template.slice(last));
-  return (obj, base) => {
-    let out = base;
-    for (const p of pieces) {
-      if (typeof p === "string") {
-        out += p;
-        continue;
-      }
-      const v = obj[p.name];
-      if (v === undefined || v === null || v === "") return null;
-      out += p.reserved ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
+/**
+ * Link templates of one message, split once into literal pieces and references to the fields
+ * they read. A field several templates read (a bridge's id, in twelve links) is escaped once
+ * per object. Placeholders naming no field of the message stay as written.
+ */
+export function compileLinks(msg: MessageInfo, templates: string[]): Links {
+  const refs: { name: string; reserved: boolean }[] = [];
+  const plans = templates.map((template) => {
+    const pieces: (string | number)[] = [];
+    let last = 0;
+    for (const m of template.matchAll(PLACEHOLDER)) {
+      if (!msg.byName.has(m[2]!)) continue;
+      const ref = { name: m[2]!, reserved: m[1] === "+" };
+      let k = refs.findIndex((r) => r.name === ref.name && r.reserved === ref.reserved);
+      if (k < 0) k = refs.push(ref) - 1;
+      pieces.push(template.slice(last, m.index), k);
+      last = m.index + m[0].length;
     }
-    return out;
+    pieces.push(template.slice(last));
+    return pieces;
+  });
+  return (obj, base) => {
+    const values = refs.map(({ name, reserved }) => {
+      const v = obj[name];
+      if (v === undefined || v === null || v === "") return null;
+      return reserved ? String(v).split("/").map(pathValue).join("/") : pathValue(String(v));
+    });
+    return plans.map((pieces) => {
+      let out = base;
+      for (const p of pieces) {
+        if (typeof p === "string") out += p;
+        else {
+          const v = values[p];
+          if (v === null) return null;
+          out += v;
+        }
+      }
+      return out;
+    });
   };
 }
 
@@ -87,17 +110,17 @@ function compileLink(msg: MessageInfo, template: string): Link {
  * Placeholders naming no field of the message stay as written (URI templates for clients).
  */
 export function resolveLink(msg: MessageInfo, template: string, obj: Record<string, unknown>, base: string): string | null {
-  let byTemplate = links.get(msg);
+  let byTemplate = compiled.get(msg);
   if (!byTemplate) {
     byTemplate = new Map();
-    links.set(msg, byTemplate);
+    compiled.set(msg, byTemplate);
   }
-  let link = byTemplate.get(template);
-  if (!link) {
-    link = compileLink(msg, template);
-    byTemplate.set(template, link);
+  let links = byTemplate.get(template);
+  if (!links) {
+    links = compileLinks(msg, [template]);
+    byTemplate.set(template, links);
   }
-  return link(obj, base);
+  return links(obj, base)[0]!;
 }
 
 /** Path of an item below the API root: its `uri` link, or <root path>/<id>. */
