@@ -161,9 +161,9 @@ const NO_URLS: (string | null)[] = [];
 /** Text JSON writes as it is: printable ASCII but `"` and `\`. */
 const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 let lastPlainBase = "";
-/** Whether a base URI is plain JSON text (the last one found so is remembered). */
+/** Whether a base URI is plain JSON text (the last one found so is remembered; "" is the ETag's). */
 function plainBase(base: string): boolean {
-  if (base === lastPlainBase) return true;
+  if (base === lastPlainBase || base === "") return true;
   if (!JSON_PLAIN.test(base)) return false;
   lastPlainBase = base;
   return true;
