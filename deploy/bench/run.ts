@@ -505,6 +505,12 @@ function holdGrowth(r: Result, than: Result): void {
   r.pass = r.ratio >= 0.8 && r.ratio <= 1.2;
 }
 
+/** The row's share of its baseline in each turn, lowest to highest: how far one turn can be off. */
+function turnShares(p: NonNullable<Result["paired"]>): string {
+  const shares = p.turns.map((t) => t.rps / t.baselineRps).sort((a, b) => a - b);
+  return `${fmt(shares[0], 2)}-${fmt(shares[shares.length - 1], 2)} of it`;
+}
+
 function table(): string {
   const head = ["path", "req/s", "p50 ms", "p99 ms", "non2xx/err", "ratio", "goal", "", "note"];
   const rows = results.map((r) => [
@@ -516,7 +522,7 @@ function table(): string {
     r.ratio === undefined ? "" : fmt(r.ratio, 2),
     r.goal ?? (r.baseline ? `(of ${r.baseline})` : ""),
     r.pass === undefined ? "" : r.pass ? "PASS" : "FAIL",
-    [r.note, r.paired ? `baseline in the same turns: ${fmt(r.paired.rps)} req/s (${r.paired.rounds} x ${r.paired.secondsEach} s each)` : undefined, r.load].filter(Boolean).join("; "),
+    [r.note, r.paired ? `baseline in the same turns: ${fmt(r.paired.rps)} req/s (${r.paired.rounds} x ${r.paired.secondsEach} s each; turns ${turnShares(r.paired)})` : undefined, r.load].filter(Boolean).join("; "),
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i >= 6 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join("  ");
