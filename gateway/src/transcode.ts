@@ -154,20 +154,12 @@ export function fromText(field: FieldInfo, raw: string): Converted {
 
 type Obj = Record<string, unknown>;
 type Writer = (obj: Obj, base: string) => string;
-/** One property of an object's JSON, with the comma before it; `urls` are the object's links as JSON. */
-type Part = (obj: Obj, base: string, urls: (string | null)[]) => string;
+/** One property of an object's JSON, with the comma before it; `links` are the object's links as JSON. */
+type Part = (obj: Obj, base: string, links: string[]) => string;
 const writers = new WeakMap<MessageInfo, Writer>();
-const NO_URLS: (string | null)[] = [];
+const NO_LINKS: string[] = [];
 /** Text JSON writes as it is: printable ASCII but `"` and `\`. */
 const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-let lastPlainBase = "";
-/** Whether a base URI is plain JSON text (the last one found so is remembered; "" is the ETag's). */
-function plainBase(base: string): boolean {
-  if (base === lastPlainBase || base === "") return true;
-  if (!JSON_PLAIN.test(base)) return false;
-  lastPlainBase = base;
-  return true;
-}
 
 /** How a present value of a field is written, chosen once per field. */
 function valueWriter(field: FieldInfo): (v: unknown, base: string) => string {
@@ -204,7 +196,7 @@ function compile(msg: MessageInfo): Writer {
     const key = `${i > 0 ? "," : ""}${JSON.stringify(f.name)}:`;
     if (f.link) {
       const at = linkNo++;
-      return (_obj, _base, urls) => key + urls[at];
+      return (_obj, _base, texts) => key + texts[at];
     }
     const write = valueWriter(f);
     if (f.repeated) {
@@ -225,17 +217,13 @@ function compile(msg: MessageInfo): Writer {
   // checked (its host is a plain name or address), and then a link is quoted as it is.
   const plainTemplates = templates.every((t) => JSON_PLAIN.test(t));
   return (obj, base) => {
-    let urls = NO_URLS;
+    let texts = NO_LINKS;
     if (links) {
-      urls = links(obj, base);
-      const plain = plainTemplates && plainBase(base);
-      for (let i = 0; i < urls.length; i++) {
-        const url = urls[i];
-        urls[i] = url === null ? "null" : plain ? `"${url}"` : JSON.stringify(url);
-      }
+      const plain = plainTemplates && JSON_PLAIN.test(base);
+      texts = links(obj, base).map((url) => (url === null ? "null" : plain ? `"${url}"` : JSON.stringify(url)));
     }
     let s = "{";
-    for (let i = 0; i < parts.length; i++) s += parts[i]!(obj, base, urls);
+    for (let i = 0; i < parts.length; i++) s += parts[i]!(obj, base, texts);
     return `${s}}`;
   };
 }
