@@ -12,6 +12,7 @@ import { reclaimPeriodSeconds, streamNames } from "@vnm/kit";
 import { addressVariable, NODE_FLAGS } from "@vnm/kit/repo";
 import { DEPS, deleteStreams, freePort, type Proc as KitProc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../build.ts";
+import { CpuAccount, describeCpu, sampleCpu } from "./cpu.ts";
 import { ensureWrk, inSequence, type WrkRequest, type WrkResult, wrk, wrkTogether } from "./wrk.ts";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
@@ -112,6 +113,11 @@ interface Proc extends KitProc {
 }
 
 const procs: Proc[] = [];
+
+/** The bench's running children, labelled for the CPU figures: the stack's services but the bridge count together. */
+function ownProcesses(): [string, number | undefined][] {
+  return procs.map((p) => [p.name !== "bridge" && DOMAINS.includes(p.name) ? "other services" : p.name, p.child.pid]);
+}
 
 function startNode(name: string, script: string, env: NodeJS.ProcessEnv = {}, opts: { nodeArgs?: string[]; args?: string[] } = {}): Proc {
   const p = { name, ...startProcess(script, env, opts.nodeArgs, opts.args) };
@@ -266,6 +272,8 @@ interface Result {
   rss?: { gateway?: number; bridge?: number };
   /** Measured in turns with this baseline (PAIR_ROUNDS): its rate over the same turns. */
   paired?: { baseline: string; rps: number; rounds: number; secondsEach: number; turns: { rps: number; baselineRps: number }[] };
+  /** CPU microseconds (user + system, from /proc) each process used per request while the row ran, its turns only when paired. */
+  cpuUs?: Record<string, number>;
 }
 
 const results: Result[] = [];
@@ -346,6 +354,13 @@ async function scenario(
     onWarmup?.(w);
   }
   const counters = cacheBase ? await cacheCounters(cacheBase) : undefined;
+  const cpu = new CpuAccount();
+  const measured = async (seconds: number) => {
+    const before = sampleCpu(ownProcesses());
+    const m = await cannon(opts, seconds);
+    cpu.add(before, sampleCpu(ownProcesses()), m.requests);
+    return m;
+  };
   let r: WrkResult;
   if (paired) {
     const secondsEach = Math.max(1, Math.round(SECONDS / PAIR_ROUNDS));
@@ -355,13 +370,13 @@ async function scenario(
     for (let i = 0; i < PAIR_ROUNDS; i++) {
       // Baseline first in even turns, the row first in odd ones: a steady drift favours neither.
       if (i % 2 === 0) theirs.push(await cannon(paired.load, secondsEach));
-      mine.push(await cannon(opts, secondsEach));
+      mine.push(await measured(secondsEach));
       if (i % 2 === 1) theirs.push(await cannon(paired.load, secondsEach));
     }
     r = inSequence(mine);
     const turns = mine.map((m, i) => ({ rps: Math.round(m.rps), baselineRps: Math.round(theirs[i]!.rps) }));
     extra = { ...extra, paired: { baseline: paired.result.scenario, rps: Math.round(inSequence(theirs).rps), rounds: PAIR_ROUNDS, secondsEach, turns } };
-  } else r = await cannon(opts, SECONDS);
+  } else r = await measured(SECONDS);
   if (cacheBase && counters) {
     const after = await cacheCounters(cacheBase);
     const hits = after.hits - counters.hits;
@@ -383,6 +398,7 @@ async function scenario(
     load: load(),
     ...extra,
     rss: rssProbe(),
+    cpuUs: cpu.perRequest(),
   };
   results.push(res);
   return res;
@@ -953,6 +969,12 @@ message Res { string body = 1; }
     console.log(
       `NATS: ${publications.map((p) => `${p.scenario}: ${p.acknowledged} acknowledged / ${p.committed} committed / ${p.published} published`).join("; ")}; stream ${streamNames(PREFIX)[0]} holds ${streamMessages ?? "?"} messages`,
     );
+  const withCpu = results.filter((r) => r.cpuUs && Object.keys(r.cpuUs).length > 0);
+  if (withCpu.length > 0) {
+    console.log("CPU per request, microseconds of user + system time each process used while the row ran (from /proc; wrk not counted):");
+    const width = Math.max(...withCpu.map((r) => r.scenario.length));
+    for (const r of withCpu) console.log(`  ${r.scenario.padEnd(width)}  ${describeCpu(r.cpuUs!)}`);
+  }
   console.log(`the stack ran ${stackDescription}`);
   console.log(
     `RSS idle (settled, before the load): gateway ${fmt(rssIdle.gateway, 1)} MB, bridge service ${fmt(rssIdle.bridge, 1)} MB (other services: ${Object.entries(idleOthers).map(([d, v]) => `${d} ${fmt(v, 1)}`).join(", ")} MB)`,
