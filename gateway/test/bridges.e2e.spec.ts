@@ -1,6 +1,7 @@
 // End to end: real bridge service and gateway processes, real Postgres, NATS and Redis,
 // plain HTTP. Each block maps to the interface document's Bridge (v4) section or a rule of
 // conventions.md (sections in the test names).
+import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import pg from "pg";
@@ -277,6 +278,25 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     const bomb = gzipSync(Buffer.from(`{"name":"${"x".repeat(4 * 1024 * 1024)}"}`));
     expect(bomb.length).toBeLessThan(1024 * 1024);
     expectError(await http("POST", "/bridges", bomb, { "content-encoding": "gzip" }), 413);
+  });
+
+  it("413 for a body over 1 MiB sent in chunks (no Content-Length), and the connection told to close", async () => {
+    const body = Buffer.from(`{"name":"${"x".repeat(1024 * 1024 + 10)}"}`);
+    const r = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
+      const req = httpRequest(`${fx.gw}/bridges`, { method: "POST", headers: { "content-type": BRIDGE, "x-auth-token": adminToken(), "transfer-encoding": "chunked" } }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          text += d;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), text }));
+      });
+      req.on("error", reject);
+      for (let i = 0; i < body.length; i += 64 * 1024) req.write(body.subarray(i, i + 64 * 1024));
+      req.end();
+    });
+    expectError({ ...r, json: JSON.parse(r.text) }, 413);
+    expect(r.headers.get("connection")).toBe("close");
   });
 
   it("echoes X-Request-Id, and answers CORS preflights before anything else", async () => {
