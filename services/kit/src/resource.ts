@@ -450,8 +450,9 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const { row: current, up } = await this.locate(q, req);
     const body = parseInput(this.spec.input, req[this.info.body ?? ""] ?? {});
     await this.spec.references?.(q, body);
-    await q.query(`SELECT 1 FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]]);
-    const locked = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1`, [current["id"]])).rows[0];
+    // Rows are locked in the table: read and locked in one statement, unless a view of derived columns is read after.
+    if (this.spec.view) await q.query(`SELECT 1 FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]]);
+    const locked = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1${this.spec.view ? "" : " FOR UPDATE"}`, [current["id"]])).rows[0];
     if (!locked) throw this.missing(req, up);
     await this.spec.validate?.(q, body, { up, current: locked });
     const cols = await this.columnsOf(body, req);
