@@ -23,6 +23,9 @@ const watcher = connectRedis(DEPS.redisUrl);
 
 afterAll(async () => {
   await cache.close();
+  // The generations this file made, gone with it (the cache keeps no entries here).
+  const left = await reader.keys(`${prefix}:*`);
+  if (left.length > 0) await reader.del(...left);
   reader.disconnect();
   watcher.disconnect();
 });
