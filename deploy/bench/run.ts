@@ -527,6 +527,11 @@ function turnShares(p: NonNullable<Result["paired"]>): string {
   return `${fmt(shares[0], 2)}-${fmt(shares[shares.length - 1], 2)} of it`;
 }
 
+/** A ratio as printed: three decimals where it is held to a goal (0.4988 reads 0.499, not 0.50 beside its FAIL). */
+function ratioText(r: Result): string {
+  return r.ratio === undefined ? "" : fmt(r.ratio, r.pass === undefined ? 2 : 3);
+}
+
 function table(): string {
   const head = ["path", "req/s", "p50 ms", "p99 ms", "non2xx/err", "ratio", "goal", "", "note"];
   const rows = results.map((r) => [
@@ -535,7 +540,7 @@ function table(): string {
     fmt(r.p50, 1),
     fmt(r.p99, 1),
     `${r.non2xx}/${r.errors + r.timeouts}`,
-    r.ratio === undefined ? "" : fmt(r.ratio, 2),
+    ratioText(r),
     r.goal ?? (r.baseline ? `(of ${r.baseline})` : ""),
     r.pass === undefined ? "" : r.pass ? "PASS" : "FAIL",
     [r.note, r.paired ? `baseline in the same turns: ${fmt(r.paired.rps)} req/s (${r.paired.rounds} x ${r.paired.secondsEach} s each; turns ${turnShares(r.paired)})` : undefined, r.load].filter(Boolean).join("; "),
@@ -944,7 +949,7 @@ message Res { string body = 1; }
 
   // --- goals beyond the rows
   const goals = [
-    ...results.filter((r) => r.pass !== undefined).map((r) => ({ goal: `${r.scenario} ${r.goal}`, pass: r.pass!, detail: `${fmt(r.rps)} req/s, ratio ${fmt(r.ratio, 2)}` })),
+    ...results.filter((r) => r.pass !== undefined).map((r) => ({ goal: `${r.scenario} ${r.goal}`, pass: r.pass!, detail: `${fmt(r.rps)} req/s, ratio ${ratioText(r)}` })),
     { goal: `gateway RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rssIdle.gateway ?? Infinity) < IDLE_GOAL_MB, detail: `${fmt(rssIdle.gateway, 1)} MB` },
     { goal: `service RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rssIdle.bridge ?? Infinity) < IDLE_GOAL_MB, detail: `bridge ${fmt(rssIdle.bridge, 1)} MB` },
     { goal: "gateway RSS < 200 MB at the end", pass: (rss.gateway ?? Infinity) < 200, detail: `${fmt(rss.gateway, 1)} MB` },
