@@ -338,13 +338,21 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const key = this.readKey(req);
     if (!key) throw this.missing(req, up);
     const cols = { ...key, ...(this.spec.parentColumn ? { [this.spec.parentColumn]: up[0]!["id"] } : {}) };
-    const w = whereEqual(cols);
-    // Rows are locked in the table; a view of derived columns is read after.
-    if (lock && this.spec.view) await q.query(`SELECT 1 FROM ${this.spec.table} WHERE ${w.sql} FOR ${lock.toUpperCase()}`, w.params);
-    const lockHere = lock && !this.spec.view ? ` FOR ${lock.toUpperCase()}` : "";
-    const row = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE ${w.sql}${lockHere}`, w.params)).rows[0];
+    const row = await this.readRow(q, cols, lock);
     if (!row) throw this.missing(req, up);
     return { row, up };
+  }
+
+  /**
+   * The row where the columns are equal, as read (with its derived columns), optionally locked.
+   * Rows are locked in the table: read and locked in one statement, unless a view of derived
+   * columns is read after.
+   */
+  private async readRow(q: Queryable, cols: Record<string, unknown>, lock?: "key share" | "update"): Promise<R | undefined> {
+    const w = whereEqual(cols);
+    if (lock && this.spec.view) await q.query(`SELECT 1 FROM ${this.spec.table} WHERE ${w.sql} FOR ${lock.toUpperCase()}`, w.params);
+    const lockHere = lock && !this.spec.view ? ` FOR ${lock.toUpperCase()}` : "";
+    return (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE ${w.sql}${lockHere}`, w.params)).rows[0];
   }
 
   /** A top-level item by id (404 when missing), optionally locked. */
@@ -450,9 +458,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const { row: current, up } = await this.locate(q, req);
     const body = parseInput(this.spec.input, req[this.info.body ?? ""] ?? {});
     await this.spec.references?.(q, body);
-    // Rows are locked in the table: read and locked in one statement, unless a view of derived columns is read after.
-    if (this.spec.view) await q.query(`SELECT 1 FROM ${this.spec.table} WHERE id = $1 FOR UPDATE`, [current["id"]]);
-    const locked = (await q.query<R>(`SELECT * FROM ${this.readFrom} WHERE id = $1${this.spec.view ? "" : " FOR UPDATE"}`, [current["id"]])).rows[0];
+    const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
     await this.spec.validate?.(q, body, { up, current: locked });
     const cols = await this.columnsOf(body, req);
