@@ -5,7 +5,8 @@ import type { Logger } from "./log.ts";
 
 export interface BusMessage {
   subject: string;
-  data: unknown;
+  /** The JSON payload (null for one that is not JSON); a subscriber's message decodes it when first read. */
+  readonly data: unknown;
 }
 
 export type BusState = "connected" | "disconnected";
@@ -95,6 +96,26 @@ function payload(decode: () => unknown): unknown {
 }
 
 /**
+ * A message whose payload is decoded when a handler first reads it: most subscribers act on the
+ * subject alone (a gateway's cache hears every change), and a change's JSON costs each of them
+ * a decode and its garbage.
+ */
+function lazyMessage(subject: string, decode: () => unknown): BusMessage {
+  let data: unknown;
+  let decoded = false;
+  return {
+    subject,
+    get data() {
+      if (!decoded) {
+        data = payload(decode);
+        decoded = true;
+      }
+      return data;
+    },
+  };
+}
+
+/**
  * A NATS connection that keeps trying in the background: the process starts and serves while
  * NATS is down, and publishes fail (to be retried by the outbox relay) until it is back.
  */
@@ -146,7 +167,7 @@ class NatsBus implements Bus {
     for (const subject of sub.subjects) {
       conn.subscribe(`${this.prefix}.${subject}`, {
         callback: (err, m) => {
-          if (!err) sub.handler({ subject: m.subject, data: payload(() => JSON.parse(sc.decode(m.data))) });
+          if (!err) sub.handler(lazyMessage(m.subject, () => JSON.parse(sc.decode(m.data))));
         },
       });
     }
