@@ -8,7 +8,7 @@ import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
-import { dispatch, notAcceptable } from "./dispatch.ts";
+import { dispatch, notAcceptable, routePlans } from "./dispatch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { send, sendError, toHttpError } from "./http-error.ts";
@@ -202,9 +202,10 @@ async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<vo
   const parts = splitPath(req.path);
   const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
   if (match) {
-    res.locals["rpc"] = `${match.route.service}/${match.route.rpc}`;
+    const plan = gw.plans.get(match.route)!;
+    res.locals["rpc"] = plan.rpc;
     res.locals["domain"] = match.route.domain;
-    return dispatch(gw, req, res, match, baseUri(req));
+    return dispatch(gw, req, res, match, plan, baseUri(req));
   }
   if (allowed.length > 0) throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: allowed.join(", ") });
   if (parts && gw.router.unserved(parts)) {
@@ -233,7 +234,7 @@ function lastResort(log: GatewayOptions["log"]) {
  * express.
  */
 export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed; audit: AuditTrail; handle: (req: IncomingMessage, res: ServerResponse) => void } {
-  const gw: Gateway = { ...opts, router: new Router(opts.catalog), rules: accessRules(opts.catalog) };
+  const gw: Gateway = { ...opts, router: new Router(opts.catalog), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items) };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);

@@ -70,8 +70,8 @@ function recordOf(req: ApiRequest, res: ApiResponse, who: Identity | undefined, 
   const own = (r: string) => kinds.get(r) ?? `${res.locals["domain"] as string}.${r.slice(r.lastIndexOf("/") + 1)}`;
   const kind = isLogin ? "identity.login" : WRITES.has(req.method) && rpc ? own(rpc) : undefined;
   if (!kind) return undefined;
-  const location = res.getHeader("Location");
-  const path = typeof location === "string" && res.statusCode === 201 ? new URL(location).pathname : req.path;
+  const created = res.locals["created"];
+  const path = typeof created === "string" && res.statusCode === 201 ? created : req.path;
   const status = res.statusCode;
   return {
     at: new Date().toISOString(),

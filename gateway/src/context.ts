@@ -1,8 +1,9 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
-// services, the cache, the access rules and the options the gateway was started with.
+// services, the cache, each route's plan and the options the gateway was started with.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
-import type { Access, Bus, Catalog, Logger, Metrics, Upstream } from "@vnm/kit";
+import type { Bus, Catalog, Logger, Metrics, Route, Upstream } from "@vnm/kit";
+import type { RoutePlan } from "./dispatch.ts";
 import type { LoginLimits, RateLimiter } from "./auth.ts";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
@@ -31,7 +32,8 @@ export interface GatewayOptions {
 
 export interface Gateway extends GatewayOptions {
   router: Router;
-  rules: Map<string, Access>;
+  /** Each catalog route's plan (dispatch.ts). */
+  plans: Map<Route, RoutePlan>;
 }
 
 /**

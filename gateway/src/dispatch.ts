@@ -1,7 +1,7 @@
 // One API request on a route of the catalog: access, negotiation, the gRPC request from the
 // path, query and body, the collection cache, the call, and the answer.
 import { gzipSync } from "node:zlib";
-import { ApiError, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey } from "./cache.ts";
@@ -44,6 +44,27 @@ function gzipped(body: Buffer): Buffer {
     codings.set(body, gz);
   }
   return gz;
+}
+
+/**
+ * What serving a route needs that no request changes, worked out once per route: its RPC's
+ * name, access rule and media types, and the item cache slot of an item GET.
+ */
+export interface RoutePlan {
+  /** "<service>/<rpc>": the access rule's key, and what the audit trail names. */
+  rpc: string;
+  access: Access | undefined;
+  offers: string[];
+  item: Omit<ItemSlot, "key"> | undefined;
+}
+
+export function routePlans(catalog: Catalog, rules: Map<string, Access>, itemCache: boolean): Map<Route, RoutePlan> {
+  const plans = new Map<Route, RoutePlan>();
+  for (const route of catalog.routes) {
+    const rpc = `${route.service}/${route.rpc}`;
+    plans.set(route, { rpc, access: rules.get(rpc), offers: responseOffers(route), item: itemCacheOf(catalog, route, itemCache) });
+  }
+  return plans;
 }
 
 /** The gRPC request from the path variables (a segment of the wrong type names nothing) and the query. */
@@ -119,15 +140,20 @@ interface ItemSlot {
 }
 
 /**
- * The cache slot of an item GET of a kind's own get RPC, when the gateway can apply its
- * visibility rule itself: the item carries its tenant (or only administrators see the kind).
- * Kinds owned through a parent are always asked of their service.
+ * Whether an item GET route's answers are cached: the route is a kind's own get RPC, and the
+ * gateway can apply its visibility rule itself (the item carries its tenant, or only
+ * administrators see the kind). Kinds owned through a parent are always asked of their service.
  */
-function itemSlot(gw: Gateway, route: Route, request: Obj, base: string): ItemSlot | undefined {
-  if (!gw.cache.items || route.method !== "GET" || route.shape.kind !== "item") return undefined;
-  const info = gw.catalog.kinds.get(route.shape.item.resource!.kind);
+function itemCacheOf(catalog: Catalog, route: Route, itemCache: boolean): Omit<ItemSlot, "key"> | undefined {
+  if (!itemCache || route.method !== "GET" || route.shape.kind !== "item") return undefined;
+  const info = catalog.kinds.get(route.shape.item.resource!.kind);
   if (!info || info.service !== route.service || info.rpcs.get !== route.rpc || info.tenancy === "parent") return undefined;
-  return { kind: info.kind, key: cacheKey("item", base, route.template, readParams(request)), tenantField: info.resource.tenantField, adminOnly: info.tenancy === "admin" };
+  return { kind: info.kind, tenantField: info.resource.tenantField, adminOnly: info.tenancy === "admin" };
+}
+
+/** The cache slot of an item GET whose route's answers are cached. */
+function itemSlot(plan: RoutePlan, route: Route, request: Obj, base: string): ItemSlot | undefined {
+  return plan.item && { ...plan.item, key: cacheKey("item", base, route.template, readParams(request)) };
 }
 
 /** A cached item as stored: `<etag>\n<tenant>\n<body>`. */
@@ -159,15 +185,14 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
   return true;
 }
 
-export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, base: string): Promise<void> {
+export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string): Promise<void> {
   const { route, parts } = match;
   res.locals["route"] = route.template;
   const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
   // Refusals that need no data are made here, without a hop; the service checks again.
-  const access = gw.rules.get(`${route.service}/${route.rpc}`);
-  const denied = access && coarseDenial(access, identity);
+  const denied = plan.access && coarseDenial(plan.access, identity);
   if (denied) throw denied;
-  const offers = responseOffers(route);
+  const offers = plan.offers;
   const type = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
   if (offers.length > 0 && !type) throw notAcceptable(offers);
 
@@ -177,7 +202,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(gw, route, parts, ifMatch, token);
 
   const slot = cacheSlot(route, request, identity, base);
-  const item = slot ? undefined : itemSlot(gw, route, request, base);
+  const item = slot ? undefined : itemSlot(plan, route, request, base);
   let fillToken: string | undefined;
   if (item) {
     const found = await cachedItem(gw, req, res, item, identity, type!);
@@ -249,7 +274,11 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
   const item = route.shape.item;
   if (route.method === "POST") {
     const p = itemPath(item, response);
-    if (p) res.setHeader("Location", base + p);
+    if (p) {
+      res.setHeader("Location", base + p);
+      // The audit record names the new item by this path (no need to parse the Location back).
+      res.locals["created"] = p;
+    }
   }
   const etag = etagOf(item, response);
   res.setHeader("ETag", etag);
