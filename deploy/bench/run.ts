@@ -977,6 +977,7 @@ message Res { string body = 1; }
   const withCpu = results.filter((r) => r.cpuUs && Object.keys(r.cpuUs).length > 0);
   if (withCpu.length > 0) {
     console.log("CPU per request, microseconds of user + system time each process used while the row ran (from /proc; wrk not counted):");
+    if (SYNC) console.log("  (BENCH_SYNC: Postgres, NATS and Redis served both benches at once; their figures hold the other bench's work too, the gateway's and the services' do not)");
     const width = Math.max(...withCpu.map((r) => r.scenario.length));
     for (const r of withCpu) console.log(`  ${r.scenario.padEnd(width)}  ${describeCpu(r.cpuUs!)}`);
   }
