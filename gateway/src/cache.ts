@@ -151,8 +151,8 @@ function perTurn<V>(send: (keys: string[]) => Promise<V[]>): (key: string) => Pr
 /**
  * The cache's commands that perTurn already sends once per turn for every request of the turn
  * (generation reads, invalidations). The auto-pipeline would queue each behind a pipeline of its
- * own, one more tick later: an item hit cost the gateway 25-27 us of CPU that way, against 22
- * sent at once (wrk -c32, docs/perf/README.md).
+ * own, one more tick later: an item hit cost the gateway 23.0-23.9 us of CPU that way, against
+ * 20.7-22.0 sent at once (wrk -c32, alternating runs; docs/perf/README.md).
  */
 const SENT_PER_TURN = ["mget", "vnmInvalidate"];
 
