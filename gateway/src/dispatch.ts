@@ -14,7 +14,7 @@ import { etagMatches, etagOf, fromJson, fromText, parseJson, toJson } from "./tr
 
 type Obj = Record<string, unknown>;
 
-export function responseOffers(route: Route): string[] {
+function responseOffers(route: Route): string[] {
   switch (route.shape.kind) {
     case "empty":
       return [];
