@@ -5,6 +5,7 @@
 // or the change feed is unreachable, or after an invalidation may have been lost, reads go to
 // the services, and everything is dropped before the cache is trusted again.
 import { Redis } from "ioredis";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "@vnm/kit";
 
 /**
@@ -73,46 +74,15 @@ type FillingRedis = Redis & {
 /**
  * Bodies recently read or written, by key, with the Redis generation they belong to and the
  * local generation (bumped by every invalidation this gateway makes or hears of) they were read
- * under; bounded in bytes (keys included).
+ * under; bounded in bytes (keys included), least recently used dropped first, none over a
+ * quarter of the bound. lru-cache keeps recency in arrays: a hit reorders no hash table.
  */
-class LocalCopies {
-  private readonly entries = new Map<string, LocalCopy>();
-  private bytes = 0;
-  private readonly maxBytes: number;
-  constructor(maxBytes: number) {
-    this.maxBytes = maxBytes;
-  }
-  get(key: string): LocalCopy | undefined {
-    const e = this.entries.get(key);
-    if (e) {
-      // Most recently used last.
-      this.entries.delete(key);
-      this.entries.set(key, e);
-    }
-    return e;
-  }
-  set(key: string, gen: string, local: number, body: Buffer): void {
-    const size = body.length + key.length;
-    if (size > this.maxBytes / 4) return;
-    this.delete(key);
-    this.entries.set(key, { gen, local, body });
-    this.bytes += size;
-    for (const [k, e] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.bytes -= e.body.length + k.length;
-    }
-  }
-  delete(key: string): void {
-    const e = this.entries.get(key);
-    if (!e) return;
-    this.entries.delete(key);
-    this.bytes -= e.body.length + key.length;
-  }
-  clear(): void {
-    this.entries.clear();
-    this.bytes = 0;
-  }
+function localCopies(maxBytes: number): LRUCache<string, LocalCopy> {
+  return new LRUCache<string, LocalCopy>({
+    maxSize: maxBytes,
+    maxEntrySize: Math.max(1, Math.floor(maxBytes / 4)),
+    sizeCalculation: (copy, key) => copy.body.length + key.length,
+  });
 }
 
 /**
@@ -188,7 +158,7 @@ class RedisCache implements CollectionCache {
   readonly kind = "redis";
   readonly items: boolean;
   private readonly redis: FillingRedis;
-  private readonly local: LocalCopies;
+  private readonly local: LRUCache<string, LocalCopy>;
   // Trusted only when connected, fed, and nothing may have been missed.
   private dirty = true;
   private feed = true;
@@ -226,7 +196,7 @@ class RedisCache implements CollectionCache {
     this.redis.defineCommand("vnmFill", { numberOfKeys: 3, lua: FILL_LUA });
     this.redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
     this.redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
-    this.local = new LocalCopies(limits.localBytes);
+    this.local = localCopies(limits.localBytes);
     this.redis.on("ready", () => void this.reset());
     this.redis.on("close", () => {
       this.dirty = true;
@@ -313,7 +283,7 @@ class RedisCache implements CollectionCache {
       const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
       const gen = genRaw?.toString() ?? "0";
       if (!body) return { hit: false, token: `${gen}/${local}` };
-      if (this.localGen(kind) === local) this.local.set(localKey, gen, local, body);
+      if (this.localGen(kind) === local) this.local.set(localKey, { gen, local, body });
       return { hit: true, body, kept: false };
     } catch {
       this.errors?.inc();
@@ -328,7 +298,7 @@ class RedisCache implements CollectionCache {
     const stored = await this.redis
       .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, gen, TTL_SECONDS, this.kindBytes)
       .catch(() => 0);
-    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), gen, Number(local), body);
+    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), { gen, local: Number(local), body });
   }
 
   async invalidate(kinds: Iterable<string>): Promise<void> {
