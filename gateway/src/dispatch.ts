@@ -161,10 +161,18 @@ function packItem(etag: string, tenant: string, body: string): Buffer {
   return Buffer.from(`${etag}\n${tenant}\n${body}`);
 }
 
-function unpackItem(b: Buffer): { etag: string; tenant: string; body: Buffer } {
-  const i = b.indexOf(10);
-  const j = b.indexOf(10, i + 1);
-  return { etag: b.toString("latin1", 0, i), tenant: b.toString("utf8", i + 1, j), body: b.subarray(j + 1) };
+type Unpacked = { etag: string; tenant: string; body: Buffer };
+/** The parts of a cached item, read once per copy (it lives as long as the copy does). */
+const unpacked = new WeakMap<Buffer, Unpacked>();
+function unpackItem(b: Buffer): Unpacked {
+  let u = unpacked.get(b);
+  if (!u) {
+    const i = b.indexOf(10);
+    const j = b.indexOf(10, i + 1);
+    u = { etag: b.toString("latin1", 0, i), tenant: b.toString("utf8", i + 1, j), body: b.subarray(j + 1) };
+    unpacked.set(b, u);
+  }
+  return u;
 }
 
 /** Answers an item GET from the cache when it holds the item and `identity` may see it; false otherwise. */
