@@ -72,10 +72,10 @@ type FillingRedis = Redis & {
 };
 
 /**
- * Bodies recently read or written, by key, with the Redis generation they belong to and the
- * local generation (bumped by every invalidation this gateway makes or hears of) they were read
- * under; bounded in bytes (keys included), least recently used dropped first, none over a
- * quarter of the bound. lru-cache keeps recency in arrays: a hit reorders no hash table.
+ * Bodies recently read or written, by key, with the Redis generation they belong to (one read or
+ * filled while the local generation moved on is never kept); bounded in bytes (keys included),
+ * least recently used dropped first, none over a quarter of the bound. lru-cache keeps recency
+ * in arrays: a hit reorders no hash table.
  */
 function localCopies(maxBytes: number): LRUCache<string, LocalCopy> {
   return new LRUCache<string, LocalCopy>({
@@ -128,7 +128,6 @@ const SENT_PER_TURN = ["mget", "vnmInvalidate"];
 
 interface LocalCopy {
   gen: string;
-  local: number;
   body: Buffer;
 }
 
@@ -283,7 +282,7 @@ class RedisCache implements CollectionCache {
       const [body, genRaw] = await this.redis.vnmReadBuffer(this.hashKey(kind), this.genKey(kind), key);
       const gen = genRaw?.toString() ?? "0";
       if (!body) return { hit: false, token: `${gen}/${local}` };
-      if (this.localGen(kind) === local) this.local.set(localKey, { gen, local, body });
+      if (this.localGen(kind) === local) this.local.set(localKey, { gen, body });
       return { hit: true, body, kept: false };
     } catch {
       this.errors?.inc();
@@ -298,7 +297,7 @@ class RedisCache implements CollectionCache {
     const stored = await this.redis
       .vnmFill(this.hashKey(kind), this.genKey(kind), this.bytesKey(kind), key, body, gen, TTL_SECONDS, this.kindBytes)
       .catch(() => 0);
-    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), { gen, local: Number(local), body });
+    if (stored === 1 && String(this.localGen(kind)) === local) this.local.set(copyKey(kind, key), { gen, body });
   }
 
   async invalidate(kinds: Iterable<string>): Promise<void> {
