@@ -35,16 +35,21 @@ const COLLECTION_VARY = "Accept, Accept-Encoding, Authorization, X-Auth-Token";
 const ITEM_CACHE_CONTROL = "private, no-cache";
 /** Smaller bodies are sent as they are: coding them saves less than it costs the client. */
 const GZIP_MIN_BYTES = 1024;
-/** The gzip coding of a cached body, made once per copy (it lives as long as the copy does). */
-const codings = new WeakMap<Buffer, Buffer>();
-function gzipped(body: Buffer): Buffer {
-  let gz = codings.get(body);
-  if (!gz) {
-    gz = gzipSync(body);
-    codings.set(body, gz);
-  }
-  return gz;
+/** `make` of a cached body, made once per copy and kept as long as the copy lives. */
+function perCopy<T>(make: (body: Buffer) => T): (body: Buffer) => T {
+  const made = new WeakMap<Buffer, T>();
+  return (body) => {
+    let v = made.get(body);
+    if (v === undefined) {
+      v = make(body);
+      made.set(body, v);
+    }
+    return v;
+  };
 }
+
+/** The gzip coding of a cached body. */
+const gzipped = perCopy((body) => gzipSync(body));
 
 /**
  * What serving a route needs that no request changes, worked out once per route: its RPC's
@@ -161,19 +166,12 @@ function packItem(etag: string, tenant: string, body: string): Buffer {
   return Buffer.from(`${etag}\n${tenant}\n${body}`);
 }
 
-type Unpacked = { etag: string; tenant: string; body: Buffer };
-/** The parts of a cached item, read once per copy (it lives as long as the copy does). */
-const unpacked = new WeakMap<Buffer, Unpacked>();
-function unpackItem(b: Buffer): Unpacked {
-  let u = unpacked.get(b);
-  if (!u) {
-    const i = b.indexOf(10);
-    const j = b.indexOf(10, i + 1);
-    u = { etag: b.toString("latin1", 0, i), tenant: b.toString("utf8", i + 1, j), body: b.subarray(j + 1) };
-    unpacked.set(b, u);
-  }
-  return u;
-}
+/** The parts of a cached item. */
+const unpackItem = perCopy((b): { etag: string; tenant: string; body: Buffer } => {
+  const i = b.indexOf(10);
+  const j = b.indexOf(10, i + 1);
+  return { etag: b.toString("latin1", 0, i), tenant: b.toString("utf8", i + 1, j), body: b.subarray(j + 1) };
+});
 
 /** Answers an item GET from the cache when it holds the item and `identity` may see it; false otherwise. */
 async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string): Promise<{ hit: false; token: string } | undefined | true> {
