@@ -245,6 +245,19 @@ describe("security group rules", () => {
     expect(all.filter((r) => r.status === 201)).toHaveLength(1);
     expect(all.filter((r) => r.status === 409)).toHaveLength(19);
   });
+
+  it("another tenant's identical rule in a group of the same id neither blocks a rule nor shows", async () => {
+    const group = fresh();
+    const b = await post("/compat/security_group_rules", rule({ tenant_id: "tenant-b", security_group_id: group, direction: "egress", protocol: "udp" }), as("taB"));
+    expect(b.status).toBe(201);
+    const a = await post("/compat/security_group_rules", rule({ security_group_id: group, direction: "egress", protocol: "udp" }), as("taA"));
+    expect(a.status).toBe(201);
+    const seen = (await http("GET", "/compat/security_group_rules", undefined, as("taA"))).json.map((r: { id: string }) => r.id);
+    expect(seen).toContain(a.json.id);
+    expect(seen).not.toContain(b.json.id);
+    // Within the tenant the rule stays unique.
+    expectError(await post("/compat/security_group_rules", rule({ security_group_id: group, direction: "egress", protocol: 17 }), as("taA")), 409);
+  });
 });
 
 describe("races on the LB family", () => {

@@ -59,4 +59,16 @@ export const migrations: Migration[] = [
         FROM health_monitors h;
     `,
   },
+  {
+    version: 2,
+    name: "security group rules identical within a tenant only",
+    // A group id names a group of one tenant: another tenant's identical rule in a group of the
+    // same id neither blocks a rule nor reveals that it exists.
+    sql: `
+      DROP INDEX security_group_rules_same;
+      CREATE UNIQUE INDEX security_group_rules_same ON security_group_rules (
+        tenant_id, security_group_id, direction, ethertype, coalesce(protocol, ''), coalesce(port_range_min, -1),
+        coalesce(port_range_max, -1), coalesce(remote_ip_prefix, ''), coalesce(remote_group_id::text, ''));
+    `,
+  },
 ];

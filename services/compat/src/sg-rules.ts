@@ -1,6 +1,7 @@
 // Security group rules (compat.SecurityGroupRule-v1): POST-only, validated as the networking
 // API they mirror has it (rules.ts), normalised (ethertype and protocol lower case, the prefix in
-// CIDR form), and an identical rule in the same group refused by a unique index (409).
+// CIDR form), and an identical rule of the same tenant in the same group refused by a unique
+// index (409).
 import { ApiError, Resource, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { normalisePrefix, parseProtocol, ruleViolations } from "./rules.ts";
