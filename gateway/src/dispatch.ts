@@ -8,9 +8,9 @@ import { cacheKey } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { send } from "./http-error.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
-import { checkIfMatch, probeTarget } from "./probe.ts";
+import { checkConditions, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
-import { etagMatches, etagOf, fromJson, fromText, parseJson, toJson } from "./transcode.ts";
+import { etagMatches, etagOf, fromJson, fromText, isJsonObject, parseJson, toJson } from "./transcode.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -83,7 +83,13 @@ function requestOf({ route, params }: Match, req: ApiRequest): Obj {
   const violations: Violation[] = [];
   for (const [name, raw] of Object.entries(req.query)) {
     const field = route.queryFields.get(name);
-    if (!field || typeof raw !== "string") continue;
+    if (!field) continue;
+    // A filter or a page given twice has no one meaning: refused, never dropped (a list
+    // answered unfiltered, or whole, is not what was asked for).
+    if (typeof raw !== "string") {
+      violations.push({ property: name, message: "may be given once" });
+      continue;
+    }
     const c = fromText(field, raw);
     if (c.ok) request[name] = c.value;
     else violations.push({ property: name, message: c.message });
@@ -108,9 +114,9 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, { route, parts }: Matc
   } catch (err) {
     throw ApiError.http(400, `Request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw ApiError.http(400, "Request body must be a JSON object");
+  if (!isJsonObject(json)) throw ApiError.http(400, "Request body must be a JSON object");
   const violations: Violation[] = [];
-  const value = fromJson(bodyType, json as Obj, route.method === "PUT" ? "replace" : "create", violations);
+  const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
   if (violations.length > 0) {
     await probeTarget(gw, route, parts, token);
     throw ApiError.invalid(violations);
@@ -204,8 +210,10 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
 
   const request = requestOf(match, req);
   if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, match, token);
-  const ifMatch = req.headers["if-match"];
-  if (ifMatch && (route.method === "PUT" || route.method === "DELETE")) await checkIfMatch(gw, route, parts, ifMatch, token);
+  const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
+  if ((ifMatch || ifNoneMatch) && (route.method === "PUT" || route.method === "DELETE")) {
+    await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
+  }
 
   const slot = cacheSlot(route, request, identity, base);
   const item = slot ? undefined : itemSlot(plan, route, request, base);

@@ -1,14 +1,14 @@
 // Reads the gateway makes on its own behalf before a write: the target (or its parent) of a
 // request whose body is refused, so that a missing item is a 404 before a 400; and the item a
-// conditional PUT or DELETE names, for If-Match.
+// conditional PUT or DELETE names, for If-Match and If-None-Match.
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
 import { etagMatches, etagOf, fromText } from "./transcode.ts";
 
-/** Calls a GET route with the path variables taken, by position, from `parts`. */
-export async function callGet(gw: Gateway, get: Route, parts: string[], token: string): Promise<Record<string, unknown>> {
-  const request: Record<string, unknown> = {};
+/** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
+export async function callGet(gw: Gateway, get: Route, parts: string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  const request: Record<string, unknown> = { ...extra };
   get.segments.forEach((s, i) => {
     if ("variable" in s) {
       const c = fromText(get.request.byName.get(s.variable)!, parts[i]!);
@@ -20,17 +20,28 @@ export async function callGet(gw: Gateway, get: Route, parts: string[], token: s
 
 /**
  * Throws the 404 of the item a PUT targets, or of the nearest parent a POST creates under
- * (the closest shorter path that has a GET route).
+ * (the closest shorter path that has a GET route). A POST under a parent this API does not
+ * serve (a router's routes) asks for the first item of the collection it posts to instead: the
+ * service answers that list with the parent's 404.
  */
 export async function probeTarget(gw: Gateway, route: Route, parts: string[], token: string): Promise<void> {
   let probe: Route | undefined;
+  let extra: Record<string, unknown> = {};
   const segments = templateShape(route.template).split("/");
   for (let n = route.method === "PUT" ? segments.length : segments.length - 1; n > 1 && !probe; n--) {
     probe = gw.router.getAt(segments.slice(0, n).join("/"));
   }
+  if (!probe && route.method === "POST" && segments.includes("{}")) {
+    const list = gw.router.getAt(segments.join("/"));
+    // Only a list that can be asked for one item: a probe never reads a whole collection.
+    if (list?.shape.kind === "collection" && list.queryFields.has("limit")) {
+      probe = list;
+      extra = { limit: 1 };
+    }
+  }
   if (!probe || probe === route) return;
   try {
-    await callGet(gw, probe, parts, token);
+    await callGet(gw, probe, parts, token, extra);
   } catch (err) {
     const e = ApiError.from(err);
     if (e.code === Code.NOT_FOUND) throw e;
@@ -38,15 +49,20 @@ export async function probeTarget(gw: Gateway, route: Route, parts: string[], to
 }
 
 /**
- * If-Match on a PUT or DELETE: the item as it is now must carry one of the tags, else 412.
- * The check reads the item just before the write; a write landing in between is not seen.
+ * If-Match and If-None-Match on a PUT or DELETE (RFC 9110, 13.1): the item as it is now must
+ * carry one of If-Match's tags, compared strongly (a weak tag never matches), and none of
+ * If-None-Match's ("*": any item), else 412. The check reads the item just before the write; a
+ * write landing in between is not seen.
  */
-export async function checkIfMatch(gw: Gateway, route: Route, parts: string[], header: string, token: string): Promise<void> {
+export async function checkConditions(gw: Gateway, route: Route, parts: string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
   const get = gw.router.getAt(templateShape(route.template));
   if (get?.shape.kind !== "item") return;
   const response = await callGet(gw, get, parts, token);
   const etag = etagOf(get.shape.item, response);
-  if (!etagMatches(header, etag)) {
+  if (ifMatch !== undefined && !etagMatches(ifMatch, etag, "strong")) {
     throw ApiError.http(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
+  }
+  if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, etag)) {
+    throw ApiError.http(412, `The item exists and If-None-Match names it: its ETag is ${etag}`, [], { ETag: etag });
   }
 }

@@ -13,14 +13,20 @@ export class LosslessNumber {
   }
 }
 
-/** JSON.parse that keeps integers outside the safe range exact, as LosslessNumber. */
+/**
+ * JSON.parse that keeps as its source text (LosslessNumber) every number a double may not hold
+ * as written: beyond 2^53 in magnitude when `lossless` (a double cannot tell 9007199254740993
+ * from ...992, nor ...993.5 from ...994), and a whole double written with a fraction or an
+ * exponent (`1.0000000000000001` and `1e-400` are not integers, though their doubles are).
+ */
 export function parseJson(text: string, lossless: boolean): unknown {
-  if (!lossless) return JSON.parse(text);
-  return JSON.parse(text, (_key, value, context?: { source?: string }) =>
-    typeof value === "number" && !Number.isSafeInteger(value) && context?.source && /^-?\d+$/.test(context.source)
-      ? new LosslessNumber(context.source)
-      : value,
-  );
+  // Only a number with a fraction or an exponent has a digit right before "." or "e".
+  if (!lossless && !/\d[.eE]/.test(text)) return JSON.parse(text);
+  return JSON.parse(text, (_key, value, context?: { source?: string }) => {
+    if (typeof value !== "number" || !context?.source) return value;
+    const wide = !(Math.abs(value) <= Number.MAX_SAFE_INTEGER);
+    return (lossless && wide) || (Number.isInteger(value) && !/^-?\d+$/.test(context.source)) ? new LosslessNumber(context.source) : value;
+  });
 }
 
 const INT_RANGES: Record<string, [bigint, bigint]> = {
@@ -38,14 +44,37 @@ const INT_RANGES: Record<string, [bigint, bigint]> = {
 
 type Converted = { ok: true; value: unknown } | { ok: false; message: string };
 
+/** Beyond every integer field's range (the widest, uint64, has 20 digits). */
+const TOO_LARGE = 10n ** 21n;
+
+/**
+ * The integer a JSON number's source text names, exactly (`1.0e3` is 1000); undefined when it
+ * has a fraction. A value past every field's range comes back as TOO_LARGE (signed), without
+ * working out a power of ten a client chose.
+ */
+function integralOf(source: string): bigint | undefined {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
+  if (!m) return undefined;
+  const [, sign, whole, fraction = "", exponent = "0"] = m;
+  const digits = (whole! + fraction).replace(/^0+/, "");
+  if (digits === "") return 0n;
+  // The value is digits x 10^shift.
+  const shift = Number(exponent) - fraction.length;
+  let n: bigint;
+  if (shift >= 0) n = digits.length + shift > 21 ? TOO_LARGE : BigInt(digits) * 10n ** BigInt(shift);
+  else if (/^0*$/.test(digits.slice(Math.max(0, digits.length + shift)))) n = BigInt(digits.slice(0, Math.max(0, digits.length + shift)) || "0");
+  else return undefined;
+  return sign ? -n : n;
+}
+
 function integer(type: string, v: unknown): Converted {
-  let digits: string | undefined;
-  if (typeof v === "number" && Number.isInteger(v)) digits = String(v);
-  else if (v instanceof LosslessNumber) digits = v.source;
-  else if (typeof v === "string" && /^-?\d{1,40}$/.test(v.trim())) digits = v.trim();
+  let n: bigint | undefined;
+  // BigInt of an integral double is exact (1e21 is 10^21): never its text, which may be "1e+21".
+  if (typeof v === "number") n = Number.isInteger(v) ? BigInt(v) : undefined;
+  else if (v instanceof LosslessNumber) n = integralOf(v.source);
+  else if (typeof v === "string" && /^-?\d{1,40}$/.test(v)) n = BigInt(v);
   const [min, max] = INT_RANGES[type]!;
-  if (digits === undefined) return { ok: false, message: "must be an integer" };
-  const n = BigInt(digits);
+  if (n === undefined) return { ok: false, message: "must be an integer" };
   if (n < min || n > max) return { ok: false, message: `must be an integer between ${min} and ${max}` };
   // 64-bit values travel as decimal strings (proto-loader longs: String); 32-bit as numbers.
   return { ok: true, value: type.endsWith("64") ? n.toString() : Number(n) };
@@ -57,8 +86,13 @@ function jsonText(v: unknown): string {
   return JSON.stringify(v, (_k, x) => (x instanceof LosslessNumber ? raw(x.source) : x));
 }
 
+/** Whether a value parsed from JSON is an object (not an array, not a number kept as text). */
+export function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof LosslessNumber);
+}
+
 function jsonObjectText(v: unknown): Converted {
-  if (typeof v !== "object" || v === null || Array.isArray(v) || v instanceof LosslessNumber) return { ok: false, message: "must be a JSON object" };
+  if (!isJsonObject(v)) return { ok: false, message: "must be a JSON object" };
   return { ok: true, value: jsonText(v) };
 }
 
@@ -80,15 +114,16 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
     case "double":
     case "float":
       if (typeof v === "number") return { ok: true, value: v };
+      if (v instanceof LosslessNumber) return { ok: true, value: Number(v.source) };
       return { ok: false, message: "must be a number" };
     case "enum":
       return typeof v === "string" && field.enumValues!.includes(v)
         ? { ok: true, value: v }
         : { ok: false, message: `must be one of ${field.enumValues!.join(", ")}` };
     case "message": {
-      if (typeof v !== "object" || v === null || Array.isArray(v)) return { ok: false, message: "must be an object" };
+      if (!isJsonObject(v)) return { ok: false, message: "must be an object" };
       const before = violations.length;
-      const value = fromJson(field.message!, v as Record<string, unknown>, "create", violations, path);
+      const value = fromJson(field.message!, v, "create", violations, path);
       return violations.length === before ? { ok: true, value } : { ok: true, value: undefined };
     }
     case "bytes":
@@ -246,10 +281,13 @@ export function etagOf(msg: MessageInfo, obj: Record<string, unknown>): string {
   return `"${hash("sha256", toJson(msg, obj, ""), "base64url").slice(0, 22)}"`;
 }
 
-/** Whether an If-Match / If-None-Match value names `etag` ("*" names any; W/ is ignored). */
-export function etagMatches(header: string, etag: string): boolean {
+/**
+ * Whether an If-Match / If-None-Match value names `etag` ("*" names any). Weak comparison (for
+ * If-None-Match) ignores a tag's W/; strong comparison (for If-Match) never matches a weak tag.
+ */
+export function etagMatches(header: string, etag: string, comparison: "weak" | "strong" = "weak"): boolean {
   return header
     .split(",")
-    .map((t) => t.trim().replace(/^W\//, ""))
-    .some((t) => t === "*" || t === etag);
+    .map((t) => t.trim())
+    .some((t) => t === "*" || t === etag || (comparison === "weak" && t.startsWith("W/") && t.slice(2) === etag));
 }

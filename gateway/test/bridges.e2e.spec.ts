@@ -201,6 +201,20 @@ describe("GET, list, tenant filter, DELETE", () => {
     expect((await http("GET", "/bridges?tenant_id=nobody")).json).toEqual([]);
   });
 
+  it("a filter or a page parameter given twice is a 400 naming it, never a list unfiltered or whole", async () => {
+    const tenant = `twice-${stack.id}`;
+    await create({ name: "a", tenantId: tenant });
+    for (const [query, property] of [
+      [`tenant_id=${tenant}&tenant_id=${tenant}-other`, "tenant_id"],
+      ["limit=1&limit=2", "limit"],
+      ["limit=1&marker=a&marker=b", "marker"],
+    ]) {
+      const r = await http("GET", `/bridges?${query}`);
+      expectError(r, 400);
+      expect(r.json.violations.map((v: { property: string }) => v.property), query).toEqual([property]);
+    }
+  });
+
   it("DELETE answers 204, then the bridge is gone (404) and a second DELETE is 404", async () => {
     const c = await create({ name: "doomed" });
     const d = await http("DELETE", `/bridges/${c.json.id}`);
@@ -520,5 +534,19 @@ describe("entity tags (conventions 7)", () => {
     expectError(await http("DELETE", c.json.uri, undefined, { "if-match": v1 }), 412);
     expect((await http("DELETE", c.json.uri, undefined, { "if-match": v2 })).status).toBe(204);
     expectError(await http("DELETE", c.json.uri, undefined, { "if-match": "*" }), 404);
+  });
+
+  it("If-Match compares strongly (a weak tag never matches); If-None-Match on PUT and DELETE refuses an item it names", async () => {
+    const c = await create({ name: "w1" });
+    const tag = c.headers.get("etag")!;
+    expectError(await http("PUT", c.json.uri, { name: "w2" }, { "if-match": `W/${tag}` }), 412);
+    expectError(await http("PUT", c.json.uri, { name: "w2" }, { "if-none-match": "*" }), 412);
+    expectError(await http("DELETE", c.json.uri, undefined, { "if-none-match": `W/${tag}` }), 412);
+    expect((await http("GET", c.json.uri)).json.name).toBe("w1");
+    // A tag the item no longer carries lets the write go.
+    expect((await http("PUT", c.json.uri, { name: "w2" }, { "if-none-match": '"not-its-tag"', "if-match": tag })).status).toBe(200);
+    // A GET still compares weakly.
+    const now = (await http("GET", c.json.uri)).headers.get("etag")!;
+    expect((await http("GET", c.json.uri, undefined, { "if-none-match": `W/${now}` })).status).toBe(304);
   });
 });

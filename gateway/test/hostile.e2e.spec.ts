@@ -15,6 +15,8 @@ const BODIES = [
   '{"name": "a\\u0000"}',
   '{"adminStateUp": 1e999}',
   '{"subnetLength": -0.0, "prefixLength": 1e2, "vlanId": 4096}',
+  // Integers written past every range (a double's text turns to "1e+21" from 1e21 on).
+  '{"subnetLength": 1e21, "prefixLength": -1e300, "vlanId": 1E+21, "managementPort": 1e21, "delay": 1e21, "limit": 1.5e300, "protocol_port": 1e21, "weight": 1e21, "creationTimestampMs": 1e30}',
   `{"inboundMirrorIds": [${Array(500).fill('"00000000-0000-4000-8000-000000000000"').join(",")}]}`,
   `${"[".repeat(5000)}${"]".repeat(5000)}`,
   '"""',

@@ -83,6 +83,10 @@ describe("routes", () => {
     expect(put.headers.get("allow")).toBe("GET, DELETE");
     expectError(await http("GET", "/routes/not-a-uuid"), 404);
     expectError(await http("POST", "/routers/not-a-uuid/routes", normal()), 404);
+    // Under a router id that names nothing, a bad body is a 404 too, before it is judged.
+    const missing = await http("POST", "/routers/not-a-uuid/routes", { type: "Reject" });
+    expectError(missing, 404);
+    expect(missing.json.message).toContain("not-a-uuid");
     expectError(await http("GET", "/routers/not-a-uuid/routes"), 404);
     const router = await http("GET", r.json.router);
     expectError(router, 404);

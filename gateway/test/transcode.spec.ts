@@ -92,6 +92,39 @@ describe("fromJson: types are checked before they become proto values", () => {
     const over = parseJson('{"big": 9223372036854775808}', true) as Record<string, unknown>;
     expect(convert(over).violations[0]?.property).toBe("big");
   });
+  it.each([
+    // As a client's JSON text is read: huge numbers, written any way, are out of range, never a 500.
+    ['{"small": 1e21}', false, "must be an integer between -2147483648 and 2147483647"],
+    ['{"small": -1e300}', false, "must be an integer between -2147483648 and 2147483647"],
+    ['{"small": 1e400}', false, "must be an integer"],
+    ['{"big": 1e21}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
+    ['{"big": 1E+999999999}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
+    ['{"big": 1.5e300}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
+    // Beyond 2^53 a double cannot hold what was written: the text decides, exactly.
+    ['{"big": 9007199254740993.5}', true, "must be an integer"],
+    ['{"big": 9007199254740993e-1}', true, "must be an integer"],
+    ['{"big": 1e-999999999}', true, "must be an integer"],
+    // A number kept as its text is still no object.
+    ['{"inner": 1.0}', false, "must be an object"],
+    // Digits only: no spaces around them.
+    ['{"small": " 24 "}', false, "must be an integer"],
+    ['{"big": "9007199254740993 "}', true, "must be an integer"],
+  ])("%s is a violation: %s", (text, lossless, message) => {
+    const { violations } = convert(parseJson(text, lossless) as Record<string, unknown>);
+    expect(violations).toEqual([{ property: Object.keys(JSON.parse(text.replace(/:.*/, ": 0}")))[0], message }]);
+  });
+  it.each([
+    ['{"big": 9007199254740993.0}', "9007199254740993"],
+    ['{"big": 9223372036854775807.000}', "9223372036854775807"],
+    ['{"big": 90071992547409930e-1}', "9007199254740993"],
+    ['{"big": 9.007199254740993e15}', "9007199254740993"],
+    ['{"big": -9.223372036854775808E18}', "-9223372036854775808"],
+    ['{"big": 0.0e99999}', "0"],
+  ])("%s is the integer %s, exactly", (text, digits) => {
+    const { value, violations } = convert(parseJson(text, true) as Record<string, unknown>);
+    expect(violations).toEqual([]);
+    expect(value["big"]).toBe(digits);
+  });
   it("ignores read-only fields, POST-only fields on replace, and unknown fields; null is absent", () => {
     expect(convert({ ro: "x", other: 1, id: null }).value).toEqual({ req: "r" });
     expect(convert({ postOnly: "p" }, "create").value).toMatchObject({ postOnly: "p" });
