@@ -294,7 +294,7 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
       res.locals["created"] = p;
     }
   }
-  const etag = etagOf(item, response);
+  const etag = etagOf(response);
   res.setHeader("ETag", etag);
   if (route.method === "GET") res.setHeader("Cache-Control", ITEM_CACHE_CONTROL);
   const ifNoneMatch = req.headers["if-none-match"];

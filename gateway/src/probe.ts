@@ -58,7 +58,7 @@ export async function checkConditions(gw: Gateway, route: Route, parts: string[]
   const get = gw.router.getAt(templateShape(route.template));
   if (get?.shape.kind !== "item") return;
   const response = await callGet(gw, get, parts, token);
-  const etag = etagOf(get.shape.item, response);
+  const etag = etagOf(response);
   if (ifMatch !== undefined && !etagMatches(ifMatch, etag, "strong")) {
     throw ApiError.http(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
   }
