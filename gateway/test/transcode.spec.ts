@@ -92,14 +92,16 @@ describe("fromJson: types are checked before they become proto values", () => {
     const over = parseJson('{"big": 9223372036854775808}', true) as Record<string, unknown>;
     expect(convert(over).violations[0]?.property).toBe("big");
   });
+  const INT32 = "must be an integer between -2147483648 and 2147483647";
+  const INT64 = "must be an integer between -9223372036854775808 and 9223372036854775807";
   it.each([
     // As a client's JSON text is read: huge numbers, written any way, are out of range, never a 500.
-    ['{"small": 1e21}', false, "must be an integer between -2147483648 and 2147483647"],
-    ['{"small": -1e300}', false, "must be an integer between -2147483648 and 2147483647"],
+    ['{"small": 1e21}', false, INT32],
+    ['{"small": -1e300}', false, INT32],
     ['{"small": 1e400}', false, "must be an integer"],
-    ['{"big": 1e21}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
-    ['{"big": 1E+999999999}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
-    ['{"big": 1.5e300}', true, "must be an integer between -9223372036854775808 and 9223372036854775807"],
+    ['{"big": 1e21}', true, INT64],
+    ['{"big": 1E+999999999}', true, INT64],
+    ['{"big": 1.5e300}', true, INT64],
     // Beyond 2^53 a double cannot hold what was written: the text decides, exactly.
     ['{"big": 9007199254740993.5}', true, "must be an integer"],
     ['{"big": 9007199254740993e-1}', true, "must be an integer"],
@@ -109,9 +111,10 @@ describe("fromJson: types are checked before they become proto values", () => {
     // Digits only: no spaces around them.
     ['{"small": " 24 "}', false, "must be an integer"],
     ['{"big": "9007199254740993 "}', true, "must be an integer"],
-  ])("%s is a violation: %s", (text, lossless, message) => {
-    const { violations } = convert(parseJson(text, lossless) as Record<string, unknown>);
-    expect(violations).toEqual([{ property: Object.keys(JSON.parse(text.replace(/:.*/, ": 0}")))[0], message }]);
+  ])("%s (read losslessly: %s) is refused: %s", (text, lossless, message) => {
+    const json = parseJson(text, lossless) as Record<string, unknown>;
+    const { violations } = convert(json);
+    expect(violations).toEqual([{ property: Object.keys(json)[0], message }]);
   });
   it.each([
     ['{"big": 9007199254740993.0}', "9007199254740993"],
