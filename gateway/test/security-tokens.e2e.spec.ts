@@ -94,6 +94,35 @@ describe("revoked tokens", () => {
     for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(fresh))).status).toBe(200);
   });
 
+  it("a deleted user's token stays refused when a user is made again under its id, in another tenant and role", async () => {
+    const u = await newUser();
+    // A password change first: the old user's generation is past a new user's first one.
+    expect((await http("PUT", u.uri, { ...u.body, password: "another long password 2" })).status).toBe(200);
+    const token = await stack.login(gws[0]!, String(u.body.name), "another long password 2");
+    expect((await http("DELETE", u.uri)).status).toBe(204);
+    await refusedEverywhereWithinASecond(token);
+    const again = await http("POST", "/users", { id: u.id, name: `again-${randomBytes(4).toString("hex")}`, password: PASSWORD, tenantId: "other", roles: ["tenant_user"] });
+    expect(again.status).toBe(201);
+    await sleep(200);
+    for (const base of gws) expectError(await http("GET", `${base}/`, undefined, as(token)), 401);
+  });
+
+  it("the last administrator cannot give up the admin role (409); with another one it can", async () => {
+    const admins = (await http("GET", "/users")).json.filter((x: { roles: string[] }) => x.roles.includes("admin"));
+    expect(admins).toHaveLength(1);
+    const me = admins[0] as { uri: string; name: string; roles: string[]; tenantId: string | null };
+    const demoted = { name: me.name, roles: ["tenant_user"], tenantId: "T" };
+    const refused = await http("PUT", me.uri, demoted);
+    expectError(refused, 409);
+    expect(refused.json.message).toContain("last administrator");
+    const other = await http("POST", "/users", { name: `admin-${randomBytes(4).toString("hex")}`, password: PASSWORD, roles: ["admin"] });
+    expect(other.status).toBe(201);
+    const otherToken = await stack.login(gws[0]!, other.json.name, PASSWORD);
+    const second = await http("PUT", other.json.uri, { name: other.json.name, roles: ["tenant_user"], tenantId: "T" }, as(otherToken));
+    expect(second.status).toBe(200);
+    expectError(await http("PUT", me.uri, demoted), 409);
+  });
+
   it("a token whose signature is spelled another way is refused", async () => {
     const u = await newUser();
     const [h, p, s] = u.token.split(".") as [string, string, string];

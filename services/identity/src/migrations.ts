@@ -33,4 +33,25 @@ export const migrations: Migration[] = [
         EXECUTE FUNCTION users_bump_token_generation();
     `,
   },
+  {
+    version: 3,
+    name: "token generations from one sequence",
+    // A token is current while its generation is not older than its user's. Generations were
+    // counted per user from 1, so a user deleted and made again under the same id started at 1
+    // again, and the tokens of its earlier self (any role, any tenant) passed for its own. Every
+    // generation, a new user's and a bumped one, now comes from one sequence: a user made again
+    // starts above every generation its earlier self had. The sequence starts a million above
+    // the highest generation left, past what a user deleted before this migration could have
+    // reached through changes and logouts.
+    sql: `
+      CREATE SEQUENCE token_generations AS integer;
+      SELECT setval('token_generations', coalesce((SELECT max(token_generation) FROM users), 0) + 1000000);
+      ALTER TABLE users ALTER COLUMN token_generation SET DEFAULT nextval('token_generations');
+      CREATE OR REPLACE FUNCTION users_bump_token_generation() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        NEW.token_generation := nextval('token_generations');
+        RETURN NEW;
+      END $$;
+    `,
+  },
 ];

@@ -54,8 +54,16 @@ export const users = new Resource({
   }),
   render: (r: UserRow) => ({ id: r.id, name: r.name, roles: r.roles, tenantId: r.tenant_id }),
   tenantColumn: "tenant_id",
-  validate: (_q, u, { current }) => {
+  validate: async (q, u, { current }) => {
     if (!current && u.password === undefined) throw ApiError.invalid([{ property: "password", message: "may not be null" }]);
+    // The last administrator cannot give the role up: nobody could give it back (a restart only
+    // resets the admin's password). One such change at a time (the lock), so two administrators
+    // demoting each other at once cannot both go through.
+    if (current?.roles.includes("admin") && !u.roles.includes("admin")) {
+      await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:admins'))");
+      const others = await q.query("SELECT 1 FROM users WHERE 'admin' = ANY(roles) AND id <> $1 LIMIT 1", [current.id]);
+      if (others.rows.length === 0) throw ApiError.conflict("The last administrator cannot give up the admin role.");
+    }
   },
   conflict: (u) => `A user named ${u.name} already exists.`,
   async cascade(_q, row, _emit, ctx) {
@@ -81,7 +89,7 @@ export function authHandlers(store: Store): Handlers {
     async RevokeTokens(req: { id?: string }, ctx: CallContext) {
       if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
       return store.tx(ctx, async (q, emit) => {
-        const row = (await q.query<UserRow>("UPDATE users SET token_generation = token_generation + 1 WHERE id = $1 RETURNING id, tenant_id, token_generation", [req.id])).rows[0];
+        const row = (await q.query<UserRow>("UPDATE users SET token_generation = nextval('token_generations') WHERE id = $1 RETURNING id, tenant_id, token_generation", [req.id])).rows[0];
         if (row) emit({ kind: "User", event: "updated", id: row.id, path: `/users/${row.id}`, tenantId: row.tenant_id });
         return generation(row);
       });
