@@ -1,7 +1,7 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import { ApiError, type CallContext, type Handlers, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
+import { ApiError, type CallContext, type Handlers, isUuid, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
@@ -70,8 +70,6 @@ export const users = new Resource({
     if (ctx.identity?.userId === row.id) throw ApiError.conflict("You cannot delete the user you are logged in as.");
   },
 });
-
-const isUuid = (s: unknown): s is string => typeof s === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
 
 const COLS = "id, name, password_hash, tenant_id, roles, token_generation";
 
