@@ -52,6 +52,8 @@ export class Stack {
       VNM_TOKEN_SECRET: this.tokenSecret,
       VNM_ADMIN_USER: "admin",
       VNM_ADMIN_PASSWORD: this.adminPassword,
+      // The VTEP tests' devices are OVSDB servers on this machine.
+      VNM_VTEP_ALLOWED_NETWORKS: "127.0.0.0/8",
       ...this.extraEnv,
       ...extra,
     };

@@ -127,6 +127,8 @@ export interface ServiceContext {
    * address its VNM_<DOMAIN>_ADDR gives; UNAVAILABLE naming it when it is down or not given.
    */
   call(service: string, rpc: string, request: unknown): Promise<Record<string, unknown>>;
+  /** The service's Prometheus metrics; a service registers families of its own on `metrics.registry`. */
+  metrics: Metrics;
 }
 
 const PEER_TIMEOUT_MS = 5_000;
@@ -357,7 +359,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const metricsServer = cfg.metricsPort === undefined ? undefined : await metrics.serve(Number(cfg.metricsPort), cfg.host);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
   const peers = peerCaller(spec.domain, env, cfg.tokenSecret);
-  const svc: ServiceContext = { store, log, bus, env, call: peers.call };
+  const svc: ServiceContext = { store, log, bus, env, call: peers.call, metrics };
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 

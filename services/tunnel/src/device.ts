@@ -1,13 +1,20 @@
 // One VTEP's OVSDB session: connect, check it is a hardware VTEP, monitor its physical switch
-// and ports, and report what it finds whenever it changes. `connected` while the session is up
-// and the switch whose management_ips hold the VTEP's address is there; `disconnected` while
-// the device cannot be reached (reconnecting with capped exponential back-off and jitter);
-// `error` when something answers but not as that VTEP.
+// and ports, and keep what it finds. `connected` while the session is up and the switch whose
+// management_ips hold the VTEP's address is there; `disconnected` while the device cannot be
+// reached (reconnecting with capped exponential back-off and jitter); `error` when something
+// answers but not as that VTEP, or breaks the protocol or a bound (see ovsdb.ts).
+//
+// Only the tables and columns the API serves are kept, checked against their OVSDB types and
+// bounded in size; the state is worked out when it is asked for (sessions.ts asks at most once
+// per write), so a device sending updates as fast as it can costs no more than its newest state.
 import { canonicalIpv6, type Logger } from "@vnm/kit";
-import { OvsdbClient, setMembers, uuidOf } from "./ovsdb.ts";
+import { z } from "zod";
+import { excerpt, OvsdbClient, PeerError, type PeerFault } from "./ovsdb.ts";
+
+export type ConnectionState = "connected" | "disconnected" | "error";
 
 export interface DeviceState {
-  connectionState: "connected" | "disconnected" | "error";
+  connectionState: ConnectionState;
   name: string | null;
   description: string | null;
   tunnelIps: string[];
@@ -25,68 +32,133 @@ const ANSWER_TIMEOUT_MS = 3_000;
 const ECHO_EVERY_MS = 2_000;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 5_000;
+/** A session that lasted this long starts the back-off afresh when it ends; a shorter one does not. */
+const STABLE_MS = 10_000;
+
+/** What a device may hold in the tables kept, and what a value in them may be. */
+export const DEVICE_LIMITS = { switches: 256, ports: 16_384, text: 1_024, addresses: 64 };
 
 const unreachable = (connectionState: "disconnected" | "error"): DeviceState => ({ connectionState, name: null, description: null, tunnelIps: [], ports: [] });
 
 /** Delay before the n-th retry: doubling from 250 ms up to 5 s, then a random half to the full step. */
 export function backoff(attempt: number): number {
-  const step = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
+  const step = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
   return Math.round(step / 2 + Math.random() * (step / 2));
 }
 
-type Rows = Map<string, Record<string, unknown>>;
+// The columns kept, with their OVSDB types (RFC 7047: a set is ["set", [...]] or a bare atom).
+const text = z.string().max(DEVICE_LIMITS.text);
+const setOf = <T extends z.ZodType>(member: T, max: number) =>
+  z.union([z.tuple([z.literal("set"), z.array(member).max(max)]), member]).transform((v): z.output<T>[] => (Array.isArray(v) && v[0] === "set" ? (v[1] as z.output<T>[]) : [v as z.output<T>]));
+const uuidAtom = z.tuple([z.literal("uuid"), z.string().max(64)]).transform((v) => v[1]);
 
-/** Applies a monitor's table-updates ({table: {uuid: {old, new}}}) to the rows kept. */
-function apply(tables: Map<string, Rows>, updates: unknown): void {
-  for (const [table, rows] of Object.entries((updates ?? {}) as Record<string, Record<string, { new?: Record<string, unknown> }>>)) {
-    const kept = tables.get(table) ?? new Map<string, Record<string, unknown>>();
-    tables.set(table, kept);
-    for (const [uuid, change] of Object.entries(rows)) {
-      if (change.new) kept.set(uuid, change.new);
-      else kept.delete(uuid);
+const switchRow = z.object({
+  name: text.optional(),
+  description: text.optional(),
+  management_ips: setOf(text, DEVICE_LIMITS.addresses).optional(),
+  tunnel_ips: setOf(text, DEVICE_LIMITS.addresses).optional(),
+  ports: setOf(uuidAtom, DEVICE_LIMITS.ports).optional(),
+});
+const portRow = z.object({ name: text.optional(), description: text.optional() });
+type SwitchRow = z.output<typeof switchRow>;
+type PortRow = z.output<typeof portRow>;
+
+const KEPT = { Physical_Switch: switchRow, Physical_Port: portRow } as const;
+const LIMIT: Record<keyof typeof KEPT, number> = { Physical_Switch: DEVICE_LIMITS.switches, Physical_Port: DEVICE_LIMITS.ports };
+
+/** What the monitor asks for: exactly the tables and columns kept. */
+export const MONITORED = {
+  Physical_Switch: { columns: Object.keys(switchRow.shape) },
+  Physical_Port: { columns: Object.keys(portRow.shape) },
+};
+
+/** The rows kept of one device. */
+export class DeviceTables {
+  readonly switches = new Map<string, SwitchRow>();
+  readonly ports = new Map<string, PortRow>();
+
+  /** Applies a monitor's table-updates ({table: {uuid: {old, new}}}); a PeerError when they are not that, or too many. */
+  apply(updates: unknown): void {
+    if (typeof updates !== "object" || updates === null || Array.isArray(updates)) throw new PeerError("bad_message", `table-updates that are not an object: ${excerpt(updates)}`);
+    for (const table of Object.keys(KEPT) as (keyof typeof KEPT)[]) {
+      const rows = (updates as Record<string, unknown>)[table];
+      if (rows === undefined) continue;
+      if (typeof rows !== "object" || rows === null || Array.isArray(rows)) throw new PeerError("bad_message", `${table} updates that are not an object`);
+      const uuids = Object.keys(rows);
+      if (uuids.length > LIMIT[table]) throw new PeerError("too_many_rows", `more than ${LIMIT[table]} ${table} rows in one update`);
+      const kept: Map<string, SwitchRow | PortRow> = table === "Physical_Switch" ? this.switches : this.ports;
+      for (const uuid of uuids) {
+        const change = (rows as Record<string, unknown>)[uuid];
+        if (typeof change !== "object" || change === null || Array.isArray(change)) throw new PeerError("bad_message", `a ${table} row update that is not an object`);
+        const next = (change as Record<string, unknown>)["new"];
+        if (next === undefined) {
+          kept.delete(uuid);
+          continue;
+        }
+        const row = KEPT[table].safeParse(next);
+        if (!row.success) {
+          const issue = row.error.issues[0];
+          throw new PeerError("bad_message", `${table} row ${excerpt(uuid, 64)}: ${issue?.path.join(".") || "row"} ${issue?.message ?? "is not valid"}`);
+        }
+        kept.set(uuid, row.data);
+      }
+      if (kept.size > LIMIT[table]) throw new PeerError("too_many_rows", `more than ${LIMIT[table]} ${table} rows`);
     }
+  }
+
+  /** What the tables say of the VTEP at `ip`. */
+  stateOf(ip: string): DeviceState {
+    let sw: SwitchRow | undefined;
+    for (const r of this.switches.values()) if (r.management_ips?.some((m) => sameIp(m, ip))) sw = r;
+    if (!sw) return unreachable("error");
+    const own = (sw.ports ?? []).filter((u) => this.ports.has(u));
+    return {
+      connectionState: "connected",
+      name: sw.name ?? "",
+      description: sw.description ?? "",
+      tunnelIps: [...(sw.tunnel_ips ?? [])].sort(),
+      ports: own.map((u) => ({ name: this.ports.get(u)!.name ?? "", description: this.ports.get(u)!.description ?? "" })).sort((a, b) => a.name.localeCompare(b.name)),
+    };
   }
 }
 
 const sameIp = (a: string, b: string) => a === b || (a.includes(":") && canonicalIpv6(a) === canonicalIpv6(b));
 
-/** What the monitored tables say of the VTEP at `ip`. */
-function stateOf(tables: Map<string, Rows>, ip: string): DeviceState {
-  const sw = [...(tables.get("Physical_Switch")?.values() ?? [])].find((r) => setMembers(r["management_ips"]).some((m) => typeof m === "string" && sameIp(m, ip)));
-  if (!sw) return unreachable("error");
-  const ports = tables.get("Physical_Port") ?? new Map();
-  const own = setMembers(sw["ports"]).map(uuidOf).filter((u): u is string => !!u && ports.has(u));
-  return {
-    connectionState: "connected",
-    name: String(sw["name"] ?? ""),
-    description: String(sw["description"] ?? ""),
-    tunnelIps: setMembers(sw["tunnel_ips"]).map(String).sort(),
-    ports: own.map((u) => ({ name: String(ports.get(u)!["name"] ?? ""), description: String(ports.get(u)!["description"] ?? "") })).sort((a, b) => a.name.localeCompare(b.name)),
-  };
+export interface SessionHooks {
+  /** The device's state may have changed: read `state()` when ready to store it. */
+  changed: () => void;
+  /** The session ended on the peer's account (a metric counts these). */
+  fault?: (reason: PeerFault) => void;
 }
-
-const MONITORED = {
-  Physical_Switch: { columns: ["name", "description", "management_ips", "tunnel_ips", "ports"] },
-  Physical_Port: { columns: ["name", "description"] },
-};
 
 export class DeviceSession {
   private client: OvsdbClient | undefined;
+  private tables: DeviceTables | undefined;
+  private phase: ConnectionState = "disconnected";
   private stopped = false;
   private attempt = 0;
   private retry: NodeJS.Timeout | undefined;
   private readonly vtep: VtepAddress;
-  private readonly report: (s: DeviceState) => void;
+  private readonly hooks: SessionHooks;
   private readonly log: Logger;
+  private readonly refusal: string | undefined;
 
-  constructor(vtep: VtepAddress, report: (s: DeviceState) => void, log: Logger) {
+  /** `refusal`: why the address may not be reached (the address policy); then the session stays in `error`. */
+  constructor(vtep: VtepAddress, hooks: SessionHooks, log: Logger, refusal?: string) {
     this.vtep = vtep;
-    this.report = report;
-    this.log = log;
+    this.hooks = hooks;
+    this.log = log.child({ vtep: vtep.id, device: `${vtep.ip.includes(":") ? `[${vtep.ip}]` : vtep.ip}:${vtep.port}` });
+    this.refusal = refusal;
   }
 
   start(): void {
-    void this.connect();
+    if (this.refusal) {
+      this.log.warn(`VTEP not contacted: ${this.refusal}`);
+      this.phase = "error";
+      this.hooks.changed();
+      return;
+    }
+    this.run(() => this.connect());
   }
 
   stop(): void {
@@ -95,51 +167,109 @@ export class DeviceSession {
     this.client?.close();
   }
 
-  private later(state: DeviceState): void {
-    this.report(state);
+  get connectionState(): ConnectionState {
+    return this.phase;
+  }
+
+  /** The device's state as last seen. */
+  state(): DeviceState {
+    if (this.phase !== "connected" || !this.tables) return unreachable(this.phase === "connected" ? "error" : this.phase);
+    return this.tables.stateOf(this.vtep.ip);
+  }
+
+  /** Runs a step of the session; whatever it throws ends this session and never the process. */
+  private run(step: () => Promise<void> | void): void {
+    try {
+      Promise.resolve(step()).catch((err: unknown) => this.unexpected(err));
+    } catch (err) {
+      this.unexpected(err);
+    }
+  }
+
+  private unexpected(err: unknown): void {
+    this.log.error("VTEP session failed unexpectedly; dropped, to be tried again", { err: err instanceof Error ? err : String(err) });
+    this.hooks.fault?.("internal");
+    const client = this.client;
+    this.client = undefined;
+    client?.close();
+    this.settle("error");
+  }
+
+  /** Records the state and, unless stopped, tries again after the back-off. */
+  private settle(state: "disconnected" | "error"): void {
+    this.tables = undefined;
+    this.phase = state;
+    try {
+      this.hooks.changed();
+    } catch (err) {
+      this.log.error("VTEP state could not be reported", { err: err as Error });
+    }
     if (this.stopped) return;
-    this.retry = setTimeout(() => void this.connect(), backoff(this.attempt++));
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => this.run(() => this.connect()), backoff(this.attempt++));
+  }
+
+  /** A session ended: why, said once in the log and the metric, then the state it leaves. */
+  private ended(err: Error | undefined, wasConnected: boolean): void {
+    if (err instanceof PeerError) {
+      this.log.warn(`VTEP session dropped: ${err.message}`, { reason: err.reason });
+      this.hooks.fault?.(err.reason);
+      this.settle("error");
+      return;
+    }
+    if (wasConnected) this.log.warn("VTEP session lost; reconnecting", { err: err?.message });
+    this.settle("disconnected");
   }
 
   private async connect(): Promise<void> {
+    if (this.stopped) return;
     let client: OvsdbClient;
     try {
       client = await OvsdbClient.connect(this.vtep.ip, this.vtep.port, CONNECT_TIMEOUT_MS);
     } catch {
-      return this.later(unreachable("disconnected"));
+      if (this.phase !== "disconnected") this.log.info("VTEP unreachable; retrying with back-off");
+      return this.settle("disconnected");
     }
     if (this.stopped) return client.close();
     this.client = client;
-    // Once it answered, a lost session means the device went away: disconnected, then retry.
-    let answered = false;
-    client.onClose(() => {
-      if (answered) this.later(unreachable("disconnected"));
+    const openedAt = Date.now();
+    // Once monitoring, a lost session is reported here; before, watch() fails and says why.
+    let monitoring = false;
+    client.onClose((err) => {
+      if (!monitoring || this.client !== client) return;
+      this.client = undefined;
+      if (Date.now() - openedAt >= STABLE_MS) this.attempt = 0;
+      this.run(() => this.ended(err, true));
     });
     try {
       await this.watch(client, () => {
-        answered = true;
+        monitoring = true;
       });
     } catch (err) {
-      this.log.debug("not a VTEP", { vtep: this.vtep.id, err: (err as Error).message });
-      answered = false;
-      client.close();
-      this.later(unreachable("error"));
+      if (monitoring) throw err;
+      this.client = undefined;
+      const why = err instanceof PeerError ? err : new PeerError(/no answer/.test((err as Error).message) ? "no_answer" : "not_vtep", `not this VTEP's OVSDB: ${(err as Error).message}`);
+      client.close(why);
+      this.ended(why, false);
     }
   }
 
-  /** list_dbs, then a monitor of the switch and its ports; reports every change. */
-  private async watch(client: OvsdbClient, onAnswer: () => void): Promise<void> {
+  /** list_dbs, then a monitor of the switch and its ports; every update kept, `changed` called. */
+  private async watch(client: OvsdbClient, onMonitoring: () => void): Promise<void> {
     const dbs = await client.request("list_dbs", [], ANSWER_TIMEOUT_MS);
-    if (!Array.isArray(dbs) || !dbs.includes("hardware_vtep")) throw new Error("no hardware_vtep database");
-    const tables = new Map<string, Rows>();
+    if (!Array.isArray(dbs) || !dbs.includes("hardware_vtep")) throw new PeerError("not_vtep", `no hardware_vtep database (list_dbs answered ${excerpt(dbs, 100)})`);
+    const tables = new DeviceTables();
     client.onUpdate((params) => {
-      apply(tables, params[1]);
-      this.report(stateOf(tables, this.vtep.ip));
+      tables.apply(params[1]);
+      if (this.tables === tables) this.hooks.changed();
     });
-    apply(tables, await client.request("monitor", ["hardware_vtep", "vnm", MONITORED], ANSWER_TIMEOUT_MS));
-    onAnswer();
-    this.attempt = 0;
+    tables.apply(await client.request("monitor", ["hardware_vtep", "vnm", MONITORED], ANSWER_TIMEOUT_MS));
+    if (client.isClosed) throw new PeerError("bad_message", "the session ended during the monitor");
+    onMonitoring();
     client.startKeepalive(ECHO_EVERY_MS);
-    this.report(stateOf(tables, this.vtep.ip));
+    this.tables = tables;
+    if (this.phase !== "connected") this.log.info("VTEP connected");
+    this.phase = "connected";
+    this.hooks.changed();
   }
 }

@@ -2,8 +2,9 @@
 // name is unique per type ignoring case (a unique index: 409, also under concurrent writes); a
 // zone a VTEP uses can be neither deleted nor made another type (409 naming the VTEPs). A VTEP
 // names a zone of type vtep (400 otherwise, as in the original) and one address and port.
-import { ApiError, canonicalIpv6, int, isIpv4, type Queryable, Resource, text, uuid } from "@vnm/kit";
+import { ApiError, int, type Queryable, Resource, text, uuid } from "@vnm/kit";
 import { z } from "zod";
+import { type AddressPolicy, canonicalAddress } from "./address-policy.ts";
 
 const TYPES = ["gre", "vxlan", "vtep"] as const;
 
@@ -50,19 +51,25 @@ interface VtepRow {
   ports: { name: string; description: string }[];
 }
 
-const managementIp = () =>
-  z
-    .string()
-    .transform((s, ctx) => {
-      const ip = isIpv4(s) ? s : canonicalIpv6(s);
-      if (ip === undefined) ctx.addIssue({ code: "custom", message: "must be an IPv4 or IPv6 address" });
-      return ip ?? s;
-    });
+/** A management address in its stored form (canonicalAddress), refused where the policy says so. */
+const managementIp = (policy: AddressPolicy) =>
+  z.string().transform((s, ctx) => {
+    const ip = canonicalAddress(s);
+    if (ip === undefined) {
+      ctx.addIssue({ code: "custom", message: "must be an IPv4 or IPv6 address" });
+      return z.NEVER;
+    }
+    const refusal = policy.refusal(ip);
+    if (refusal) ctx.addIssue({ code: "custom", message: refusal });
+    return ip;
+  });
 
-export const vteps = new Resource({
+/** The VTEP kind, its addresses checked against the deployment's policy. */
+export const vtepKind = (policy: AddressPolicy) =>
+  new Resource({
   proto: "vnm.tunnel.v1.Vtep",
   table: "vteps",
-  input: z.object({ id: uuid().optional(), managementIp: managementIp(), managementPort: int(1, 65535), tunnelZoneId: uuid() }),
+  input: z.object({ id: uuid().optional(), managementIp: managementIp(policy), managementPort: int(1, 65535), tunnelZoneId: uuid() }),
   columns: (v) => ({ management_ip: v.managementIp, management_port: v.managementPort, tunnel_zone_id: v.tunnelZoneId }),
   render: (r: VtepRow) => ({
     id: r.id,

@@ -3,33 +3,65 @@
 // dies its connection goes and the locks with it, and another replica takes the VTEPs over at its
 // next look (every 2 s). VTEPs created or deleted anywhere are picked up or dropped the same way.
 // What a session finds is stored in the vteps table and announced, so a GET never waits on a device.
+//
+// The newest state wins: a session only marks its VTEP changed, and one writer per VTEP stores
+// the state as it is when the write starts, at most once per WRITE_EVERY_MS. However fast a
+// device sends updates, a VTEP has at most one write in flight and none queued behind it.
 import { type AnyResource, type Logger, resourceOf, type ServiceContext } from "@vnm/kit";
 import pg from "pg";
-import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
+import { Counter, Gauge } from "prom-client";
+import type { AddressPolicy } from "./address-policy.ts";
+import { type ConnectionState, DeviceSession, type VtepAddress } from "./device.ts";
+import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
+/** The least time between two writes of one VTEP's state (the first change after a quiet spell is written at once). */
+export const WRITE_EVERY_MS = 250;
+const RETRY_WRITE_MS = 1_000;
 const lockKey = (id: string) => `vnm-vtep:${id}`;
 
 interface Watched {
   session: DeviceSession;
-  /** The state last stored, and the writes in order. */
+  /** The state last stored, as JSON. */
   last?: string;
-  chain: Promise<void>;
+  /** A change not stored yet. */
+  dirty: boolean;
+  writing: boolean;
+  lastWriteAt: number;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class VtepSessions {
   private readonly svc: ServiceContext;
   private readonly log: Logger;
   private readonly vteps: AnyResource;
+  private readonly policy: AddressPolicy;
   private readonly watched = new Map<string, Watched>();
+  private readonly faults: Counter<"reason">;
   private lease: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(svc: ServiceContext) {
+  constructor(svc: ServiceContext, policy: AddressPolicy) {
     this.svc = svc;
     this.log = svc.log;
+    this.policy = policy;
     this.vteps = resourceOf("vnm.tunnel.v1.Vtep");
+    const registers = [svc.metrics.registry];
+    this.faults = new Counter({ name: "vnm_vtep_session_faults_total", help: "VTEP sessions ended on the device's account (a bound, the protocol, no answer), by reason", labelNames: ["reason"], registers });
+    const watched = this.watched;
+    new Gauge({
+      name: "vnm_vtep_sessions",
+      help: "VTEPs this replica watches, by connection state",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        const counts: Record<ConnectionState, number> = { connected: 0, disconnected: 0, error: 0 };
+        for (const w of watched.values()) counts[w.session.connectionState]++;
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
   }
 
   start(): void {
@@ -92,20 +124,40 @@ export class VtepSessions {
   }
 
   private watch(vtep: VtepAddress): void {
-    const w: Watched = { session: new DeviceSession(vtep, (s) => this.report(vtep.id, w, s), this.log), chain: Promise.resolve() };
+    // A row stored before the address policy (or written around the API) is not contacted either.
+    const refused = this.policy.refusal(vtep.ip);
+    const hooks = {
+      changed: () => this.changed(vtep.id, w),
+      fault: (reason: PeerFault) => this.faults.inc({ reason }),
+    };
+    const w: Watched = { session: new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`), dirty: false, writing: false, lastWriteAt: 0 };
     this.watched.set(vtep.id, w);
     w.session.start();
   }
 
-  /** Stores each state in the order the session reports them. */
-  private report(id: string, w: Watched, s: DeviceState): void {
-    w.chain = w.chain.then(() => this.store(id, w, s));
+  /** Marks the VTEP changed; its writer stores the newest state. */
+  private changed(id: string, w: Watched): void {
+    w.dirty = true;
+    if (w.writing) return;
+    w.writing = true;
+    this.write(id, w)
+      .catch((err: Error) => this.log.error("VTEP state writer failed", { vtep: id, err }))
+      .finally(() => {
+        w.writing = false;
+      });
   }
 
-  /** Stores and announces a state that differs from the last one stored; a failed write is tried again. */
-  private async store(id: string, w: Watched, s: DeviceState): Promise<void> {
-    const key = JSON.stringify(s);
-    while (w.last !== key && this.watched.get(id) === w) {
+  /** Stores and announces the state while it differs from the last one stored; a failed write is tried again. */
+  private async write(id: string, w: Watched): Promise<void> {
+    while (w.dirty && this.watched.get(id) === w) {
+      const wait = w.lastWriteAt + WRITE_EVERY_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (this.watched.get(id) !== w) return;
+      w.dirty = false;
+      const s = w.session.state();
+      const key = JSON.stringify(s);
+      if (key === w.last) continue;
+      w.lastWriteAt = Date.now();
       try {
         await this.svc.store.tx(undefined, async (q, emit) => {
           const r = await q.query(
@@ -118,7 +170,8 @@ export class VtepSessions {
         w.last = key;
       } catch (err) {
         this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: (err as Error).message });
-        await new Promise((r) => setTimeout(r, 1_000));
+        w.dirty = true;
+        await sleep(RETRY_WRITE_MS);
       }
     }
   }
