@@ -141,6 +141,18 @@ describe("VTEPs", () => {
       expectError(r, 400);
       expect(r.json.violations.map((v: { property: string }) => v.property)).toEqual([property]);
     }
+    // Addresses that would point the service at this host's or the link's own ports (the stack
+    // allows 127.0.0.0/8 for its test devices, so only the rest is refused here).
+    for (const managementIp of ["0.0.0.0", "169.254.169.254", "fe80::1", "224.0.0.1", "::1"]) {
+      const r = await http("POST", "/vteps", { ...base, managementIp });
+      expectError(r, 400);
+      expect(r.json.violations).toEqual([{ property: "managementIp", message: expect.stringMatching(/^must not be .*VNM_VTEP_ALLOWED_NETWORKS$/) }]);
+    }
+    // One device, one address: an IPv4-mapped IPv6 address is stored as IPv4.
+    const mapped = await http("POST", "/vteps", { ...base, managementIp: "::ffff:127.0.0.1", managementPort: 6650 });
+    expect(mapped.json.managementIp).toBe("127.0.0.1");
+    expectError(await http("POST", "/vteps", { ...base, managementIp: "127.0.0.1", managementPort: 6650 }), 409);
+    expect((await http("DELETE", mapped.json.uri)).status).toBe(204);
     const v6 = await http("POST", "/vteps", { ...base, managementIp: "2001:DB8:0:0:0:0:0:1" });
     expect(v6.json.managementIp).toBe("2001:db8::1");
     expectError(await http("POST", "/vteps", { ...base, managementIp: "2001:db8::1" }), 409);

@@ -141,9 +141,16 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     return c;
   };
   const health = clientOf("grpc.health.v1.Health");
-  await new Promise<void>((resolve, reject) =>
-    health.waitForReady(Date.now() + 20_000, (e) => (e ? reject(new Error(`${domain} did not start: ${proc.output.join("")}`)) : resolve())),
-  );
+  // Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why).
+  await new Promise<void>((resolve, reject) => {
+    const exited = () => reject(new Error(`${domain} did not start: ${proc.output.join("")}`));
+    proc.child.once("close", exited);
+    health.waitForReady(Date.now() + 20_000, (e) => {
+      proc.child.off("close", exited);
+      if (e) exited();
+      else resolve();
+    });
+  });
   const token = (who: Partial<Identity> = {}, key = secret) =>
     signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) + 600, ...who }, key);
   const admin = token();

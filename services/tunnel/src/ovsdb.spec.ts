@@ -1,7 +1,16 @@
-// The OVSDB client's framing and values, without a network.
+// The OVSDB client's framing, its bounds and values, without a network.
 import { describe, expect, it } from "vitest";
-import { backoff } from "./device.ts";
-import { JsonStream, setMembers, uuidOf } from "./ovsdb.ts";
+import { backoff, DeviceTables } from "./device.ts";
+import { JsonStream, PeerError } from "./ovsdb.ts";
+
+const faultOf = (f: () => unknown): string | undefined => {
+  try {
+    f();
+  } catch (err) {
+    return err instanceof PeerError ? err.reason : `not a PeerError: ${(err as Error).message}`;
+  }
+  return undefined;
+};
 
 describe("JsonStream", () => {
   it("splits concatenated values, whatever the chunking, strings with braces and escapes included", () => {
@@ -18,16 +27,52 @@ describe("JsonStream", () => {
     expect(() => new JsonStream().push("SSH-2.0-OpenSSH_9.2\r\n")).toThrow(/not a JSON object or array/);
     expect(() => new JsonStream().push("]")).toThrow(/unbalanced/);
     expect(() => new JsonStream().push("HTTP/1.1 400 Bad Request")).toThrow();
+    expect(faultOf(() => new JsonStream().push('{"a":tru}'))).toBe("not_json");
+  });
+
+  it("takes nesting up to 1,000 deep, as Open vSwitch's parser does, and refuses deeper before parsing", () => {
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+    expect(new JsonStream().push(deep(1_000))).toHaveLength(1);
+    expect(faultOf(() => new JsonStream().push(deep(1_001)))).toBe("too_deep");
+    // Split over chunks, and far deeper: refused as soon as the bound is passed.
+    const s = new JsonStream();
+    expect(faultOf(() => s.push("[".repeat(600)) && s.push("[".repeat(100_000)))).toBe("too_deep");
+  });
+
+  it("refuses a message with too many values or too many characters, complete or not", () => {
+    const limits = { maxChars: 1_000, maxDepth: 10, maxValues: 50 };
+    expect(new JsonStream(limits).push(`[${"{},".repeat(48)}{}]`)).toHaveLength(1);
+    expect(faultOf(() => new JsonStream(limits).push(`[${"{},".repeat(49)}{}]`))).toBe("too_many_values");
+    expect(faultOf(() => new JsonStream(limits).push(`["${"x".repeat(1_000)}"]`))).toBe("too_large");
+    const partial = new JsonStream(limits);
+    expect(faultOf(() => partial.push(`["${"x".repeat(600)}`) && partial.push("x".repeat(600)))).toBe("too_large");
+    // The count is per message: many small messages are fine.
+    expect(new JsonStream(limits).push("[{}]".repeat(200))).toHaveLength(200);
   });
 });
 
-describe("OVSDB values", () => {
-  it("reads sets, bare atoms and uuids", () => {
-    expect(setMembers(["set", ["a", "b"]])).toEqual(["a", "b"]);
-    expect(setMembers("a")).toEqual(["a"]);
-    expect(setMembers(["set", []])).toEqual([]);
-    expect(uuidOf(["uuid", "u-1"])).toBe("u-1");
-    expect(uuidOf("u-1")).toBeUndefined();
+describe("a device's tables", () => {
+  const sw = (row: Record<string, unknown>) => ({ Physical_Switch: { s1: { new: { management_ips: "127.0.0.1", ...row } } } });
+
+  it("keep the served columns of the served tables only", () => {
+    const t = new DeviceTables();
+    t.apply({
+      ...sw({ name: "a", description: "d", tunnel_ips: ["set", ["10.0.0.2", "10.0.0.1"]], ports: ["set", [["uuid", "p1"]]], other_config: ["map", [["k", "v"]]] }),
+      Physical_Port: { p1: { new: { name: "eth0", description: "", vlan_bindings: ["map", []] } } },
+      Logical_Switch: { l1: { new: { name: "ls" } } },
+    });
+    expect(t.stateOf("127.0.0.1")).toEqual({ connectionState: "connected", name: "a", description: "d", tunnelIps: ["10.0.0.1", "10.0.0.2"], ports: [{ name: "eth0", description: "" }] });
+    expect([...t.switches.values()][0]).not.toHaveProperty("other_config");
+    expect([...t.ports.values()][0]).not.toHaveProperty("vlan_bindings");
+  });
+
+  it("refuse values of the wrong type or size, and too many rows", () => {
+    expect(faultOf(() => new DeviceTables().apply(sw({ name: [["nested"]] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ name: "x".repeat(1_025) })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ ports: ["set", [["uuid", 7]]] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply("not updates"))).toBe("bad_message");
+    const many = Object.fromEntries(Array.from({ length: 16_385 }, (_, i) => [`p${i}`, { new: { name: `eth${i}` } }]));
+    expect(faultOf(() => new DeviceTables().apply({ Physical_Port: many }))).toBe("too_many_rows");
   });
 });
 
@@ -40,6 +85,7 @@ describe("reconnect back-off", () => {
       expect(backoff(3)).toBeLessThanOrEqual(2000);
       expect(backoff(30)).toBeLessThanOrEqual(5000);
       expect(backoff(30)).toBeGreaterThanOrEqual(2500);
+      expect(backoff(5_000)).toBeLessThanOrEqual(5000);
     }
     expect(new Set(Array.from({ length: 50 }, () => backoff(5))).size).toBeGreaterThan(1);
   });
