@@ -2,16 +2,17 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
+import { accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
+import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
-import { dispatch, notAcceptable, routePlans } from "./dispatch.ts";
+import { dispatch, routePlans } from "./dispatch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
-import { send, sendError, toHttpError } from "./http-error.ts";
+import { EdgeError, send, sendError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { type Revocations, revocations } from "./revocation.ts";
 import { Router } from "./router.ts";
@@ -103,7 +104,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
     // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
     res.setHeader("Access-Control-Allow-Methods", CORS_PREFLIGHT_METHODS);
     res.setHeader("Access-Control-Allow-Headers", CORS_PREFLIGHT_HEADERS);
-    res.statusCode = 200;
+    res.statusCode = H.HTTP_STATUS_OK;
     res.end();
     return false;
   };
@@ -168,32 +169,32 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
       const caller = await authenticate(req, verify);
       const verdict = gw.limiter.enabled ? await gw.limiter.hit(tokenKey(caller.token)) : undefined;
       if (verdict && !verdict.allowed) {
-        throw ApiError.http(429, "Too many requests for this token; slow down", [], { "Retry-After": String(verdict.retryAfter) });
+        throw EdgeError.tooManyRequests("Too many requests for this token; slow down", verdict.retryAfter);
       }
       res.locals["caller"] = caller;
       if (req.path === "/logout") return await logout(req, res, caller.identity, revoked);
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
-        if (req.method !== "GET") throw ApiError.http(405, `Method ${req.method} is not allowed on /events`, [], { Allow: "GET" });
-        if (!negotiate(req.headers.accept, ["text/event-stream"])) throw notAcceptable(["text/event-stream"]);
+        if (req.method !== "GET") throw EdgeError.methodNotAllowed(req.method, "/events", ["GET"]);
+        if (!negotiate(req.headers.accept, ["text/event-stream"])) throw EdgeError.notAcceptable(["text/event-stream"]);
         return await feed.serve(req, res, caller.identity, baseUri(req));
       }
       const root = req.path === "/" ? null : roots.get(req.path.endsWith("/") ? req.path.slice(0, -1) : req.path);
       if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
       await route(gw, req, res);
     } catch (err) {
-      sendError(res, toHttpError(err, res.locals["requestId"] as string, gw.log), res.locals["requestId"] as string);
+      sendError(res, err, res.locals["requestId"] as string, gw.log);
     }
   };
 }
 
 /** The main root document, or another one a proto declares. */
 function serveRoot(gw: Gateway, req: ApiRequest, res: ApiResponse, which?: RootDocumentInfo): void {
-  if (req.method !== "GET" && req.method !== "HEAD") throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: "GET" });
+  if (req.method !== "GET" && req.method !== "HEAD") throw EdgeError.methodNotAllowed(req.method, req.path, ["GET"]);
   const offers = [which ? vendor(which.mediaType) : ROOT_TYPE, JSON_TYPE];
   const type = negotiate(req.headers.accept, offers);
-  if (!type) throw notAcceptable(offers);
-  send(res, 200, type, rootDocument(gw.catalog, baseUri(req), which));
+  if (!type) throw EdgeError.notAcceptable(offers);
+  send(res, H.HTTP_STATUS_OK, type, rootDocument(gw.catalog, baseUri(req), which));
 }
 
 /** The catalog route of the path: dispatched, or 405 with Allow, or a 404 that says why. */
@@ -207,11 +208,11 @@ async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<vo
     res.locals["domain"] = match.route.domain;
     return dispatch(gw, req, res, match, plan, baseUri(req));
   }
-  if (allowed.length > 0) throw ApiError.http(405, `Method ${req.method} is not allowed on ${req.path}`, [], { Allow: allowed.join(", ") });
+  if (allowed.length > 0) throw EdgeError.methodNotAllowed(req.method, req.path, allowed);
   if (parts && gw.router.unserved(parts)) {
-    throw ApiError.http(404, `${parts[0]} are not served by this API (${req.path}): only the kinds of the root document are`);
+    throw EdgeError.notFound(`${parts[0]} are not served by this API (${req.path}): only the kinds of the root document are`);
   }
-  throw ApiError.http(404, `There is no resource at ${req.path}`);
+  throw EdgeError.notFound(`There is no resource at ${req.path}`);
 }
 
 /** Anything express itself rejects still gets the error body, never its HTML page. */
@@ -219,11 +220,8 @@ function lastResort(log: GatewayOptions["log"]) {
   return (err: unknown, _req: ApiRequest, res: ApiResponse, _next: NextFunction) => {
     const requestId = (res.locals["requestId"] as string | undefined) ?? randomUUID();
     const status = (err as { status?: number } | null)?.status;
-    const e =
-      typeof status === "number" && status >= 400 && status < 500
-        ? ApiError.http(status, (err as Error).message || "Bad request")
-        : toHttpError(err, requestId, log);
-    sendError(res, e, requestId);
+    const client = typeof status === "number" && status >= 400 && status < 500;
+    sendError(res, client ? EdgeError.client(status, (err as Error).message || "Bad request") : err, requestId, log);
   };
 }
 

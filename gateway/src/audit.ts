@@ -4,6 +4,7 @@
 // other records of its subject `<prefix>-audit.<domain>.<Kind>`, as one message (a JSON array) in
 // a stream of its own kept 30 days. Refusals are recorded too: they are what an auditor looks for.
 import { randomUUID } from "node:crypto";
+import { constants as H } from "node:http2";
 import { auditRoot, type Bus, type Catalog, type Identity, type Logger } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { basicCredentials } from "./auth.ts";
@@ -71,7 +72,7 @@ function recordOf(req: ApiRequest, res: ApiResponse, who: Identity | undefined, 
   const kind = isLogin ? "identity.login" : WRITES.has(req.method) && rpc ? own(rpc) : undefined;
   if (!kind) return undefined;
   const created = res.locals["created"];
-  const path = typeof created === "string" && res.statusCode === 201 ? created : req.path;
+  const path = typeof created === "string" && res.statusCode === H.HTTP_STATUS_CREATED ? created : req.path;
   const status = res.statusCode;
   return {
     at: new Date().toISOString(),

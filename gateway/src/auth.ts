@@ -3,17 +3,19 @@
 // counted against a per-token rate limit shared by the gateway replicas through Redis. POST
 // /logout ends every token of the caller's user.
 import { createHash } from "node:crypto";
+import { constants as H } from "node:http2";
+import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Identity, signToken, strongestRole, type TokenKeys, tokenVerifier, type Upstream } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import type { Redis } from "ioredis";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { send } from "./http-error.ts";
+import { EdgeError, send } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import type { Revocations } from "./revocation.ts";
 
 const TOKEN_TYPE = vendor("Token-v1");
-export const API_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="vnm"' };
-const LOGIN_CHALLENGE = { "WWW-Authenticate": 'Basic realm="vnm"' };
+const API_CHALLENGE = 'Bearer realm="vnm"';
+const LOGIN_CHALLENGE = 'Basic realm="vnm"';
 
 /** A token's identity when its signature, expiry and generation hold (verified tokens cached). */
 export function callerVerifier(keys: TokenKeys, revoked: Revocations): (token: string) => Promise<Identity | undefined> {
@@ -32,31 +34,31 @@ export async function authenticate(req: ApiRequest, verify: (token: string) => P
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
     token = m?.[1];
   }
-  if (!token) throw ApiError.http(401, "A token is required: log in at /login and send it in X-Auth-Token", [], API_CHALLENGE);
+  if (!token) throw EdgeError.challenge("A token is required: log in at /login and send it in X-Auth-Token", API_CHALLENGE);
   const identity = await verify(token);
-  if (!identity) throw ApiError.http(401, "The token is not valid, has expired or was revoked; log in again", [], API_CHALLENGE);
+  if (!identity) throw EdgeError.challenge("The token is not valid, has expired or was revoked; log in again", API_CHALLENGE);
   return { identity, token };
 }
 
 /** POST /logout: every token of the caller's user issued so far ends (204). */
 export async function logout(req: ApiRequest, res: ApiResponse, who: Identity, revoked: Revocations): Promise<void> {
-  if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /logout`, [], { Allow: "POST" });
-  if (who.gen === undefined) throw ApiError.http(400, "Only a user's token can be logged out");
+  if (req.method !== "POST") throw EdgeError.methodNotAllowed(req.method, "/logout", ["POST"]);
+  if (who.gen === undefined) throw EdgeError.badRequest("Only a user's token can be logged out");
   await revoked.revoke(who.userId);
   res.setHeader("Set-Cookie", "sessionId=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; HttpOnly; SameSite=Strict");
-  res.statusCode = 204;
+  res.statusCode = H.HTTP_STATUS_NO_CONTENT;
   res.end();
 }
 
 /** HTTP Basic credentials; the user name ends at the first ':'. */
 export function basicCredentials(req: ApiRequest): { name: string; password: string } {
   const header = req.headers.authorization;
-  if (!header) throw ApiError.http(401, "Authorization header is not set", [], LOGIN_CHALLENGE);
+  if (!header) throw EdgeError.challenge("Authorization header is not set", LOGIN_CHALLENGE);
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!m) throw ApiError.http(401, "Authorization header does not contain Basic credentials", [], LOGIN_CHALLENGE);
+  if (!m) throw EdgeError.challenge("Authorization header does not contain Basic credentials", LOGIN_CHALLENGE);
   const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
   const i = decoded.indexOf(":");
-  if (i < 0) throw ApiError.http(401, "Authorization header is not valid", [], LOGIN_CHALLENGE);
+  if (i < 0) throw EdgeError.challenge("Authorization header is not valid", LOGIN_CHALLENGE);
   return { name: decoded.slice(0, i), password: decoded.slice(i + 1) };
 }
 
@@ -77,29 +79,29 @@ async function authenticateUpstream(opts: LoginOptions, name: string, password: 
     return (await opts.upstream.call("vnm.identity.v1.AuthService", "Authenticate", request, opts.callTimeoutMs)).response;
   } catch (err) {
     const e = ApiError.from(err);
-    if (e.code === 16) throw ApiError.http(401, e.message, [], LOGIN_CHALLENGE);
-    if (e.code === 8) throw ApiError.http(429, e.message, [], { "Retry-After": "1", ...e.headers });
+    if (e.code === Code.UNAUTHENTICATED) throw EdgeError.challenge(e.message, LOGIN_CHALLENGE);
+    if (e.code === Code.RESOURCE_EXHAUSTED) throw EdgeError.tooManyRequests(e.message, 1);
     throw err;
   }
 }
 
 export function loginHandler(opts: LoginOptions) {
   return async (req: ApiRequest): Promise<{ status: number; type: string; body: string; headers: Record<string, string> }> => {
-    if (req.method !== "POST") throw ApiError.http(405, `Method ${req.method} is not allowed on /login`, [], { Allow: "POST" });
+    if (req.method !== "POST") throw EdgeError.methodNotAllowed(req.method, "/login", ["POST"]);
     const type = negotiate(req.headers.accept, [TOKEN_TYPE, JSON_TYPE]);
-    if (!type) throw ApiError.http(406, `/login answers ${TOKEN_TYPE} or ${JSON_TYPE}`);
+    if (!type) throw EdgeError.notAcceptable([TOKEN_TYPE, JSON_TYPE]);
     const { name, password } = basicCredentials(req);
     // Counted before the check, so parallel guesses get no more checks than the limit; given
     // back when the password is right (or was never checked).
     const source = req.ip ?? "";
     await opts.failures.take(name, source);
     const user = await authenticateUpstream(opts, name, password, req.headers["x-auth-project"]).catch(async (err: unknown) => {
-      if (ApiError.from(err).code !== 16) await opts.failures.refund(name, source);
+      if (ApiError.from(err).code !== Code.UNAUTHENTICATED) await opts.failures.refund(name, source);
       throw err;
     });
     await opts.failures.refund(name, source);
     const role = strongestRole((user["roles"] as string[] | undefined) ?? []);
-    if (!role) throw ApiError.http(401, "The user has no role", [], LOGIN_CHALLENGE);
+    if (!role) throw EdgeError.challenge("The user has no role", LOGIN_CHALLENGE);
     const exp = Math.floor(Date.now() / 1000) + opts.ttlSeconds;
     const token = signToken(
       { userId: String(user["id"]), name: String(user["name"]), role, tenantId: (user["tenantId"] as string | undefined) ?? null, exp, gen: Number(user["tokenGeneration"] ?? 0) },
@@ -107,7 +109,7 @@ export function loginHandler(opts: LoginOptions) {
     );
     const expires = new Date(exp * 1000);
     return {
-      status: 200,
+      status: H.HTTP_STATUS_OK,
       type,
       body: JSON.stringify({ key: token, expires: expires.toISOString() }),
       headers: {
@@ -187,7 +189,7 @@ export function loginLimits(limit: number, windowSeconds: number, redis: Redis |
   const strikes = flexible(1_000_000, MAX_BACKOFF_SECONDS, redis, `${prefix}:login-strikes`);
   const pairKey = (name: string, ip: string) => createHash("sha256").update(`${name}\n${ip}`).digest("base64url").slice(0, 22);
   const refused = (seconds: number) =>
-    ApiError.http(429, "Too many failed logins; try again later", [], { "Retry-After": String(seconds) });
+    EdgeError.tooManyRequests("Too many failed logins; try again later", seconds);
   /** The first refusal of a window starts the back-off: the window, doubled per strike. */
   const backOff = async (key: string, res: RateLimiterRes): Promise<number> => {
     if (res.consumedPoints !== limit + 1) return retryAfterOf(res.msBeforeNext);

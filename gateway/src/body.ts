@@ -1,13 +1,9 @@
-import { ApiError } from "@vnm/kit";
 // Request bodies: size limit (413), content codings (gzip, else 415), UTF-8 and JSON (400).
 import { gunzip } from "node:zlib";
 import type { ApiRequest } from "./context.ts";
+import { EdgeError } from "./http-error.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
-
-function tooLarge(limit: number): ApiError {
-  return ApiError.http(413, `Request body is larger than the limit of ${limit} bytes`, [], { Connection: "close" });
-}
 
 /**
  * The body's bytes, read from the stream's events (an async iterator over the request cost a
@@ -17,7 +13,7 @@ function tooLarge(limit: number): ApiError {
  */
 function readRaw(req: ApiRequest, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(limit));
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(EdgeError.tooLarge(limit));
   // Nothing more will come (a body already read counts as none).
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve, reject) => {
@@ -34,7 +30,7 @@ function readRaw(req: ApiRequest, limit: number): Promise<Buffer> {
       if (size <= limit) return void chunks.push(chunk);
       done();
       req.resume();
-      reject(tooLarge(limit));
+      reject(EdgeError.tooLarge(limit));
     };
     const onEnd = () => {
       done();
@@ -42,11 +38,11 @@ function readRaw(req: ApiRequest, limit: number): Promise<Buffer> {
     };
     const onError = (err: Error) => {
       done();
-      reject(ApiError.http(400, `Request body could not be read: ${err.message}`));
+      reject(EdgeError.badRequest(`Request body could not be read: ${err.message}`));
     };
     const onClose = () => {
       done();
-      reject(ApiError.http(400, "Request body ended before its end"));
+      reject(EdgeError.badRequest("Request body ended before its end"));
     };
     req.on("data", onData);
     req.on("end", onEnd);
@@ -59,8 +55,8 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>
     gunzip(raw, { maxOutputLength: limit }, (err, out) => {
       if (!err) return resolve(out);
-      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") reject(tooLarge(limit));
-      else reject(ApiError.http(400, "Request body is not valid gzip data"));
+      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") reject(EdgeError.tooLarge(limit));
+      else reject(EdgeError.badRequest("Request body is not valid gzip data"));
     }),
   );
 }
@@ -69,7 +65,7 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
 export async function readBodyText(req: ApiRequest, limit: number): Promise<string> {
   const coding = (req.headers["content-encoding"] ?? "identity").trim().toLowerCase();
   if (coding !== "identity" && coding !== "gzip" && coding !== "x-gzip") {
-    throw ApiError.http(415, `Content-Encoding ${coding} is not supported; use gzip or none`);
+    throw EdgeError.unsupportedMediaType(`Content-Encoding ${coding} is not supported; use gzip or none`);
   }
   let raw = await readRaw(req, limit);
   if (coding !== "identity") raw = await inflate(raw, limit);
@@ -77,8 +73,8 @@ export async function readBodyText(req: ApiRequest, limit: number): Promise<stri
   try {
     text = utf8.decode(raw);
   } catch {
-    throw ApiError.http(400, "Request body is not valid UTF-8");
+    throw EdgeError.badRequest("Request body is not valid UTF-8");
   }
-  if (text.trim() === "") throw ApiError.http(400, "Request body is empty; a JSON object is required");
+  if (text.trim() === "") throw EdgeError.badRequest("Request body is empty; a JSON object is required");
   return text;
 }

@@ -1,12 +1,13 @@
 // One API request on a route of the catalog: access, negotiation, the gRPC request from the
 // path, query and body, the collection cache, the call, and the answer.
+import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
 import { type Access, ApiError, type Catalog, coarseDenial, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey } from "./cache.ts";
 import type { Gateway } from "./context.ts";
-import { send } from "./http-error.ts";
+import { EdgeError, send } from "./http-error.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { checkConditions, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
@@ -23,10 +24,6 @@ function responseOffers(route: Route): string[] {
     case "item":
       return [vendor(route.shape.item.resource!.mediaType), JSON_TYPE];
   }
-}
-
-export function notAcceptable(offers: string[]): ApiError {
-  return ApiError.http(406, `None of the acceptable media types is available; this resource is served as ${offers.join(" or ")}`);
 }
 
 /** A whole collection's answer may be gzip-coded (from a cached copy), so it varies by Accept-Encoding too. */
@@ -77,7 +74,7 @@ function requestOf({ route, params }: Match, req: ApiRequest): Obj {
   const request: Obj = {};
   for (const [name, raw] of Object.entries(params)) {
     const c = fromText(route.request.byName.get(name)!, raw);
-    if (!c.ok) throw ApiError.http(404, `There is no resource at ${req.path}`);
+    if (!c.ok) throw EdgeError.notFound(`There is no resource at ${req.path}`);
     request[name] = c.value;
   }
   const violations: Violation[] = [];
@@ -105,16 +102,16 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, { route, parts }: Matc
   const ct = essence(req.headers["content-type"]);
   if (!ct || !accepted.includes(ct)) {
     const send = `send ${accepted.join(" or ")}`;
-    throw ApiError.http(415, ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
+    throw EdgeError.unsupportedMediaType(ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
   }
   const text = await readBodyText(req, gw.bodyLimit);
   let json: unknown;
   try {
     json = parseJson(text, bodyType.hasInt64);
   } catch (err) {
-    throw ApiError.http(400, `Request body is not valid JSON: ${(err as Error).message}`);
+    throw EdgeError.badRequest(`Request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (!isJsonObject(json)) throw ApiError.http(400, "Request body must be a JSON object");
+  if (!isJsonObject(json)) throw EdgeError.badRequest("Request body must be a JSON object");
   const violations: Violation[] = [];
   const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
   if (violations.length > 0) {
@@ -191,9 +188,9 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
   const headers = ["ETag", item.etag, "Cache-Control", ITEM_CACHE_CONTROL];
   const ifNoneMatch = req.headers["if-none-match"];
   if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) {
-    res.writeHead(304, headers);
+    res.writeHead(H.HTTP_STATUS_NOT_MODIFIED, headers);
     res.end();
-  } else send(res, 200, type, item.body, headers);
+  } else send(res, H.HTTP_STATUS_OK, type, item.body, headers);
   return true;
 }
 
@@ -206,7 +203,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if (denied) throw denied;
   const offers = plan.offers;
   const type = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
-  if (offers.length > 0 && !type) throw notAcceptable(offers);
+  if (offers.length > 0 && !type) throw EdgeError.notAcceptable(offers);
 
   const request = requestOf(match, req);
   if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, match, token);
@@ -229,9 +226,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     if (found?.hit) {
       gw.metrics.cacheHits.inc();
       if (found.kept && found.body.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers["accept-encoding"])) {
-        return send(res, 200, type!, gzipped(found.body), ["Vary", COLLECTION_VARY, "Content-Encoding", "gzip"]);
+        return send(res, H.HTTP_STATUS_OK, type!, gzipped(found.body), ["Vary", COLLECTION_VARY, "Content-Encoding", "gzip"]);
       }
-      return send(res, 200, type!, found.body, ["Vary", COLLECTION_VARY]);
+      return send(res, H.HTTP_STATUS_OK, type!, found.body, ["Vary", COLLECTION_VARY]);
     }
     res.setHeader("Vary", COLLECTION_VARY);
     gw.metrics.cacheMisses.inc();
@@ -240,7 +237,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token, res.locals["requestId"] as string);
   if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
   if (route.shape.kind === "empty") {
-    res.statusCode = 204;
+    res.statusCode = H.HTTP_STATUS_NO_CONTENT;
     res.end();
     return;
   }
@@ -254,7 +251,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   }
   const body = collectionBody(req, res, route, response, base);
   if (slot && fillToken !== undefined) void gw.cache.fill(slot.kind, slot.key, body, fillToken);
-  send(res, 200, type!, body);
+  send(res, H.HTTP_STATUS_OK, type!, body);
 }
 
 function collectionBody(req: ApiRequest, res: ApiResponse, route: Route, response: Obj, base: string): Buffer {
@@ -299,11 +296,11 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
   if (route.method === "GET") res.setHeader("Cache-Control", ITEM_CACHE_CONTROL);
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
-    res.statusCode = 304;
+    res.statusCode = H.HTTP_STATUS_NOT_MODIFIED;
     res.end();
     return undefined;
   }
   const body = toJson(item, response, base);
-  send(res, route.method === "POST" ? 201 : 200, type, body);
+  send(res, route.method === "POST" ? H.HTTP_STATUS_CREATED : H.HTTP_STATUS_OK, type, body);
   return { etag, body };
 }

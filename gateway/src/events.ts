@@ -3,10 +3,11 @@
 // or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a gateway; a replay is
 // written in batches that wait for the client to read (back-pressure) and let other requests in.
 import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vnm/kit";
-import { ApiError } from "@vnm/kit";
 import { once } from "node:events";
+import { constants as H } from "node:http2";
 import { setTimeout as delay, setImmediate } from "node:timers/promises";
 import type { ApiRequest, ApiResponse } from "./context.ts";
+import { EdgeError } from "./http-error.ts";
 import type { Revocations } from "./revocation.ts";
 
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
@@ -27,14 +28,14 @@ function resumeAfter(req: ApiRequest): number | undefined {
   if (raw === undefined) return undefined;
   const after = Number(raw);
   if (!Number.isSafeInteger(after) || after < 0) {
-    throw ApiError.http(400, "Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
+    throw EdgeError.badRequest("Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
   }
   return after;
 }
 
 /** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
 function openStream(res: ApiResponse, onClose: () => void) {
-  res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
@@ -67,7 +68,7 @@ function streamCounter(maxPerUser: number) {
     take(userId: string) {
       const n = open.get(userId) ?? 0;
       if (n >= maxPerUser) {
-        throw ApiError.http(429, `At most ${maxPerUser} event streams may be open per user; close one first`, [], { "Retry-After": "1" });
+        throw EdgeError.tooManyRequests(`At most ${maxPerUser} event streams may be open per user; close one first`, 1);
       }
       open.set(userId, n + 1);
     },
@@ -106,7 +107,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   return {
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
-      if (bus.state() !== "connected") throw ApiError.http(503, "The change feed is unavailable; try again later", [], { "Retry-After": "1" });
+      if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
       perUser.take(who.userId);
       let stop: (() => void) | undefined;
       let untie: (() => void) | undefined;

@@ -6,6 +6,7 @@
 // "degraded", while any service answers: each of those is the same for every gateway, and a
 // readiness probe failing on it would take every gateway out at once, the healthy domains'
 // traffic with it. It is a 503 only when no service answers: this gateway is cut off.
+import { constants as H } from "node:http2";
 import type express from "express";
 import type { Gateway } from "./context.ts";
 import { openApi } from "./openapi.ts";
@@ -27,7 +28,7 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
     const serving = services.some(([, v]) => v === "ok");
     const degraded = Object.entries(checks).flatMap(([k, v]) => (v === "ok" ? [] : [k]));
     const status = !serving ? "unavailable" : degraded.length > 0 ? "degraded" : "ok";
-    res.status(serving ? 200 : 503).json({ status, checks, degraded });
+    res.status(serving ? H.HTTP_STATUS_OK : H.HTTP_STATUS_SERVICE_UNAVAILABLE).json({ status, checks, degraded });
   });
 
   // Built from the catalog once; its server is wherever it was fetched from ("/").

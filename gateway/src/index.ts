@@ -28,7 +28,7 @@ import {
 } from "@vnm/kit";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
-import { ERROR_TYPE } from "./media.ts";
+import { EdgeError, rawErrorAnswer } from "./http-error.ts";
 import { loginLimits, rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
@@ -128,13 +128,8 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
     socket.destroy();
     return;
   }
-  const timeout = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
-  const status = timeout ? 408 : 400;
-  const message = timeout ? "The request did not arrive in time" : "The request is not valid HTTP";
-  const body = JSON.stringify({ message, code: status, requestId: randomUUID() });
-  socket.end(
-    `HTTP/1.1 ${status} ${timeout ? "Request Timeout" : "Bad Request"}\r\nContent-Type: ${ERROR_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  const e = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? EdgeError.requestTimeout("The request did not arrive in time") : EdgeError.badRequest("The request is not valid HTTP");
+  socket.end(rawErrorAnswer(e, randomUUID()));
 }
 
 function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed, log: Logger) {

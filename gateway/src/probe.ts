@@ -4,6 +4,7 @@
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
+import { EdgeError } from "./http-error.ts";
 import { etagMatches, etagOf, fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
@@ -60,9 +61,9 @@ export async function checkConditions(gw: Gateway, route: Route, parts: string[]
   const response = await callGet(gw, get, parts, token);
   const etag = etagOf(response);
   if (ifMatch !== undefined && !etagMatches(ifMatch, etag, "strong")) {
-    throw ApiError.http(412, `The item has changed since it was read: its ETag is now ${etag}`, [], { ETag: etag });
+    throw EdgeError.preconditionFailed(`The item has changed since it was read: its ETag is now ${etag}`, etag);
   }
   if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, etag)) {
-    throw ApiError.http(412, `The item exists and If-None-Match names it: its ETag is ${etag}`, [], { ETag: etag });
+    throw EdgeError.preconditionFailed(`The item exists and If-None-Match names it: its ETag is ${etag}`, etag);
   }
 }

@@ -3,6 +3,7 @@
 // user has none. The gateway remembers each user's generation and forgets it when the identity
 // service announces a change of that user on the bus, so every replica refuses an old token
 // within a second of the change. Without the change feed, what is remembered lasts a second.
+import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Bus, type Identity, serviceToken, type TokenKeys, type Upstream } from "@vnm/kit";
 
 const AUTH = "vnm.identity.v1.AuthService";
@@ -51,7 +52,7 @@ export function revocations(opts: Options): Revocations {
       const r = await opts.upstream.call(AUTH, "GetTokenGeneration", { id: userId }, opts.callTimeoutMs, token());
       return Number(r.response["generation"] ?? 0);
     } catch (err) {
-      if (ApiError.from(err).code === 5) return undefined;
+      if (ApiError.from(err).code === Code.NOT_FOUND) return undefined;
       throw err;
     }
   };

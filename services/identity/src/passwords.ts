@@ -16,7 +16,7 @@ const waiting: (() => void)[] = [];
 /** Runs `work` when a slot is free; refuses at once when the queue is full. */
 async function queued<T>(work: () => Promise<T>): Promise<T> {
   if (running >= CONCURRENCY) {
-    if (waiting.length >= QUEUE) throw ApiError.http(429, "Too many password checks under way; try again shortly");
+    if (waiting.length >= QUEUE) throw ApiError.exhausted("Too many password checks under way; try again shortly");
     await new Promise<void>((resolve) => waiting.push(resolve));
   } else running++;
   try {

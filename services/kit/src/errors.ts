@@ -1,7 +1,8 @@
-// One error type for every service: a gRPC status code, a message and field violations.
-// It travels over gRPC as the status code, the status details (message) and a trailing
-// metadata entry holding the violations as JSON.
+// One error type for every part: a gRPC status code, a message and field violations, and the
+// one place where anything thrown becomes one. It travels over gRPC as the status code, the
+// status details (message) and a trailing metadata entry holding the violations as JSON.
 import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { PG } from "./db.ts";
 
 export interface Violation {
   property: string;
@@ -11,48 +12,25 @@ export interface Violation {
 export const VIOLATIONS_KEY = "vnm-violations";
 export const ORIGIN_KEY = "vnm-origin";
 
-/** The gRPC code nearest to an HTTP status gRPC has no code for (405, 406, 412, 413, 415, ...). */
-const NEAREST_CODE: Record<number, status> = {
-  400: status.INVALID_ARGUMENT,
-  401: status.UNAUTHENTICATED,
-  403: status.PERMISSION_DENIED,
-  404: status.NOT_FOUND,
-  405: status.UNIMPLEMENTED,
-  406: status.INVALID_ARGUMENT,
-  409: status.ALREADY_EXISTS,
-  412: status.FAILED_PRECONDITION,
-  413: status.RESOURCE_EXHAUSTED,
-  415: status.INVALID_ARGUMENT,
-  429: status.RESOURCE_EXHAUSTED,
-  503: status.UNAVAILABLE,
-  504: status.DEADLINE_EXCEEDED,
-};
+/** Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach. */
+const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
+const DB_DOWN_MESSAGE = /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/;
+/** Postgres conflicts between concurrent transactions. */
+const DB_CONFLICT = new Set<string>([PG.foreignKeyViolation, PG.serializationFailure, PG.deadlock]);
 
+/**
+ * The one error of every part: a gRPC status code, a message a client may read, and field
+ * violations. How a client sees it over HTTP is the gateway's business alone (one table there).
+ */
 export class ApiError extends Error {
   override name = "ApiError";
   readonly code: status;
   readonly violations: Violation[];
-  /** An HTTP status the code alone cannot say (405, 406, 412, 413, 415), set at the edge. */
-  readonly httpStatus?: number;
-  /** HTTP headers that go with the answer (Allow, Retry-After, WWW-Authenticate, ETag). */
-  readonly headers: Record<string, string>;
 
-  constructor(
-    code: status,
-    message: string,
-    violations: Violation[] = [],
-    options?: { cause?: unknown; httpStatus?: number; headers?: Record<string, string> },
-  ) {
+  constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.violations = violations;
-    this.httpStatus = options?.httpStatus;
-    this.headers = options?.headers ?? {};
-  }
-
-  /** An error the HTTP edge makes itself, with its exact status and headers. */
-  static http(httpStatus: number, message: string, violations: Violation[] = [], headers: Record<string, string> = {}): ApiError {
-    return new ApiError(NEAREST_CODE[httpStatus] ?? status.UNKNOWN, message, violations, { httpStatus, headers });
   }
 
   static invalid(violations: Violation[], message = "Validation error(s) found"): ApiError {
@@ -73,16 +51,33 @@ export class ApiError extends Error {
   static forbidden(message: string): ApiError {
     return new ApiError(status.PERMISSION_DENIED, message);
   }
+  static exhausted(message: string): ApiError {
+    return new ApiError(status.RESOURCE_EXHAUSTED, message);
+  }
   static unavailable(message: string): ApiError {
     return new ApiError(status.UNAVAILABLE, message);
   }
 
-  /** Turns anything thrown into an ApiError; unknown errors become INTERNAL with a generic message. */
-  static from(err: unknown): ApiError {
+  /**
+   * Anything thrown, as an ApiError: itself; a gRPC error as its code, message and violations
+   * (when the channel failed rather than the service answering, named after `peer`: the service
+   * called); a database out of reach as UNAVAILABLE, a conflict between transactions as ABORTED;
+   * anything else as INTERNAL with a generic message (the cause is kept for the log).
+   */
+  static from(err: unknown, peer?: string): ApiError {
     if (err instanceof ApiError) return err;
     if (isServiceError(err)) {
+      const answered = err.metadata.get(ORIGIN_KEY)[0] !== undefined;
+      if (!answered && peer && err.code === status.UNAVAILABLE) return new ApiError(status.UNAVAILABLE, `The ${peer} service is unavailable; try again later`, [], { cause: err });
+      if (!answered && peer && err.code === status.DEADLINE_EXCEEDED) return new ApiError(status.DEADLINE_EXCEEDED, `The ${peer} service did not answer in time`, [], { cause: err });
       return new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err });
     }
+    const raw = (err as { code?: unknown } | null)?.code;
+    const code = typeof raw === "string" ? raw : undefined;
+    if ((code && (DB_DOWN.has(code) || code.startsWith("08"))) || DB_DOWN_MESSAGE.test((err as Error | null)?.message ?? "")) {
+      return new ApiError(status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
+    }
+    if (code && DB_CONFLICT.has(code)) return new ApiError(status.ABORTED, "A concurrent change got in the way of this request; try again", [], { cause: err });
     return new ApiError(status.INTERNAL, "An internal error occurred", [], { cause: err });
   }
 

@@ -10,7 +10,7 @@ import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./ch
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
-import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION, PG } from "./db.ts";
+import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
@@ -154,29 +154,6 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
-
-/** Maps anything a handler throws onto an ApiError; a lost database is UNAVAILABLE (503). */
-export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
-  // Postgres errors carry string codes (SQLSTATE, or a socket error's); gRPC statuses are numbers.
-  const raw = (err as { code?: unknown } | null)?.code;
-  const code = typeof raw === "string" ? raw : undefined;
-  const message = (err as Error | null)?.message ?? "";
-  if (
-    (code && (DB_DOWN.has(code) || code.startsWith("08"))) ||
-    /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/.test(message)
-  ) {
-    return new ApiError(grpc.status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
-  }
-  if (code === PG.foreignKeyViolation || code === PG.serializationFailure || code === PG.deadlock) {
-    return new ApiError(grpc.status.ABORTED, "A concurrent change got in the way of this request; try again", [], {
-      cause: err,
-    });
-  }
-  return ApiError.from(err);
-}
-
 interface CallGuard {
   verify: (token: string) => Promise<Identity | undefined>;
   isPublic: boolean;
@@ -239,7 +216,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
         callback(null, response, trailer);
       },
       (err: unknown) => {
-        const apiErr = toApiError(err);
+        const apiErr = ApiError.from(err);
         if (apiErr.code === grpc.status.INTERNAL || apiErr.code === grpc.status.UNAVAILABLE) {
           log.error("call failed", { requestId, method: name, err: apiErr.cause ?? apiErr });
         }

@@ -1,4 +1,4 @@
-import { status } from "@grpc/grpc-js";
+import { Metadata, status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { ApiError, ORIGIN_KEY } from "./errors.ts";
 import { loadGrpc } from "./proto.ts";
@@ -32,9 +32,21 @@ describe("errors across gRPC", () => {
     expect(back.violations).toEqual([{ property: "name", message: "must be a string" }]);
   });
 
-  it("carry the HTTP statuses gRPC has no code for, set at the edge", () => {
-    const e = ApiError.http(405, "no", [], { Allow: "GET" });
-    expect(e).toMatchObject({ httpStatus: 405, headers: { Allow: "GET" } });
-    expect(ApiError.from(e)).toBe(e);
+  it("from a channel that failed name the service called; the service's own answer passes as it is", () => {
+    const channel = Object.assign(new Error("14 UNAVAILABLE: No connection established"), { code: status.UNAVAILABLE, details: "No connection established", metadata: new Metadata() });
+    expect(ApiError.from(channel, "lb")).toMatchObject({ code: status.UNAVAILABLE, message: "The lb service is unavailable; try again later" });
+    const slow = Object.assign(new Error("4 DEADLINE_EXCEEDED"), { code: status.DEADLINE_EXCEEDED, details: "Deadline exceeded", metadata: new Metadata() });
+    expect(ApiError.from(slow, "lb").message).toBe("The lb service did not answer in time");
+    const own = ApiError.unavailable("The database is unavailable; try again later").toServiceError();
+    expect(ApiError.from({ ...own, message: "x", name: "Error" }, "lb").message).toBe("The database is unavailable; try again later");
+  });
+
+  it("from the database: out of reach is UNAVAILABLE, a conflict between transactions ABORTED, anything else INTERNAL", () => {
+    expect(ApiError.from(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })).code).toBe(status.UNAVAILABLE);
+    expect(ApiError.from(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })).code).toBe(status.UNAVAILABLE);
+    expect(ApiError.from(Object.assign(new Error("deadlock detected"), { code: "40P01" })).code).toBe(status.ABORTED);
+    const bug = ApiError.from(new TypeError("x is undefined"));
+    expect(bug).toMatchObject({ code: status.INTERNAL, message: "An internal error occurred" });
+    expect(bug.cause).toBeInstanceOf(TypeError);
   });
 });

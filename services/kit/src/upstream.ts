@@ -3,7 +3,7 @@
 // call, and the trailing metadata kept for the caller. A domain whose address is not given
 // (its service not deployed, or not written yet) answers every call UNAVAILABLE, naming it.
 import * as grpc from "@grpc/grpc-js";
-import { ApiError, ORIGIN_KEY } from "./errors.ts";
+import { ApiError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { clientConstructor } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
@@ -126,7 +126,7 @@ export function createUpstream(
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {
-        const e = ApiError.from(nameTheService(err, domain));
+        const e = ApiError.from(err, domain);
         metrics?.grpcClient.inc({ service, method: rpc, code: grpc.status[e.code] ?? String(e.code) });
         throw e;
       } finally {
@@ -147,16 +147,4 @@ export function createUpstream(
       for (const c of [...clients.values(), ...health.values()]) c.close();
     },
   };
-}
-
-/** A lost or silent service, named (the service's own errors pass as they are). */
-function nameTheService(err: unknown, domain: string): unknown {
-  const code = (err as { code?: number } | null)?.code;
-  const own = (err as { metadata?: grpc.Metadata } | null)?.metadata?.get(ORIGIN_KEY)[0] !== undefined;
-  if (own) return err;
-  if (code === grpc.status.UNAVAILABLE) return new ApiError(grpc.status.UNAVAILABLE, `The ${domain} service is unavailable; try again later`, [], { cause: err });
-  if (code === grpc.status.DEADLINE_EXCEEDED) {
-    return new ApiError(grpc.status.DEADLINE_EXCEEDED, `The ${domain} service did not answer in time`, [], { cause: err });
-  }
-  return err;
 }
