@@ -2,7 +2,7 @@
 // API (login, the caller, /events, the root document, then the catalog's routes), and a last
 // handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
+import { accessRules, httpSpans, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
@@ -53,7 +53,7 @@ function baseUri(req: ApiRequest): string {
 
 /** The route a request is counted under: its catalog template, else a fixed name (never the raw path). */
 function routeLabel(req: ApiRequest, res: ApiResponse): string {
-  const known = res.locals["route"] as string | undefined;
+  const known = res.locals.route;
   if (known) return known;
   return NAMED_ROUTES.has(req.path) ? req.path : "unmatched";
 }
@@ -89,14 +89,14 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail) {
   return (req: ApiRequest, res: ApiResponse): boolean => {
     const given = req.headers["x-request-id"];
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
-    res.locals["requestId"] = id;
+    res.locals.requestId = id;
     res.writeHead = edgeWriteHead as unknown as ApiResponse["writeHead"];
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const route = routeLabel(req, res);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       count(route, req.method, res.statusCode, seconds);
-      const who = (res.locals["caller"] as { identity: Identity } | undefined)?.identity;
+      const who = res.locals.caller?.identity;
       log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
       audit.record(req, res, who);
     });
@@ -137,7 +137,7 @@ function edgeWriteHead(this: ApiResponse, status: number, reasonOrHeaders?: unkn
   for (let i = -2; i < EDGE_HEADERS.length; i += 2) {
     const k = i < 0 ? "X-Request-Id" : EDGE_HEADERS[i]!;
     if ((list && names(list, k)) || this.hasHeader(k)) continue;
-    missing.push(k, i < 0 ? (this.locals["requestId"] as string) : EDGE_HEADERS[i + 1]!);
+    missing.push(k, i < 0 ? this.locals.requestId : EDGE_HEADERS[i + 1]!);
   }
   const write = plainWriteHead as unknown as (this: ApiResponse, status: number, reason: string | undefined, headers: unknown) => ApiResponse;
   if (list) return write.call(this, status, reason, [...missing, ...list]);
@@ -171,7 +171,7 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
       if (verdict && !verdict.allowed) {
         throw EdgeError.tooManyRequests("Too many requests for this token; slow down", verdict.retryAfter);
       }
-      res.locals["caller"] = caller;
+      res.locals.caller = caller;
       if (req.path === "/logout") return await logout(req, res, caller.identity, revoked);
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
@@ -183,7 +183,7 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
       if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
       await route(gw, req, res);
     } catch (err) {
-      sendError(res, err, res.locals["requestId"] as string, gw.log);
+      sendError(res, err, res.locals.requestId, gw.log);
     }
   };
 }
@@ -204,8 +204,8 @@ async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<vo
   const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
   if (match) {
     const plan = gw.plans.get(match.route)!;
-    res.locals["rpc"] = plan.rpc;
-    res.locals["domain"] = match.route.domain;
+    res.locals.rpc = plan.rpc;
+    res.locals.domain = match.route.domain;
     return dispatch(gw, req, res, match, plan, baseUri(req));
   }
   if (allowed.length > 0) throw EdgeError.methodNotAllowed(req.method, req.path, allowed);
@@ -218,7 +218,7 @@ async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<vo
 /** Anything express itself rejects still gets the error body, never its HTML page. */
 function lastResort(log: GatewayOptions["log"]) {
   return (err: unknown, _req: ApiRequest, res: ApiResponse, _next: NextFunction) => {
-    const requestId = (res.locals["requestId"] as string | undefined) ?? randomUUID();
+    const requestId = res.locals.requestId || randomUUID();
     const status = (err as { status?: number } | null)?.status;
     const client = typeof status === "number" && status >= 400 && status < 500;
     sendError(res, client ? EdgeError.client(status, (err as Error).message || "Bad request") : err, requestId, log);

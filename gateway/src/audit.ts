@@ -65,18 +65,18 @@ function loginName(req: ApiRequest): string | null {
 
 /** The record of a finished request, or undefined when it is no write. */
 function recordOf(req: ApiRequest, res: ApiResponse, who: Identity | undefined, kinds: ReturnType<typeof kindsByRpc>): AuditRecord | undefined {
-  const rpc = res.locals["rpc"] as string | undefined;
+  const rpc = res.locals.rpc;
   const isLogin = req.path === "/login" && req.method === "POST";
   // An RPC that is no kind's own verb (a trace's start, say) is named after its domain and itself.
-  const own = (r: string) => kinds.get(r) ?? `${res.locals["domain"] as string}.${r.slice(r.lastIndexOf("/") + 1)}`;
+  const own = (r: string) => kinds.get(r) ?? `${res.locals.domain}.${r.slice(r.lastIndexOf("/") + 1)}`;
   const kind = isLogin ? "identity.login" : WRITES.has(req.method) && rpc ? own(rpc) : undefined;
   if (!kind) return undefined;
-  const created = res.locals["created"];
+  const created = res.locals.created;
   const path = typeof created === "string" && res.statusCode === H.HTTP_STATUS_CREATED ? created : req.path;
   const status = res.statusCode;
   return {
     at: new Date().toISOString(),
-    requestId: res.locals["requestId"] as string,
+    requestId: res.locals.requestId,
     user: isLogin ? loginName(req) : (who?.name ?? null),
     userId: who?.userId ?? null,
     role: who?.role ?? null,

@@ -196,8 +196,8 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
 
 export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string): Promise<void> {
   const { route, parts } = match;
-  res.locals["route"] = route.template;
-  const { identity, token } = res.locals["caller"] as { identity: Identity; token: string };
+  res.locals.route = route.template;
+  const { identity, token } = res.locals.caller!;
   // Refusals that need no data are made here, without a hop; the service checks again.
   const denied = plan.access && coarseDenial(plan.access, identity);
   if (denied) throw denied;
@@ -234,7 +234,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     gw.metrics.cacheMisses.inc();
     fillToken = found?.token;
   }
-  const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token, res.locals["requestId"] as string);
+  const { response, changes } = await gw.upstream.call(route.service, route.rpc, request, gw.callTimeoutMs, token, res.locals.requestId);
   if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
   if (route.shape.kind === "empty") {
     res.statusCode = H.HTTP_STATUS_NO_CONTENT;
@@ -288,7 +288,7 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
     if (p) {
       res.setHeader("Location", base + p);
       // The audit record names the new item by this path (no need to parse the Location back).
-      res.locals["created"] = p;
+      res.locals.created = p;
     }
   }
   const etag = etagOf(response);

@@ -2,7 +2,7 @@
 // request whose body is refused, so that a missing item is a 404 before a 400; and the item a
 // conditional PUT or DELETE names, for If-Match and If-None-Match.
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, type Route, templateShape } from "@vnm/kit";
+import { ApiError, bind, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
 import { etagMatches, etagOf, fromText } from "./transcode.ts";
@@ -10,12 +10,10 @@ import { etagMatches, etagOf, fromText } from "./transcode.ts";
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
 export async function callGet(gw: Gateway, get: Route, parts: string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const request: Record<string, unknown> = { ...extra };
-  get.segments.forEach((s, i) => {
-    if ("variable" in s) {
-      const c = fromText(get.request.byName.get(s.variable)!, parts[i]!);
-      request[s.variable] = c.ok ? c.value : parts[i];
-    }
-  });
+  for (const [name, text] of Object.entries(bind(get.segments, parts.slice(0, get.segments.length)) ?? {})) {
+    const c = fromText(get.request.byName.get(name)!, text);
+    request[name] = c.ok ? c.value : text;
+  }
   return (await gw.upstream.call(get.service, get.rpc, request, gw.callTimeoutMs, token)).response;
 }
 
@@ -26,14 +24,11 @@ export async function callGet(gw: Gateway, get: Route, parts: string[], token: s
  * service answers that list with the parent's 404.
  */
 export async function probeTarget(gw: Gateway, route: Route, parts: string[], token: string): Promise<void> {
-  let probe: Route | undefined;
+  let probe: Route | undefined = gw.catalog.tree.above(route.template, route.method === "PUT")[0];
   let extra: Record<string, unknown> = {};
-  const segments = templateShape(route.template).split("/");
-  for (let n = route.method === "PUT" ? segments.length : segments.length - 1; n > 1 && !probe; n--) {
-    probe = gw.router.getAt(segments.slice(0, n).join("/"));
-  }
-  if (!probe && route.method === "POST" && segments.includes("{}")) {
-    const list = gw.router.getAt(segments.join("/"));
+  const shape = templateShape(route.template);
+  if (!probe && route.method === "POST" && shape.includes("{}")) {
+    const list = gw.catalog.tree.getAt(shape);
     // Only a list that can be asked for one item: a probe never reads a whole collection.
     if (list?.shape.kind === "collection" && list.queryFields.has("limit")) {
       probe = list;
@@ -56,7 +51,7 @@ export async function probeTarget(gw: Gateway, route: Route, parts: string[], to
  * write landing in between is not seen.
  */
 export async function checkConditions(gw: Gateway, route: Route, parts: string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
-  const get = gw.router.getAt(templateShape(route.template));
+  const get = gw.catalog.tree.getAt(templateShape(route.template));
   if (get?.shape.kind !== "item") return;
   const response = await callGet(gw, get, parts, token);
   const etag = etagOf(response);

@@ -1,5 +1,5 @@
 // Path matching over the catalog's routes.
-import { bind, type Catalog, type Route, type Segment, templateShape } from "@vnm/kit";
+import { bind, type Catalog, type Route, type Segment } from "@vnm/kit";
 
 export interface Match {
   route: Route;
@@ -52,15 +52,6 @@ export class Router {
       if (!found && route.method === method) found = { route, params, parts };
     }
     return { match: found, allowed };
-  }
-
-  /** The GET route of a template shape (used to tell 404 from 400 on a bad body). */
-  getAt(shape: string): Route | undefined {
-    for (const list of this.bySize.values()) {
-      const r = list.find((x) => x.method === "GET" && templateShape(x.template) === shape);
-      if (r) return r;
-    }
-    return undefined;
   }
 
   /** Whether the path is where a link leads to a kind this interface only references. */

@@ -87,6 +87,45 @@ export interface Route {
   shape: { kind: "item"; item: MessageInfo } | { kind: "collection"; field: FieldInfo; item: MessageInfo } | { kind: "empty" };
 }
 
+/** An item GET route: what names one resource. */
+export type ItemRoute = Route & { shape: { kind: "item"; item: MessageInfo } };
+
+/**
+ * The resource tree of the routes, worked out once: what is served at a template shape, and the
+ * items above a template (its owner chain), which tenancy, probes, the kinds' parents and the
+ * cache's dependents all read.
+ */
+export interface ResourceTree {
+  /** The GET route at a template shape ("/bridges/{}/dhcp"), if any. */
+  getAt(shape: string): Route | undefined;
+  /**
+   * The GET routes at the paths above a template, nearest first; with `self`, the template's
+   * own path first (for a route that names an existing item).
+   */
+  above(template: string, self: boolean): Route[];
+  /** The item GET routes among those: the owner chain. */
+  itemsAbove(template: string, self: boolean): ItemRoute[];
+}
+
+function resourceTree(routes: Route[]): ResourceTree {
+  const gets = new Map<string, Route>();
+  for (const r of routes) {
+    const shape = templateShape(r.template);
+    if (r.method === "GET" && !gets.has(shape)) gets.set(shape, r);
+  }
+  const getAt = (shape: string) => gets.get(shape);
+  const above = (template: string, self: boolean) => {
+    const segs = templateShape(template).split("/");
+    const out: Route[] = [];
+    for (let n = self ? segs.length : segs.length - 1; n > 1; n--) {
+      const r = getAt(segs.slice(0, n).join("/"));
+      if (r) out.push(r);
+    }
+    return out;
+  };
+  return { getAt, above, itemsAbove: (template, self) => above(template, self).filter((r): r is ItemRoute => r.shape.kind === "item") };
+}
+
 /** What a kind's own endpoints do; the RPCs serving them are found from the HTTP bindings. */
 export type Verb = "list" | "get" | "create" | "update" | "delete";
 
@@ -113,6 +152,7 @@ export interface KindInfo {
 
 export interface Catalog {
   routes: Route[];
+  tree: ResourceTree;
   resources: MessageInfo[];
   /** Kinds with an item GET route, by qualified kind name. */
   kinds: Map<string, KindInfo>;
@@ -318,15 +358,8 @@ function readServices(root: protobuf.NamespaceBase, messages: Messages) {
   return { routes, services, publicMethods };
 }
 
-/** The item GET route at a template shape, if any. */
-function itemAt(routes: Route[], shape: string): (Route & { shape: { kind: "item"; item: MessageInfo } }) | undefined {
-  return routes.find((r) => r.method === "GET" && r.shape.kind === "item" && templateShape(r.template) === shape) as
-    | (Route & { shape: { kind: "item"; item: MessageInfo } })
-    | undefined;
-}
-
 /** The kinds: each resource with an item GET route, its own RPCs, parent and tenant rule. */
-function readKinds(routes: Route[]): Map<string, KindInfo> {
+function readKinds(routes: Route[], tree: ResourceTree): Map<string, KindInfo> {
   const kinds = new Map<string, KindInfo>();
   for (const get of routes) {
     if (get.method !== "GET" || get.shape.kind !== "item") continue;
@@ -343,9 +376,7 @@ function readKinds(routes: Route[]): Map<string, KindInfo> {
     const creates = routes.filter((r) => r.method === "POST" && r.shape.kind === "item" && r.shape.item === item && r.service === get.service);
     const list = lists.find((r) => own(r, above)) ?? (lists.length === 1 ? lists[0] : undefined);
     const create = creates.find((r) => own(r, above)) ?? (creates.length === 1 ? creates[0] : undefined);
-    const segs = shape.split("/");
-    let parent: string | undefined;
-    for (let n = segs.length - 1; n > 1 && !parent; n--) parent = itemAt(routes, segs.slice(0, n).join("/"))?.shape.item.resource?.kind;
+    const parent = tree.itemsAbove(get.template, false)[0]?.shape.item.resource?.kind;
     kinds.set(resource.kind, {
       kind: resource.kind,
       message: item,
@@ -388,15 +419,12 @@ function unservedLinks(resources: MessageInfo[], routes: Route[]): Segment[][] {
 }
 
 /** The kinds whose cached lists hold items below each kind's items (see Catalog.affected). */
-function dependentsOf(routes: Route[]): (changes: Iterable<string>) => Set<string> {
+function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<string>) => Set<string> {
   const dependents = new Map<string, Set<string>>();
   for (const r of routes) {
     if (r.shape.kind !== "collection") continue;
     const listed = r.shape.item.resource!.kind;
-    const segs = templateShape(r.template).split("/");
-    for (let n = segs.length - 1; n > 1; n--) {
-      const parent = itemAt(routes, segs.slice(0, n).join("/"));
-      if (!parent) continue;
+    for (const parent of tree.itemsAbove(r.template, false)) {
       const kind = parent.shape.item.resource!.kind;
       if (!dependents.has(kind)) dependents.set(kind, new Set());
       dependents.get(kind)!.add(listed);
@@ -418,7 +446,8 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
   const messages = new Messages();
   const { routes, services, publicMethods } = readServices(root, messages);
   const resources = [...messages.all.values()].filter((m) => m.resource);
-  const kinds = readKinds(routes);
+  const tree = resourceTree(routes);
+  const kinds = readKinds(routes, tree);
   const byMessage = new Map([...kinds.values()].map((k) => [k.message.fullName, k]));
   const kindOf = (fullName: string) => {
     const k = byMessage.get(fullName);
@@ -430,7 +459,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     const doc = m.resource!.rootDocument;
     if (doc && !rootDocuments.some((d) => d.name === doc)) throw new Error(`${m.fullName}: no root document named ${doc}`);
   }
-  return { routes, resources, kinds, kindOf, services, rootDocuments, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes) };
+  return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes, tree) };
 }
 
 let shared: Catalog | undefined;

@@ -41,6 +41,16 @@ export function bind(segments: Segment[], parts: string[]): Record<string, strin
   return params;
 }
 
+/** [their variable, my variable] for each path variable two templates have at the same position. */
+export function sharedVariables(theirs: Segment[], mine: Segment[]): [string, string][] {
+  const out: [string, string][] = [];
+  theirs.forEach((s, i) => {
+    const m = mine[i];
+    if ("variable" in s && m && "variable" in m) out.push([s.variable, m.variable]);
+  });
+  return out;
+}
+
 /** {name} is one path segment; {+name} (RFC 6570 reserved expansion) may hold several. */
 const PLACEHOLDER = /\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}/g;
 

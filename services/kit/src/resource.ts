@@ -11,7 +11,7 @@ import { catalog, type FieldInfo, type KindInfo } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
-import { itemPath, parseTemplate } from "./paths.ts";
+import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import { isUuid, parseInput } from "./validate.ts";
 
@@ -131,13 +131,7 @@ function whereEqual(cols: Record<string, unknown>): { sql: string; params: unkno
 
 /** A request for the route at `to`, its path variables taken by position from one at `from`. */
 function positional(from: string, to: string, req: Req): Req {
-  const mine = parseTemplate(from);
-  const out: Req = {};
-  parseTemplate(to).forEach((seg, i) => {
-    const ours = mine[i];
-    if ("variable" in seg && ours && "variable" in ours) out[seg.variable] = req[ours.variable];
-  });
-  return out;
+  return Object.fromEntries(sharedVariables(parseTemplate(to), parseTemplate(from)).map(([theirs, ours]) => [theirs, req[ours]]));
 }
 
 /** Handlers per gRPC service, merged (a name served twice is a mistake). */

@@ -10,7 +10,7 @@
 // - lists are narrowed to the caller's tenant (a filter naming another tenant lists nothing).
 import type { Identity } from "./auth.ts";
 import type { Catalog, HttpMethod, ResourceInfo } from "./catalog.ts";
-import { templateShape } from "./paths.ts";
+import { sharedVariables, templateShape } from "./paths.ts";
 import { ApiError } from "./errors.ts";
 
 export interface Access {
@@ -36,35 +36,28 @@ export interface Access {
 /** Access rules per "<service>/<rpc>", from each RPC's first HTTP binding. */
 export function accessRules(catalog: Catalog): Map<string, Access> {
   const rules = new Map<string, Access>();
-  const getItemAt = (shape: string) =>
-    catalog.routes.find((r) => r.method === "GET" && r.shape.kind === "item" && templateShape(r.template) === shape);
   for (const route of catalog.routes) {
     const key = `${route.service}/${route.rpc}`;
     if (rules.has(key)) continue;
-    const shape = templateShape(route.template);
-    const resource =
-      route.shape.kind === "empty" ? getItemAt(shape)?.shape : route.shape;
-    const res = resource && resource.kind !== "empty" ? resource.item.resource : undefined;
-    const segs = shape.split("/");
-    let owner: Access["owner"];
-    for (let n = route.method === "POST" ? segs.length - 1 : segs.length; n > 1 && !owner; n--) {
-      const candidate = getItemAt(segs.slice(0, n).join("/"));
-      const cres = candidate?.shape.kind === "item" ? candidate.shape.item.resource : undefined;
-      if (!candidate || !cres?.tenantField) continue;
-      const params: [string, string][] = [];
-      candidate.segments.forEach((s, i) => {
-        const mine = route.segments[i];
-        if ("variable" in s && mine && "variable" in mine) params.push([s.variable, mine.variable]);
-      });
-      owner = {
-        service: candidate.service,
-        rpc: candidate.rpc,
-        self: n === segs.length,
-        tenantField: cres.tenantField,
-        displayName: cres.displayName,
-        params,
-      };
-    }
+    // An empty answer (a DELETE) names the item at its own path.
+    const own = route.shape.kind === "empty" ? catalog.tree.getAt(templateShape(route.template)) : undefined;
+    const resource = route.shape.kind === "empty" ? (own?.shape.kind === "item" ? own.shape : undefined) : route.shape;
+    const res = resource?.item.resource;
+    // The owner: the nearest item at or above the target (above only, for a create) with a tenant.
+    const chain = catalog.tree.itemsAbove(route.template, route.method !== "POST");
+    const candidate = chain.find((c) => c.shape.item.resource?.tenantField);
+    const cres = candidate?.shape.item.resource;
+    const owner: Access["owner"] =
+      candidate && cres?.tenantField
+        ? {
+            service: candidate.service,
+            rpc: candidate.rpc,
+            self: templateShape(candidate.template) === templateShape(route.template),
+            tenantField: cres.tenantField,
+            displayName: cres.displayName,
+            params: sharedVariables(candidate.segments, route.segments),
+          }
+        : undefined;
     const tenantBearing = Boolean(res?.tenantField) || Boolean(owner);
     rules.set(key, {
       verb: route.method,
