@@ -29,8 +29,17 @@ async function cacheCounters(base: string): Promise<{ hits: number; misses: numb
   return { hits: num("vnm_cache_hits_total"), misses: num("vnm_cache_misses_total") };
 }
 
+/** The running stack before any row: what every step needs, the two processes watched closely, the item's bytes. */
+interface SetUp {
+  ctx: Omit<Ctx, "baselines" | "stackWarmup">;
+  gateway: Proc;
+  bridge: Proc;
+  body: string;
+  type: string;
+}
+
 /** The stack up, the bridges made, the item every row reads fetched once. */
-async function setUp(): Promise<{ ctx: Omit<Ctx, "baselines" | "stackWarmup">; gateway: Proc; bridge: Proc; body: string; type: string }> {
+async function setUp(): Promise<SetUp> {
   console.error(
     `# vnm bench (wrk): ${ONLY ? `only ${ONLY.join(", ")}; ` : ""}${SECONDS} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, ${cpus().length} CPUs, node ${process.version}, services ${serviceDomains().join(", ")}, prefix ${bench.stack.prefix}, ${load()}`,
   );
@@ -61,7 +70,7 @@ async function setUp(): Promise<{ ctx: Omit<Ctx, "baselines" | "stackWarmup">; g
  * after a whole quiet period (VNM_RECLAIM_IDLE_SECONDS), a full GC that would otherwise take CPU
  * from a baseline's run.
  */
-async function measureBaselines(s: Awaited<ReturnType<typeof setUp>>): Promise<Baselines> {
+async function measureBaselines(s: SetUp): Promise<Baselines> {
   const reclaimSeconds = reclaimPeriodSeconds();
   if (reclaimSeconds > 0) {
     const wait = 2 * reclaimSeconds + 2;
@@ -80,7 +89,7 @@ async function measureBaselines(s: Awaited<ReturnType<typeof setUp>>): Promise<B
 }
 
 /** Idle memory: the stack has been up through the quiet wait and the baselines with a few requests. */
-async function measureIdle(s: Awaited<ReturnType<typeof setUp>>): Promise<Pick<Run["rss"], "idle"> & { memory?: unknown }> {
+async function measureIdle(s: SetUp): Promise<Pick<Run["rss"], "idle"> & { memory?: unknown }> {
   const settled = await settledRss(() => ({ gateway: rssMb(s.gateway), bridge: rssMb(s.bridge) }));
   const otherServices = Object.fromEntries(bench.otherServices().map((m) => [m.label, rssMb(m.proc)]));
   console.error(`# idle RSS: gateway ${fmt(settled.gateway, 1)} MB, bridge service ${fmt(settled.bridge, 1)} MB ${load()}`);
