@@ -61,6 +61,10 @@ export function linkModules(out: string): void {
   for (const w of ["gateway", ...readdirSync(join(out, "services")).map((d) => `services/${d}`)]) {
     const name = (JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")) as { name: string }).name;
     symlinkSync(join(out, w), join(modules, name));
+    // A workspace's own versions of packages the root holds in another version (the tunnel
+    // service's ipaddr.js 2 beside express's 1) stay its own, as npm nests them.
+    const nested = join(ROOT, w, "node_modules");
+    if (existsSync(nested)) symlinkSync(nested, join(out, w, "node_modules"));
   }
 }
 

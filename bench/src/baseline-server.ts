@@ -1,5 +1,5 @@
 // Baseline servers for `npm run bench`, each run in its own child process so it never shares an
-// event loop with the load generator. Usage: node baseline.ts <mode> <config.json>
+// event loop with the bench. Usage: node baseline-server.ts <mode> <config.json>
 //   http          bare node:http returning the recorded body
 //   express       bare express returning it
 //   echo          a grpc-js Echo service (config.pg: also one indexed Postgres read per call)
@@ -9,8 +9,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 
-// Resolve shared dependencies from the repository root (deploy/ is no workspace).
-const require = createRequire(new URL("../../package.json", import.meta.url));
+// Loaded untyped: a baseline is the least code that serves the same bytes.
+const require = createRequire(import.meta.url);
 const express = require("express");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
@@ -54,31 +54,44 @@ function sendBody(res: import("node:http").ServerResponse): void {
   res.end(body);
 }
 
-if (mode === "http") {
-  const server = createServer((_req, res) => sendBody(res));
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, "127.0.0.1", () => ready((server.address() as { port: number }).port));
-} else if (mode === "express") {
+type Res = import("node:http").ServerResponse;
+
+/** An express app with nothing the gateway does not do either (no x-powered-by, no entity tags). */
+function bareExpress() {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.get("/bridges/:id", (_req: unknown, res: import("node:http").ServerResponse) => sendBody(res));
+  return app;
+}
+
+function listen(app: ReturnType<typeof express>): void {
   const server = app.listen(0, "127.0.0.1", () => ready(server.address().port));
   server.keepAliveTimeout = 60_000;
-} else if (mode === "echo") {
+}
+
+function serveHttp(): void {
+  const server = createServer((_req, res) => sendBody(res));
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, "127.0.0.1", () => ready((server.address() as { port: number }).port));
+}
+
+function serveExpress(): void {
+  const app = bareExpress();
+  app.get("/bridges/:id", (_req: unknown, res: Res) => sendBody(res));
+  listen(app);
+}
+
+/** The Echo service; with config.pg, each call first reads the bridge by its primary key, as the bridge service's GetBridge does. */
+function serveEcho(): void {
   const Echo = loadEcho();
-  const pool = cfg.pg
-    ? new pg.Pool({ connectionString: cfg.pg.databaseUrl, max: 10 })
-    : undefined;
+  const pool = cfg.pg ? new pg.Pool({ connectionString: cfg.pg.databaseUrl, max: 10 }) : undefined;
   const server = new grpc.Server();
   server.addService(Echo.service, {
     Get(call: { request: { id: string } }, cb: (err: Error | null, res?: { body: string }) => void) {
       if (!pool) return cb(null, { body: cfg.body });
       pool
         .query(`SELECT ${COLUMNS} FROM ${cfg.pg!.schema}.bridges WHERE id = $1`, [call.request.id])
-        .then((r: { rows: unknown[] }) =>
-          r.rows.length === 1 ? cb(null, { body: cfg.body }) : cb(Object.assign(new Error("not found"), { code: 5 })),
-        )
+        .then((r: { rows: unknown[] }) => (r.rows.length === 1 ? cb(null, { body: cfg.body }) : cb(Object.assign(new Error("not found"), { code: 5 }))))
         .catch((err: Error) => cb(err));
     },
   });
@@ -86,35 +99,34 @@ if (mode === "http") {
     if (err) throw err;
     ready(port);
   });
-} else if (mode === "express-grpc") {
+}
+
+function serveExpressGrpc(): void {
   const Echo = loadEcho();
   const client = new Echo(`dns:${cfg.echoAddr}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-  const app = express();
-  app.disable("x-powered-by");
-  app.set("etag", false);
-  app.get("/bridges/:id", (req: { params: { id: string } }, res: import("node:http").ServerResponse) => {
-    client.Get(
-      { id: req.params.id },
-      new grpc.Metadata(),
-      { deadline: Date.now() + 10_000 },
-      (err: Error | null, r: { body: string }) => {
-        if (err) {
-          res.statusCode = 500;
-          res.end();
-          return;
-        }
-        res.statusCode = 200;
-        res.setHeader("Content-Type", cfg.contentType);
-        res.setHeader("Content-Length", Buffer.byteLength(r.body));
-        res.end(r.body);
-      },
-    );
+  const app = bareExpress();
+  app.get("/bridges/:id", (req: { params: { id: string } }, res: Res) => {
+    client.Get({ id: req.params.id }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err: Error | null, r: { body: string }) => {
+      if (err) {
+        res.statusCode = 500;
+        res.end();
+        return;
+      }
+      res.statusCode = 200;
+      res.setHeader("Content-Type", cfg.contentType);
+      res.setHeader("Content-Length", Buffer.byteLength(r.body));
+      res.end(r.body);
+    });
   });
-  const server = app.listen(0, "127.0.0.1", () => ready(server.address().port));
-  server.keepAliveTimeout = 60_000;
-} else {
+  listen(app);
+}
+
+const SERVERS: Record<string, () => void> = { http: serveHttp, express: serveExpress, echo: serveEcho, "express-grpc": serveExpressGrpc };
+const serve = SERVERS[mode ?? ""];
+if (!serve) {
   console.error(`unknown mode ${mode}`);
   process.exit(2);
 }
+serve();
 
 process.on("SIGTERM", () => process.exit(0));

@@ -1,5 +1,5 @@
 // Top functions of a V8 .cpuprofile (node --cpu-prof), as markdown: self time by function and
-// by package. Usage: node deploy/bench/profile-summary.ts <file.cpuprofile> [top=25]
+// by package. Usage: node bench/src/profile-summary.ts <file.cpuprofile> [top=25]
 import { readFileSync } from "node:fs";
 
 interface Node {

@@ -1,4 +1,4 @@
-// Preloaded into a gateway or service (node --import ./deploy/bench/memory-probe.ts ...) to say
+// Preloaded into a gateway or service (node --import ./bench/src/memory-probe.ts ...) to say
 // what its memory is made of: on SIGUSR2 it writes one JSON line to stderr with
 // process.memoryUsage(), V8's heap spaces, and the modules loaded, counted by package.
 import { registerHooks } from "node:module";

@@ -1,0 +1,258 @@
+// One isolated deployment of real processes (services and gateways) against the machine's
+// Postgres, NATS and Redis, in its own schemas, bus subject prefix and cache prefix. Free of
+// vitest, so tools outside the test runner (the bench) start their stacks with it too; the
+// package exports it as @vnm/gateway/testing.
+import { randomBytes } from "node:crypto";
+import { connect as connectTcp } from "node:net";
+import { addressVariable } from "@vnm/kit";
+import { DEPS, deleteStreams, freePort, type Proc, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
+import { connect, type NatsConnection, StringCodec } from "nats";
+import { Redis } from "ioredis";
+import pg from "pg";
+
+/** Starts one process of the stack: a script of this repository (`gateway/src/main.ts`, `services/<d>/src/main.ts`) with its environment. */
+export type Launch = (script: string, env: NodeJS.ProcessEnv) => Proc;
+
+/** How long a stack's processes may take to start. */
+const STARTUP_MS = 60_000;
+
+/** One isolated deployment: its own schemas, subject prefix and cache prefix. */
+export class Stack {
+  readonly id = `t${randomBytes(4).toString("hex")}`;
+  readonly procs: Proc[] = [];
+  readonly gateways: string[] = [];
+  /** gRPC address per domain, fixed for the life of the stack (a restart reuses it). */
+  readonly addrs = new Map<string, string>();
+  /** Each service's metrics address (its VNM_METRICS_PORT). */
+  readonly metricsAddrs = new Map<string, string>();
+  /** Each replica's metrics address (startReplica), by its gRPC address. */
+  readonly replicaMetrics = new Map<string, string>();
+  private readonly services = new Map<string, Proc>();
+  private readonly nats: NatsConnection[] = [];
+
+  readonly tokenSecret = randomBytes(24).toString("hex");
+  /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
+  natsUrl = DEPS.natsUrl;
+  readonly adminPassword = randomBytes(12).toString("hex");
+  /** More environment for every process of the stack (LOG_LEVEL, say). */
+  readonly extraEnv: NodeJS.ProcessEnv;
+  /** How each process starts (from the sources, with the project's Node flags, unless told otherwise). */
+  private readonly launch: Launch;
+
+  constructor(extraEnv: NodeJS.ProcessEnv = {}, launch: Launch = startProcess) {
+    this.extraEnv = extraEnv;
+    this.launch = launch;
+  }
+
+  get prefix(): string {
+    return `vnm${this.id}`;
+  }
+
+  env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    return {
+      DATABASE_URL: DEPS.databaseUrl,
+      NATS_URL: this.natsUrl,
+      REDIS_URL: DEPS.redisUrl,
+      VNM_BUS_PREFIX: this.prefix,
+      VNM_TOKEN_SECRET: this.tokenSecret,
+      VNM_ADMIN_USER: "admin",
+      VNM_ADMIN_PASSWORD: this.adminPassword,
+      // The VTEP tests' devices are OVSDB servers on this machine.
+      VNM_VTEP_ALLOWED_NETWORKS: "127.0.0.0/8",
+      ...this.extraEnv,
+      ...extra,
+    };
+  }
+
+  /** Logs in at a gateway; returns the token. */
+  async login(base: string, name: string, password: string, project?: string): Promise<string> {
+    const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}` };
+    if (project) headers["x-auth-project"] = project;
+    const r = await fetch(`${base}/login`, { method: "POST", headers });
+    if (r.status !== 200) throw new Error(`login of ${name} failed: ${r.status} ${await r.text()}`);
+    return ((await r.json()) as { key: string }).key;
+  }
+
+  /** The JSON log lines every process of the stack has written so far. */
+  logLines(): Record<string, unknown>[] {
+    return this.procs
+      .flatMap((p) => p.output.join("").split("\n"))
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  schema(domain: string): string {
+    return `${domain}_${this.id}`;
+  }
+
+  /** Starts one service (every one when no domain is named); addresses stay the same across restarts. */
+  async startServices(...domains: string[]): Promise<void> {
+    const list = domains.length > 0 ? domains : serviceDomains();
+    // Every address first: a service reaches the others at theirs (VNM_<DOMAIN>_ADDR).
+    for (const d of list) if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
+    for (const d of list) {
+      const port = this.addrs.get(d)!.split(":")[1]!;
+      if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
+      const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
+      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, VNM_DB_SCHEMA: this.schema(d) }));
+      this.services.set(d, proc);
+      this.procs.push(proc);
+    }
+  }
+
+  /**
+   * Starts one more process of a service (same schema and bus) on a new port and waits until
+   * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list. Its metrics
+   * address is in replicaMetrics under that address.
+   */
+  async startReplica(domain: string): Promise<string> {
+    const port = await freePort();
+    const addr = `127.0.0.1:${port}`;
+    const metricsPort = await freePort();
+    this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
+    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
+    this.procs.push(this.launch(`services/${domain}/src/main.ts`, this.env(env)));
+    await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
+    return addr;
+  }
+
+  /**
+   * Collects every change notification of this stack published on NATS from now on; the
+   * subscription and the stack's JetStream stream go at stop().
+   */
+  async watchChanges(): Promise<ChangeSeen[]> {
+    const seen: ChangeSeen[] = [];
+    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    const sc = StringCodec();
+    nc.subscribe(`${this.prefix}.>`, {
+      callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)), requestIdHeader: m.headers?.get("X-Request-Id") || undefined }),
+    });
+    this.nats.push(nc);
+    return seen;
+  }
+
+  async stopService(domain: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    await this.services.get(domain)?.stop(signal);
+  }
+
+  /** Gateway environment: every service's address. */
+  addressEnv(): NodeJS.ProcessEnv {
+    return Object.fromEntries([...this.addrs].map(([d, a]) => [addressVariable(d), a]));
+  }
+
+  /** Starts a gateway replica and waits until it is ready; returns its base URL. */
+  async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
+    const port = await freePort();
+    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...extra }));
+    this.procs.push(proc);
+    const base = `http://127.0.0.1:${port}`;
+    // Every service of a stack starts at once on a machine of two cores: give them room.
+    await waitFor(
+      `gateway ${base}`,
+      async () => {
+        const r = await fetch(`${base}/${waitReady ? "readyz" : "healthz"}`);
+        // Ready means every service and dependency answers ("ok"), not only some ("degraded").
+        return r.status === 200 && (!waitReady || ((await r.json()) as { status: string }).status === "ok");
+      },
+      STARTUP_MS,
+    );
+    this.gateways.push(base);
+    // Without waiting for readiness, the identity service may still be starting.
+    await waitFor(
+      "the admin's login",
+      async () => {
+        // At this gateway, every time: another stack's earlier login says nothing of whether
+        // this one's identity service answers yet.
+        const token = await this.login(base, "admin", this.adminPassword);
+        defaultToken ||= token;
+        return true;
+      },
+      STARTUP_MS,
+    );
+    return base;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.procs.map((p) => p.stop()));
+    const client = new pg.Client({ connectionString: DEPS.databaseUrl });
+    await client.connect();
+    for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
+    await client.end();
+    for (const nc of this.nats.splice(0)) await nc.close();
+    // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
+    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    await deleteStreams(nc, this.prefix);
+    await nc.close();
+    const redis = new Redis(DEPS.redisUrl);
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${this.prefix}:*`, "COUNT", 500);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+    redis.disconnect();
+  }
+}
+
+export interface ChangeSeen {
+  subject: string;
+  data: Record<string, unknown>;
+  /** The notification's X-Request-Id header, when it has one. */
+  requestIdHeader?: string;
+}
+
+/** Whether something accepts TCP connections at host:port. */
+function listening(addr: string): Promise<boolean> {
+  const [host, port] = addr.split(":");
+  return new Promise((resolve) => {
+    const socket = connectTcp(Number(port), host!);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** The admin token of the first gateway a stack started; sent unless a test sends its own. */
+let defaultToken: string | undefined;
+export function adminToken(): string {
+  if (!defaultToken) throw new Error("no gateway started yet");
+  return defaultToken;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected freely
+  json: any;
+}
+
+/**
+ * A small HTTP client bound to a base URL (or taking absolute URLs). Bodies that are not
+ * strings or buffers are sent as JSON with `contentType`.
+ */
+export function httpClient(base: () => string, contentType: string) {
+  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> => {
+    const h: Record<string, string> = { ...headers };
+    if (defaultToken && !Object.keys(h).some((k) => k.toLowerCase() === "x-auth-token" || k.toLowerCase() === "authorization")) {
+      h["x-auth-token"] = defaultToken;
+    }
+    let payload: string | Buffer | undefined;
+    if (body !== undefined) {
+      payload = typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+      h["content-type"] ??= contentType;
+    }
+    const res = await fetch(path.startsWith("http") ? path : base() + path, { method, headers: h, body: payload });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+}
+
