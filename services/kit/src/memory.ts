@@ -3,7 +3,7 @@
 // idle gateway or service held 110-118 MB RSS of which 15-25 MB were such pages. Once a process
 // has been busy and then quiet for a whole period, one memory-reducing full GC (V8's
 // "last resort" flavour: compacts, and returns free pages to the system) gives them back:
-// about 112 -> 90 MB for a service, 114 -> 90 MB for the gateway (docs/perf/memory.md).
+// about 112 -> 90 MB for a service, 114 -> 90 MB for the gateway (docs/perf/README.md).
 import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";

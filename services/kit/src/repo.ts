@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 /**
- * Flags for every process of the system (docs/perf/memory.md has the figures). An 8 MiB
+ * Flags for every process of the system (docs/perf/README.md has the figures). An 8 MiB
  * semi-space keeps short-lived request garbage out of the old space. `--heap-growing-percent=50`
  * lets the old generation grow to 1.5 times its live size before the next full GC instead of up to
  * 4 times (V8's factor for a heap limit derived from a machine of many GiB): under wrk a loaded
