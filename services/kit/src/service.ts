@@ -308,6 +308,20 @@ function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
   }, env);
 }
 
+/** Lets the calls under way finish, for `graceMs` at most; then ends the rest. */
+function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}
+
 /**
  * Starts a service: migrations, the outbox relay, the gRPC server. `env` is its configuration
  * (the process's own by default; the launcher runs several services in one process).
@@ -353,16 +367,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
 
   const stop = async () => {
     await stopWork?.();
-    await new Promise<void>((resolve) => {
-      const force = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 5_000);
-      server.tryShutdown(() => {
-        clearTimeout(force);
-        resolve();
-      });
-    });
+    await shutDown(server, 5_000);
     peers.close();
     metricsServer?.close();
     await relay.stop();

@@ -114,6 +114,21 @@ export interface DirectService {
   stop(opts?: { keepSchema?: boolean }): Promise<void>;
 }
 
+/** One gRPC client per service name, made on first use, all to one address. */
+function clientsOf(address: string): { clients: Map<string, grpc.Client>; clientOf: (service: string) => grpc.Client } {
+  const pkg = loadGrpc();
+  const clients = new Map<string, grpc.Client>();
+  const clientOf = (service: string) => {
+    let c = clients.get(service);
+    if (!c) {
+      c = new (clientConstructor(pkg, service))(address, grpc.credentials.createInsecure());
+      clients.set(service, c);
+    }
+    return c;
+  };
+  return { clients, clientOf };
+}
+
 /**
  * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
  * NATS, and waits until it answers.
@@ -130,16 +145,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     VNM_TOKEN_SECRET: secret,
     ...env,
   });
-  const pkg = loadGrpc();
-  const clients = new Map<string, grpc.Client>();
-  const clientOf = (service: string) => {
-    let c = clients.get(service);
-    if (!c) {
-      c = new (clientConstructor(pkg, service))(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-      clients.set(service, c);
-    }
-    return c;
-  };
+  const { clients, clientOf } = clientsOf(`127.0.0.1:${port}`);
   const health = clientOf("grpc.health.v1.Health");
   // Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why).
   await new Promise<void>((resolve, reject) => {

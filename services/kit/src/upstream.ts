@@ -55,6 +55,30 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.enable_channelz": 0,
 };
 
+/** One unary call: the answer and the kinds the call changed (its trailers), or the call's error. */
+function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult> {
+  return new Promise((resolve, reject) => {
+    const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
+    if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
+    let response: Record<string, unknown> | undefined;
+    let failure: unknown;
+    const metadata = new grpc.Metadata();
+    if (token) metadata.set("authorization", `Bearer ${token}`);
+    if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
+    if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
+    const call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
+      if (err) failure = err;
+      else response = res;
+    }) as grpc.ClientUnaryCall;
+    // The callback runs before the status event, which carries the trailing metadata.
+    call.on("status", (st: grpc.StatusObject) => {
+      if (failure || !response) return reject(failure ?? new Error("no response"));
+      const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
+      resolve({ response, changes: typeof changed === "string" && changed ? changed.split(",") : [] });
+    });
+  });
+}
+
 export function createUpstream(
   pkg: grpc.GrpcObject,
   services: { name: string; domain: string }[],
@@ -75,44 +99,6 @@ export function createUpstream(
       health.set(s.domain, new H(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
     }
   }
-
-  const unary = (client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult> =>
-    new Promise((resolve, reject) => {
-      const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
-      if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
-      let response: Record<string, unknown> | undefined;
-      let failure: unknown;
-      const metadata = new grpc.Metadata();
-      if (token) metadata.set("authorization", `Bearer ${token}`);
-      if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
-      if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
-      // grpc-js builds an Error on every call to keep the caller's stack for the message of a
-      // call that fails. A failure here becomes an API error that never shows that stack, so
-      // none is captured (a stack walk per call, succeeded or not).
-      const limit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
-      let call: grpc.ClientUnaryCall;
-      try {
-        call = fn.call(
-          client,
-          request,
-          metadata,
-          { deadline: Date.now() + timeoutMs },
-          (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
-            if (err) failure = err;
-            else response = res;
-          },
-        ) as grpc.ClientUnaryCall;
-      } finally {
-        Error.stackTraceLimit = limit;
-      }
-      // The callback runs before the status event, which carries the trailing metadata.
-      call.on("status", (st: grpc.StatusObject) => {
-        if (failure || !response) return reject(failure ?? new Error("no response"));
-        const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
-        resolve({ response, changes: typeof changed === "string" && changed ? changed.split(",") : [] });
-      });
-    });
 
   return {
     async call(service, rpc, request, timeoutMs, token, requestId) {
