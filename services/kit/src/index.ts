@@ -1,19 +1,22 @@
-export * from "./bus.ts";
-export * from "./changes.ts";
-export * from "./config.ts";
-export * from "./db.ts";
-export * from "./errors.ts";
-export * from "./log.ts";
-export * from "./proto.ts";
-export * from "./resource.ts";
-export * from "./service.ts";
-export * from "./shutdown.ts";
-export * from "./validate.ts";
-export * from "./catalog.ts";
-export * from "./auth.ts";
-export * from "./tenancy.ts";
-export * from "./paths.ts";
-export * from "./upstream.ts";
-export * from "./metrics.ts";
-export * from "./telemetry.ts";
-export * from "./memory.ts";
+// What the kit offers the services, the gateway, the CLI and the tools, named; each module's other
+// exports are the kit's own.
+
+export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
+export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.ts";
+export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
+export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
+export { ApiError, type Violation } from "./errors.ts";
+export { createLogger, type Logger } from "./log.ts";
+export { clientConstructor, loadGrpc, loadReflection } from "./proto.ts";
+export { type AnyResource, mergeHandlers, Resource, resourceOf } from "./resource.ts";
+export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
+export { onShutdown } from "./shutdown.ts";
+export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
+export { buildCatalog, catalog, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type Route } from "./catalog.ts";
+export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
+export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
+export { bind, compileLinks, itemPath, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
+export { addressVariable, createUpstream, type Upstream } from "./upstream.ts";
+export { Metrics } from "./metrics.ts";
+export { httpSpans, startTelemetry } from "./telemetry.ts";
+export { reclaimPeriodSeconds, reclaimWhenQuiet } from "./memory.ts";
