@@ -50,9 +50,11 @@ describe("output", () => {
     const hostile = "red\u001b]0;owned\u0007\u001b[2J\u009b31m\u202egreen\r\n";
     expect(clean(hostile)).toBe("redgreen  ");
     const json = escapeJson(JSON.stringify({ name: hostile }));
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: none may be left
     expect(json).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
     expect(JSON.parse(json).name).toBe(hostile);
     const yaml = toYaml({ name: hostile });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: none may be left (but the line ends)
     expect(yaml).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
   });
 

@@ -58,7 +58,8 @@ export async function completeItems(api: Api, words: string[]): Promise<string> 
   }
   const tenantAt = words.indexOf("--tenant");
   const items = await listItems(api, kind, values, tenantAt > 0 ? words[tenantAt + 1] : undefined);
-  // Words without blanks only: the shell splits the list on them.
-  const names = items.flatMap((i) => [kind.keyOf(i), typeof i["name"] === "string" ? i["name"] : ""]).map(clean);
-  return [...new Set(names.filter((w) => w && !/\s/.test(w)))].join("\n");
+  // Words without control characters or blanks only: the shell splits the list on blanks, and a
+  // name that printing would change could not be typed back.
+  const names = items.flatMap((i) => [kind.keyOf(i), typeof i["name"] === "string" ? i["name"] : ""]);
+  return [...new Set(names.filter((w) => w && w === clean(w) && !/\s/.test(w)))].join("\n");
 }

@@ -4,7 +4,7 @@
 //   {"current": "prod", "contexts": {"prod": {"url": "https://vnm.example", "token": "..."}}}
 //
 // A token is only ever sent to the gateway that issued it: `--url` or VNM_URL naming another
-// gateway than the context's sends none.
+// gateway than the context's sends that gateway's own token, if a context holds one, else none.
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -74,13 +74,19 @@ export interface Target {
   context?: string;
 }
 
-/** --url, else VNM_URL, else the context's (--context, else the current one), else the local default. */
+/**
+ * The gateway: --url, else VNM_URL, else the context's (--context, else the current one), else
+ * the local default. The token: the one that gateway issued, kept in the context in use or, when
+ * the gateway is another one, in a context logged in to it; none otherwise.
+ */
 export function target(flags: { url?: string; context?: string }): Target {
   const config = loadConfig();
   const name = flags.context ?? config.current;
   if (flags.context && !config.contexts[flags.context]) throw new CliError(`no context named ${flags.context} (vnm config get-contexts lists them)`, 2);
   const ctx = name ? config.contexts[name] : undefined;
   const url = normalUrl(flags.url || process.env["VNM_URL"] || ctx?.url || DEFAULT_URL);
-  const token = ctx?.token && ctx.issuer && normalUrl(ctx.issuer) === url ? ctx.token : undefined;
-  return { url, token, context: ctx ? name : undefined };
+  const issued = (c: Context | undefined) => c?.token !== undefined && c.issuer !== undefined && normalUrl(c.issuer) === url;
+  if (issued(ctx)) return { url, token: ctx!.token, context: name };
+  const other = Object.entries(config.contexts).find(([, c]) => issued(c));
+  return other ? { url, token: other[1].token, context: other[0] } : { url, context: ctx?.url && normalUrl(ctx.url) === url ? name : undefined };
 }

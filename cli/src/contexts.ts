@@ -9,7 +9,7 @@ function must(config: Config, name: string): void {
   if (!config.contexts[name]) throw usage(`no context named ${name} (vnm config get-contexts lists them)`);
 }
 
-export function configCommand(flags: () => { context?: string }): Command {
+export function configCommand(flags: () => { url?: string; context?: string }): Command {
   const c = new Command("config").description("the contexts: named gateways, each with its own login");
   c.command("set-context <name>")
     .description("add or change a context; a new gateway URL drops the context's token")
@@ -17,6 +17,8 @@ export function configCommand(flags: () => { context?: string }): Command {
     .option("--user <name>", "the user to log in as")
     .option("--use", "make it the current context")
     .action((name: string, o: { url?: string; user?: string; use?: boolean }) => {
+      // `vnm config set-context x --url u` and `vnm --url u config set-context x` alike.
+      o.url ??= flags().url;
       const config = loadConfig();
       config.contexts[name] ??= {};
       const ctx = config.contexts[name];

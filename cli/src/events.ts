@@ -51,21 +51,26 @@ async function read(res: Response, last: string | undefined, each: (c: Change) =
   return last;
 }
 
-/** Follows the feed for ever: each connection from where the last one ended. */
+/**
+ * Follows the feed for ever, each connection from where the last one ended. The first must
+ * open (an unreachable gateway is exit 3); a lost one is said once, then tried every second.
+ */
 async function follow(api: Api, first: Response | undefined, from: string | undefined, each: (c: Change) => Promise<void>): Promise<never> {
   let last = from;
-  let res = first;
+  let res: Response | undefined = first ?? (await open(api, last));
   for (;;) {
-    try {
-      res ??= await open(api, last);
+    if (res) {
       last = await read(res, last, each);
+      process.stderr.write(`connection to ${api.url} lost; resuming${last ? ` after event ${last}` : ""}\n`);
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+    try {
+      res = await open(api, last);
     } catch (err) {
       // A refusal (401, 400) will not get better by retrying; a lost gateway may.
       if (!(err instanceof CliError) || err.exitCode !== 3) throw err;
+      res = undefined;
     }
-    res = undefined;
-    process.stderr.write(`connection to ${api.url} lost; resuming${last ? ` after event ${last}` : ""}\n`);
-    await new Promise((r) => setTimeout(r, 1_000));
   }
 }
 

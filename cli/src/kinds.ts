@@ -1,7 +1,8 @@
 // What the CLI derives from the catalog for each kind: its command name, the options of its
 // path's variables, its routes, its writable fields, the columns its table shows, and how an
 // item names itself (the last segment of its `uri`). Nothing here names a kind.
-import { type Catalog, catalog, type FieldInfo, type KindInfo, type Route } from "@vnm/kit";
+import type { Catalog, FieldInfo, KindInfo, Route } from "@vnm/kit";
+import { cliCatalog } from "./catalog.ts";
 import { usage } from "./errors.ts";
 
 /** "DhcpV6Subnet" -> "dhcp-v6-subnet". */
@@ -130,7 +131,7 @@ export class Kind {
 let kinds: Kind[] | undefined;
 
 /** Every kind, by command name. */
-export function allKinds(c: Catalog = catalog()): Kind[] {
+export function allKinds(c: Catalog = cliCatalog()): Kind[] {
   kinds ??= [...c.kinds.values()].map((k) => new Kind(k, c.routes)).sort((a, b) => a.command.localeCompare(b.command));
   return kinds;
 }

@@ -22,7 +22,8 @@ async function askPassword(user: string): Promise<string> {
 
 /**
  * The context a login at `url` is kept in: --context; else the current one when it is for this
- * gateway (or for none yet); else one named after the gateway's host, which becomes current.
+ * gateway (or for none yet); else the one for this gateway; else a new one named after its host.
+ * Only a first context becomes the current one: use-context changes it.
  */
 function contextFor(config: Config, url: string, flag?: string): string {
   if (flag) return flag;
@@ -43,7 +44,7 @@ export async function login(flags: Flags, user: string, project?: string): Promi
   const { key, expires } = body as { key: string; expires: string };
   const name = contextFor(config, url, flags.context);
   config.contexts[name] = { ...config.contexts[name], url, token: key, issuer: url, user };
-  if (!flags.context || !config.current) config.current = name;
+  config.current ??= name;
   saveConfig(config);
   process.stderr.write(`logged in to ${url} as ${user} until ${expires} (context ${name})\n`);
 }
