@@ -88,6 +88,22 @@ describe("the installed bin", () => {
     const none = await vnm(["login"]);
     expectFailure(none, 2, /^no password: set VNM_PASSWORD, or run vnm login on a terminal\n$/);
   });
+
+  it("asks for the password on a terminal without echoing it", async () => {
+    // script(1) gives the bin a pseudo-terminal; the password is typed once the prompt shows.
+    const child = spawn("script", ["-qec", `${BIN} login`, "/dev/null"], { cwd: tmpdir(), env: { ...env(fx.gw, {}), XDG_CONFIG_HOME: join(home, "tty") } });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const done = new Promise<number | null>((r) => child.on("close", r));
+    await waitFor("the prompt", async () => out.includes("Password of admin:"), 10_000);
+    child.stdin.write(`${fx.stack.adminPassword}\r`);
+    expect(await done).toBe(0);
+    expect(out).toContain(`logged in to ${fx.gw} as admin`);
+    expect(out).not.toContain(fx.stack.adminPassword);
+    expect(statSync(join(home, "tty", "vnm", "config.json")).mode & 0o777).toBe(0o600);
+  });
 });
 
 describe("output", () => {
