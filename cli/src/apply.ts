@@ -12,7 +12,7 @@ import { CliError, usage } from "./errors.ts";
 import { toJson } from "./json.ts";
 import { allKinds, type Kind, kindNamed, type PathValues, variables } from "./kinds.ts";
 import { findItem } from "./resolve.ts";
-import { clean } from "./text.ts";
+import { clean, say } from "./text.ts";
 
 interface Doc {
   where: string;
@@ -134,7 +134,7 @@ export async function apply(api: Api, paths: string[]): Promise<void> {
       process.stdout.write(`${d.kind.command}/${clean(d.kind.keyOf(item))} ${outcome}\n`);
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
-      process.stderr.write(`${d.where}: ${err.message}\n`);
+      say(`${d.where}: ${err.message}\n`);
       failed = true;
     }
   }
@@ -152,7 +152,7 @@ export async function deleteFiles(api: Api, paths: string[]): Promise<void> {
       await deleteItem(api, d.kind, key, d.values, tenantField ? (d.fields[tenantField] as string | undefined) : undefined);
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
-      process.stderr.write(`${d.where}: ${err.message}\n`);
+      say(`${d.where}: ${err.message}\n`);
       failed = true;
     }
   }

@@ -12,7 +12,7 @@ import { parseExact } from "./json.ts";
 import { allKinds, camel, type Kind, kebab, optionOf, type PathValues, variables } from "./kinds.ts";
 import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
 import { findItem, listItems } from "./resolve.ts";
-import { clean } from "./text.ts";
+import { clean, say } from "./text.ts";
 
 export { commandOf, kebab, optionOf } from "./kinds.ts";
 
@@ -150,7 +150,7 @@ export function addKindCommand(program: Command, kind: Kind): void {
             await deleteItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
           } catch (err) {
             if (!(err instanceof CliError) || err.exitCode === 3) throw err;
-            process.stderr.write(`${err.message}\n`);
+            say(`${err.message}\n`);
             failed = err;
           }
         }

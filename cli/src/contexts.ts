@@ -3,7 +3,7 @@ import { Command } from "commander";
 import { type Config, DEFAULT_URL, loadConfig, normalUrl, saveConfig } from "./config.ts";
 import { usage } from "./errors.ts";
 import { fit, lines } from "./output.ts";
-import { clean } from "./text.ts";
+import { clean, say } from "./text.ts";
 
 function must(config: Config, name: string): void {
   if (!config.contexts[name]) throw usage(`no context named ${name} (vnm config get-contexts lists them)`);
@@ -34,7 +34,7 @@ export function configCommand(flags: () => { url?: string; context?: string }): 
       if (o.user) ctx.user = o.user;
       if (o.use || !config.current) config.current = name;
       saveConfig(config);
-      process.stderr.write(`context ${name}: ${ctx.url}${config.current === name ? " (current)" : ""}\n`);
+      say(`context ${name}: ${ctx.url}${config.current === name ? " (current)" : ""}\n`);
     });
   c.command("use-context <name>")
     .description("make a context the current one")
@@ -43,7 +43,7 @@ export function configCommand(flags: () => { url?: string; context?: string }): 
       must(config, name);
       config.current = name;
       saveConfig(config);
-      process.stderr.write(`switched to context ${name}\n`);
+      say(`switched to context ${name}\n`);
     });
   c.command("delete-context <name>")
     .description("forget a context and its token")

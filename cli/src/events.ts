@@ -7,7 +7,7 @@ import { CliError } from "./errors.ts";
 import { toJson } from "./json.ts";
 import type { Kind } from "./kinds.ts";
 import { cell, columnsOf, type Format, fit, lines, TABLE_WIDTH } from "./output.ts";
-import { clean, escapeJson, toYaml } from "./text.ts";
+import { clean, escapeJson, say, toYaml } from "./text.ts";
 
 export interface Change {
   id: string;
@@ -61,7 +61,7 @@ async function follow(api: Api, first: Response | undefined, from: string | unde
   for (;;) {
     if (res) {
       last = await read(res, last, each);
-      process.stderr.write(`connection to ${api.url} lost; resuming${last ? ` after event ${last}` : ""}\n`);
+      say(`connection to ${api.url} lost; resuming${last ? ` after event ${last}` : ""}\n`);
     }
     await new Promise((r) => setTimeout(r, 1_000));
     try {

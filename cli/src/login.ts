@@ -5,6 +5,7 @@ import password from "@inquirer/password";
 import { Api } from "./client.ts";
 import { type Config, loadConfig, normalUrl, saveConfig, target } from "./config.ts";
 import { usage } from "./errors.ts";
+import { say } from "./text.ts";
 
 export interface Flags {
   url?: string;
@@ -46,13 +47,13 @@ export async function login(flags: Flags, user: string, project?: string): Promi
   config.contexts[name] = { ...config.contexts[name], url, token: key, issuer: url, user };
   config.current ??= name;
   saveConfig(config);
-  process.stderr.write(`logged in to ${url} as ${user} until ${expires} (context ${name})\n`);
+  say(`logged in to ${url} as ${user} until ${expires} (context ${name})\n`);
 }
 
 export async function logout(flags: Flags): Promise<void> {
   const t = target(flags);
   if (!t.token || !t.context) {
-    process.stderr.write(`not logged in to ${t.url}\n`);
+    say(`not logged in to ${t.url}\n`);
     return;
   }
   await new Api(t).call("POST", "/logout");
@@ -61,5 +62,5 @@ export async function logout(flags: Flags): Promise<void> {
   delete ctx.token;
   delete ctx.issuer;
   saveConfig(config);
-  process.stderr.write(`logged out of ${t.url}: every token of this user has ended\n`);
+  say(`logged out of ${t.url}: every token of this user has ended\n`);
 }

@@ -13,7 +13,7 @@ import { CliError } from "./errors.ts";
 import { followEvents } from "./events.ts";
 import { allKinds } from "./kinds.ts";
 import { login, logout } from "./login.ts";
-import { clean } from "./text.ts";
+import { clean, say } from "./text.ts";
 
 function program(): Command {
   const p = new Command("vnm")
@@ -76,10 +76,11 @@ function fail(err: unknown): never {
     process.exit(err.exitCode === 0 ? 0 : 2);
   }
   if (err instanceof CliError) {
-    if (err.message) process.stderr.write(`${err.message}\n`);
+    // Every line as a terminal may show it (a message may quote a tenant's names, or the user's input).
+    if (err.message) say(`${err.message}\n`);
     process.exit(err.exitCode);
   }
-  process.stderr.write(`vnm: ${clean((err as Error)?.message ?? String(err))}\n`);
+  say(`vnm: ${(err as Error)?.message ?? String(err)}\n`);
   process.exit(1);
 }
 

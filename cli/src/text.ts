@@ -33,3 +33,8 @@ export function toYaml(value: unknown): string {
   });
   return doc.toString({ lineWidth: 0 }).replace(RAW, escaped).trimEnd();
 }
+
+/** Writes to stderr, each line cleaned (messages quote names and the user's input). */
+export function say(text: string): void {
+  process.stderr.write(text.split("\n").map(clean).join("\n"));
+}
