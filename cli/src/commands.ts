@@ -80,7 +80,8 @@ function valuesOf(names: string[], opts: Opts): PathValues {
 }
 
 const withOutput = (c: Command) => c.option("-o, --output <format>", FORMATS);
-const withTenant = (c: Command, kind: Kind) => (kind.info.resource.tenantField ? c.option("--tenant <tenant>", "only this tenant's (to tell names apart)") : c);
+const withTenant = (c: Command, kind: Kind, what = "a name is looked up in this tenant's items") =>
+  kind.info.resource.tenantField ? c.option("--tenant <tenant>", what) : c;
 
 const write = (text: string) => process.stdout.write(text ? `${text}\n` : "");
 
@@ -90,7 +91,7 @@ export function addKindCommand(program: Command, kind: Kind): void {
   const keyArg = `<${kebab(kind.key)}${kind.has("name") ? "|name" : ""}>`;
   const api = () => apiOf(program);
   if (kind.list) {
-    const c = withTenant(withOutput(addParentOptions(cmd.command("list").description(`list ${kind.info.resource.displayName} items`), kind.parents(kind.list))), kind);
+    const c = withTenant(withOutput(addParentOptions(cmd.command("list").description(`list ${kind.info.resource.displayName} items`), kind.parents(kind.list))), kind, "only this tenant's");
     if (kind.list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
     c.option("-w, --watch", "after the list, print each change as it happens");
     c.action(async (o: Opts) => {
