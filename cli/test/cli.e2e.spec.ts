@@ -129,12 +129,18 @@ describe("output", () => {
   });
 
   it("has custom columns, names, yaml and json", async () => {
-    const custom = await vnm(["bridge", "get", id, "-o", "custom-columns=NAME:.name,TENANT:.tenantId,UP:.adminStateUp"]);
+    const [custom, name, yaml, json, xml] = await Promise.all([
+      vnm(["bridge", "get", id, "-o", "custom-columns=NAME:.name,TENANT:.tenantId,UP:.adminStateUp"]),
+      vnm(["bridge", "get", id, "-o", "name"]),
+      vnm(["bridge", "get", id, "-o", "yaml"]),
+      vnm(["bridge", "get", id]),
+      vnm(["bridge", "list", "-o", "xml"]),
+    ]);
     expect(custom.stdout.split("\n").map((l) => l.split(/\s+/))).toEqual([["NAME", "TENANT", "UP"], ["blue", "acme", "true"], [""]]);
-    expect((await vnm(["bridge", "get", id, "-o", "name"])).stdout).toBe(`bridge/${id}\n`);
-    expect(parseYaml((await vnm(["bridge", "get", id, "-o", "yaml"])).stdout)).toMatchObject({ id, name: "blue", tenantId: "acme" });
-    expect(JSON.parse((await vnm(["bridge", "get", id])).stdout)).toMatchObject({ id, name: "blue" });
-    expectFailure(await vnm(["bridge", "list", "-o", "xml"]), 2, /^-o xml: the formats are table, wide, json, yaml, name or custom-columns/);
+    expect(name.stdout).toBe(`bridge/${id}\n`);
+    expect(parseYaml(yaml.stdout)).toMatchObject({ id, name: "blue", tenantId: "acme" });
+    expect(JSON.parse(json.stdout)).toMatchObject({ id, name: "blue" });
+    expectFailure(xml, 2, /^-o xml: the formats are table, wide, json, yaml, name or custom-columns/);
   });
 
   it("describes an item field by field, with its children and links", async () => {
@@ -152,18 +158,17 @@ describe("output", () => {
     const c = await vnm(["bridge", "create", "--tenant-id", "acme", "--data", JSON.stringify({ name: hostile }), "-o", "name"]);
     expect(c.status, c.stderr).toBe(0);
     const evil = c.stdout.trim().split("/")[1]!;
-    for (const args of [["list", "-o", "table"], ["list", "-o", "wide"], ["get", evil, "-o", "custom-columns=N:.name"], ["describe", evil]]) {
-      const r = await vnm(["bridge", ...args]);
+    const terminal = [["list", "-o", "table"], ["list", "-o", "wide"], ["get", evil, "-o", "custom-columns=N:.name"], ["describe", evil], ["get", evil, "-o", "table"]];
+    const [json, yaml, ...shown] = await Promise.all([vnm(["bridge", "get", evil, "-o", "json"]), vnm(["bridge", "get", evil, "-o", "yaml"]), ...terminal.map((a) => vnm(["bridge", ...a]))]);
+    for (const [i, r] of shown.entries()) {
       expect(r.status, r.stderr).toBe(0);
-      expect(r.stdout, args.join(" ")).not.toMatch(ESC);
+      expect(r.stdout, terminal[i]!.join(" ")).not.toMatch(ESC);
     }
-    expect((await vnm(["bridge", "get", evil, "-o", "table"])).stdout).toContain("evilname");
-    const json = (await vnm(["bridge", "get", evil, "-o", "json"])).stdout;
-    expect(json).not.toMatch(ESC);
-    expect(JSON.parse(json).name).toBe(hostile);
-    const yaml = (await vnm(["bridge", "get", evil, "-o", "yaml"])).stdout;
-    expect(yaml).not.toMatch(ESC);
-    expect(parseYaml(yaml).name).toBe(hostile);
+    expect(shown.at(-1)!.stdout).toContain("evilname");
+    expect(json.stdout).not.toMatch(ESC);
+    expect(JSON.parse(json.stdout).name).toBe(hostile);
+    expect(yaml.stdout).not.toMatch(ESC);
+    expect(parseYaml(yaml.stdout).name).toBe(hostile);
     expect((await vnm(["bridge", "delete", evil])).status).toBe(0);
   });
 });
@@ -325,15 +330,23 @@ describe("contexts", () => {
 
 describe("errors", () => {
   it("exit 1 with each violation on its own line, 2 for usage, 3 without a gateway; never a stack", async () => {
-    const r = await vnm(["bridge", "create", "--name", "x".repeat(300)]);
-    expectFailure(r, 1, /^error 400: Validation error\(s\) found\n {2}name: must be at most 255 characters long\n$/);
-    expectFailure(await vnm(["bridge", "create", "--data", "{bad"]), 2, /^--data is not JSON: .+\n$/);
-    expectFailure(await vnm(["bridge", "create", "--data", "[1]"]), 2, /^--data must be a JSON object\n$/);
-    expectFailure(await vnm(["bridge", "explode"]), 2, /unknown command/);
-    expectFailure(await vnm(["dhcp-host", "create", "--bridge", "b"]), 2, /required option/);
     const closed = `http://127.0.0.1:${await freePort()}`;
-    expectFailure(await vnm(["bridge", "list"], {}, closed), 3, new RegExp(`^cannot reach the gateway at ${closed}: connect ECONNREFUSED`));
-    expectFailure(await vnm(["bridge", "list", "--url", "not a url"]), 2, /unknown option|not a URL/);
+    const [violation, badJson, notObject, unknown, missing, away, badUrl] = await Promise.all([
+      vnm(["bridge", "create", "--name", "x".repeat(300)]),
+      vnm(["bridge", "create", "--data", "{bad"]),
+      vnm(["bridge", "create", "--data", "[1]"]),
+      vnm(["bridge", "explode"]),
+      vnm(["dhcp-host", "create", "--bridge", "b"]),
+      vnm(["bridge", "list"], {}, closed),
+      vnm(["bridge", "list", "--url", "not a url"]),
+    ]);
+    expectFailure(violation, 1, /^error 400: Validation error\(s\) found\n {2}name: must be at most 255 characters long\n$/);
+    expectFailure(badJson, 2, /^--data is not JSON: .+\n$/);
+    expectFailure(notObject, 2, /^--data must be a JSON object\n$/);
+    expectFailure(unknown, 2, /unknown command/);
+    expectFailure(missing, 2, /required option/);
+    expectFailure(away, 3, new RegExp(`^cannot reach the gateway at ${closed}: connect ECONNREFUSED`));
+    expectFailure(badUrl, 2, /^not a URL: not a url\n$/);
   });
 });
 
