@@ -1,8 +1,9 @@
+import { catalog } from "@vnm/kit";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { addKindCommand } from "./commands.ts";
 import { parseExact } from "./json.ts";
-import { allKinds, kebab, kindNamed, optionOf } from "./kinds.ts";
+import { allKinds, commandOf, kebab, kindNamed, optionOf } from "./kinds.ts";
 import { fit, parseFormat, render } from "./output.ts";
 import { clean, escapeJson, toYaml } from "./text.ts";
 
@@ -35,6 +36,7 @@ describe("commands from the catalog", () => {
     expect(verbs("bridge")).toEqual(["create", "delete", "describe", "get", "list", "update"]);
     expect(verbs("vtep")).toEqual(["create", "delete", "describe", "get", "list"]); // no PUT
     expect(verbs("mac-port")).toEqual(["create", "delete", "describe", "get", "list"]);
+    expect(p.commands.map((x) => x.name()).sort()).toEqual([...catalog().kinds.values()].map(commandOf).sort());
   });
 });
 

@@ -14,7 +14,6 @@ import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
 import { findItem, listItems } from "./resolve.ts";
 import { clean, say } from "./text.ts";
 
-export { commandOf, kebab, optionOf } from "./kinds.ts";
 
 type Opts = Record<string, unknown>;
 
@@ -37,7 +36,7 @@ function fieldValue(f: FieldInfo, text: string): unknown {
 }
 
 /** --data: a whole JSON object. */
-export function dataOf(text: string): Record<string, unknown> {
+function dataOf(text: string): Record<string, unknown> {
   let v: unknown;
   try {
     v = parseExact(text);
