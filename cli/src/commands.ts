@@ -2,8 +2,8 @@
 // included: `vnm <kind> list|get|describe|create|update|delete`, with flags from the proto fields
 // (types, required, POST-only), the parents' path variables as options, and the item named by
 // its key or its unique name. Nothing here names a kind: a new proto is a new command.
-import type { FieldInfo } from "@vnm/kit";
 import { type Command, Option } from "commander";
+import type { Field } from "./catalog.ts";
 import { Api } from "./client.ts";
 import { target } from "./config.ts";
 import { CliError, usage } from "./errors.ts";
@@ -21,7 +21,7 @@ type Opts = Record<string, unknown>;
 export const apiOf = (program: Command) => new Api(target(program.opts() as { url?: string; context?: string }));
 
 /** A flag's text as the field's JSON value. */
-function fieldValue(f: FieldInfo, text: string): unknown {
+function fieldValue(f: Field, text: string): unknown {
   if (f.jsonObject || f.jsonValue || f.type === "message") {
     try {
       return parseExact(text);
@@ -48,7 +48,7 @@ function dataOf(text: string): Record<string, unknown> {
 }
 
 /** The body from the field flags (and --data, which the flags override). */
-function bodyOf(fields: FieldInfo[], opts: Opts): Record<string, unknown> {
+function bodyOf(fields: Field[], opts: Opts): Record<string, unknown> {
   const body = typeof opts["data"] === "string" ? dataOf(opts["data"]) : {};
   for (const f of fields) {
     const v = opts[camel(kebab(f.name))];
@@ -57,7 +57,7 @@ function bodyOf(fields: FieldInfo[], opts: Opts): Record<string, unknown> {
   return body;
 }
 
-function addFieldFlags(cmd: Command, fields: FieldInfo[], mode: "create" | "update"): Command {
+function addFieldFlags(cmd: Command, fields: Field[], mode: "create" | "update"): Command {
   for (const f of fields) {
     const kind = f.jsonObject || f.jsonValue || f.type === "message" ? "json" : f.repeated ? "a,b,..." : f.type;
     const o = new Option(`--${kebab(f.name)} <${kind}>`, `${f.name}${f.behaviors.has("REQUIRED") ? " (required)" : ""}${f.behaviors.has("IMMUTABLE") ? " (create only)" : ""}`);

@@ -1,8 +1,7 @@
 // What the CLI derives from the catalog for each kind: its command name, the options of its
 // path's variables, its routes, its writable fields, the columns its table shows, and how an
 // item names itself (the last segment of its `uri`). Nothing here names a kind.
-import type { Catalog, FieldInfo, KindInfo, Route } from "@vnm/kit";
-import { cliCatalog } from "./catalog.ts";
+import { type CliCatalog, type CliKind, type CliRoute, cliCatalog, type Field } from "./catalog.ts";
 import { usage } from "./errors.ts";
 
 /** "DhcpV6Subnet" -> "dhcp-v6-subnet". */
@@ -13,7 +12,7 @@ export const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_m, c: string) =>
 export const optionOf = (variable: string) => kebab(variable.replace(/(Id|Addr)$/, "") || variable);
 
 /** The command name of a kind: its message name, kebab-case ("compat.CompatPool" -> compat-pool). */
-export const commandOf = (k: KindInfo) => kebab(k.message.name);
+export const commandOf = (k: Pick<CliKind, "message">) => kebab(k.message.name);
 
 export const variables = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
@@ -21,17 +20,17 @@ export type PathValues = Record<string, string | undefined>;
 
 /** A kind with the routes of its verbs. */
 export class Kind {
-  readonly info: KindInfo;
+  readonly info: CliKind;
   readonly command: string;
-  readonly list?: Route;
-  readonly get?: Route;
-  readonly create?: Route;
-  readonly update?: Route;
-  readonly delete?: Route;
+  readonly list?: CliRoute;
+  readonly get?: CliRoute;
+  readonly create?: CliRoute;
+  readonly update?: CliRoute;
+  readonly delete?: CliRoute;
   /** The item's own path variable (the last one of its item path). */
   readonly key: string;
 
-  constructor(info: KindInfo, routes: Route[]) {
+  constructor(info: CliKind, routes: CliRoute[]) {
     this.info = info;
     this.command = commandOf(info);
     const of = (rpc?: string) => routes.find((r) => r.service === info.service && r.rpc === rpc);
@@ -43,7 +42,7 @@ export class Kind {
     this.key = variables(info.itemTemplate).at(-1)!;
   }
 
-  get fields(): FieldInfo[] {
+  get fields(): Field[] {
     return this.info.message.fields;
   }
 
@@ -57,7 +56,7 @@ export class Kind {
   }
 
   /** The fields a create (or an update) may send. */
-  writable(mode: "create" | "update"): FieldInfo[] {
+  writable(mode: "create" | "update"): Field[] {
     return this.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
   }
 
@@ -66,7 +65,7 @@ export class Kind {
     const shown = this.fields.filter((f) => !f.link && !f.internal && !f.behaviors.has("INPUT_ONLY") && f.name !== "password");
     if (wide) return shown.map((f) => f.name);
     const tenant = this.info.resource.tenantField;
-    const matters = (f: FieldInfo) =>
+    const matters = (f: Field) =>
       f.name === "id" ||
       f.name === "name" ||
       f.name === tenant ||
@@ -77,7 +76,7 @@ export class Kind {
   }
 
   /** The path of a route with its variables filled in. */
-  path(route: Route | undefined, values: PathValues, verb: string): string {
+  path(route: CliRoute | undefined, values: PathValues, verb: string): string {
     if (!route) throw usage(`${this.command} has no ${verb}`);
     return route.template.replace(/\{(\w+)\}/g, (_m, v: string) => {
       const value = values[v];
@@ -123,7 +122,7 @@ export class Kind {
   }
 
   /** The options of the path variables above the item. */
-  parents(route: Route | undefined = this.list ?? this.get): string[] {
+  parents(route: CliRoute | undefined = this.list ?? this.get): string[] {
     return route ? variables(route.template).filter((v) => v !== this.key) : [];
   }
 }
@@ -131,8 +130,8 @@ export class Kind {
 let kinds: Kind[] | undefined;
 
 /** Every kind, by command name. */
-export function allKinds(c: Catalog = cliCatalog()): Kind[] {
-  kinds ??= [...c.kinds.values()].map((k) => new Kind(k, c.routes)).sort((a, b) => a.command.localeCompare(b.command));
+export function allKinds(c: CliCatalog = cliCatalog()): Kind[] {
+  kinds ??= c.kinds.map((k) => new Kind(k, c.routes)).sort((a, b) => a.command.localeCompare(b.command));
   return kinds;
 }
 
