@@ -11,10 +11,17 @@ import { dirname, join } from "node:path";
 import { catalog } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { freePort, ROOT, useStack, waitFor } from "../../gateway/test/harness.ts";
+import { freePort, ROOT, Stack, waitFor } from "../../gateway/test/harness.ts";
 import { TcpProxy } from "../../gateway/test/tcp-proxy.ts";
 
-const fx = useStack();
+// The services the commands here reach (bridges, and identity for the logins); the gateway
+// answers the other domains' routes with a 503, which nothing here asks for.
+const fx = { stack: new Stack(), gw: "" };
+beforeAll(async () => {
+  await fx.stack.startServices("bridge", "identity");
+  fx.gw = await fx.stack.startGateway({}, false);
+});
+afterAll(() => fx.stack.stop());
 const home = mkdtempSync(join(tmpdir(), "vnm-cli-"));
 const configFile = join(home, "config", "vnm", "config.json");
 const BIN = join(ROOT, "node_modules", ".bin", "vnm");
