@@ -54,11 +54,17 @@ export class Api {
     }
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body, signal: init.signal });
+      // Redirects are not followed: a header such as X-Auth-Token would go along to wherever
+      // they lead.
+      res = await fetch(url, { method, headers, body, signal: init.signal, redirect: "manual" });
     } catch (err) {
       if ((err as Error).name === "AbortError") throw err;
       const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
       throw new CliError(`cannot reach the gateway at ${this.url}: ${cause}`, 3);
+    }
+    if (res.status >= 300 && res.status < 400) {
+      const to = res.headers.get("location") ?? "nowhere";
+      throw new CliError(`error ${res.status}: ${this.url} redirects to ${clean(to)}; vnm does not follow (its token is for ${this.url} only)`, 1, res.status);
     }
     if (res.status >= 400) throw new CliError(refusal(res.status, await res.text(), this.url, this.token !== undefined || headers["authorization"] !== undefined), 1, res.status);
     return res;

@@ -293,9 +293,11 @@ describe("contexts", () => {
   let otherUrl = "";
   const seen: IncomingHttpHeaders[] = [];
   beforeAll(async () => {
+    // Records what it is sent; refuses everything, but sends /bridges/away elsewhere.
     other = createServer((req, res) => {
       seen.push(req.headers);
-      res.writeHead(401, { "content-type": "application/json" }).end('{"message":"who are you","code":401}');
+      if (req.url?.startsWith("/bridges/away")) res.writeHead(307, { location: `${fx.gw}/bridges` }).end();
+      else res.writeHead(401, { "content-type": "application/json" }).end('{"message":"who are you","code":401}');
     });
     await new Promise<void>((r) => other.listen(0, "127.0.0.1", () => r()));
     otherUrl = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
@@ -314,6 +316,17 @@ describe("contexts", () => {
       expect(h["authorization"]).toBeUndefined();
       expect(JSON.stringify(h)).not.toContain(token);
     }
+  });
+
+  it("does not follow a gateway's redirect with its token", async () => {
+    const config = JSON.parse(readFileSync(configFile, "utf8")) as { contexts: Record<string, unknown> };
+    config.contexts["redirecting"] = { url: otherUrl, token: "token-of-the-redirecting-gateway", issuer: otherUrl };
+    writeFileSync(configFile, JSON.stringify(config));
+    const r = await vnm(["--context", "redirecting", "bridge", "get", "away"], {}, null);
+    expectFailure(r, 1, new RegExp(`^error 307: ${otherUrl} redirects to ${fx.gw}/bridges; vnm does not follow`));
+    expect(seen.at(-1)!["x-auth-token"]).toBe("token-of-the-redirecting-gateway");
+    delete config.contexts["redirecting"];
+    writeFileSync(configFile, JSON.stringify(config));
   });
 
   it("keeps named gateways with a token each, and switches between them", async () => {
