@@ -5,7 +5,7 @@ import Table from "cli-table3";
 import { usage } from "./errors.ts";
 import { toJson } from "./json.ts";
 import type { Kind } from "./kinds.ts";
-import { clean, escapeJson, toYaml } from "./text.ts";
+import { clean, escapeJson, say, toYaml } from "./text.ts";
 
 export interface Column {
   header: string;
@@ -86,7 +86,11 @@ export const TABLE_WIDTH = 120;
 function table(kind: Kind, items: Record<string, unknown>[], format: Format): string {
   const columns = columnsOf(kind, format);
   const rows = [columns.map((c) => clean(c.header)), ...items.map((i) => columns.map((c) => cell(c.value(i))))];
-  if (items.length === 0) return "No items.";
+  // Nothing at all on stdout, as kubectl: a script counting lines counts none.
+  if (items.length === 0) {
+    say("No items.\n");
+    return "";
+  }
   return lines(rows, fit(rows, format.type === "wide" ? undefined : TABLE_WIDTH)).join("\n");
 }
 

@@ -158,6 +158,8 @@ describe("output", () => {
     expect(d.stdout).toMatch(new RegExp(`^Kind:\\s+bridge\\nid:\\s+${id}\\ntenantId:\\s+acme\\nname:\\s+blue\\nadminStateUp:\\s+true\\n`));
     expect(d.stdout).toMatch(/\nLinks:\n {2}uri:\s+http:\S+\/bridges\/\S+\n/);
     expect(d.stdout).toMatch(/\nChildren:\n {2}dhcp-subnet \(1\):\n {4}10\.9\.0\.0_24\n {2}dhcp-v6-subnet \(0\):\n/);
+    const none = await vnm(["dhcp-v6-subnet", "list", "--bridge", id, "-o", "table"]);
+    expect([none.status, none.stdout, none.stderr]).toEqual([0, "", "No items.\n"]);
   });
 
   it("prints a name made of escape sequences without them on a terminal, and exactly in json and yaml", async () => {
