@@ -1,8 +1,11 @@
 import { catalog } from "@vnm/kit";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { addKindCommand, commandOf, kebab, optionOf } from "./commands.ts";
-import { parseExact, render } from "./output.ts";
+import { addKindCommand } from "./commands.ts";
+import { parseExact } from "./json.ts";
+import { allKinds, commandOf, kebab, kindNamed, optionOf } from "./kinds.ts";
+import { fit, parseFormat, render } from "./output.ts";
+import { clean, escapeJson, toYaml } from "./text.ts";
 
 describe("names", () => {
   it("turn message names and path variables into command and option names", () => {
@@ -13,26 +16,64 @@ describe("names", () => {
     expect(optionOf("subnetAddr")).toBe("subnet");
     expect(optionOf("macPortPair")).toBe("mac-port-pair");
   });
+
+  it("read an item's key and parents from its uri", () => {
+    const host = kindNamed("dhcp-host")!;
+    const item = { macAddr: "02:00:00:00:00:01", uri: "http://h/bridges/b1/dhcp/10.0.0.0_24/hosts/02%3A00%3A00%3A00%3A00%3A01" };
+    expect(host.valuesOf(item)).toEqual({ bridgeId: "b1", subnetAddr: "10.0.0.0_24", hostMac: "02:00:00:00:00:01" });
+    expect(host.keyOf(item)).toBe("02:00:00:00:00:01");
+    const bridge = kindNamed("bridge")!;
+    expect(bridge.valuesBelow({ id: "b1", uri: "http://h/bridges/b1" }, "/bridges/{bridgeId}/dhcp")).toEqual({ bridgeId: "b1" });
+    expect(bridge.valuesBelow({ id: "b1", uri: "http://h/bridges/b1" }, "/vteps/{id}/bindings")).toBeUndefined();
+  });
 });
 
 describe("commands from the catalog", () => {
   it("give every kind its verbs: the ones its proto binds, and no others", () => {
     const p = new Command("vnm");
-    const c = catalog();
-    for (const k of c.kinds.values()) addKindCommand(p, k, c.routes);
+    for (const k of allKinds()) addKindCommand(p, k);
     const verbs = (name: string) => p.commands.find((x) => x.name() === name)!.commands.map((v) => v.name()).sort();
-    expect(verbs("bridge")).toEqual(["create", "delete", "get", "list", "update"]);
-    expect(verbs("vtep")).toEqual(["create", "delete", "get", "list"]); // no PUT
-    expect(verbs("mac-port")).toEqual(["create", "delete", "get", "list"]);
-    expect(p.commands.map((x) => x.name()).sort()).toEqual([...c.kinds.values()].map(commandOf).sort());
+    expect(verbs("bridge")).toEqual(["create", "delete", "describe", "get", "list", "update"]);
+    expect(verbs("vtep")).toEqual(["create", "delete", "describe", "get", "list"]); // no PUT
+    expect(verbs("mac-port")).toEqual(["create", "delete", "describe", "get", "list"]);
+    expect(p.commands.map((x) => x.name()).sort()).toEqual([...catalog().kinds.values()].map(commandOf).sort());
   });
 });
 
 describe("output", () => {
-  it("keeps 64-bit integers exact in JSON and YAML, and tables drop links", () => {
+  it("keeps 64-bit integers exact in JSON and YAML", () => {
+    const trace = kindNamed("trace-request")!;
     const v = parseExact('{"id":"t","limit":9223372036854775807,"uri":"http://h/traces/t"}');
-    expect(render(v, "json")).toContain('"limit": 9223372036854775807');
-    expect(render(v, "yaml")).toContain("limit: 9223372036854775807");
-    expect(render([v], "table")).toBe("id  limit\nt   9223372036854775807");
+    expect(render(trace, v, { type: "json" })).toContain('"limit": 9223372036854775807');
+    expect(render(trace, v, { type: "yaml" })).toContain("limit: 9223372036854775807");
+  });
+
+  it("never lets a control character through: stripped for terminals, escaped in JSON and YAML", () => {
+    const hostile = "red\u001b]0;owned\u0007\u001b[2J\u009b31m\u202egreen\r\n";
+    expect(clean(hostile)).toBe("redgreen  ");
+    const json = escapeJson(JSON.stringify({ name: hostile }));
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: none may be left
+    expect(json).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
+    expect(JSON.parse(json).name).toBe(hostile);
+    const yaml = toYaml({ name: hostile });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: none may be left (but the line ends)
+    expect(yaml).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+  });
+
+  it("fits a table into the width by shrinking its widest column first", () => {
+    const rows = [["ID", "NAME"], ["x".repeat(36), "n".repeat(200)]];
+    expect(fit(rows, 120)).toEqual([36, 81]);
+    expect(fit(rows, undefined)).toEqual([36, 200]);
+  });
+
+  it("takes kubectl's output flags and refuses others as usage errors", () => {
+    expect(parseFormat("wide")).toEqual({ type: "wide" });
+    const f = parseFormat("custom-columns=NAME:.name,FIRST:.list[0]");
+    expect(f.type === "custom" && f.columns.map((c) => [c.header, c.value({ name: "n", list: ["a"] })])).toEqual([
+      ["NAME", "n"],
+      ["FIRST", "a"],
+    ]);
+    expect(() => parseFormat("xml")).toThrow(/formats are/);
+    expect(() => parseFormat("custom-columns=NAME")).toThrow(/HEADER:.field/);
   });
 });

@@ -1,31 +1,32 @@
 // One command per kind of the catalog (the proto files the gateway serves from), children
-// included: `vnm <kind> list|get|create|update|delete`, with flags from the proto fields
-// (types, required, POST-only), the parents' path variables as options, and the item's key as
-// the argument. Nothing here names a kind: a new proto is a new command.
-import type { FieldInfo, KindInfo, Route } from "@vnm/kit";
+// included: `vnm <kind> list|get|describe|create|update|delete`, with flags from the proto fields
+// (types, required, POST-only), the parents' path variables as options, and the item named by
+// its key or its unique name. Nothing here names a kind: a new proto is a new command.
 import { type Command, Option } from "commander";
-import { CliError, request } from "./client.ts";
-import { gatewayUrl } from "./config.ts";
-import { type Format, defaultFormat, parseExact, render } from "./output.ts";
+import type { Field } from "./catalog.ts";
+import { Api } from "./client.ts";
+import { target } from "./config.ts";
+import { CliError, usage } from "./errors.ts";
+import { watchList } from "./events.ts";
+import { parseExact } from "./json.ts";
+import { allKinds, camel, type Kind, kebab, optionOf, type PathValues, variables } from "./kinds.ts";
+import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
+import { findItem, listItems } from "./resolve.ts";
+import { clean, say } from "./text.ts";
 
-/** "DhcpV6Subnet" -> "dhcp-v6-subnet". */
-export const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, "$1-$2").replace(/_/g, "-").toLowerCase();
 
-/** A path variable's option: "bridgeId" -> --bridge, "subnetAddr" -> --subnet, "vlanId" -> --vlan. */
-export const optionOf = (variable: string) => kebab(variable.replace(/(Id|Addr)$/, "") || variable);
+type Opts = Record<string, unknown>;
 
-/** The command name of a kind: its message name, kebab-case ("compat.CompatPool" -> compat-pool). */
-export const commandOf = (k: KindInfo) => kebab(k.message.name);
-
-const variables = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+/** The gateway and token of this invocation (--url, --context, the config). */
+export const apiOf = (program: Command) => new Api(target(program.opts() as { url?: string; context?: string }));
 
 /** A flag's text as the field's JSON value. */
-function fieldValue(f: FieldInfo, text: string): unknown {
+function fieldValue(f: Field, text: string): unknown {
   if (f.jsonObject || f.jsonValue || f.type === "message") {
     try {
-      return JSON.parse(text);
+      return parseExact(text);
     } catch {
-      throw new CliError(`--${kebab(f.name)} must be JSON: ${text}`, 2);
+      throw usage(`--${kebab(f.name)} must be JSON: ${clean(text)}`);
     }
   }
   if (f.repeated) return text === "" ? [] : text.split(",").map((t) => fieldValue({ ...f, repeated: false }, t));
@@ -34,32 +35,21 @@ function fieldValue(f: FieldInfo, text: string): unknown {
   return text;
 }
 
-/** The path of a route with its variables from the options (and the key argument). */
-function pathOf(route: Route | undefined, values: Record<string, string | undefined>, what: string): string {
-  if (!route) throw new CliError(`this kind has no ${what}`, 2);
-  return route.template.replace(/\{(\w+)\}/g, (_m, v: string) => {
-    const value = values[v];
-    if (value === undefined) throw new CliError(`--${optionOf(v)} is required`, 2);
-    return encodeURIComponent(value);
-  });
+/** --data: a whole JSON object. */
+function dataOf(text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = parseExact(text);
+  } catch (err) {
+    throw usage(`--data is not JSON: ${clean((err as Error).message)}`);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw usage("--data must be a JSON object");
+  return v as Record<string, unknown>;
 }
 
-interface Ctx {
-  kind: KindInfo;
-  routes: Route[];
-}
-
-const routeOf = ({ kind, routes }: Ctx, rpc: string | undefined) => routes.find((r) => r.service === kind.service && r.rpc === rpc);
-
-async function print(res: Response, format: Format): Promise<void> {
-  const text = await res.text();
-  if (text) process.stdout.write(`${render(parseExact(text), format)}\n`);
-}
-
-/** The body from the field flags (and --data, a whole JSON object the flags override). */
-function bodyOf(fields: FieldInfo[], opts: Record<string, unknown>): Record<string, unknown> {
-  let body: Record<string, unknown> = {};
-  if (typeof opts["data"] === "string") body = parseExact(opts["data"]) as Record<string, unknown>;
+/** The body from the field flags (and --data, which the flags override). */
+function bodyOf(fields: Field[], opts: Opts): Record<string, unknown> {
+  const body = typeof opts["data"] === "string" ? dataOf(opts["data"]) : {};
   for (const f of fields) {
     const v = opts[camel(kebab(f.name))];
     if (typeof v === "string") body[f.name] = fieldValue(f, v);
@@ -67,13 +57,7 @@ function bodyOf(fields: FieldInfo[], opts: Record<string, unknown>): Record<stri
   return body;
 }
 
-const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
-
-function writable(k: KindInfo, mode: "create" | "update"): FieldInfo[] {
-  return k.message.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
-}
-
-function addFieldFlags(cmd: Command, fields: FieldInfo[], mode: "create" | "update"): Command {
+function addFieldFlags(cmd: Command, fields: Field[], mode: "create" | "update"): Command {
   for (const f of fields) {
     const kind = f.jsonObject || f.jsonValue || f.type === "message" ? "json" : f.repeated ? "a,b,..." : f.type;
     const o = new Option(`--${kebab(f.name)} <${kind}>`, `${f.name}${f.behaviors.has("REQUIRED") ? " (required)" : ""}${f.behaviors.has("IMMUTABLE") ? " (create only)" : ""}`);
@@ -83,73 +67,134 @@ function addFieldFlags(cmd: Command, fields: FieldInfo[], mode: "create" | "upda
   return cmd.option("--data <json>", "the whole body as JSON (flags override its fields)");
 }
 
-/** The options of a route's path variables but the item's key. */
-function addPathOptions(cmd: Command, templates: string[], key?: string): Command {
-  const seen = new Set<string>();
-  for (const t of templates) for (const v of variables(t)) if (v !== key && !seen.has(v)) seen.add(v) && cmd.option(`--${optionOf(v)} <${kebab(v)}>`, `path: ${v}`);
+/** The options of the path variables above the item. */
+function addParentOptions(cmd: Command, names: string[]): Command {
+  for (const v of names) cmd.option(`--${optionOf(v)} <${kebab(v)}>`, `path: ${v}`);
   return cmd;
 }
 
-/** The path values a command got: each variable from its option, the key from the argument. */
-function pathValues(templates: string[], opts: Record<string, unknown>, key?: string, arg?: string): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const t of templates) for (const v of variables(t)) out[v] = v === key ? arg : (opts[camel(optionOf(v))] as string | undefined);
-  return out;
+/** The path values the options give. */
+function valuesOf(names: string[], opts: Opts): PathValues {
+  return Object.fromEntries(names.map((v) => [v, opts[camel(optionOf(v))] as string | undefined]));
 }
 
-export function addKindCommand(program: Command, kind: KindInfo, routes: Route[]): void {
-  const ctx: Ctx = { kind, routes };
-  const item = kind.itemTemplate;
-  const key = variables(item).at(-1)!;
-  const cmd = program.command(commandOf(kind)).description(`${kind.resource.displayName} (${kind.resource.mediaType})`);
-  const fmt = (o: Record<string, unknown>) => (o["output"] as Format | undefined) ?? defaultFormat();
-  const withOutput = (c: Command) => c.addOption(new Option("-o, --output <format>", "table, json or yaml").choices(["table", "json", "yaml"]));
-  const list = routeOf(ctx, kind.rpcs.list);
-  if (list) {
-    const c = withOutput(addPathOptions(cmd.command("list").description(`list ${kind.resource.displayName} items`), [list.template]));
-    if (list.queryFields.has("tenant_id")) c.option("--tenant <tenant>", "only this tenant's");
-    if (list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
-    c.action(async (o: Record<string, unknown>) => {
+const withOutput = (c: Command) => c.option("-o, --output <format>", FORMATS);
+const withTenant = (c: Command, kind: Kind, what = "a name is looked up in this tenant's items") =>
+  kind.info.resource.tenantField ? c.option("--tenant <tenant>", what) : c;
+
+const write = (text: string) => process.stdout.write(text ? `${text}\n` : "");
+
+export function addKindCommand(program: Command, kind: Kind): void {
+  const cmd = program.command(kind.command).description(`${kind.info.resource.displayName} (${kind.info.resource.mediaType})`);
+  const parents = kind.parents();
+  const keyArg = `<${kebab(kind.key)}${kind.has("name") ? "|name" : ""}>`;
+  const api = () => apiOf(program);
+  if (kind.list) {
+    const c = withTenant(withOutput(addParentOptions(cmd.command("list").description(`list ${kind.info.resource.displayName} items`), kind.parents(kind.list))), kind, "only this tenant's");
+    if (kind.list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
+    c.option("-w, --watch", "after the list, print each change as it happens");
+    c.action(async (o: Opts) => {
+      const format = parseFormat(o["output"] as string | undefined);
+      const values = valuesOf(kind.parents(kind.list), o);
       const q = new URLSearchParams();
       if (o["tenant"]) q.set("tenant_id", String(o["tenant"]));
       if (o["limit"]) q.set("limit", String(o["limit"]));
-      const path = pathOf(list, pathValues([list.template], o), "list") + (q.size ? `?${q}` : "");
-      await print(await request(gatewayUrl(program.opts()["url"]), "GET", path), fmt(o));
+      const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
+      if (o["watch"]) return watchList(api(), kind, path, format, o["tenant"] as string | undefined);
+      write(render(kind, (await api().call("GET", path)).body, format));
     });
   }
-  for (const [verb, rpc, method] of [["get", kind.rpcs.get, "GET"], ["delete", kind.rpcs.delete, "DELETE"]] as const) {
-    const route = routeOf(ctx, rpc);
-    if (!route) continue;
-    const c = withOutput(addPathOptions(cmd.command(`${verb} <${kebab(key)}>`), [route.template], key));
-    c.action(async (arg: string, o: Record<string, unknown>) => {
-      await print(await request(gatewayUrl(program.opts()["url"]), method, pathOf(route, pathValues([route.template], o, key, arg), verb)), fmt(o));
+  if (kind.get) {
+    withTenant(withOutput(addParentOptions(cmd.command(`get ${keyArg}`).description("show one item"), parents)), kind).action(async (arg: string, o: Opts) => {
+      const format = parseFormat(o["output"] as string | undefined);
+      write(render(kind, (await findItem(api(), kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined)).item, format));
+    });
+    withTenant(addParentOptions(cmd.command(`describe ${keyArg}`).description("show one item field by field, with its children and links"), parents), kind).action(
+      async (arg: string, o: Opts) => {
+        const a = api();
+        const found = await findItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+        write([...describeLines(kind, found.item), ...(await childLines(a, kind, found.item))].join("\n"));
+      },
+    );
+  }
+  if (kind.create) {
+    const fields = kind.writable("create");
+    const c = withOutput(addFieldFlags(addParentOptions(cmd.command("create").description("create an item"), kind.parents(kind.create)), fields, "create"));
+    c.action(async (o: Opts) => {
+      const format = parseFormat(o["output"] as string | undefined);
+      const body = bodyOf(fields, o);
+      write(render(kind, (await api().call("POST", kind.path(kind.create, valuesOf(kind.parents(kind.create), o), "create"), body)).body, format));
     });
   }
-  addWrites(program, cmd, ctx, key, fmt, withOutput);
+  if (kind.update) {
+    const fields = kind.writable("update");
+    const c = withTenant(withOutput(addFieldFlags(addParentOptions(cmd.command(`update ${keyArg}`).description("change an item"), parents), fields, "update")), kind);
+    // A PUT replaces: the item as it is now, with what the flags change, if it has not changed meanwhile.
+    c.action(async (arg: string, o: Opts) => {
+      const format = parseFormat(o["output"] as string | undefined);
+      const changes = bodyOf(fields, o);
+      const a = api();
+      const found = await findItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+      const body = { ...kept(kind, found.item), ...changes };
+      const path = kind.path(kind.update, kind.valuesOf(found.item), "update");
+      write(render(kind, (await a.call("PUT", path, body, found.etag ? { "if-match": found.etag } : {})).body, format));
+    });
+  }
+  if (kind.delete) {
+    withTenant(addParentOptions(cmd.command(`delete <${kebab(kind.key)}${kind.has("name") ? "|name" : ""}...>`).description("delete items"), parents), kind).action(
+      async (args: string[], o: Opts) => {
+        const a = api();
+        let failed: CliError | undefined;
+        for (const arg of args) {
+          try {
+            await deleteItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+          } catch (err) {
+            if (!(err instanceof CliError) || err.exitCode === 3) throw err;
+            say(`${err.message}\n`);
+            failed = err;
+          }
+        }
+        if (failed) throw new CliError("", failed.exitCode);
+      },
+    );
+  }
 }
 
-function addWrites(program: Command, cmd: Command, ctx: Ctx, key: string, fmt: (o: Record<string, unknown>) => Format, withOutput: (c: Command) => Command): void {
-  const create = routeOf(ctx, ctx.kind.rpcs.create);
-  if (create) {
-    const fields = writable(ctx.kind, "create");
-    const c = withOutput(addFieldFlags(addPathOptions(cmd.command("create"), [create.template]), fields, "create"));
-    c.action(async (o: Record<string, unknown>) => {
-      const path = pathOf(create, pathValues([create.template], o), "create");
-      await print(await request(gatewayUrl(program.opts()["url"]), "POST", path, bodyOf(fields, o)), fmt(o));
-    });
+/** The writable fields an item has now (what a PUT keeps). */
+export function kept(kind: Kind, item: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    kind
+      .writable("update")
+      .filter((f) => item[f.name] !== undefined && item[f.name] !== null)
+      .map((f) => [f.name, item[f.name]]),
+  );
+}
+
+export async function deleteItem(api: Api, kind: Kind, arg: string, values: PathValues, tenant?: string): Promise<void> {
+  const found = await findItem(api, kind, arg, values, tenant);
+  await api.call("DELETE", kind.path(kind.delete, kind.valuesOf(found.item), "delete"), undefined, found.etag ? { "if-match": found.etag } : {});
+  write(`${kind.command}/${clean(kind.keyOf(found.item))} deleted`);
+}
+
+/** describe's list of the items below this one, per kind. */
+async function childLines(api: Api, kind: Kind, item: Record<string, unknown>): Promise<string[]> {
+  const out: string[] = [];
+  for (const child of allKinds()) {
+    if (child.info.parent !== kind.info.kind || !child.list) continue;
+    const values = kind.valuesBelow(item, child.list.template);
+    if (!values || !variables(child.list.template).every((v) => values[v] !== undefined)) continue;
+    let items: Record<string, unknown>[];
+    try {
+      items = await listItems(api, child, values);
+    } catch (err) {
+      if (err instanceof CliError && err.exitCode === 1) {
+        out.push(`  ${child.command}: ${err.message.split("\n")[0]}`);
+        continue;
+      }
+      throw err;
+    }
+    out.push(`  ${child.command} (${items.length}):`);
+    for (const i of items) out.push(`    ${clean(child.keyOf(i))}${typeof i["name"] === "string" ? `  ${clean(i["name"])}` : ""}`);
   }
-  const update = routeOf(ctx, ctx.kind.rpcs.update);
-  if (update) {
-    const fields = writable(ctx.kind, "update");
-    const c = withOutput(addFieldFlags(addPathOptions(cmd.command(`update <${kebab(key)}>`), [update.template], key), fields, "update"));
-    // A PUT replaces: the item as it is now, with what the flags change.
-    c.action(async (arg: string, o: Record<string, unknown>) => {
-      const base = gatewayUrl(program.opts()["url"]);
-      const path = pathOf(update, pathValues([update.template], o, key, arg), "update");
-      const now = parseExact(await (await request(base, "GET", path)).text()) as Record<string, unknown>;
-      const kept = Object.fromEntries(fields.filter((f) => now[f.name] !== undefined && now[f.name] !== null).map((f) => [f.name, now[f.name]]));
-      const body = JSON.stringify({ ...kept, ...bodyOf(fields, o) }, (_k, v) => (typeof v === "bigint" ? (JSON as unknown as { rawJSON(t: string): unknown }).rawJSON(v.toString()) : v));
-      await print(await request(base, "PUT", path, body), fmt(o));
-    });
-  }
+  return out.length ? ["Children:", ...out] : [];
 }

@@ -1,45 +1,132 @@
-// vnm events: prints each change of /events as one line, and when the stream ends or breaks,
-// reconnects after a second with Last-Event-ID, so nothing is missed.
-import { CliError, request } from "./client.ts";
-import { gatewayUrl } from "./config.ts";
+// The change feed (/events, Server-Sent Events read with eventsource-parser): `vnm events` prints
+// each change; `vnm <kind> list --watch` prints the list, then each change of that kind. When the
+// connection drops, both reconnect after a second with Last-Event-ID, so nothing is missed.
+import { createParser } from "eventsource-parser";
+import type { Api } from "./client.ts";
+import { CliError } from "./errors.ts";
+import { toJson } from "./json.ts";
+import type { Kind } from "./kinds.ts";
+import { cell, columnsOf, type Format, fit, lines, TABLE_WIDTH } from "./output.ts";
+import { clean, escapeJson, say, toYaml } from "./text.ts";
 
-/** Reads one connection's events; returns the last event id seen. */
-async function stream(base: string, last: string | undefined): Promise<string | undefined> {
+export interface Change {
+  id: string;
+  event: string;
+  data: { kind: string; id: string; uri: string };
+}
+
+/** Opens the stream after `last`; the caller reads it with `read`. */
+function open(api: Api, last: string | undefined): Promise<Response> {
   const headers: Record<string, string> = { accept: "text/event-stream" };
   if (last) headers["last-event-id"] = last;
-  const res = await request(base, "GET", "/events", undefined, headers);
-  let buffer = "";
+  return api.fetch("GET", "/events", { headers });
+}
+
+/** Hands each change of one connection to `each`, in order; returns the last event id seen. */
+async function read(res: Response, last: string | undefined, each: (c: Change) => Promise<void>): Promise<string | undefined> {
+  const pending: Change[] = [];
+  const parser = createParser({
+    onEvent(e) {
+      let data: Change["data"];
+      try {
+        data = JSON.parse(e.data) as Change["data"];
+      } catch {
+        return;
+      }
+      pending.push({ id: e.id ?? "", event: e.event ?? "message", data });
+    },
+  });
   const decoder = new TextDecoder();
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
-      const fields = Object.fromEntries(
-        buffer
-          .slice(0, i)
-          .split("\n")
-          .filter((l) => !l.startsWith(":") && l.includes(":"))
-          .map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()]),
-      );
-      buffer = buffer.slice(i + 2);
-      if (!fields["data"]) continue;
-      const d = JSON.parse(fields["data"]) as { kind: string; id: string; uri: string };
-      last = fields["id"] ?? last;
-      process.stdout.write(`${fields["id"]}\t${fields["event"]}\t${d.kind}\t${d.id}\t${d.uri}\n`);
+  try {
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      for (const c of pending.splice(0)) {
+        await each(c);
+        if (c.id) last = c.id;
+      }
     }
+  } catch {
+    /* the connection broke: the caller resumes after the last event */
   }
   return last;
 }
 
-export async function follow(url: string | undefined, from?: string): Promise<void> {
-  const base = gatewayUrl(url);
+/**
+ * Follows the feed for ever, each connection from where the last one ended. The first must
+ * open (an unreachable gateway is exit 3); a lost one is said once, then tried every second.
+ */
+async function follow(api: Api, first: Response | undefined, from: string | undefined, each: (c: Change) => Promise<void>): Promise<never> {
   let last = from;
+  let res: Response | undefined = first ?? (await open(api, last));
   for (;;) {
-    try {
-      last = await stream(base, last);
-    } catch (err) {
-      // A refusal (401, 400) will not get better by retrying; a lost connection will.
-      if (err instanceof CliError && err.exitCode === 1) throw err;
+    if (res) {
+      last = await read(res, last, each);
+      say(`connection to ${api.url} lost; resuming${last ? ` after event ${last}` : ""}\n`);
     }
     await new Promise((r) => setTimeout(r, 1_000));
+    try {
+      res = await open(api, last);
+    } catch (err) {
+      // A refusal (401, 400) will not get better by retrying; a lost gateway may.
+      if (!(err instanceof CliError) || err.exitCode !== 3) throw err;
+      res = undefined;
+    }
   }
+}
+
+/** A link's path at the gateway the CLI talks to (the token goes nowhere else). */
+const sameGateway = (api: Api, uri: string) => (uri.startsWith(`${api.url}/`) ? uri : new URL(uri, api.url).pathname);
+
+/** `vnm events`: one line per change. */
+export function followEvents(api: Api, from?: string): Promise<never> {
+  return follow(api, undefined, from, async (c) => {
+    process.stdout.write(`${clean(c.id)}\t${clean(c.event)}\t${clean(String(c.data.kind))}\t${clean(String(c.data.id))}\t${clean(String(c.data.uri))}\n`);
+  });
+}
+
+/** `vnm <kind> list --watch`: the list, then its kind's changes (within the list's parents and tenant). */
+export async function watchList(api: Api, kind: Kind, listPath: string, format: Format, tenant?: string): Promise<never> {
+  // The feed first, so no change between the list and the stream goes unseen.
+  const stream = await open(api, undefined);
+  const items = (await api.call("GET", listPath)).body as Record<string, unknown>[];
+  const scope = kind.valuesOf({ uri: `${api.url}${listPath.replace(/\?.*$/, "")}/x` });
+  delete scope[kind.key];
+  const tenantField = kind.info.resource.tenantField;
+  const known = new Set(items.map((i) => kind.keyOf(i)));
+  const columns = format.type === "table" || format.type === "wide" || format.type === "custom" ? columnsOf(kind, format) : [];
+  const header = ["EVENT", ...columns.map((c) => clean(c.header))];
+  const rowOf = (event: string, item: Record<string, unknown>) => [event, ...columns.map((c) => cell(c.value(item)))];
+  const widths = fit(
+    [header.map((h, j) => (j > 0 && h === "ID" ? "x".repeat(36) : h.padEnd(12))), ...items.map((i) => rowOf("listed", i))],
+    format.type === "wide" ? undefined : TABLE_WIDTH,
+  );
+  const print = (event: string, item: Record<string, unknown>) => {
+    if (format.type === "json") process.stdout.write(`${escapeJson(toJson({ type: event, object: item }))}\n`);
+    else if (format.type === "yaml") process.stdout.write(`---\n${toYaml({ type: event, object: item })}\n`);
+    else if (format.type === "name") process.stdout.write(`${kind.command}/${clean(kind.keyOf(item))} ${event}\n`);
+    else process.stdout.write(`${lines([rowOf(event, item)], widths).join("\n")}\n`);
+  };
+  if (columns.length) process.stdout.write(`${lines([header], widths).join("\n")}\n`);
+  for (const i of items) print("listed", i);
+  return follow(api, stream, undefined, async (c) => {
+    if (c.data.kind !== kind.eventName || typeof c.data.uri !== "string") return;
+    const values = kind.valuesOf({ uri: c.data.uri });
+    if (Object.entries(scope).some(([v, x]) => values[v] !== undefined && values[v] !== x)) return;
+    const key = values[kind.key] ?? String(c.data.id);
+    if (c.event === "deleted") {
+      if (!known.delete(key)) return;
+      print("deleted", { id: c.data.id, uri: c.data.uri });
+      return;
+    }
+    let item: Record<string, unknown>;
+    try {
+      item = (await api.call("GET", sameGateway(api, c.data.uri))).body as Record<string, unknown>;
+    } catch (err) {
+      if (err instanceof CliError && err.status === 404) return; // gone again meanwhile
+      throw err;
+    }
+    if (tenant && tenantField && item[tenantField] !== tenant) return;
+    known.add(key);
+    print(c.event, item);
+  });
 }

@@ -1,51 +1,88 @@
 #!/usr/bin/env node
 // vnm: the operators' command line. Its kinds, verbs and flags come from the proto catalog the
 // gateway serves from, so it cannot drift from the API. Exit status: 0 done, 1 the API refused
-// (4xx or 5xx, the error on stderr), 2 a usage error, 3 the gateway cannot be reached.
-import { catalog } from "@vnm/kit";
-import { Command, CommanderError } from "commander";
-import { CliError } from "./client.ts";
-import { addKindCommand, commandOf } from "./commands.ts";
-import { completion } from "./completion.ts";
-import { follow } from "./events.ts";
+// (the error on stderr), 2 a usage error, 3 the gateway cannot be reached; one line on stderr
+// (and a line per violation), never a stack trace.
+import { Command, CommanderError, Option } from "commander";
+import pkg from "../package.json" with { type: "json" };
+import { apply, deleteFiles } from "./apply.ts";
+import { apiOf, addKindCommand } from "./commands.ts";
+import { completeItems, completion } from "./completion.ts";
+import { configCommand } from "./contexts.ts";
+import { CliError } from "./errors.ts";
+import { followEvents } from "./events.ts";
+import { allKinds } from "./kinds.ts";
 import { login, logout } from "./login.ts";
+import { clean, say } from "./text.ts";
 
 function program(): Command {
-  const p = new Command("vnm").description("Manage virtual networks through the vnm API").option("--url <url>", "the gateway (default: VNM_URL, or the one logged in to)");
+  const p = new Command("vnm")
+    .description("Manage virtual networks through the vnm API")
+    .version(pkg.version, "-v, --version", "print the CLI's version")
+    .option("--url <url>", "the gateway (default: VNM_URL, or the context's)")
+    .option("--context <name>", "the context (gateway and token) to use instead of the current one");
   p.exitOverride().showHelpAfterError(false);
+  p.configureOutput({ outputError: (text, write) => write(clean(text.trimEnd()) + "\n") });
+  const flags = () => p.opts() as { url?: string; context?: string };
   p.command("login")
-    .description("log in; the token is kept in ~/.config/vnm (mode 600)")
+    .description("log in; the token is kept in ~/.config/vnm (mode 600), for this gateway only")
     .option("-u, --user <name>", "user name", process.env["VNM_USER"] ?? "admin")
     .option("--project <tenant>", "act in this tenant (X-Auth-Project)")
-    .action((o: { user: string; project?: string }) => login(p.opts()["url"], o.user, o.project));
+    .action((o: { user: string; project?: string }) => login(flags(), o.user, o.project));
   p.command("logout")
     .description("end every token of the logged-in user, on every gateway, and forget the kept one")
-    .action(() => logout(p.opts()["url"]));
+    .action(() => logout(flags()));
+  p.command("version")
+    .description("print the CLI's version and the gateway's")
+    .action(async () => {
+      process.stdout.write(`client: ${pkg.version}\n`);
+      const api = apiOf(p);
+      const root = (await api.call("GET", "/")).body as { version?: string };
+      process.stdout.write(`server: ${clean(String(root.version ?? "unknown"))} (${api.url})\n`);
+    });
+  p.addCommand(configCommand(flags));
   p.command("events")
     .description("follow the change feed (/events), resuming where it left off")
     .option("--from <id>", "start after this event id")
-    .action((o: { from?: string }) => follow(p.opts()["url"], o.from));
-  const c = catalog();
-  const kinds = [...c.kinds.values()].sort((a, b) => commandOf(a).localeCompare(commandOf(b)));
-  for (const k of kinds) addKindCommand(p, k, c.routes);
+    .action((o: { from?: string }) => followEvents(apiOf(p), o.from));
+  p.command("apply")
+    .description("create or update the items of YAML or JSON documents (kind:, id:, fields)")
+    .addOption(new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory())
+    .action((o: { filename: string[] }) => apply(apiOf(p), o.filename));
+  p.command("delete")
+    .description("delete the items that YAML or JSON documents name (kind:, and id: or name:)")
+    .addOption(new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory())
+    .action((o: { filename: string[] }) => deleteFiles(apiOf(p), o.filename));
+  for (const k of allKinds()) addKindCommand(p, k);
   p.command("completion <shell>")
-    .description("print a bash or zsh completion script")
+    .description("print a bash or zsh completion script (ids and names complete too)")
     .action((shell: string) => {
       process.stdout.write(completion(p, shell));
+    });
+  p.command("__complete", { hidden: true })
+    .argument("[words...]")
+    .allowUnknownOption()
+    .helpOption(false)
+    .action(async (words: string[]) => {
+      const out = await completeItems(apiOf(p), words);
+      if (out) process.stdout.write(`${out}\n`);
     });
   return p;
 }
 
-try {
-  await program().parseAsync(process.argv);
-} catch (err) {
+function fail(err: unknown): never {
   if (err instanceof CommanderError) {
     // Help and version are not errors; anything else commander refused is a usage error.
     process.exit(err.exitCode === 0 ? 0 : 2);
   }
   if (err instanceof CliError) {
-    process.stderr.write(`${err.message}\n`);
+    // Every line as a terminal may show it (a message may quote a tenant's names, or the user's input).
+    if (err.message) say(`${err.message}\n`);
     process.exit(err.exitCode);
   }
-  throw err;
+  say(`vnm: ${(err as Error)?.message ?? String(err)}\n`);
+  process.exit(1);
 }
+
+process.on("unhandledRejection", fail);
+program().parseAsync(process.argv).catch(fail);

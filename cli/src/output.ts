@@ -1,41 +1,132 @@
-// --output table|json|yaml: a table on a terminal, JSON when piped.
-import { stringify } from "yaml";
+// --output: table (the columns that matter, fitted to 120 columns), wide (every field), json,
+// yaml, name (kind/key) and custom-columns=HEADER:.path,...; a table on a terminal, JSON when piped.
+// Every string of a table, a name or a description goes through `clean`; JSON and YAML escape.
+import Table from "cli-table3";
+import { usage } from "./errors.ts";
+import { toJson } from "./json.ts";
+import type { Kind } from "./kinds.ts";
+import { clean, escapeJson, say, toYaml } from "./text.ts";
 
-export type Format = "table" | "json" | "yaml";
-
-export function defaultFormat(): Format {
-  return process.stdout.isTTY ? "table" : "json";
+export interface Column {
+  header: string;
+  value: (item: Record<string, unknown>) => unknown;
 }
 
-const cell = (v: unknown): string => (v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v));
+export type Format = { type: "table" | "wide" | "json" | "yaml" | "name" } | { type: "custom"; columns: Column[] };
 
-/** The columns of a table: every field of the items but links (URLs). */
-function columns(items: Record<string, unknown>[]): string[] {
-  const keys = new Set<string>();
-  for (const i of items) for (const [k, v] of Object.entries(i)) if (!(typeof v === "string" && /^https?:\/\//.test(v))) keys.add(k);
-  return [...keys];
+export const FORMATS = "table, wide, json, yaml, name or custom-columns=HEADER:.field,...";
+
+/** A field path as kubectl writes it: ".name", ".a.b", ".list[0]". */
+function pathGetter(path: string): (item: Record<string, unknown>) => unknown {
+  if (!/^\.?[\w$-]+(\.[\w$-]+|\[\d+\])*$/.test(path)) throw usage(`custom-columns: ${path} is not a field path such as .name or .a.b[0]`);
+  const steps = [...path.replace(/^\./, "").matchAll(/[\w$-]+|\[(\d+)\]/g)].map((m) => (m[1] !== undefined ? Number(m[1]) : m[0]));
+  return (item) => steps.reduce<unknown>((v, s) => (v !== null && typeof v === "object" ? (v as Record<string | number, unknown>)[s] : undefined), item);
 }
 
-function table(items: Record<string, unknown>[]): string {
-  if (items.length === 0) return "(none)";
-  const cols = columns(items);
-  const rows = [cols, ...items.map((i) => cols.map((c) => cell(i[c])))];
-  const widths = cols.map((_, j) => Math.max(...rows.map((r) => r[j]!.length)));
-  return rows.map((r) => r.map((c, j) => c.padEnd(widths[j]!)).join("  ").trimEnd()).join("\n");
+export function parseFormat(text: string | undefined): Format {
+  if (text === undefined) return { type: process.stdout.isTTY ? "table" : "json" };
+  if (["table", "wide", "json", "yaml", "name"].includes(text)) return { type: text as "table" };
+  const custom = /^custom-columns=(.+)$/.exec(text);
+  if (!custom) throw usage(`-o ${text}: the formats are ${FORMATS}`);
+  const columns = custom[1]!.split(",").map((spec) => {
+    const at = spec.indexOf(":");
+    if (at <= 0) throw usage(`custom-columns: ${spec} is not HEADER:.field`);
+    return { header: spec.slice(0, at), value: pathGetter(spec.slice(at + 1)) };
+  });
+  return { type: "custom", columns };
 }
 
-/** JSON with integers beyond 2^53 kept exact (as BigInt), as the API writes them. */
-export function parseExact(text: string): unknown {
-  return JSON.parse(text, (_k, v, ctx?: { source?: string }) =>
-    typeof v === "number" && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? BigInt(ctx.source) : v,
-  );
+/** "adminStateUp" / "admin_state_up" -> "ADMIN_STATE_UP". */
+const headerOf = (field: string) => field.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase();
+
+/** One cell: nothing for null, JSON for objects, and never a control character. */
+export function cell(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  if (Array.isArray(v) && v.every((x) => typeof x !== "object")) return clean(v.join(","));
+  return clean(typeof v === "object" ? toJson(v) : String(v));
 }
 
-const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+export function columnsOf(kind: Kind, format: Format): Column[] {
+  if (format.type === "custom") return format.columns;
+  return kind.columns(format.type === "wide").map((f) => ({ header: headerOf(f), value: (i) => i[f] }));
+}
 
-export function render(value: unknown, format: Format): string {
-  if (format === "json") return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? raw(v.toString()) : v), 2);
-  if (format === "yaml") return stringify(value).trimEnd();
-  const items = Array.isArray(value) ? value : [value];
-  return table(items as Record<string, unknown>[]);
+const width = (s: string) => [...s].length;
+const GAP = 3;
+
+/** Column widths: each its widest cell, the widest shrunk first until the table fits `limit`. */
+export function fit(rows: string[][], limit: number | undefined): number[] {
+  const widths = rows[0]!.map((_, j) => Math.max(...rows.map((r) => width(r[j]!))));
+  if (limit === undefined) return widths;
+  const floor = rows[0]!.map((h) => Math.max(width(h), 8));
+  const total = () => widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1);
+  while (total() > limit) {
+    let j = -1;
+    for (let k = 0; k < widths.length; k++) if (widths[k]! > floor[k]! && (j < 0 || widths[k]! > widths[j]!)) j = k;
+    if (j < 0) break;
+    widths[j]!--;
+  }
+  return widths;
+}
+
+/** The rows as aligned lines (cli-table3 without borders), cells cut with "…" beyond their width. */
+export function lines(rows: string[][], widths: number[]): string[] {
+  const t = new Table({
+    chars: { top: "", "top-mid": "", "top-left": "", "top-right": "", bottom: "", "bottom-mid": "", "bottom-left": "", "bottom-right": "", left: "", "left-mid": "", mid: "", "mid-mid": "", right: "", "right-mid": "", middle: " ".repeat(GAP) },
+    style: { "padding-left": 0, "padding-right": 0, head: [], border: [], compact: true },
+    colWidths: widths,
+    wordWrap: false,
+  });
+  t.push(...rows);
+  return t.toString().split("\n").map((l) => l.trimEnd());
+}
+
+export const TABLE_WIDTH = 120;
+
+function table(kind: Kind, items: Record<string, unknown>[], format: Format): string {
+  const columns = columnsOf(kind, format);
+  const rows = [columns.map((c) => clean(c.header)), ...items.map((i) => columns.map((c) => cell(c.value(i))))];
+  // Nothing at all on stdout, as kubectl: a script counting lines counts none.
+  if (items.length === 0) {
+    say("No items.\n");
+    return "";
+  }
+  return lines(rows, fit(rows, format.type === "wide" ? undefined : TABLE_WIDTH)).join("\n");
+}
+
+/** JSON for a terminal or a pipe: valid, with every control character escaped. */
+export const json = (value: unknown) => escapeJson(toJson(value, 2));
+
+export function render(kind: Kind, value: unknown, format: Format): string {
+  if (format.type === "json") return json(value);
+  if (format.type === "yaml") return toYaml(value);
+  const items = (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
+  if (format.type === "name") return items.map((i) => `${kind.command}/${clean(kind.keyOf(i))}`).join("\n");
+  return table(kind, items, format);
+}
+
+/** `describe`: one field per line, nested values indented, then the links. */
+export function describeLines(kind: Kind, item: Record<string, unknown>): string[] {
+  const linkFields = new Set(kind.fields.filter((f) => f.link).map((f) => f.name));
+  const fields = Object.keys(item).filter((k) => !linkFields.has(k));
+  const label = Math.max(...fields.map((f) => f.length)) + 2;
+  const out = [`${"Kind:".padEnd(label)}${kind.command}`];
+  const nested = (v: unknown, indent: string): string[] => {
+    if (Array.isArray(v)) return v.flatMap((x) => (x !== null && typeof x === "object" ? [`${indent}-`, ...nested(x, `${indent}  `)] : [`${indent}- ${cell(x)}`]));
+    return Object.entries(v as Record<string, unknown>).flatMap(([k, x]) =>
+      x !== null && typeof x === "object" ? [`${indent}${clean(k)}:`, ...nested(x, `${indent}  `)] : [`${indent}${clean(k)}: ${cell(x)}`],
+    );
+  };
+  for (const f of fields) {
+    const v = item[f];
+    const simple = v === null || typeof v !== "object" || (Array.isArray(v) && v.every((x) => x === null || typeof x !== "object"));
+    if (simple) out.push(`${`${clean(f)}:`.padEnd(label)}${Array.isArray(v) ? (v.length ? cell(v.join(", ")) : "(none)") : cell(v) || "(none)"}`);
+    else out.push(`${clean(f)}:`, ...nested(v, "  "));
+  }
+  const links = Object.entries(item).filter(([k, v]) => linkFields.has(k) && typeof v === "string");
+  if (links.length) {
+    const w = Math.max(...links.map(([k]) => k.length)) + 2;
+    out.push("Links:", ...links.map(([k, v]) => `  ${`${clean(k)}:`.padEnd(w)}${cell(v)}`));
+  }
+  return out;
 }

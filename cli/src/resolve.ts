@@ -1,0 +1,47 @@
+// An item named on the command line by its key (id, MAC, subnet) or by its unique name: the key
+// is tried first; when nothing has it, the kind's list is searched by name (within --tenant).
+// Several items of that name are an error listing their keys.
+import type { Api } from "./client.ts";
+import { CliError } from "./errors.ts";
+import type { Kind, PathValues } from "./kinds.ts";
+import { clean } from "./text.ts";
+
+export interface Found {
+  item: Record<string, unknown>;
+  path: string;
+  etag: string | null;
+}
+
+async function fetchItem(api: Api, path: string): Promise<Found> {
+  const a = await api.call("GET", path);
+  return { item: a.body as Record<string, unknown>, path, etag: a.headers.get("etag") };
+}
+
+/** The items of a kind (under the parents given), within a tenant if named. */
+export async function listItems(api: Api, kind: Kind, values: PathValues, tenant?: string): Promise<Record<string, unknown>[]> {
+  const q = new URLSearchParams();
+  if (tenant && kind.list?.queryFields.has("tenant_id")) q.set("tenant_id", tenant);
+  const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
+  const items = (await api.call("GET", path)).body as Record<string, unknown>[];
+  const field = kind.info.resource.tenantField;
+  return tenant && field ? items.filter((i) => i[field] === tenant) : items;
+}
+
+export async function findItem(api: Api, kind: Kind, arg: string, values: PathValues, tenant?: string): Promise<Found> {
+  let missing: CliError;
+  try {
+    return await fetchItem(api, kind.path(kind.get, { ...values, [kind.key]: arg }, "get"));
+  } catch (err) {
+    // 404: no such key; 400: not even the shape of one (a name is not a UUID).
+    if (!(err instanceof CliError) || (err.status !== 404 && err.status !== 400) || !kind.has("name") || !kind.list) throw err;
+    missing = err;
+  }
+  const named = (await listItems(api, kind, values, tenant)).filter((i) => i["name"] === arg);
+  if (named.length === 0) throw new CliError(`error 404: no ${kind.command} has the ${kind.key === "id" ? "id" : "key"} or name ${JSON.stringify(clean(arg))}`, 1, missing.status);
+  if (named.length > 1) {
+    const tenantField = kind.info.resource.tenantField;
+    const lines = named.map((i) => `  ${clean(kind.keyOf(i))}${tenantField ? `  (tenant ${clean(String(i[tenantField] ?? "none"))})` : ""}`);
+    throw new CliError([`error: ${named.length} ${kind.command} items are named ${JSON.stringify(clean(arg))}; name one by id${tenantField ? " or narrow with --tenant" : ""}:`, ...lines].join("\n"), 1);
+  }
+  return fetchItem(api, kind.path(kind.get, kind.valuesOf(named[0]!), "get"));
+}
