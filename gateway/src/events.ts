@@ -22,13 +22,15 @@ export interface EventFeed {
   closeAll(): void;
 }
 
+const LAST_EVENT_ID_UNKNOWN = { property: "Last-Event-ID", message: "must be the id of an event already received" };
+
 /** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
 function resumeAfter(req: ApiRequest): number | undefined {
   const raw = req.headers["last-event-id"] ?? (typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined);
   if (raw === undefined) return undefined;
   const after = Number(raw);
   if (!Number.isSafeInteger(after) || after < 0) {
-    throw EdgeError.badRequest("Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
+    throw EdgeError.badRequest("Validation error(s) found", [LAST_EVENT_ID_UNKNOWN]);
   }
   return after;
 }
@@ -108,6 +110,8 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
+      // An id the feed never gave would wait, silently, for events that may never come.
+      if (after !== undefined && after > (await bus.lastSeq())) throw EdgeError.badRequest("Validation error(s) found", [LAST_EVENT_ID_UNKNOWN]);
       perUser.take(who.userId);
       let stop: (() => void) | undefined;
       let untie: (() => void) | undefined;

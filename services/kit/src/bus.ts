@@ -31,6 +31,11 @@ export interface Bus {
    */
   follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void>;
   /**
+   * The sequence number of the newest message below `<prefix>.` (what a feed resuming after it
+   * would start at). Sequence numbers only grow, across restarts too.
+   */
+  lastSeq(): Promise<number>;
+  /**
    * Hands every message on `subjects` (below `<prefix>.`, NATS wildcards allowed) to `handler`
    * at least once, in order, as the durable consumer `name`: what is published while this
    * process is down is handed over when it is back (with NATS; the first time from the start of
@@ -230,6 +235,13 @@ class NatsBus implements Bus {
     return this.current;
   }
 
+  async lastSeq(): Promise<number> {
+    if (!this.nc) throw new Error("NATS is not connected");
+    if (!this.streamReady) await this.ensureStream();
+    const jsm = await this.nc.jetstreamManager();
+    return (await jsm.streams.info(streamName(this.prefix))).state.last_seq;
+  }
+
   async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
     if (!this.js) throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
@@ -314,7 +326,9 @@ function newLocalBus(prefix: string): Bus {
   const followers = new Set<(seq: number, msg: BusMessage) => void>();
   // The last messages, for followers resuming from a sequence.
   const recent: { seq: number; msg: BusMessage }[] = [];
-  let seq = 0;
+  // Nothing is kept across a restart, but the numbers must still only grow, or a client resuming
+  // after its last id would skip what came since: they start at the start time in microseconds.
+  let seq = Date.now() * 1000;
   return {
     kind: "local",
     prefix,
@@ -335,6 +349,7 @@ function newLocalBus(prefix: string): Bus {
       });
     },
     state: () => "connected",
+    lastSeq: async () => seq,
     async follow(afterSeq, handler) {
       if (afterSeq !== undefined) for (const r of recent) if (r.seq > afterSeq) handler(r.seq, r.msg);
       followers.add(handler);
