@@ -5,7 +5,7 @@ import { localBus } from "./bus.ts";
 it("numbers events so that a restarted bus goes on above the ids it gave before", async () => {
   const prefix = "busspec";
   const before = localBus(prefix);
-  await before.publish(`${prefix}.bridge.Bridge.created`, { id: "a" });
+  await before.publish(`${prefix}.bridge.Bridge.created`, { id: "a" }, "1");
   const last = await before.lastSeq();
   await before.close();
   await new Promise((r) => setTimeout(r, 5));
@@ -15,7 +15,7 @@ it("numbers events so that a restarted bus goes on above the ids it gave before"
   const stop = await after.follow(last, (seq) => {
     seen.push(seq);
   });
-  await after.publish(`${prefix}.bridge.Bridge.created`, { id: "b" });
+  await after.publish(`${prefix}.bridge.Bridge.created`, { id: "b" }, "2");
   stop();
   expect(seen).toHaveLength(1);
   expect(seen[0]).toBeGreaterThan(last);
