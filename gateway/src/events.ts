@@ -22,7 +22,16 @@ export interface EventFeed {
   closeAll(): void;
 }
 
-const LAST_EVENT_ID_UNKNOWN = { property: "Last-Event-ID", message: "must be the id of an event already received" };
+/**
+ * A feed resumes only after an event it still keeps, or the newest: an id it never gave would
+ * wait silently for events that may never come, and one older than what is kept would skip
+ * what was dropped. Either is a 410, the client's signal to list again and follow from now.
+ */
+async function resumable(bus: Bus, after: number): Promise<void> {
+  const { first, last } = await bus.kept();
+  if (after > last) throw EdgeError.gone(`Last-Event-ID ${after} was never given by this feed (its newest event is ${last}); list again, then follow without it`);
+  if (after < first - 1) throw EdgeError.gone(`The events after ${after} are no longer kept; list again, then follow without Last-Event-ID`);
+}
 
 /** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
 function resumeAfter(req: ApiRequest): number | undefined {
@@ -30,7 +39,7 @@ function resumeAfter(req: ApiRequest): number | undefined {
   if (raw === undefined) return undefined;
   const after = Number(raw);
   if (!Number.isSafeInteger(after) || after < 0) {
-    throw EdgeError.badRequest("Validation error(s) found", [LAST_EVENT_ID_UNKNOWN]);
+    throw EdgeError.badRequest("Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
   }
   return after;
 }
@@ -110,8 +119,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
-      // An id the feed never gave would wait, silently, for events that may never come.
-      if (after !== undefined && after > (await bus.lastSeq())) throw EdgeError.badRequest("Validation error(s) found", [LAST_EVENT_ID_UNKNOWN]);
+      if (after !== undefined) await resumable(bus, after);
       perUser.take(who.userId);
       let stop: (() => void) | undefined;
       let untie: (() => void) | undefined;

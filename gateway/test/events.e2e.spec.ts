@@ -88,13 +88,13 @@ describe("GET /events", () => {
     expect(again.events.slice(0, 2).map((e) => e.data.id)).toEqual([two.json.id, three.json.id]);
   });
 
-  it("needs a token; a bad or unknown Last-Event-ID is a 400; only GET", async () => {
+  it("needs a token; a malformed Last-Event-ID is a 400, one it never gave a 410; only GET", async () => {
     expectError(await http("GET", "/events", undefined, { "x-auth-token": "" }), 401);
     expectError(await http("GET", "/events", undefined, { "last-event-id": "yesterday" }), 400);
-    // An id the feed never gave is refused, not waited on.
+    // An id the feed never gave is a 410 (list again), not a silent wait.
     const beyond = await http("GET", "/events", undefined, { "last-event-id": String(Number.MAX_SAFE_INTEGER) });
-    expectError(beyond, 400);
-    expect(beyond.json.violations).toEqual([{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
+    expectError(beyond, 410);
+    expect(beyond.json.message).toMatch(/never given by this feed/);
     expectError(await http("POST", "/events", "{}"), 405);
     expect((await http("HEAD", "/events")).status).toBe(405);
   });

@@ -31,10 +31,10 @@ export interface Bus {
    */
   follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void>;
   /**
-   * The sequence number of the newest message below `<prefix>.` (what a feed resuming after it
-   * would start at). Sequence numbers only grow, across restarts too.
+   * Which sequence numbers a feed can resume after: from `first - 1` (`first` is the oldest
+   * message still kept) to `last` (the newest). Sequence numbers only grow, across restarts too.
    */
-  lastSeq(): Promise<number>;
+  kept(): Promise<{ first: number; last: number }>;
   /**
    * Hands every message on `subjects` (below `<prefix>.`, NATS wildcards allowed) to `handler`
    * at least once, in order, as the durable consumer `name`: what is published while this
@@ -235,11 +235,13 @@ class NatsBus implements Bus {
     return this.current;
   }
 
-  async lastSeq(): Promise<number> {
+  async kept(): Promise<{ first: number; last: number }> {
     if (!this.nc) throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
     const jsm = await this.nc.jetstreamManager();
-    return (await jsm.streams.info(streamName(this.prefix))).state.last_seq;
+    const { first_seq, last_seq } = (await jsm.streams.info(streamName(this.prefix))).state;
+    // An empty stream that never held a message says 0 for both.
+    return { first: Math.max(first_seq, 1), last: last_seq };
   }
 
   async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
@@ -327,7 +329,8 @@ function newLocalBus(prefix: string): Bus {
   // The last messages, for followers resuming from a sequence.
   const recent: { seq: number; msg: BusMessage }[] = [];
   // Nothing is kept across a restart, but the numbers must still only grow, or a client resuming
-  // after its last id would skip what came since: they start at the start time in microseconds.
+  // with an id from before would be taken for one that is up to date: they start at the start
+  // time in microseconds.
   let seq = Date.now() * 1000;
   return {
     kind: "local",
@@ -349,7 +352,7 @@ function newLocalBus(prefix: string): Bus {
       });
     },
     state: () => "connected",
-    lastSeq: async () => seq,
+    kept: async () => ({ first: recent[0]?.seq ?? seq + 1, last: seq }),
     async follow(afterSeq, handler) {
       if (afterSeq !== undefined) for (const r of recent) if (r.seq > afterSeq) handler(r.seq, r.msg);
       followers.add(handler);
