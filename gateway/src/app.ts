@@ -29,7 +29,7 @@ const EDGE_HEADERS = [
   "Access-Control-Allow-Origin",
   "*",
   "Access-Control-Expose-Headers",
-  "Location, X-Request-Id, Link, ETag",
+  "Location, X-Request-Id, Link, ETag, Warning",
   "Cache-Control",
   "private, no-store",
   "Vary",

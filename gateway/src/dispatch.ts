@@ -11,7 +11,7 @@ import { EdgeError, send } from "./http-error.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { checkConditions, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
-import { etagMatches, etagOf, fromJson, fromText, isJsonObject, parseJson, toJson } from "./transcode.ts";
+import { etagMatches, etagOf, fromJson, fromText, isJsonObject, parseJson, toJson, unknownFields } from "./transcode.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -96,7 +96,7 @@ function requestOf({ route, params }: Match, req: ApiRequest): Obj {
 }
 
 /** The JSON body of a POST or PUT, type-checked against the proto (404 before 400 for a missing target). */
-async function readJsonBody(gw: Gateway, req: ApiRequest, { route, parts }: Match, token: string): Promise<unknown> {
+async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { route, parts }: Match, token: string): Promise<unknown> {
   const bodyType = route.bodyField!.message!;
   const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
   const ct = essence(req.headers["content-type"]);
@@ -114,11 +114,40 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, { route, parts }: Matc
   if (!isJsonObject(json)) throw EdgeError.badRequest("Request body must be a JSON object");
   const violations: Violation[] = [];
   const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
+  const unknown = unknownFields(bodyType, json);
+  if (fieldValidation(req) === "Strict") for (const property of unknown) violations.push({ property, message: "is not a field of this resource" });
   if (violations.length > 0) {
     await probeTarget(gw, route, parts, token);
     throw ApiError.invalid(violations);
   }
+  if (fieldValidation(req) === "Warn" && unknown.length > 0) res.setHeader("Warning", unknownFieldWarnings(unknown));
   return value;
+}
+
+const FIELD_VALIDATION = ["Ignore", "Warn", "Strict"] as const;
+
+/**
+ * What to do with a body's unknown fields (?fieldValidation=, as Kubernetes names it): ignore
+ * them silently, ignore them and say so in Warning headers (the default), or refuse the body.
+ */
+function fieldValidation(req: ApiRequest): (typeof FIELD_VALIDATION)[number] {
+  const raw = req.query["fieldValidation"];
+  if (raw === undefined) return "Warn";
+  const mode = FIELD_VALIDATION.find((m) => m === raw);
+  if (!mode) throw ApiError.invalid([{ property: "fieldValidation", message: `must be one of ${FIELD_VALIDATION.join(", ")}` }]);
+  return mode;
+}
+
+/** Warning headers (RFC 9111's 299) naming unknown fields: at most 10, names quoted and escaped to ASCII. */
+function unknownFieldWarnings(fields: string[]): string[] {
+  const quoted = (name: string) =>
+    JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}...` : name)
+      .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+      .replace(/\\/g, "\\\\")
+      .replace(/"/g, '\\"');
+  const shown = fields.slice(0, 10).map((f) => `299 - "unknown field ${quoted(f)}"`);
+  if (fields.length > 10) shown.push(`299 - "${fields.length - 10} more unknown fields"`);
+  return shown;
 }
 
 /** The parameters a route read from path and query, in name order (int64s as their digits), for a cache key. */
@@ -206,7 +235,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if (offers.length > 0 && !type) throw EdgeError.notAcceptable(offers);
 
   const request = requestOf(match, req);
-  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, match, token);
+  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token);
   const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
   if ((ifMatch || ifNoneMatch) && (route.method === "PUT" || route.method === "DELETE")) {
     await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);

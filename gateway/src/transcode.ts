@@ -180,6 +180,22 @@ export function fromJson(
 }
 
 /** Converts a query-string or path value for a top-level scalar request field. */
+/**
+ * The members of a JSON body that are no field of its message (nor of its nested messages),
+ * as paths ("nmae", "vip.adress"): ignored, but worth telling the client. Fields the client
+ * never sees (`internal`) count as unknown; read-only ones do not (a client PUTs back what it GOT).
+ */
+export function unknownFields(msg: MessageInfo, json: Record<string, unknown>, path = ""): string[] {
+  const out: string[] = [];
+  for (const [name, v] of Object.entries(json)) {
+    const field = msg.byName.get(name);
+    const at = path ? `${path}.${name}` : name;
+    if (!field || field.internal) out.push(at);
+    else if (field.message && !field.repeated && isJsonObject(v)) out.push(...unknownFields(field.message, v, at));
+  }
+  return out;
+}
+
 export function fromText(field: FieldInfo, raw: string): Converted {
   if (field.repeated || field.type === "message") return { ok: false, message: "cannot be given in the query" };
   return scalar(field, raw, [], field.name);
