@@ -10,6 +10,7 @@ import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
+import { MERGE_PATCH, patchItem } from "./patch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { EdgeError, send, sendError } from "./http-error.ts";
@@ -39,7 +40,7 @@ const EDGE_HEADERS = [
 const OPERATIONAL = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
 /** Paths counted under their own name. */
 const NAMED_ROUTES = new Set(["/", "/login", "/logout", "/events", ...OPERATIONAL]);
-const CORS_PREFLIGHT_METHODS = "GET, POST, PUT, DELETE, OPTIONS";
+const CORS_PREFLIGHT_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
@@ -201,11 +202,15 @@ function serveRoot(gw: Gateway, req: ApiRequest, res: ApiResponse, which?: RootD
 async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<void> {
   const method = req.method === "HEAD" ? "GET" : req.method;
   const parts = splitPath(req.path);
-  const { match, allowed } = parts ? gw.router.match(method, parts) : { match: undefined, allowed: [] };
+  // A PATCH is made as the item's PUT (patch.ts).
+  const { match, allowed } = parts ? gw.router.match(method === "PATCH" ? "PUT" : method, parts) : { match: undefined, allowed: [] };
+  if (allowed.includes("PUT")) allowed.splice(allowed.indexOf("PUT") + 1, 0, "PATCH");
   if (match) {
     const plan = gw.plans.get(match.route)!;
     res.locals.rpc = plan.rpc;
     res.locals.domain = match.route.domain;
+    if (method === "PATCH") return patchItem(gw, req, res, match, plan, baseUri(req));
+    if (allowed.includes("PATCH")) res.setHeader("Accept-Patch", MERGE_PATCH);
     return dispatch(gw, req, res, match, plan, baseUri(req));
   }
   if (allowed.length > 0) throw EdgeError.methodNotAllowed(req.method, req.path, allowed);

@@ -95,8 +95,8 @@ function requestOf({ route, params }: Match, req: ApiRequest): Obj {
   return request;
 }
 
-/** The JSON body of a POST or PUT, type-checked against the proto (404 before 400 for a missing target). */
-async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { route, parts }: Match, token: string): Promise<unknown> {
+/** The request's body: JSON of the body field's message (or its vendor type), a JSON object. */
+async function readJsonObject(gw: Gateway, req: ApiRequest, route: Route): Promise<Obj> {
   const bodyType = route.bodyField!.message!;
   const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
   const ct = essence(req.headers["content-type"]);
@@ -104,14 +104,28 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { ro
     const send = `send ${accepted.join(" or ")}`;
     throw EdgeError.unsupportedMediaType(ct ? `Content-Type ${ct} is not supported here; ${send}` : `Content-Type is missing; ${send}`);
   }
-  const text = await readBodyText(req, gw.bodyLimit);
+  return parseJsonObject(await readBodyText(req, gw.bodyLimit), bodyType.hasInt64);
+}
+
+/** A body's text as a JSON object (400 otherwise); numbers a double cannot hold kept as written. */
+export function parseJsonObject(text: string, lossless: boolean): Obj {
   let json: unknown;
   try {
-    json = parseJson(text, bodyType.hasInt64);
+    json = parseJson(text, lossless);
   } catch (err) {
     throw EdgeError.badRequest(`Request body is not valid JSON: ${(err as Error).message}`);
   }
   if (!isJsonObject(json)) throw EdgeError.badRequest("Request body must be a JSON object");
+  return json;
+}
+
+/**
+ * The JSON body of a POST or PUT (read from the request, or `given`: a PATCH's merged
+ * representation), type-checked against the proto (404 before 400 for a missing target).
+ */
+async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { route, parts }: Match, token: string, given?: Obj): Promise<unknown> {
+  const bodyType = route.bodyField!.message!;
+  const json = given ?? (await readJsonObject(gw, req, route));
   const violations: Violation[] = [];
   const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
   const unknown = unknownFields(bodyType, json);
@@ -223,7 +237,13 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
   return true;
 }
 
-export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string): Promise<void> {
+/** What a PATCH hands on as its PUT: the merged body, and the tag the item must still have. */
+export interface Replacement {
+  body: Obj;
+  ifMatch: string;
+}
+
+export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string, replacement?: Replacement): Promise<void> {
   const { route, parts } = match;
   res.locals.route = route.template;
   const { identity, token } = res.locals.caller!;
@@ -235,8 +255,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if (offers.length > 0 && !type) throw EdgeError.notAcceptable(offers);
 
   const request = requestOf(match, req);
-  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token);
-  const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
+  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
+  const { "if-none-match": ifNoneMatch } = req.headers;
+  const ifMatch = replacement?.ifMatch ?? req.headers["if-match"];
   if ((ifMatch || ifNoneMatch) && (route.method === "PUT" || route.method === "DELETE")) {
     await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
   }

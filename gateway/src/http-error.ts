@@ -72,6 +72,10 @@ export class EdgeError extends ApiError {
   static unsupportedMediaType(message: string): EdgeError {
     return new EdgeError(Code.INVALID_ARGUMENT, H.HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE, message);
   }
+  /** 415 for a PATCH, with the patch formats accepted (RFC 5789's Accept-Patch). */
+  static unsupportedPatch(message: string, accepted: string[]): EdgeError {
+    return new EdgeError(Code.INVALID_ARGUMENT, H.HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE, message, [], { "Accept-Patch": accepted.join(", ") });
+  }
   /** 410: what the client asks for is no longer there to give (a feed position past its retention). */
   static gone(message: string): EdgeError {
     return new EdgeError(Code.OUT_OF_RANGE, H.HTTP_STATUS_GONE, message);

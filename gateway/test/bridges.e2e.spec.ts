@@ -250,7 +250,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     expect(m.headers.get("allow")).toBe("GET, POST");
     const p = await http("POST", "/bridges/12345678-1234-1234-1234-123456789abc", {});
     expectError(p, 405);
-    expect(p.headers.get("allow")).toBe("GET, PUT, DELETE");
+    expect(p.headers.get("allow")).toBe("GET, PUT, PATCH, DELETE");
   });
 
   it("negotiates Accept: vendor type, JSON alone, wildcards, q-values; 406 otherwise", async () => {
@@ -320,7 +320,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     const o = await http("OPTIONS", "/bridges/whatever");
     expect(o.status).toBe(200);
     expect(o.headers.get("access-control-allow-headers")).toContain("X-Auth-Token");
-    expect(o.headers.get("access-control-allow-methods")).toBe("GET, POST, PUT, DELETE, OPTIONS");
+    expect(o.headers.get("access-control-allow-methods")).toBe("GET, POST, PUT, PATCH, DELETE, OPTIONS");
   });
 
   it("/healthz and /readyz answer 200 while everything is up", async () => {

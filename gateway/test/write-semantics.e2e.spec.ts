@@ -1,5 +1,7 @@
-// Unknown fields in a body (a typo such as "nmae"): ignored, as clients that PUT back what they
-// GET rely on, but said in Warning headers; ?fieldValidation=Strict refuses them, Ignore keeps quiet.
+// How a body changes an item beyond POST and PUT as they are: unknown fields (a typo such as
+// "nmae") are ignored, as clients that PUT back what they GET rely on, but said in Warning headers
+// (?fieldValidation=Strict refuses them, Ignore keeps quiet); PATCH with a JSON Merge Patch changes
+// only the fields it names.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
 
@@ -65,5 +67,53 @@ describe("unknown fields", () => {
     expect(m.status).toBe(201);
     expect(warnings(m)?.split(", 299")).toHaveLength(11);
     expect(warnings(m)).toMatch(/"5 more unknown fields"$/);
+  });
+});
+
+describe("PATCH with a JSON Merge Patch", () => {
+  const MERGE = { "content-type": "application/merge-patch+json" };
+  const create = async (body: Record<string, unknown>) => (await http("POST", "/bridges", body, as())).json;
+
+  it("changes only the fields it names; null removes one; the lists and the item read it at once", async () => {
+    const b = await create({ name: "kept", tenantId: "patch", adminStateUp: true });
+    expect((await http("GET", "/bridges?tenant_id=patch", undefined, as())).status).toBe(200); // the list, cached
+    const before = (await http("GET", b.uri, undefined, as())).headers.get("etag");
+    const r = await http("PATCH", b.uri, { adminStateUp: false }, as(MERGE));
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ id: b.id, name: "kept", tenantId: "patch", adminStateUp: false });
+    expect(r.headers.get("etag")).not.toBe(before);
+    expect((await http("GET", b.uri, undefined, as())).json).toMatchObject({ name: "kept", adminStateUp: false });
+    expect((await http("GET", "/bridges?tenant_id=patch", undefined, as())).json.find((x: { id: string }) => x.id === b.id)).toMatchObject({ adminStateUp: false });
+    const cleared = await http("PATCH", b.uri, { name: null }, as(MERGE));
+    expect(cleared.status).toBe(200);
+    expect(cleared.json).toMatchObject({ name: null, tenantId: "patch", adminStateUp: false });
+  });
+
+  it("is validated as a PUT, honours If-Match, and names unknown fields", async () => {
+    const b = await create({ name: "v", tenantId: "patch" });
+    const bad = await http("PATCH", b.uri, { name: 7 }, as(MERGE));
+    expectError(bad, 400);
+    expect(bad.json.violations.map((v: { property: string }) => v.property)).toEqual(["name"]);
+    const tag = (await http("GET", b.uri, undefined, as())).headers.get("etag")!;
+    expect((await http("PATCH", b.uri, { name: "first" }, as({ ...MERGE, "if-match": tag }))).status).toBe(200);
+    const stale = await http("PATCH", b.uri, { name: "second" }, as({ ...MERGE, "if-match": tag }));
+    expectError(stale, 412);
+    expect((await http("GET", b.uri, undefined, as())).json.name).toBe("first");
+    const typo = await http("PATCH", b.uri, { nmae: "x" }, as(MERGE));
+    expect(typo.status).toBe(200);
+    expect(typo.headers.get("warning")).toBe('299 - "unknown field \\"nmae\\""');
+  });
+
+  it("in another media type is a 415 with Accept-Patch; not an object, a 400; a missing item, a 404; no PUT, a 405", async () => {
+    const b = await create({ name: "m", tenantId: "patch" });
+    const json = await http("PATCH", b.uri, { name: "x" }, as());
+    expectError(json, 415);
+    expect(json.headers.get("accept-patch")).toBe("application/merge-patch+json");
+    expectError(await http("PATCH", b.uri, "[1]", as(MERGE)), 400);
+    expectError(await http("PATCH", "/bridges/00000000-0000-4000-8000-00000000fffe", { name: "x" }, as(MERGE)), 404);
+    const list = await http("PATCH", "/bridges", { name: "x" }, as(MERGE));
+    expectError(list, 405);
+    expect(list.headers.get("allow")).toBe("GET, POST");
+    expect((await http("GET", b.uri, undefined, as())).headers.get("accept-patch")).toBe("application/merge-patch+json");
   });
 });
