@@ -9,7 +9,7 @@ import { httpClient, Stack, waitFor } from "./harness.ts";
 
 const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const records: { subject: string; data: Record<string, unknown> }[] = [];
 /** How many records each audit message carried. */
 const messageSizes: number[] = [];

@@ -10,7 +10,7 @@ const PORT_A = "6b6d7d4e-0000-4000-8000-00000000000a";
 const PORT_B = "6b6d7d4e-0000-4000-8000-00000000000b";
 
 const fx = useStack();
-const http = httpClient(() => fx.gw, JSON_TYPE);
+const http = httpClient(() => fx.gw, JSON_TYPE, () => fx.stack.adminToken);
 
 let bridge = ""; // id of a fresh bridge per test
 let bridgeUri = "";

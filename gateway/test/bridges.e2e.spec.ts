@@ -5,7 +5,7 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { adminToken, DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
+import { DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
@@ -14,7 +14,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const fx = useStack();
 const { stack } = fx;
 
-const http = httpClient(() => fx.gw, BRIDGE);
+const http = httpClient(() => fx.gw, BRIDGE, () => fx.stack.adminToken);
 const create = (body: unknown) => http("POST", "/bridges", body);
 
 
@@ -275,7 +275,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "application/vnd.org.service.Bridge-v3+json" }), 415);
     const res = await fetch(`${fx.gw}/bridges`, {
       method: "POST",
-      headers: { "x-auth-token": adminToken() },
+      headers: { "x-auth-token": fx.stack.adminToken },
       body: new Uint8Array(Buffer.from('{"name":"x"}')),
     });
     expect(res.status).toBe(415);
@@ -297,7 +297,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
   it("413 for a body over 1 MiB sent in chunks (no Content-Length), and the connection told to close", async () => {
     const body = Buffer.from(`{"name":"${"x".repeat(1024 * 1024 + 10)}"}`);
     const r = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
-      const req = httpRequest(`${fx.gw}/bridges`, { method: "POST", headers: { "content-type": BRIDGE, "x-auth-token": adminToken(), "transfer-encoding": "chunked" } }, (res) => {
+      const req = httpRequest(`${fx.gw}/bridges`, { method: "POST", headers: { "content-type": BRIDGE, "x-auth-token": fx.stack.adminToken, "transfer-encoding": "chunked" } }, (res) => {
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (d: string) => {

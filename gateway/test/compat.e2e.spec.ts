@@ -6,7 +6,7 @@ import { expectError, type HttpResult, httpClient, useStack, expectServiceLossAn
 
 const T = (name: string) => `application/vnd.org.service.compat.${name}+json`;
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 const tokens: Record<string, string> = {};
 const as = (who: string) => ({ "x-auth-token": tokens[who]! });
 const TENANT = "tenant-a";

@@ -5,7 +5,7 @@ import { buildCatalog } from "@vnm/kit";
 import { httpClient, useStack } from "./harness.ts";
 
 const fx = useStack({ VNM_RATE_LIMIT: "0" });
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
 
 const BODIES = [

@@ -41,7 +41,7 @@ async function expectChanges(expected: Record<string, string[]>): Promise<void> 
 }
 
 function endToEnd(gateway: () => string): void {
-  const http = httpClient(gateway, "application/json");
+  const http = httpClient(gateway, "application/json", () => stack.adminToken);
   const gw = gateway;
   const post = (path: string, body: unknown, type: string) => http("POST", path, body, { "content-type": V(type) });
   const newLb = async (body: Record<string, unknown> = {}) => {
@@ -581,7 +581,7 @@ describe("through a gateway in front of one lb process", () => {
   endToEnd(() => single);
 
   it("load balancing has no tenant field, so it is admin-only (conventions 6): a tenant admin gets 403", async () => {
-    const http = httpClient(() => single, "application/json");
+    const http = httpClient(() => single, "application/json", () => stack.adminToken);
     const lb = (await http("POST", "/load_balancers", {})).json;
     const name = `lbta-${stack.id}`;
     const password = "tenant-passw0rd";
@@ -603,7 +603,7 @@ describe("through a gateway in front of two lb replicas (round-robin)", () => {
   endToEnd(() => replicated);
 
   describe("replicas", () => {
-    const http = httpClient(() => replicated, "application/json");
+    const http = httpClient(() => replicated, "application/json", () => stack.adminToken);
 
     it("a write through one replica is visible at once in a cached collection read, whichever replica answers", async () => {
       const lb = (await http("POST", "/load_balancers", {})).json;

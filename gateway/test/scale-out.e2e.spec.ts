@@ -8,7 +8,7 @@ const stack = new Stack();
 const replicas = new Map<string, string[]>();
 let one = "";
 let two = "";
-const http = httpClient(() => one, "application/json");
+const http = httpClient(() => one, "application/json", () => stack.adminToken);
 
 beforeAll(async () => {
   await stack.startServices();

@@ -12,7 +12,7 @@ const stack = new Stack({ VNM_TRUST_PROXY: "true", VNM_LOGIN_FAILURE_LIMIT: Stri
 const tight = new Stack({ VNM_TRUST_PROXY: "true", VNM_HASH_CONCURRENCY: "1", VNM_HASH_QUEUE: "1", VNM_LOGIN_FAILURE_LIMIT: "1000" });
 let gw = "";
 let tightGw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const basic = (name: string, password: string) => `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}`;
 const login = (base: string, name: string, password: string, from: string): Promise<HttpResult> =>
   http("POST", `${base}/login`, undefined, { authorization: basic(name, password), "x-forwarded-for": from });

@@ -7,7 +7,7 @@ import { dropSchema, expectError, httpClient, Stack, startProcess } from "./harn
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const user = (password: string) => ({ name: `u-${randomBytes(4).toString("hex")}`, password, tenantId: "T", roles: ["tenant_user"] });
 
 beforeAll(async () => {

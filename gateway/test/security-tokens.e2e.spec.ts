@@ -10,7 +10,7 @@ import { expectError, freePort, httpClient, Stack, startProcess, waitFor } from 
 
 const stack = new Stack();
 let gws: string[] = [];
-const http = httpClient(() => gws[0]!, "application/json");
+const http = httpClient(() => gws[0]!, "application/json", () => stack.adminToken);
 const PASSWORD = "a long enough password 1";
 const as = (token: string) => ({ "x-auth-token": token });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -32,7 +32,7 @@ const spans: SeenSpan[] = [];
 let receiver: Server;
 let stack: Stack;
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 
 function record(body: Buffer): void {
   const req = OTLP.toObject(OTLP.decode(body), { bytes: String, defaults: true }) as {
