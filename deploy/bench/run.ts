@@ -1,6 +1,6 @@
 // npm run bench: the stack against baselines on this machine, every figure from wrk (Debian's,
 // installed when missing) so the load generator takes no CPU from Node: the paths, their ratios
-// to the baselines of the same run and their goals (issue 16), one table and one JSON per run.
+// to the baselines of the same run and their goals (docs/perf/README.md), one table and one JSON per run.
 
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -59,7 +59,7 @@ if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FRO
 const SYNC = setting("SYNC");
 /** Node flags for the gateway and the services on top of NODE_FLAGS (space-separated), to compare flags. */
 const EXTRA_FLAGS = (setting("NODE_FLAGS") ?? "").split(" ").filter(Boolean);
-/** The goal for a gateway's or a service's RSS when idle (issue 16). */
+/** The goal for a gateway's or a service's RSS when idle (docs/perf/memory.md). */
 const IDLE_GOAL_MB = 100;
 const ID = randomBytes(4).toString("hex");
 /** Every service found (services/<domain>/src/main.ts), as the test harness does. */

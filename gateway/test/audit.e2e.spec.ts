@@ -1,4 +1,4 @@
-// The audit trail (issue 17): every write asked of the API, and every login, is one "audit" log
+// The audit trail (docs/decisions.md, "Audit trail"): every write asked of the API, and every login, is one "audit" log
 // line of the gateway and one record on NATS, on `<prefix>-audit.<domain>.<Kind>` (a stream of its
 // own, which no change feed sees), naming who, in which tenant, what, the request id and the
 // outcome; refusals included. A message carries the records of its subject made within 100 ms

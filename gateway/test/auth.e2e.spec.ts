@@ -1,4 +1,4 @@
-// Authentication, users and tenant isolation (conventions.md section 6), end to end through
+// Authentication, users and tenant isolation (docs/api.md, "Authentication" and "Tenancy"), end to end through
 // the gateway with real processes, Postgres, NATS and Redis.
 import { randomBytes } from "node:crypto";
 import pg from "pg";

@@ -1,4 +1,4 @@
-// GET /events (conventions 7): the change feed as Server-Sent Events, filtered to what the
+// GET /events (docs/api.md, "Change feed"): the change feed as Server-Sent Events, filtered to what the
 // caller may see, resumable with Last-Event-ID. Real processes, NATS JetStream underneath.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";

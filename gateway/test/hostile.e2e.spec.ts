@@ -1,4 +1,4 @@
-// Bad input never earns a 5xx (conventions 3): a sweep of hostile bodies, path segments and
+// Bad input never earns a 5xx (docs/api.md, "Status codes"): a sweep of hostile bodies, path segments and
 // query values over every kind's endpoints must answer 4xx (or 2xx), always with a body.
 import { expect, it } from "vitest";
 import { buildCatalog } from "@vnm/kit";

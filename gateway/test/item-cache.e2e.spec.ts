@@ -1,4 +1,4 @@
-// Item GETs answered from the cache (issue 16): no gRPC hop for a cached item, read-your-writes
+// Item GETs answered from the cache (docs/decisions.md, "Cache: item reads, bounds, recovery"): no gRPC hop for a cached item, read-your-writes
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
 import { afterAll, beforeAll, expect, it } from "vitest";

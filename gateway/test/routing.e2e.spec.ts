@@ -1,5 +1,5 @@
-// Routes and L2 insertions end to end (issue 11): the routing service behind the gateway, real
-// Postgres, NATS and Redis. Each rule of the issue, each bad input with its status and error
+// Routes and L2 insertions end to end (docs/decisions.md, "Routing"): the routing service behind
+// the gateway, real Postgres, NATS and Redis. Each rule, each bad input with its status and error
 // body, the root document, /events and the collection cache.
 import { describe, expect, it } from "vitest";
 import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";

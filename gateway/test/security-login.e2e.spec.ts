@@ -1,4 +1,4 @@
-// Issue 17: password guessing against POST /login under hostile use. Attempts are counted
+// Password guessing against POST /login under hostile use. Attempts are counted
 // before the password is checked (parallel guesses get no more checks than the limit), keyed by
 // user name AND source address (an attacker cannot lock the real user out), and password
 // hashing waits in a bounded queue (429 with Retry-After when full, never a slow gateway).

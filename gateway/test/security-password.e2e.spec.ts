@@ -1,4 +1,4 @@
-// Issue 17: the password policy of NIST SP 800-63B (12 characters or more, counted in code
+// The password policy of NIST SP 800-63B (12 characters or more, counted in code
 // points; not a common password; no composition rules), for new users, password changes and the
 // first admin. Only the identity service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";

@@ -1,4 +1,4 @@
-// Issue 17: tokens that can be taken back. A password change, a role change, a user's deletion
+// Tokens that can be taken back. A password change, a role change, a user's deletion
 // or a logout ends the user's tokens on every gateway within a second, and closes their open
 // /events streams; a stream ends when its token expires; a user has a bounded number of open
 // streams; a token's signature has one spelling only; two keys are valid while keys change.

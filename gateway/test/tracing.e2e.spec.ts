@@ -1,5 +1,5 @@
 // Trace Request (v1) end to end: the tracing service beside the bridge service, real Postgres,
-// NATS and Redis. Rules of issue 13: fields and defaults, the exact 64-bit limit on every hop,
+// NATS and Redis. The rules of docs/decisions.md, "Tracing": fields and defaults, the exact 64-bit limit on every hop,
 // the bridge a BRIDGE trace names, and traces going with their bridge (also when the tracing
 // service was down meanwhile, and when the two race).
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Tunnel zones and VTEPs end to end (issue 12): the tunnel service behind the gateway, real
+// Tunnel zones and VTEPs end to end (docs/decisions.md, "Tunnel zones and VTEPs"): the tunnel service behind the gateway, real
 // Postgres, NATS, Redis, and real OVSDB servers standing in for the devices.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";

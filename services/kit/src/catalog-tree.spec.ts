@@ -88,7 +88,7 @@ describe("routes per shape", () => {
     expect(route("DELETE", "/bridges/{id}").shape.kind).toBe("empty");
   });
 
-  it("kinds the interface gives no PUT have none: VTEPs, routes, MAC-port entries and the compat family", () => {
+  it("kinds served without PUT have none: VTEPs, routes, MAC-port entries and the compat family", () => {
     for (const k of ["tunnel.Vtep", "routing.Route", "bridge.MacPort", "compat.CompatPool", "compat.CompatSecurityGroupRule"]) {
       expect(kind(k).rpcs.update, k).toBeUndefined();
       expect(catalog.routes.some((r) => r.method === "PUT" && r.service === kind(k).service && templateShape(r.template) === templateShape(kind(k).itemTemplate)), k).toBe(false);
