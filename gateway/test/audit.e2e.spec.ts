@@ -1,4 +1,4 @@
-// The audit trail (issue 17): every write asked of the API, and every login, is one "audit" log
+// The audit trail (docs/decisions.md, "Audit trail"): every write asked of the API, and every login, is one "audit" log
 // line of the gateway and one record on NATS, on `<prefix>-audit.<domain>.<Kind>` (a stream of its
 // own, which no change feed sees), naming who, in which tenant, what, the request id and the
 // outcome; refusals included. A message carries the records of its subject made within 100 ms
@@ -9,7 +9,7 @@ import { httpClient, Stack, waitFor } from "./harness.ts";
 
 const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const records: { subject: string; data: Record<string, unknown> }[] = [];
 /** How many records each audit message carried. */
 const messageSizes: number[] = [];

@@ -1,14 +1,14 @@
-// Authentication, users and tenant isolation (conventions.md section 6), end to end through
+// Authentication, users and tenant isolation (docs/api.md, "Authentication" and "Tenancy"), end to end through
 // the gateway with real processes, Postgres, NATS and Redis.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { accessRules, buildCatalog, signToken } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, DEPS, expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
+import { DEPS, expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const as = (token: string) => ({ "x-auth-token": token });
 const basic = (name: string, password: string) => `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}`;
 
@@ -29,7 +29,7 @@ async function req(who: Who, method: string, path: string, body?: unknown): Prom
 beforeAll(async () => {
   await stack.startServices();
   gw = await stack.startGateway();
-  tokens.admin = adminToken();
+  tokens.admin = stack.adminToken;
   const users: [Who, string, string][] = [
     ["taA", "tenant_admin", TENANT_A],
     ["tuA", "tenant_user", TENANT_A],

@@ -1,6 +1,6 @@
-// End to end for everything under /bridges/:bridgeId (interface document: DHCP Host (v2),
-// DHCPv6 Subnet (v1), MAC-Port (v2) and their endpoints; conventions.md section 5 for the
-// DHCP subnet, the path formats and the cascades). Real processes, Postgres, NATS and Redis.
+// End to end for everything under /bridges/:bridgeId (DHCP Host (v2), DHCPv6 Subnet (v1),
+// MAC-Port (v2) and their endpoints; docs/api.md, "Path formats" and "Deletes and cascades", and
+// docs/decisions.md, "Bridge children", for the DHCP subnet, the path formats and the cascades). Real processes, Postgres, NATS and Redis.
 import { beforeEach, describe, expect, it } from "vitest";
 import { expectError, httpClient, useStack, waitFor } from "./harness.ts";
 
@@ -10,7 +10,7 @@ const PORT_A = "6b6d7d4e-0000-4000-8000-00000000000a";
 const PORT_B = "6b6d7d4e-0000-4000-8000-00000000000b";
 
 const fx = useStack();
-const http = httpClient(() => fx.gw, JSON_TYPE);
+const http = httpClient(() => fx.gw, JSON_TYPE, () => fx.stack.adminToken);
 
 let bridge = ""; // id of a fresh bridge per test
 let bridgeUri = "";
@@ -25,7 +25,7 @@ beforeEach(async () => {
 const subnet = (over: Record<string, unknown> = {}) => ({ subnetPrefix: "10.0.0.0", subnetLength: 24, ...over });
 const host = (over: Record<string, unknown> = {}) => ({ macAddr: "02:00:00:00:00:01", ipAddr: "10.0.0.10", name: "h1", ...over });
 
-describe("the bridge's links resolve (conventions 1)", () => {
+describe("the bridge's links resolve (api.md: Addresses and links)", () => {
   it("dhcpSubnets, dhcpSubnets6, macTable, ports, peerPorts, vxLanPorts and arpTable answer 200 with lists", async () => {
     const b = (await http("GET", bridgeUri)).json;
     for (const link of ["dhcpSubnets", "dhcpSubnets6", "macTable", "ports", "peerPorts", "vxLanPorts", "arpTable"]) {
@@ -46,7 +46,7 @@ describe("the bridge's links resolve (conventions 1)", () => {
   });
 });
 
-describe("DHCP subnets (DhcpSubnet-v2, conventions 5)", () => {
+describe("DHCP subnets (DhcpSubnet-v2, api.md: Path formats)", () => {
   it("create, list, get, replace and delete at /bridges/:id/dhcp[/:subnetAddr]", async () => {
     const c = await http("POST", `/bridges/${bridge}/dhcp`, subnet({ defaultGateway: "10.0.0.1", dnsServerAddrs: ["8.8.8.8"] }), {
       "content-type": V("DhcpSubnet-v2"),
@@ -350,7 +350,7 @@ describe("MAC table (MacPort-v2)", () => {
   });
 });
 
-describe("deleting a bridge (conventions 5: cascades)", () => {
+describe("deleting a bridge (api.md: Deletes and cascades)", () => {
   it("removes its subnets, hosts, DHCPv6 subnets and MAC entries, and the change feed says so", async () => {
     await http("POST", `/bridges/${bridge}/dhcp`, subnet());
     await http("POST", `/bridges/${bridge}/dhcp/10.0.0.0_24/hosts`, host());

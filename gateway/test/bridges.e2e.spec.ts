@@ -1,11 +1,11 @@
 // End to end: real bridge service and gateway processes, real Postgres, NATS and Redis,
-// plain HTTP. Each block maps to the interface document's Bridge (v4) section or a rule of
-// conventions.md (sections in the test names).
+// plain HTTP. Each block maps to the Bridge (v4) kind or a rule of docs/api.md (sections in the
+// test names).
 import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { adminToken, DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
+import { DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";
@@ -14,11 +14,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const fx = useStack();
 const { stack } = fx;
 
-const http = httpClient(() => fx.gw, BRIDGE);
+const http = httpClient(() => fx.gw, BRIDGE, () => fx.stack.adminToken);
 const create = (body: unknown) => http("POST", "/bridges", body);
 
 
-describe("root document (conventions 1)", () => {
+describe("root document (api.md: Addresses and links)", () => {
   it("lists the bridge collection and template as absolute URLs, version v5.0", async () => {
     const r = await http("GET", "/");
     expect(r.status).toBe(200);
@@ -104,7 +104,7 @@ describe("Bridge (v4) representation", () => {
     expect(dup.json.message).toContain(id);
   });
 
-  it("accepts a name of 255 characters, and strings for booleans as the conventions say", async () => {
+  it("accepts a name of 255 characters, and strings for booleans as docs/api.md says", async () => {
     const r = await create({ name: "é".repeat(255), adminStateUp: "false" });
     expect(r.status).toBe(201);
     expect(r.json.name).toBe("é".repeat(255));
@@ -112,7 +112,7 @@ describe("Bridge (v4) representation", () => {
   });
 });
 
-describe("400 with violations for each bad field (conventions 3, 4, 5)", () => {
+describe("400 with violations for each bad field (api.md: Status codes, The error body, Fields)", () => {
   const cases: [string, Record<string, unknown>, string][] = [
     ["name longer than 255", { name: "x".repeat(256) }, "name"],
     ["name not a string", { name: 42 }, "name"],
@@ -156,7 +156,7 @@ describe("400 with violations for each bad field (conventions 3, 4, 5)", () => {
   });
 });
 
-describe("PUT replaces (conventions 5)", () => {
+describe("PUT replaces (api.md: Fields)", () => {
   it("omitted optional fields return to their defaults; id in the body is ignored", async () => {
     const c = await create({ name: "before", tenantId: "t", adminStateUp: false, inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"] });
     const id = c.json.id as string;
@@ -240,7 +240,7 @@ describe("GET, list, tenant filter, DELETE", () => {
   });
 });
 
-describe("protocol errors carry the error body (conventions 2, 3)", () => {
+describe("protocol errors carry the error body (api.md: Media types and negotiation, Status codes)", () => {
   it("404 for an unknown path, 405 with Allow for an unsupported method", async () => {
     expectError(await http("GET", "/nothing-here"), 404);
     expectError(await http("GET", "/bridges/%zz"), 404);
@@ -275,7 +275,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
     expectError(await http("POST", "/bridges", '{"name":"x"}', { "content-type": "application/vnd.org.service.Bridge-v3+json" }), 415);
     const res = await fetch(`${fx.gw}/bridges`, {
       method: "POST",
-      headers: { "x-auth-token": adminToken() },
+      headers: { "x-auth-token": fx.stack.adminToken },
       body: new Uint8Array(Buffer.from('{"name":"x"}')),
     });
     expect(res.status).toBe(415);
@@ -297,7 +297,7 @@ describe("protocol errors carry the error body (conventions 2, 3)", () => {
   it("413 for a body over 1 MiB sent in chunks (no Content-Length), and the connection told to close", async () => {
     const body = Buffer.from(`{"name":"${"x".repeat(1024 * 1024 + 10)}"}`);
     const r = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
-      const req = httpRequest(`${fx.gw}/bridges`, { method: "POST", headers: { "content-type": BRIDGE, "x-auth-token": adminToken(), "transfer-encoding": "chunked" } }, (res) => {
+      const req = httpRequest(`${fx.gw}/bridges`, { method: "POST", headers: { "content-type": BRIDGE, "x-auth-token": fx.stack.adminToken, "transfer-encoding": "chunked" } }, (res) => {
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (d: string) => {
@@ -350,7 +350,7 @@ describe("change notifications on NATS (architecture 4)", () => {
   });
 });
 
-describe("Redis collection cache (issue 2)", () => {
+describe("Redis collection cache", () => {
   it("a client reads its own writes through the cached collection", async () => {
     const tenant = `cache-${stack.id}`;
     const list = () => http("GET", `/bridges?tenant_id=${tenant}`);
@@ -430,7 +430,7 @@ describe("a lost database connection", () => {
   });
 });
 
-describe("a lost service (issue 2)", () => {
+describe("a lost service", () => {
   it("answers 503 with the error body at once, and recovers when the service is back", async () => {
     const c = await create({ name: "survivor" });
     await stack.stopService("bridge", "SIGKILL");
@@ -454,7 +454,7 @@ describe("a lost service (issue 2)", () => {
   });
 });
 
-describe("paging (conventions 7)", () => {
+describe("paging (api.md: Lists, paging and entity tags)", () => {
   it("?limit=N&marker=<id> pages in a stable order with Link rel=next; the last page has none", async () => {
     const tenant = `pages-${stack.id}`;
     const ids: string[] = [];
@@ -505,7 +505,7 @@ describe("paging (conventions 7)", () => {
   });
 });
 
-describe("entity tags (conventions 7)", () => {
+describe("entity tags (api.md: Lists, paging and entity tags)", () => {
   it("items carry an ETag; If-None-Match answers 304; the tag changes with the item", async () => {
     const c = await create({ name: "tagged" });
     const etag = c.headers.get("etag")!;

@@ -4,7 +4,7 @@
 import { request } from "node:http";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminToken, DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
 
 const CAP = 40_000;
@@ -13,7 +13,7 @@ let gw = "";
 let viaProxy = "";
 let proxy: TcpProxy;
 let redis: Redis;
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 
 beforeAll(async () => {
   proxy = new TcpProxy(await freePort(), DEPS.redisUrl);
@@ -59,7 +59,7 @@ async function cached(): Promise<{ bytes: number; entries: number }> {
  * empties the caches once more, so a list stored before the last of them would not last.
  */
 async function seed(tenantId: string, n: number): Promise<string[]> {
-  const feed = await openFeed(gw, adminToken());
+  const feed = await openFeed(gw, stack.adminToken);
   try {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) ids.push((await http("POST", "/bridges", { name: `b${i}`, tenantId })).json.id);
@@ -76,7 +76,7 @@ const idsOf = (r: { json: { id: string }[] }) => r.json.map((b) => b.id);
 function getWithHost(path: string, host: string): Promise<{ status: number; body: string }> {
   const url = new URL(path, gw);
   return new Promise((resolve, reject) => {
-    const req = request(url, { headers: { host, "x-auth-token": adminToken(), accept: "application/json" } }, (res) => {
+    const req = request(url, { headers: { host, "x-auth-token": stack.adminToken, accept: "application/json" } }, (res) => {
       let body = "";
       res.on("data", (d) => {
         body += d;

@@ -1,4 +1,4 @@
-// The /compat family end to end (issue 14): the compat service behind the gateway, real
+// The /compat family end to end (docs/api.md, "The compat family"): the compat service behind the gateway, real
 // Postgres, NATS and Redis. Media types, the compat root, tenancy, every rule with its status
 // and the field it names, derived fields in item and cached list reads, and races.
 import { beforeAll, describe, expect, it } from "vitest";
@@ -6,7 +6,7 @@ import { expectError, type HttpResult, httpClient, useStack, expectServiceLossAn
 
 const T = (name: string) => `application/vnd.org.service.compat.${name}+json`;
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 const tokens: Record<string, string> = {};
 const as = (who: string) => ({ "x-auth-token": tokens[who]! });
 const TENANT = "tenant-a";

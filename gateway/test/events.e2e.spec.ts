@@ -1,11 +1,11 @@
-// GET /events (conventions 7): the change feed as Server-Sent Events, filtered to what the
+// GET /events (docs/api.md, "Change feed"): the change feed as Server-Sent Events, filtered to what the
 // caller may see, resumable with Last-Event-ID. Real processes, NATS JetStream underneath.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const open = (token: string, lastEventId?: string) => openFeed(gw, token, lastEventId);
 const PASSWORD = "feed-password-1";
 
@@ -33,7 +33,7 @@ afterAll(async () => {
 
 describe("GET /events", () => {
   it("streams created, updated and deleted with a sequence id and an absolute uri", async () => {
-    const feed = await open(adminToken());
+    const feed = await open(stack.adminToken);
     expect(feed.res.status).toBe(200);
     expect(feed.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     await new Promise((r) => setTimeout(r, 300));
@@ -73,7 +73,7 @@ describe("GET /events", () => {
   });
 
   it("resumes after Last-Event-ID", async () => {
-    const first = await open(adminToken());
+    const first = await open(stack.adminToken);
     await new Promise((r) => setTimeout(r, 300));
     const one = await http("POST", "/bridges", { name: "one" });
     await waitFor("one", async () => first.events.some((e) => e.data.id === one.json.id), 10_000);
@@ -82,7 +82,7 @@ describe("GET /events", () => {
     // Missed while disconnected:
     const two = await http("POST", "/bridges", { name: "two" });
     const three = await http("POST", "/bridges", { name: "three" });
-    const again = await open(adminToken(), last);
+    const again = await open(stack.adminToken, last);
     await waitFor("the missed events", async () => again.events.length >= 2, 10_000);
     await again.close();
     expect(again.events.slice(0, 2).map((e) => e.data.id)).toEqual([two.json.id, three.json.id]);

@@ -1,12 +1,14 @@
-// "Not yours" answers exactly like "not there" (issue 17): another tenant's resource, asked for
-// by id, as a parent, as a paging marker or as a filter, gets the answer a made-up id gets (same
-// status, same message but for the id), so a tenant cannot learn which ids exist elsewhere.
+// "Not yours" answers exactly like "not there" (docs/api.md, "Tenancy"): another tenant's
+// resource, asked for by id, as a parent, as a paging marker or as a filter, gets the answer a
+// made-up id gets (same status, same message but for the id), so a tenant cannot learn which
+// ids exist elsewhere. Every setup step and every answer's status is asserted, so a failed setup
+// (or a token the gateway refuses) fails the suite instead of comparing two equal refusals.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, type HttpResult, httpClient, Stack } from "./harness.ts";
+import { type HttpResult, httpClient, Stack } from "./harness.ts";
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const PASSWORD = "long enough pass phrase 42";
 const TENANT_A = `A-${stack.id}`;
 const TENANT_B = `B-${stack.id}`;
@@ -17,16 +19,17 @@ let tokenB = "";
 beforeAll(async () => {
   await stack.startServices("identity", "bridge", "qos", "lb");
   gw = await stack.startGateway({}, false);
-  const admin = { "x-auth-token": adminToken() };
+  const admin = { "x-auth-token": stack.adminToken };
   const made = async (path: string, body: unknown) => {
     const r = await http("POST", path, body, admin);
     expect(r.status, `${path}: ${r.text}`).toBe(201);
     return (r.json as { id: string }).id;
   };
   ids["bridge"] = await made("/bridges", { name: "a-bridge", tenantId: TENANT_A });
-  await made(`/bridges/${ids["bridge"]}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 }).catch(() => undefined);
+  await made(`/bridges/${ids["bridge"]}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 });
   ids["qos"] = await made("/qos_policies", { name: "a-policy", tenantId: TENANT_A });
-  ids["lb"] = await made("/load_balancers", { adminStateUp: true, tenantId: TENANT_A }).catch(() => "");
+  // Load balancers have no tenant field (admin-only); a tenantId sent is ignored.
+  ids["lb"] = await made("/load_balancers", { adminStateUp: true });
   const user = await http("POST", "/users", { name: `b-${stack.id}`, password: PASSWORD, tenantId: TENANT_B, roles: ["tenant_admin"] }, admin);
   expect(user.status, user.text).toBe(201);
   tokenB = await stack.login(gw, `b-${stack.id}`, PASSWORD);
@@ -42,10 +45,13 @@ function shapeOf(r: HttpResult, id: string): { status: number; message: unknown 
   return { status: r.status, message: body?.message?.replaceAll(id, "<id>") };
 }
 
-async function sameAnswer(method: string, path: (id: string) => string, realId: string, body?: unknown): Promise<void> {
+/** B asking for A's id gets `status`, exactly as B asking for an id nobody has. */
+async function sameAnswer(status: number, method: string, path: (id: string) => string, realId: string, body?: unknown): Promise<void> {
+  expect(realId, `an id for ${path("<id>")}`).toMatch(/^[0-9a-f-]{36}$/);
   const asB = { "x-auth-token": tokenB };
   const theirs = await http(method, path(realId), body, asB);
   const none = await http(method, path(GHOST), body, asB);
+  expect(theirs.status, `${method} ${path("<id>")}: ${theirs.text}`).toBe(status);
   expect(shapeOf(theirs, realId), `${method} ${path("<id>")}`).toEqual(shapeOf(none, GHOST));
   expect(theirs.text.includes(TENANT_A)).toBe(false);
 }
@@ -56,30 +62,32 @@ describe("another tenant's resource answers like one that does not exist", () =>
       ["bridge", (id: string) => `/bridges/${id}`],
       ["qos", (id: string) => `/qos_policies/${id}`],
     ] as const) {
-      await sameAnswer("GET", path, ids[kind]!);
-      await sameAnswer("PUT", path, ids[kind]!, { name: "mine now", tenantId: TENANT_B });
-      await sameAnswer("DELETE", path, ids[kind]!);
+      await sameAnswer(404, "GET", path, ids[kind]!);
+      await sameAnswer(404, "PUT", path, ids[kind]!, { name: "mine now", tenantId: TENANT_B });
+      await sameAnswer(404, "DELETE", path, ids[kind]!);
     }
-    if (ids["lb"]) await sameAnswer("GET", (id) => `/load_balancers/${id}`, ids["lb"]);
+    // An admin-only kind refuses a tenant admin before looking: 403 whether the item exists or not.
+    await sameAnswer(403, "GET", (id) => `/load_balancers/${id}`, ids["lb"]!);
   });
 
   it("parents: children listed and created under another tenant's bridge", async () => {
-    await sameAnswer("GET", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!);
-    await sameAnswer("POST", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!, { subnetPrefix: "10.2.0.0", subnetLength: 24 });
-    await sameAnswer("GET", (id) => `/bridges/${id}/mac_table`, ids["bridge"]!);
+    await sameAnswer(404, "GET", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!);
+    await sameAnswer(404, "POST", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!, { subnetPrefix: "10.2.0.0", subnetLength: 24 });
+    await sameAnswer(404, "GET", (id) => `/bridges/${id}/mac_table`, ids["bridge"]!);
   });
 
   it("paging markers and tenant filters", async () => {
-    await sameAnswer("GET", (id) => `/bridges?limit=5&marker=${id}`, ids["bridge"]!);
-    await sameAnswer("GET", (id) => `/qos_policies?limit=5&marker=${id}`, ids["qos"]!);
+    await sameAnswer(400, "GET", (id) => `/bridges?limit=5&marker=${id}`, ids["bridge"]!);
+    await sameAnswer(400, "GET", (id) => `/qos_policies?limit=5&marker=${id}`, ids["qos"]!);
     const asB = { "x-auth-token": tokenB };
     const other = await http("GET", `/bridges?tenant_id=${encodeURIComponent(TENANT_A)}`, undefined, asB);
     const nobody = await http("GET", "/bridges?tenant_id=no-such-tenant", undefined, asB);
-    expect([other.status, other.text]).toEqual([nobody.status, nobody.text]);
+    expect([other.status, other.json]).toEqual([200, []]);
+    expect([nobody.status, nobody.text]).toEqual([other.status, other.text]);
   });
 
   it("the original still exists and is unchanged (nothing B did reached it)", async () => {
-    const r = await http("GET", `/bridges/${ids["bridge"]}`, undefined, { "x-auth-token": adminToken() });
+    const r = await http("GET", `/bridges/${ids["bridge"]}`, undefined, { "x-auth-token": stack.adminToken });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ name: "a-bridge", tenantId: TENANT_A });
   });

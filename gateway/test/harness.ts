@@ -5,11 +5,11 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { type ChangeSeen, type HttpResult, httpClient, Stack } from "./stack.ts";
 
 export { DEPS, dropSchema, freePort, type Proc, ROOT, startProcess, waitFor };
-export { adminToken, type ChangeSeen, type HttpResult, httpClient, type Launch, Stack } from "./stack.ts";
+export { type ChangeSeen, type HttpResult, httpClient, type Launch, Stack } from "./stack.ts";
 
 export const ERROR_TYPE = "application/vnd.org.service.Error-v1+json";
 
-/** The response is an error of this status with the conventions' error body. */
+/** The response is an error of this status with the API's error body (docs/api.md). */
 export function expectError(r: HttpResult, status: number): void {
   // A different status names what the gateway said, so a failure in CI shows its cause.
   expect(r.status, `answer: ${r.text.slice(0, 300)}`).toBe(status);
@@ -88,7 +88,7 @@ export async function openFeed(gw: string, token: string, lastEventId?: string) 
  * error body naming it while the rest of the API works; started again, it serves unaided.
  */
 export async function expectServiceLossAndReturn(fx: StackFixture, domain: string, path: string): Promise<void> {
-  const http = httpClient(() => fx.gw, "application/json");
+  const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
   await fx.stack.stopService(domain);
   const r = await http("GET", path);
   expectError(r, 503);

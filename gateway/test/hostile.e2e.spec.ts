@@ -1,11 +1,11 @@
-// Bad input never earns a 5xx (conventions 3): a sweep of hostile bodies, path segments and
+// Bad input never earns a 5xx (docs/api.md, "Status codes"): a sweep of hostile bodies, path segments and
 // query values over every kind's endpoints must answer 4xx (or 2xx), always with a body.
 import { expect, it } from "vitest";
 import { buildCatalog } from "@vnm/kit";
 import { httpClient, useStack } from "./harness.ts";
 
 const fx = useStack({ VNM_RATE_LIMIT: "0" });
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
 
 const BODIES = [

@@ -5,10 +5,10 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { adminToken, ERROR_TYPE, httpClient, useStack, waitFor } from "./harness.ts";
+import { ERROR_TYPE, httpClient, useStack, waitFor } from "./harness.ts";
 
 const fx = useStack({ VNM_REQUEST_TIMEOUT_MS: "1000" });
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
 /** Writes raw bytes to the gateway and reads until it closes the connection. */
 function raw(text: string, keepOpenMs = 0): Promise<string> {
@@ -74,7 +74,7 @@ describe("caching", () => {
 /** A GET whose answer is read as the bytes sent (fetch would undo a content coding). */
 function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; rawHeaders: string[]; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${fx.gw}${path}`, { headers: { "x-auth-token": adminToken(), ...headers } }, (res) => {
+    const req = request(`${fx.gw}${path}`, { headers: { "x-auth-token": fx.stack.adminToken, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));

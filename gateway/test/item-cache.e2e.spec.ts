@@ -1,14 +1,14 @@
-// Item GETs answered from the cache (issue 16): no gRPC hop for a cached item, read-your-writes
+// Item GETs answered from the cache (docs/decisions.md, "Cache: item reads, bounds, recovery"): no gRPC hop for a cached item, read-your-writes
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
 
 const PASSWORD = "item-cache-passw0rd-long";
 const stack = new Stack();
 let gwA = "";
 let gwB = "";
-const http = httpClient(() => gwA, "application/json");
+const http = httpClient(() => gwA, "application/json", () => stack.adminToken);
 const tokens: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -54,7 +54,7 @@ async function cachedAt(gw: string, id: string, token?: string): Promise<void> {
  * notification empties their caches once more, so a copy stored before it would not last.
  */
 const create = async (name: string, tenantId: string) => {
-  const feed = await openFeed(gwA, adminToken());
+  const feed = await openFeed(gwA, stack.adminToken);
   try {
     const r = await http("POST", "/bridges", { name, tenantId });
     expect(r.status).toBe(201);

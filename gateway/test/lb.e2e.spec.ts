@@ -1,6 +1,6 @@
-// End to end for load balancing (issue 4): the interface document's Load Balancer (v1), Pool
-// (v1) and Health Monitor (v1) with every endpoint listed for them, and the rules of
-// conventions.md (sections in the test names). Real lb service processes, gateways, Postgres,
+// End to end for load balancing: Load Balancer (v1), Pool (v1) and Health Monitor (v1) with
+// every endpoint served for them, and the rules of docs/api.md (sections in the test names) and
+// docs/decisions.md, "Load balancing". Real lb service processes, gateways, Postgres,
 // NATS and Redis. The same suite runs against a gateway in front of one lb process and against
 // a gateway balancing round-robin over two replicas of it.
 import { randomUUID } from "node:crypto";
@@ -41,7 +41,7 @@ async function expectChanges(expected: Record<string, string[]>): Promise<void> 
 }
 
 function endToEnd(gateway: () => string): void {
-  const http = httpClient(gateway, "application/json");
+  const http = httpClient(gateway, "application/json", () => stack.adminToken);
   const gw = gateway;
   const post = (path: string, body: unknown, type: string) => http("POST", path, body, { "content-type": V(type) });
   const newLb = async (body: Record<string, unknown> = {}) => {
@@ -87,7 +87,7 @@ function endToEnd(gateway: () => string): void {
     return { id, uri };
   };
 
-  describe("root document (conventions 1)", () => {
+  describe("root document (api.md: Addresses and links)", () => {
     it("lists the three collections and item templates as absolute URLs", async () => {
       const r = await http("GET", "/");
       expect(r.json).toMatchObject({
@@ -414,7 +414,7 @@ function endToEnd(gateway: () => string): void {
       expectError(await http("PUT", "/health_monitors/not-a-uuid", { type: "TCP" }), 404);
     });
 
-    it("its pools are listed at /health_monitors/:id/pools (the link) and /healh_monitors/:id/pools (the interface's spelling)", async () => {
+    it("its pools are listed at /health_monitors/:id/pools (the link) and /healh_monitors/:id/pools (the original's spelling)", async () => {
       const hm = await newHm();
       const lb = await newLb();
       const a = await newPool(lb.id!, { healthMonitorId: hm.id });
@@ -443,7 +443,7 @@ function endToEnd(gateway: () => string): void {
     });
   });
 
-  describe("cascades, one transaction, announced row by row (conventions 5)", () => {
+  describe("cascades, one transaction, announced row by row (api.md: Deletes and cascades)", () => {
     it("deleting a load balancer deletes its pools; NATS carries a Pool deleted per pool", async () => {
       const lb = await newLb();
       const keep = await newLb();
@@ -537,7 +537,7 @@ function endToEnd(gateway: () => string): void {
     });
   });
 
-  describe("collection cache (issue 2) and protocol (conventions 2, 3)", () => {
+  describe("collection cache and protocol (api.md: Media types and negotiation, Status codes)", () => {
     it("a client reads its own writes through the cached collections", async () => {
       const lb = await newLb();
       const list = () => http("GET", lb.pools!);
@@ -580,8 +580,8 @@ function endToEnd(gateway: () => string): void {
 describe("through a gateway in front of one lb process", () => {
   endToEnd(() => single);
 
-  it("load balancing has no tenant field, so it is admin-only (conventions 6): a tenant admin gets 403", async () => {
-    const http = httpClient(() => single, "application/json");
+  it("load balancing has no tenant field, so it is admin-only (api.md: Tenancy): a tenant admin gets 403", async () => {
+    const http = httpClient(() => single, "application/json", () => stack.adminToken);
     const lb = (await http("POST", "/load_balancers", {})).json;
     const name = `lbta-${stack.id}`;
     const password = "tenant-passw0rd";
@@ -603,7 +603,7 @@ describe("through a gateway in front of two lb replicas (round-robin)", () => {
   endToEnd(() => replicated);
 
   describe("replicas", () => {
-    const http = httpClient(() => replicated, "application/json");
+    const http = httpClient(() => replicated, "application/json", () => stack.adminToken);
 
     it("a write through one replica is visible at once in a cached collection read, whichever replica answers", async () => {
       const lb = (await http("POST", "/load_balancers", {})).json;

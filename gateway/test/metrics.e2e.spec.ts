@@ -1,10 +1,10 @@
 // Prometheus metrics (prom-client) on the gateway and on each service's metrics port: every
 // family present, and moving after traffic.
 import { describe, expect, it } from "vitest";
-import { adminToken, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { httpClient, openFeed, useStack, waitFor } from "./harness.ts";
 
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
 /** The value of a sample (name and labels as written), or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -19,7 +19,7 @@ const scrape = async (url: string) => (await fetch(url)).text();
 
 describe("metrics", () => {
   it("the gateway counts requests by route template, its gRPC calls, cache hits and misses, and open streams", async () => {
-    const feed = await openFeed(fx.gw, adminToken());
+    const feed = await openFeed(fx.gw, fx.stack.adminToken);
     const b = (await http("POST", "/bridges", { name: "m" })).json;
     // The creation's change notification empties the cache again when it reaches this gateway;
     // a list read before that could not be kept, so the reads below wait for it.

@@ -10,7 +10,7 @@ import { freePort, httpClient, type Proc, Stack, startProcess, waitFor } from ".
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const store = mkdtempSync(join(tmpdir(), "vnm-nats-"));
 let port = 0;
 let nats: Proc;

@@ -5,7 +5,7 @@ import { expectError, httpClient, Stack } from "./harness.ts";
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 
 beforeAll(async () => {
   // No lb service and no VNM_LB_ADDR: the gateway starts all the same.

@@ -6,7 +6,7 @@ import { type HttpResult, expectError, httpClient, useStack, expectServiceLossAn
 const POLICY = "application/vnd.org.service.QOSPolicy-v1+json";
 const POLICIES = "application/vnd.org.service.collection.QOSPolicy-v1+json";
 const fx = useStack();
-const http = httpClient(() => fx.gw, POLICY);
+const http = httpClient(() => fx.gw, POLICY, () => fx.stack.adminToken);
 const PASSWORD = "qos-password-12";
 const tokens: Record<string, string> = {};
 const as = (who: string) => ({ "x-auth-token": tokens[who]! });

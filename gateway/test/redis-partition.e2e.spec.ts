@@ -8,7 +8,7 @@ import { TcpProxy } from "./tcp-proxy.ts";
 
 const stack = new Stack();
 let viaProxy = "";
-const http = httpClient(() => viaProxy, "application/json");
+const http = httpClient(() => viaProxy, "application/json", () => stack.adminToken);
 
 let proxy: TcpProxy;
 

@@ -7,7 +7,7 @@ import { type ChangeSeen, httpClient, Stack, waitFor } from "./harness.ts";
 const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";
 let events: ChangeSeen[] = [];
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 
 beforeAll(async () => {
   events = await stack.watchChanges();

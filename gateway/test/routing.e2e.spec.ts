@@ -1,14 +1,14 @@
-// Routes and L2 insertions end to end (issue 11): the routing service behind the gateway, real
-// Postgres, NATS and Redis. Each rule of the issue, each bad input with its status and error
+// Routes and L2 insertions end to end (docs/decisions.md, "Routing"): the routing service behind
+// the gateway, real Postgres, NATS and Redis. Each rule, each bad input with its status and error
 // body, the root document, /events and the collection cache.
 import { describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
 
 const ROUTE = "application/vnd.org.service.Route-v1+json";
 const ROUTES = "application/vnd.org.service.collection.Route-v1+json";
 const INSERTION = "application/vnd.org.service.L2Insertion-v1+json";
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
 const ROUTER = "0000000a-0000-4000-8000-000000000001";
 const PORT = "0000000b-0000-4000-8000-000000000001";
@@ -192,7 +192,7 @@ describe("L2 insertions", () => {
 
 describe("like every other kind", () => {
   it("changes reach /events and invalidate the cached lists", async () => {
-    const feed = await openFeed(fx.gw, adminToken());
+    const feed = await openFeed(fx.gw, fx.stack.adminToken);
     const before = (await http("GET", `/routers/${ROUTER}/routes`)).json.length;
     expect((await http("GET", `/routers/${ROUTER}/routes`)).json.length).toBe(before); // cached now
     const r = await http("POST", `/routers/${ROUTER}/routes`, normal());

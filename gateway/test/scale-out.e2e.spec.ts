@@ -1,4 +1,4 @@
-// Scale-out (issue 18): two gateways, and two replicas each of the bridge and lb services, on
+// Scale-out: two gateways, and two replicas each of the bridge and lb services, on
 // one NATS and one Redis. Each gateway reaches both replicas of a service through one
 // VNM_<DOMAIN>_ADDR list (grpc-js round_robin, as the headless Services do in Kubernetes).
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -8,7 +8,7 @@ const stack = new Stack();
 const replicas = new Map<string, string[]>();
 let one = "";
 let two = "";
-const http = httpClient(() => one, "application/json");
+const http = httpClient(() => one, "application/json", () => stack.adminToken);
 
 beforeAll(async () => {
   await stack.startServices();

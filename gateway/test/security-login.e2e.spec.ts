@@ -1,4 +1,4 @@
-// Issue 17: password guessing against POST /login under hostile use. Attempts are counted
+// Password guessing against POST /login under hostile use. Attempts are counted
 // before the password is checked (parallel guesses get no more checks than the limit), keyed by
 // user name AND source address (an attacker cannot lock the real user out), and password
 // hashing waits in a bounded queue (429 with Retry-After when full, never a slow gateway).
@@ -12,7 +12,7 @@ const stack = new Stack({ VNM_TRUST_PROXY: "true", VNM_LOGIN_FAILURE_LIMIT: Stri
 const tight = new Stack({ VNM_TRUST_PROXY: "true", VNM_HASH_CONCURRENCY: "1", VNM_HASH_QUEUE: "1", VNM_LOGIN_FAILURE_LIMIT: "1000" });
 let gw = "";
 let tightGw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const basic = (name: string, password: string) => `Basic ${Buffer.from(`${name}:${password}`).toString("base64")}`;
 const login = (base: string, name: string, password: string, from: string): Promise<HttpResult> =>
   http("POST", `${base}/login`, undefined, { authorization: basic(name, password), "x-forwarded-for": from });

@@ -1,4 +1,4 @@
-// Issue 17: the password policy of NIST SP 800-63B (12 characters or more, counted in code
+// The password policy of NIST SP 800-63B (12 characters or more, counted in code
 // points; not a common password; no composition rules), for new users, password changes and the
 // first admin. Only the identity service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";
@@ -7,7 +7,7 @@ import { dropSchema, expectError, httpClient, Stack, startProcess } from "./harn
 
 const stack = new Stack();
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const user = (password: string) => ({ name: `u-${randomBytes(4).toString("hex")}`, password, tenantId: "T", roles: ["tenant_user"] });
 
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-// Issue 17: tokens that can be taken back. A password change, a role change, a user's deletion
+// Tokens that can be taken back. A password change, a role change, a user's deletion
 // or a logout ends the user's tokens on every gateway within a second, and closes their open
 // /events streams; a stream ends when its token expires; a user has a bounded number of open
 // streams; a token's signature has one spelling only; two keys are valid while keys change.
@@ -10,7 +10,7 @@ import { expectError, freePort, httpClient, Stack, startProcess, waitFor } from 
 
 const stack = new Stack();
 let gws: string[] = [];
-const http = httpClient(() => gws[0]!, "application/json");
+const http = httpClient(() => gws[0]!, "application/json", () => stack.adminToken);
 const PASSWORD = "a long enough password 1";
 const as = (token: string) => ({ "x-auth-token": token });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -34,6 +34,8 @@ export class Stack {
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   readonly adminPassword = randomBytes(12).toString("hex");
+  /** The admin's token from this stack's first gateway (empty until one has started). */
+  adminToken = "";
   /** More environment for every process of the stack (LOG_LEVEL, say). */
   readonly extraEnv: NodeJS.ProcessEnv;
   /** How each process starts (from the sources, with the project's Node flags, unless told otherwise). */
@@ -164,7 +166,7 @@ export class Stack {
         // At this gateway, every time: another stack's earlier login says nothing of whether
         // this one's identity service answers yet.
         const token = await this.login(base, "admin", this.adminPassword);
-        defaultToken ||= token;
+        this.adminToken ||= token;
         return true;
       },
       STARTUP_MS,
@@ -214,12 +216,6 @@ function listening(addr: string): Promise<boolean> {
   });
 }
 
-/** The admin token of the first gateway a stack started; sent unless a test sends its own. */
-let defaultToken: string | undefined;
-export function adminToken(): string {
-  if (!defaultToken) throw new Error("no gateway started yet");
-  return defaultToken;
-}
 
 export interface HttpResult {
   status: number;
@@ -231,13 +227,18 @@ export interface HttpResult {
 
 /**
  * A small HTTP client bound to a base URL (or taking absolute URLs). Bodies that are not
- * strings or buffers are sent as JSON with `contentType`.
+ * strings or buffers are sent as JSON with `contentType`. With `token` (read at each call, so a
+ * token obtained in beforeAll can be named before it exists), every request sends it as
+ * `X-Auth-Token` unless the call's headers carry their own `X-Auth-Token` or `Authorization`;
+ * without it, a request sends only the headers its call names.
  */
-export function httpClient(base: () => string, contentType: string) {
+export function httpClient(base: () => string, contentType: string, token?: () => string) {
   return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> => {
     const h: Record<string, string> = { ...headers };
-    if (defaultToken && !Object.keys(h).some((k) => k.toLowerCase() === "x-auth-token" || k.toLowerCase() === "authorization")) {
-      h["x-auth-token"] = defaultToken;
+    if (token && !Object.keys(h).some((k) => k.toLowerCase() === "x-auth-token" || k.toLowerCase() === "authorization")) {
+      const t = token();
+      if (!t) throw new Error("the client's token is not there yet");
+      h["x-auth-token"] = t;
     }
     let payload: string | Buffer | undefined;
     if (body !== undefined) {

@@ -1,4 +1,4 @@
-// Traces (issue 18): with OTEL_EXPORTER_OTLP_ENDPOINT set, one request yields spans from the
+// Traces (OpenTelemetry): with OTEL_EXPORTER_OTLP_ENDPOINT set, one request yields spans from the
 // gateway (HTTP, gRPC client) and the service (gRPC server, Postgres, NATS publish by the
 // outbox relay), all in one trace: the one the client's traceparent named. The OTLP receiver is
 // a plain HTTP server here, decoding what it is sent (OTLP http/protobuf) with protobufjs.
@@ -32,7 +32,7 @@ const spans: SeenSpan[] = [];
 let receiver: Server;
 let stack: Stack;
 let gw = "";
-const http = httpClient(() => gw, "application/json");
+const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 
 function record(body: Buffer): void {
   const req = OTLP.toObject(OTLP.decode(body), { bytes: String, defaults: true }) as {

@@ -1,13 +1,13 @@
 // Trace Request (v1) end to end: the tracing service beside the bridge service, real Postgres,
-// NATS and Redis. Rules of issue 13: fields and defaults, the exact 64-bit limit on every hop,
+// NATS and Redis. The rules of docs/decisions.md, "Tracing": fields and defaults, the exact 64-bit limit on every hop,
 // the bridge a BRIDGE trace names, and traces going with their bridge (also when the tracing
 // service was down meanwhile, and when the two race).
 import { describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
 
 const TRACE = "application/vnd.org.service.TraceRequest-v1+json";
 const fx = useStack();
-const http = httpClient(() => fx.gw, TRACE);
+const http = httpClient(() => fx.gw, TRACE, () => fx.stack.adminToken);
 const MAX = "9223372036854775807";
 const BIG = "9007199254740993"; // 2^53 + 1: a double would read it as ...992
 const PORT_ID = "00000000-0000-4000-8000-0000000000a1";
@@ -35,7 +35,7 @@ describe("fields and defaults", () => {
   });
 
   it("keeps a client's 64-bit limit exact on POST, PUT, item GET, cached list GET and the uri /events names", async () => {
-    const feed = await openFeed(fx.gw, adminToken());
+    const feed = await openFeed(fx.gw, fx.stack.adminToken);
     const r = await http("POST", "/traces", `{"name":"big","deviceType":"ROUTER","deviceId":"${PORT_ID}","condition":{},"limit":${BIG}}`);
     expect(limitIn(r.text)).toBe(BIG);
     const id = r.json.id;

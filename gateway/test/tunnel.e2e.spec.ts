@@ -1,13 +1,13 @@
-// Tunnel zones and VTEPs end to end (issue 12): the tunnel service behind the gateway, real
+// Tunnel zones and VTEPs end to end (docs/decisions.md, "Tunnel zones and VTEPs"): the tunnel service behind the gateway, real
 // Postgres, NATS, Redis, and real OVSDB servers standing in for the devices.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
 import { OvsdbServer } from "./ovsdb-server.ts";
 
 const ZONE = "application/vnd.org.service.TunnelZone-v1+json";
 const VTEP = "application/vnd.org.service.VTEP-v2+json";
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 let n = 0;
 const unique = (base: string) => `${base}-${++n}`;
 const zone = async (type = "vtep") => (await http("POST", "/tunnel_zones", { name: unique("z"), type })).json;
@@ -92,7 +92,7 @@ describe("VTEPs", () => {
 
   it("follows the device: a change shows within a second, a stop is disconnected, a restart connected again", async () => {
     const v = (await http("GET", "/vteps")).json.find((x: { managementPort: number }) => x.managementPort === device.port);
-    const feed = await openFeed(fx.gw, adminToken());
+    const feed = await openFeed(fx.gw, fx.stack.adminToken);
     device.ctl("set", "Physical_Switch", "sw-one", "description=changed");
     const changedAt = Date.now();
     await waitFor("the new description", async () => (await http("GET", v.uri)).json.description === "changed", 5_000);

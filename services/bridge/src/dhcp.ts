@@ -1,4 +1,4 @@
-// DHCP of a bridge: IPv4 subnets (a referenced resource the conventions define) with their
+// DHCP of a bridge: IPv4 subnets (a referenced resource docs/api.md defines) with their
 // hosts (interface "DHCP Host (v2)"), and DHCPv6 subnets (interface "DHCPv6 Subnet (v1)").
 // A subnet's path segment is <address>_<length>; a host's is its MAC address.
 import { ApiError, canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, mac, parseMac, type Queryable, Resource, text } from "@vnm/kit";

@@ -3,7 +3,7 @@
 import { ApiError, isUuid, mac, parseMac, Resource, uuid } from "@vnm/kit";
 import { z } from "zod";
 
-/** <mac with '-' (or ':')>_<portId>, as the conventions write a MAC-port pair in a path. */
+/** <mac with '-' (or ':')>_<portId>, as docs/api.md ("Path formats") writes a MAC-port pair in a path. */
 export function parsePair(segment: unknown): { mac: string; port_id: string } | undefined {
   if (typeof segment !== "string") return undefined;
   const i = segment.indexOf("_");

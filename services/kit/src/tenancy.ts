@@ -1,6 +1,6 @@
 // Tenancy, derived from the proto declarations for every RPC with an HTTP binding. A service
 // declares only which field holds the tenant (vnm.api.resource tenant_field); the rules of
-// conventions section 6 follow from the catalog:
+// docs/api.md, "Tenancy", follow from the catalog:
 // - admins pass; a POST without a tenant takes the admin's project, if any;
 // - kinds without a tenant field and without a tenant-bearing parent, and admin_only kinds,
 //   are refused to everyone else (403);

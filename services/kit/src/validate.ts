@@ -1,4 +1,4 @@
-// Validation shared by every service: zod schemas for the interface's value formats, and
+// Validation shared by every service: zod schemas for the API's value formats (docs/api.md, "Fields"), and
 // the translation of zod issues into field violations ("must ..." messages).
 import { z } from "zod";
 import { ApiError, type Violation } from "./errors.ts";

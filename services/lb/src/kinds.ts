@@ -1,4 +1,4 @@
-// The three kinds of the interface's load balancing: what a client may send, how it is stored
+// The three kinds of the API's load balancing: what a client may send, how it is stored
 // and how it reads back. Rules: lbMethod only ROUND_ROBIN, protocol and health monitor type
 // only TCP, monitor timings non-negative 32-bit integers; a pool's load balancer and health
 // monitor must exist; a load balancer takes its pools with it, and the pools a deleted health
