@@ -372,7 +372,8 @@ export function openApi(catalog: Catalog): string {
     servers: [{ url: "/", description: "The gateway this description was fetched from" }],
     security: [{ token: [] }, { bearer: [] }],
     tags,
-    paths: { ...gatewayPaths(catalog), ...paths },
+    // A collection before its items, each family together: in path order.
+    paths: { ...gatewayPaths(catalog), ...Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) },
     components: {
       schemas: schemas(catalog),
       responses: {
