@@ -15,7 +15,7 @@ const BY_NAME: Record<string, unknown> = {
   tenantId: "acme",
   tenant_id: "acme",
   description: "front-end traffic",
-  password: "correct horse battery staple",
+  password: "k7-Vq2mRz9pL4wX",
   subnetPrefix: "10.0.0.0",
   subnetLength: 24,
   destinationPrefix: "169.254.169.254",
@@ -66,10 +66,11 @@ const BY_NAME: Record<string, unknown> = {
 
 /** The example of a field that is not a link, or undefined to leave it out. */
 function fieldExample(f: FieldInfo, ids: () => string): unknown {
-  if (f.values) return f.repeated ? [f.values[0]] : f.values[0];
-  if (f.enumValues) return f.repeated ? [f.enumValues[0]] : f.enumValues[0];
-  if (f.name in BY_NAME && !f.message) {
-    const v = BY_NAME[f.name];
+  const named = BY_NAME[f.name];
+  const closed = f.values ?? f.enumValues;
+  if (closed && !(named !== undefined && [named].flat().every((v) => closed.includes(v as string)))) return f.repeated ? [closed[0]] : closed[0];
+  if (named !== undefined && !f.message) {
+    const v = named;
     // A compat security group rule's protocol is a name or a number.
     if (f.jsonValue) return "tcp";
     return f.repeated && !Array.isArray(v) ? [v] : v;

@@ -5,7 +5,7 @@
 // behaviours, closed sets from vnm.api.values), an example per media type, and the error body on
 // every error status. The gateway's own paths (the root documents, /login, /logout, /events and
 // the probes) are described here too.
-import { type Catalog, type FieldInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
+import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
 import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
 import { rootDocument } from "./root.ts";
@@ -184,7 +184,22 @@ function parameterDescription(f: FieldInfo, where: "path" | "query"): string | u
   return undefined;
 }
 
-function operation(route: Route, id: string, names: Map<string, string>): Schema {
+/** Who may call a route, from its kind's tenancy (unless its comment says it already). */
+function access(route: Route, kinds: Map<string, KindInfo>, said: string): string | undefined {
+  if (route.shape.kind === "empty" && route.method !== "DELETE") return undefined;
+  const item = route.shape.kind === "empty" ? undefined : route.shape.item;
+  const kind = item ? kinds.get(item.fullName) : [...kinds.values()].find((k) => k.service === route.service && k.rpcs.delete === route.rpc);
+  if (!kind || /admins only/i.test(said) || /admins only/i.test(route.comment ?? "")) return undefined;
+  if (kind.tenancy === "admin") return "Admins only.";
+  // A kind under another follows the nearest one above it that names a tenant (a bridge).
+  const byKind = (name?: string) => [...kinds.values()].find((k) => k.kind === name);
+  let owner = byKind(kind.parent);
+  while (owner && !owner.resource.tenantField) owner = byKind(owner.parent);
+  const whose = kind.tenancy === "own" || !owner ? "their tenant's items" : `what is under their tenant's ${owner.resource.displayName.toLowerCase()}s`;
+  return route.method === "GET" ? `Admins read every tenant's; tenant admins and users ${whose}.` : `Admins, and tenant admins for ${whose}; tenant users may not (403).`;
+}
+
+function operation(route: Route, id: string, names: Map<string, string>, kinds: Map<string, KindInfo>): Schema {
   const params = route.segments.flatMap((s) => {
     if (!("variable" in s)) return [];
     const f = route.request.byName.get(s.variable)!;
@@ -225,10 +240,11 @@ function operation(route: Route, id: string, names: Map<string, string>): Schema
     };
   }
   const { summary, description } = split(route.comment);
+  const who = access(route, kinds, description ?? "");
   const op: Schema = {
     operationId: id,
     summary: summary ?? `${route.rpc.replace(/([a-z])([A-Z])/g, "$1 $2")}`,
-    ...(description ? { description } : {}),
+    ...(description || who ? { description: [description, who].filter(Boolean).join(" ") } : {}),
     tags: [route.domain],
     parameters: [...params, ...query, ...headers],
     responses,
@@ -346,6 +362,7 @@ export function openApi(catalog: Catalog): string {
   // Paths that differ only in their variables' names are one path: the first one's names.
   const byShape = new Map<string, string>();
   const ids = operationIds(catalog);
+  const kindsByMessage = new Map([...catalog.kinds.values()].map((k) => [k.message.fullName, k]));
   for (const r of catalog.routes) {
     const shape = templateShape(r.template);
     const key = byShape.get(shape) ?? r.template;
@@ -353,7 +370,7 @@ export function openApi(catalog: Catalog): string {
     const theirs = linkFields(key);
     const names = new Map(linkFields(r.template).map((v, i) => [v, theirs[i]!]));
     paths[key] ??= {};
-    paths[key]![r.method.toLowerCase()] = operation(r, ids.get(r)!, names);
+    paths[key]![r.method.toLowerCase()] = operation(r, ids.get(r)!, names, kindsByMessage);
   }
   const tags = [
     { name: "api", description: "The root documents, login, logout and the change feed." },
