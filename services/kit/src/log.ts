@@ -2,8 +2,11 @@
 // in ISO form, each part's fields (service, requestId, ...) on every line it writes. On a
 // terminal (or LOG_FORMAT=pretty) the same lines are made readable by pino-pretty instead: time,
 // level, part and message first, the other fields after them on the same line.
+import { createRequire } from "node:module";
 import pino from "pino";
-import pretty from "pino-pretty";
+import type PinoPretty from "pino-pretty";
+
+const require = createRequire(import.meta.url);
 
 export type Level = "debug" | "info" | "warn" | "error";
 
@@ -39,7 +42,7 @@ export function prettyLogs(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /** One prettifier for every logger of the process, writing to stdout synchronously (nothing lost at exit). */
-let prettyStream: ReturnType<typeof pretty> | undefined;
+let prettyStream: ReturnType<typeof PinoPretty> | undefined;
 /** One buffer for every JSON logger of the process: their lines (and writeOut's) keep their order. */
 let jsonStream: pino.DestinationStream | undefined;
 
@@ -49,6 +52,8 @@ export function createLogger(base: Record<string, unknown>, level: Level = (proc
     jsonStream ??= pino.destination({ dest: process.stdout.fd || 1, sync: false });
     return wrap(pino(options, jsonStream));
   }
+  // Loaded only for a terminal: a process logging JSON never needs it.
+  const pretty = require("pino-pretty") as typeof PinoPretty;
   prettyStream ??= pretty({
     sync: true,
     colorize: process.stdout.isTTY === true,
