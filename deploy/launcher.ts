@@ -57,15 +57,45 @@ const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, d
   GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
 });
 
-/** Everything in this process: the services first, then the gateway that calls them. */
+/**
+ * Everything in this process: the services first, then the gateway that calls them, whose
+ * /metrics carries every part's families.
+ */
 async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>): Promise<void> {
   const { runService } = await import("@vnm/kit");
+  const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d });
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
-  await startGateway({ ...env, ...addresses });
+  await startGateway({ ...env, ...addresses }, { serviceMetrics });
+}
+
+/** Waits until the gateway answers (the processes of --split start on their own). */
+async function gatewayUp(url: string): Promise<boolean> {
+  for (const until = Date.now() + 60_000; Date.now() < until; await new Promise((r) => setTimeout(r, 250))) {
+    if (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)) return true;
+  }
+  return false;
+}
+
+/**
+ * What a person does next, on lines of their own after the start-up logs: the console, the API
+ * reference, the generated admin password (first run), how to log in and to stop.
+ */
+async function summary(url: string, user: string, notices: string[]): Promise<void> {
+  const lines = [
+    `[launcher] ready`,
+    `  console:   ${url}/`,
+    `  API docs:  ${url}/docs`,
+    ...notices.map((l) => `  ${l}`),
+    `  log in:    curl -s -X POST -u ${user}:<password> ${url}/login`,
+    `  stop:      Ctrl-C`,
+  ];
+  // After the start-up lines still buffered by the loggers of this process.
+  const { writeOut } = await import("@vnm/kit");
+  writeOut(`\n${lines.join("\n")}\n\n`);
 }
 
 /** One child per process, restarted when it dies; it exits when this launcher does (IPC channel). */
@@ -100,8 +130,9 @@ async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string
     await stopDatabase?.();
     process.exit(0);
   };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  // Repeats are ignored (see the kit's shutdown: Ctrl-C under npm arrives twice).
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }
 
 /** Stops everything when the process that started this one goes (npm killed, say). */
@@ -132,17 +163,26 @@ async function main(): Promise<void> {
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
   const addresses = await serviceAddresses(env);
-  if (split) await runSplit(env, addresses, stopDatabase);
-  else {
-    const { createLogger, onShutdown } = await import("@vnm/kit");
-    // Registered first, so stopped last: after the services that use it.
-    if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
-    await runTogether(env, addresses).catch(async (err: Error) => {
-      await stopDatabase?.();
-      fail(`could not start: ${err.message}`);
-    });
+  const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;
+  const user = env["VNM_ADMIN_USER"] || "admin";
+  if (split) {
+    await runSplit(env, addresses, stopDatabase);
+    if (!(await gatewayUp(url))) say(`the gateway does not answer at ${url} yet; its lines above say why`);
+    await summary(url, user, []);
+    return;
   }
-  say(`open http://${host}:${port}/ — log in with: curl -s -X POST -u ${env["VNM_ADMIN_USER"] || "admin"}:<password> http://${host}:${port}/login`);
+  const { createLogger, holdNotices, onShutdown } = await import("@vnm/kit");
+  // Registered first, so stopped last: after the services that use it.
+  if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
+  // The generated admin password goes into the summary, not among the start-up logs.
+  const notices = holdNotices();
+  await runTogether(env, addresses).catch(async (err: Error) => {
+    const held = notices();
+    if (held.length > 0) process.stdout.write(`\n${held.join("\n")}\n\n`);
+    await stopDatabase?.();
+    fail(`could not start: ${err.message}`);
+  });
+  await summary(url, user, notices());
 }
 
 await main();

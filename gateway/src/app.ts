@@ -10,6 +10,7 @@ import { type AuditTrail, auditTrail } from "./audit.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
+import { docsRoutes, isDocsPath } from "./docs.ts";
 import { MERGE_PATCH, patchItem } from "./patch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
@@ -250,6 +251,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
     if (begin(req as ApiRequest, res as ApiResponse)) next();
   });
   healthRoutes(app, gw);
+  docsRoutes(app, opts.log);
   const keys: TokenKeys = { current: opts.tokenSecret, previous: opts.tokenSecretPrevious };
   const revoked = revocations({ ...opts, keys });
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
@@ -257,7 +259,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.use((req, res) => serve(req as ApiRequest, res as ApiResponse));
   app.use(lastResort(opts.log));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (!asApiExchange(req, res, opts.trustProxy) || OPERATIONAL.has((req as ApiRequest).path)) return void app(req, res);
+    if (!asApiExchange(req, res, opts.trustProxy) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
     const r = req as ApiRequest;
     const s = res as ApiResponse;
     spans(r, s, () => {

@@ -39,7 +39,7 @@ export function healthRoutes(app: express.Express, gw: Gateway): void {
   });
 
   app.get("/metrics", async (_req, res) => {
-    res.type(gw.metrics.registry.contentType).send(await gw.metrics.registry.metrics());
+    res.type(gw.metrics.registry.contentType).send(await gw.metrics.text());
   });
 
 }

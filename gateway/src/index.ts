@@ -148,12 +148,18 @@ function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed,
   };
 }
 
-export async function startGateway(env: NodeJS.ProcessEnv = process.env): Promise<RunningGateway> {
+export interface GatewayParts {
+  /** The metrics of the services running in this process, served at /metrics with the gateway's. */
+  serviceMetrics?: Metrics[];
+}
+
+export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: GatewayParts = {}): Promise<RunningGateway> {
   const log = createLogger({ service: "gateway" });
   const stopTelemetry = await startTelemetry("gateway", env);
   const cfg = gatewayConfig(env);
   const catalog = loadCatalog();
   const metrics = new Metrics("gateway");
+  for (const m of parts.serviceMetrics ?? []) metrics.include(m);
   const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(catalog, env, log, metrics);
   const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });

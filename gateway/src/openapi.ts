@@ -1,23 +1,44 @@
 // GET /openapi.json: an OpenAPI 3.1 description of every route the gateway serves, derived from
-// the same catalog as the routes themselves: paths and methods from the HTTP bindings, media
-// types and schemas from the resources (required, read-only and write-only fields from the
-// field behaviours), and the error body on every error status.
-import type { Catalog, FieldInfo, MessageInfo, Route } from "@vnm/kit";
+// the same catalog as the routes themselves: paths and methods from the HTTP bindings, summaries
+// and descriptions from the proto comments (an RPC's first sentence is its summary), media types
+// and schemas from the resources (required, read-only and write-only fields from the field
+// behaviours, closed sets from vnm.api.values), an example per media type, and the error body on
+// every error status. The gateway's own paths (the root documents, /login, /logout, /events and
+// the probes) are described here too.
+import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
+import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
+import { rootDocument } from "./root.ts";
 
 type Schema = Record<string, unknown>;
 
 const ref = (m: MessageInfo) => ({ $ref: `#/components/schemas/${m.fullName}` });
+const ROOT_TYPE = "Application-v5";
+const TOKEN_TYPE = "Token-v1";
+const EXAMPLE_ID = "5f2b7c9e-3a41-4d6b-9c1e-8b2f0a7d4e61";
+
+/** A comment's first sentence (the summary, without its full stop) and the rest. */
+function split(comment: string | undefined): { summary?: string; description?: string } {
+  if (!comment) return {};
+  const text = comment.replace(/\s*\n\s*/g, " ").trim();
+  const end = text.search(/\.(\s|$)/);
+  if (end < 0) return { summary: text };
+  const rest = text.slice(end + 1).trim();
+  return { summary: text.slice(0, end), description: rest || undefined };
+}
 
 function scalarSchema(f: FieldInfo): Schema {
-  if (f.jsonObject) return { type: "object" };
+  if (f.jsonObject) return { type: "object", description: "Any JSON object, kept as written" };
   if (f.jsonValue) return {};
   if (f.message) return ref(f.message);
+  if (f.values) return { type: "string", enum: f.values };
   if (f.type === "bool") return { type: "boolean" };
   if (f.type === "double" || f.type === "float") return { type: "number" };
   if (f.type === "enum") return { type: "string", enum: f.enumValues };
   if (/int|fixed/.test(f.type)) return { type: "integer", format: f.type.includes("64") ? "int64" : "int32" };
-  return f.link ? { type: "string", format: "uri" } : { type: "string" };
+  // A link whose placeholders are all fields is a URL; one keeping a client's placeholders a template.
+  if (f.link) return { type: "string", format: f.link.startsWith("{") || linkFields(f.link).some((p) => !/^[a-z]/i.test(p)) ? "uri-template" : "uri" };
+  return { type: "string" };
 }
 
 /** A message's schema: every field a client sees or sends, nullable unless required. */
@@ -27,14 +48,35 @@ function messageSchema(m: MessageInfo): Schema {
   for (const f of m.fields) {
     if (f.internal) continue;
     let s = f.repeated ? { type: "array", items: scalarSchema(f) } : scalarSchema(f);
-    if (!f.repeated && !f.behaviors.has("REQUIRED") && !s["$ref"]) s = { ...s, type: s["type"] ? [s["type"], "null"] : undefined };
+    if (f.link && linkFields(f.link).some((p) => !m.byName.has(p))) s = { type: "string", format: "uri-template" };
+    if (!f.repeated && !f.behaviors.has("REQUIRED") && !s["$ref"] && s["type"]) {
+      s = { ...s, type: [s["type"], "null"] };
+      if (s["enum"]) s = { ...s, enum: [...(s["enum"] as string[]), null] };
+    }
     if (f.behaviors.has("OUTPUT_ONLY") || f.link) s = { ...s, readOnly: true };
     if (f.behaviors.has("INPUT_ONLY")) s = { ...s, writeOnly: true };
-    if (f.behaviors.has("IMMUTABLE")) s = { ...s, description: "accepted in POST only" };
-    properties[f.name] = Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined));
+    const notes = [f.comment?.replace(/\s*\n\s*/g, " "), f.behaviors.has("IMMUTABLE") ? "Accepted in POST only." : undefined].filter(Boolean);
+    if (notes.length > 0 && !s["$ref"]) s = { ...s, description: notes.join(" ") };
+    properties[f.name] = s;
     if (f.behaviors.has("REQUIRED")) required.push(f.name);
   }
-  return required.length > 0 ? { type: "object", properties, required } : { type: "object", properties };
+  const out: Schema = { type: "object" };
+  const { summary, description } = split(m.comment);
+  if (summary) out["description"] = [summary + ".", description].filter(Boolean).join(" ");
+  out["properties"] = properties;
+  if (required.length > 0) out["required"] = required;
+  return out;
+}
+
+/** The schema of a root document: every key it has, each a URL (or a nested object of them). */
+function rootSchema(example: Record<string, unknown>, title: string): Schema {
+  const properties: Record<string, Schema> = {};
+  for (const [k, v] of Object.entries(example)) {
+    if (typeof v === "object" && v) properties[k] = rootSchema(v as Record<string, unknown>, "");
+    else if (k === "version") properties[k] = { type: "string" };
+    else properties[k] = { type: "string", format: k.endsWith("template") || k.endsWith("Template") ? "uri-template" : "uri", readOnly: true };
+  }
+  return { type: "object", ...(title ? { description: title } : {}), required: Object.keys(example), properties };
 }
 
 /** Every message a route reaches, by full name (bodies, items, and the messages inside them). */
@@ -51,69 +93,318 @@ function schemas(catalog: Catalog): Record<string, Schema> {
   }
   out["Error"] = {
     type: "object",
+    description: "The body of every error answer.",
     required: ["message", "code"],
     properties: {
-      message: { type: "string" },
-      code: { type: "integer" },
-      violations: { type: "array", items: { type: "object", required: ["property", "message"], properties: { property: { type: "string" }, message: { type: "string" } } } },
-      requestId: { type: "string" },
+      message: { type: "string", description: "What went wrong, for a person" },
+      code: { type: "integer", description: "The HTTP status code" },
+      violations: {
+        type: "array",
+        description: "Each field that was refused (400)",
+        items: { type: "object", required: ["property", "message"], properties: { property: { type: "string" }, message: { type: "string" } } },
+      },
+      requestId: { type: "string", description: "The request's id, also in the X-Request-Id header and the logs" },
     },
+  };
+  out["Token"] = {
+    type: "object",
+    description: "A token: send `key` as X-Auth-Token, or as `Authorization: Bearer <key>`.",
+    required: ["key", "expires"],
+    properties: { key: { type: "string" }, expires: { type: "string", format: "date-time" } },
   };
   return out;
 }
 
-const ERRORS: Record<string, string> = {
-  "400": "Bad input: malformed JSON, a wrong type or value (violations name each field)",
-  "401": "No valid token",
-  "403": "Not allowed for this caller",
-  "404": "No such item (or another tenant's), or a path that names nothing",
-  "406": "No acceptable media type",
-  "409": "Taken, or still in use",
-  "415": "Unsupported Content-Type",
-  "503": "A backing service is unavailable (it is named)",
+/** Error answers, shared by every operation (components.responses), by status. */
+const ERRORS: Record<string, { description: string; message: string; headers?: Record<string, Schema> }> = {
+  "400": { description: "Bad input: malformed JSON, a wrong type or value (violations name each field)", message: "Validation error(s) found" },
+  "401": {
+    description: "No valid token (or, at /login, wrong credentials)",
+    message: "A valid token is required",
+    headers: { "WWW-Authenticate": { description: "`Bearer realm=\"vnm\"` (at /login: `Basic realm=\"vnm\"`)", schema: { type: "string" } } },
+  },
+  "403": { description: "Not allowed for this caller", message: "Only administrators may do this" },
+  "404": { description: "No such item (or another tenant's), or a path that names nothing", message: `There is no Bridge with ID ${EXAMPLE_ID}.` },
+  "406": { description: "No acceptable media type", message: "No acceptable media type" },
+  "409": { description: "Taken, or still in use", message: `A Bridge with ID ${EXAMPLE_ID} already exists.` },
+  "412": { description: "If-Match names no current tag of the item (or If-None-Match names it)", message: "Precondition failed", headers: { ETag: { description: "The item's current tag", schema: { type: "string" } } } },
+  "415": { description: "Unsupported Content-Type", message: "Unsupported Content-Type" },
+  "429": { description: "Too many requests for this token, or login attempts", message: "Too many requests for this token; slow down", headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } },
+  "503": {
+    description: "A backing service is unavailable (it is named)",
+    message: "The bridge service is unavailable; try again later",
+    headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } },
+  },
+  "504": { description: "A backing service did not answer in time", message: "The bridge service did not answer in time", headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } },
 };
 
-function content(type: string, schema: Schema): Schema {
-  return { [type]: { schema }, [JSON_TYPE]: { schema } };
+function errorResponses(): Record<string, Schema> {
+  return Object.fromEntries(
+    Object.entries(ERRORS).map(([code, e]) => [
+      `E${code}`,
+      {
+        description: e.description,
+        ...(e.headers ? { headers: e.headers } : {}),
+        content: { [ERROR_TYPE]: { schema: { $ref: "#/components/schemas/Error" }, example: { message: e.message, code: Number(code), requestId: "c0ffee00-0000-4000-8000-000000000001" } } },
+      },
+    ]),
+  );
 }
 
-function operation(route: Route, index: number): Schema {
-  const params = route.segments.flatMap((s) => ("variable" in s ? [{ name: s.variable, in: "path", required: true, schema: scalarSchema(route.request.byName.get(s.variable)!) }] : []));
-  const query = [...route.queryFields.values()].map((f) => ({ name: f.name, in: "query", required: false, schema: scalarSchema(f) }));
-  const responses: Record<string, Schema> = Object.fromEntries(
-    Object.entries(ERRORS).map(([code, description]) => [code, { description, content: { [ERROR_TYPE]: { schema: { $ref: "#/components/schemas/Error" } } } }]),
-  );
-  const ok = route.method === "POST" ? "201" : "200";
+const errors = (...codes: string[]) => Object.fromEntries(codes.map((c) => [c, { $ref: `#/components/responses/E${c}` }]));
+
+/** The vendor type and plain JSON, each with the same schema and example. */
+function content(type: string, schema: Schema, example: unknown): Schema {
+  return { [type]: { schema, example }, [JSON_TYPE]: { schema, example } };
+}
+
+const ETAG = { ETag: { description: "The item's entity tag, for If-Match and If-None-Match", schema: { type: "string" } } };
+
+/** The operation id: the RPC's name in lower camel case, with its domain when another RPC shares it. */
+function operationIds(catalog: Catalog): Map<Route, string> {
+  const count = new Map<string, number>();
+  for (const r of catalog.routes) count.set(r.rpc, (count.get(r.rpc) ?? 0) + 1);
+  const out = new Map<Route, string>();
+  const used = new Set<string>();
+  for (const r of catalog.routes) {
+    const base = r.rpc[0]!.toLowerCase() + r.rpc.slice(1);
+    let id = base;
+    // An RPC served at two paths: the second one's id says its path.
+    for (let n = 2; used.has(id); n++) id = `${base}${n}`;
+    used.add(id);
+    out.set(r, id);
+  }
+  return out;
+}
+
+function parameterDescription(f: FieldInfo, where: "path" | "query"): string | undefined {
+  if (f.comment) return f.comment.replace(/\s*\n\s*/g, " ");
+  if (f.tenantFilter) return "Only the items of this tenant (a non-admin sees only its own anyway)";
+  if (where === "path") return f.name === "id" ? "The item's id" : `\`${f.name}\`, as in the item's \`uri\``;
+  return undefined;
+}
+
+/** Who may call a route, from its kind's tenancy (unless its comment says it already). */
+function access(route: Route, kinds: Map<string, KindInfo>, said: string): string | undefined {
+  if (route.shape.kind === "empty" && route.method !== "DELETE") return undefined;
+  const item = route.shape.kind === "empty" ? undefined : route.shape.item;
+  const kind = item ? kinds.get(item.fullName) : [...kinds.values()].find((k) => k.service === route.service && k.rpcs.delete === route.rpc);
+  if (!kind || /admins only/i.test(said) || /admins only/i.test(route.comment ?? "")) return undefined;
+  if (kind.tenancy === "admin") return "Admins only.";
+  // A kind under another follows the nearest one above it that names a tenant (a bridge).
+  const byKind = (name?: string) => [...kinds.values()].find((k) => k.kind === name);
+  let owner = byKind(kind.parent);
+  while (owner && !owner.resource.tenantField) owner = byKind(owner.parent);
+  const whose = kind.tenancy === "own" || !owner ? "their tenant's items" : `what is under their tenant's ${owner.resource.displayName.toLowerCase()}s`;
+  return route.method === "GET" ? `Admins read every tenant's; tenant admins and users ${whose}.` : `Admins, and tenant admins for ${whose}; tenant users may not (403).`;
+}
+
+function operation(route: Route, id: string, names: Map<string, string>, kinds: Map<string, KindInfo>): Schema {
+  const params = route.segments.flatMap((s) => {
+    if (!("variable" in s)) return [];
+    const f = route.request.byName.get(s.variable)!;
+    return [{ name: names.get(s.variable) ?? s.variable, in: "path", required: true, description: parameterDescription(f, "path"), schema: scalarSchema(f) }];
+  });
+  const query = [...route.queryFields.values()].map((f) => {
+    const schema = f.name === "limit" ? { type: "integer", minimum: 1, maximum: 1000 } : scalarSchema(f);
+    const p: Schema = { name: f.name, in: "query", required: false, schema };
+    const d = parameterDescription(f, "query") ?? (f.name === "marker" ? "The id of the last item already returned: the page after it" : undefined);
+    if (d) p["description"] = d;
+    return p;
+  });
+  const headers: Schema[] = [];
+  if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
+  if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
+  const write = route.method !== "GET";
+  const responses: Record<string, Schema> = errors("400", "401", "403", "404", "406", ...(write ? ["409"] : []), ...(route.method === "PUT" || route.method === "DELETE" ? ["412"] : []), ...(route.bodyField ? ["415"] : []), "429", "503", "504");
   if (route.shape.kind === "empty") responses["204"] = { description: "Done" };
-  else if (route.shape.kind === "item") responses[ok] = { description: "The item", content: content(vendor(route.shape.item.resource!.mediaType), ref(route.shape.item)) };
-  else responses["200"] = { description: "The collection", content: content(vendor(route.shape.item.resource!.collectionMediaType), { type: "array", items: ref(route.shape.item) }) };
-  const op: Schema = { operationId: `${route.domain}.${route.rpc}${index > 0 ? `.${index}` : ""}`, tags: [route.domain], parameters: [...params, ...query], responses };
+  else if (route.shape.kind === "item") {
+    const item = route.shape.item;
+    const body = content(vendor(item.resource!.mediaType), ref(item), exampleOf(item, "response"));
+    if (route.method === "POST") {
+      responses["201"] = {
+        description: "Created: the new item",
+        headers: { Location: { description: "The new item's URL", schema: { type: "string", format: "uri" } }, ...ETAG },
+        content: body,
+      };
+    } else responses["200"] = { description: "The item", headers: ETAG, content: body };
+    if (route.method === "GET") responses["304"] = { description: "Not modified: If-None-Match names the item's tag", headers: ETAG };
+  } else {
+    const item = route.shape.item;
+    responses["200"] = {
+      description: "The collection",
+      ...(query.some((q) => q["name"] === "limit")
+        ? { headers: { Link: { description: 'With `limit`: `<url>; rel="next"` while more items follow', schema: { type: "string" } } } }
+        : {}),
+      content: content(vendor(item.resource!.collectionMediaType), { type: "array", items: ref(item) }, [exampleOf(item, "response")]),
+    };
+  }
+  const { summary, description } = split(route.comment);
+  const who = access(route, kinds, description ?? "");
+  const op: Schema = {
+    operationId: id,
+    summary: summary ?? `${route.rpc.replace(/([a-z])([A-Z])/g, "$1 $2")}`,
+    ...(description || who ? { description: [description, who].filter(Boolean).join(" ") } : {}),
+    tags: [route.domain],
+    parameters: [...params, ...query, ...headers],
+    responses,
+  };
   const body = route.bodyField?.message;
-  if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), ref(body)) };
+  if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), ref(body), exampleOf(body, "request")) };
   return op;
 }
 
+/** GET / and the other root documents. */
+function rootOperation(catalog: Catalog, which?: RootDocumentInfo): Schema {
+  const example = JSON.parse(rootDocument(catalog, EXAMPLE_BASE, which)) as Record<string, unknown>;
+  const type = vendor(which ? which.mediaType : ROOT_TYPE);
+  const what = which ? `the ${which.name} family's root document` : "the root document";
+  return {
+    get: {
+      operationId: which ? `get${which.name[0]!.toUpperCase()}${which.name.slice(1)}Root` : "getRoot",
+      summary: which ? `Get the ${which.name} root document` : "Get the root document",
+      description: `The URL of every top-level collection of ${what} and a URI template for its items${which ? "" : ", and the URL of each other root document"}.`,
+      tags: ["api"],
+      responses: { "200": { description: `The ${what}`, content: content(type, rootSchema(example, `The ${what}`), example) }, ...errors("401", "405", "406", "429") },
+    },
+  };
+}
+
+/** The gateway's own paths: root documents, login, logout, the change feed, the probes. */
+function gatewayPaths(catalog: Catalog): Record<string, Schema> {
+  const token = { key: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl", expires: "2027-01-01T12:00:00.000Z" };
+  const probe = (id: string, summary: string, description: string, type: string, schema: Schema, example: unknown) => ({
+    get: { operationId: id, summary, description, tags: ["operations"], security: [], responses: { "200": { description: summary, content: { [type]: { schema, example } } } } },
+  });
+  const paths: Record<string, Schema> = { "/": rootOperation(catalog) };
+  for (const d of catalog.rootDocuments) paths[d.path] = rootOperation(catalog, d);
+  paths["/login"] = {
+    post: {
+      operationId: "login",
+      summary: "Log in",
+      description:
+        "HTTP Basic credentials give a token (also in the X-Auth-Token header and the `sessionId` cookie). `X-Auth-Project` names the tenant an admin acts in. Attempts are limited per user name and source, with back-off.",
+      tags: ["api"],
+      security: [{ basic: [] }],
+      parameters: [{ name: "X-Auth-Project", in: "header", required: false, description: "The tenant to act in", schema: { type: "string" } }],
+      responses: {
+        "200": {
+          description: "The token",
+          headers: { "X-Auth-Token": { description: "The token's key", schema: { type: "string" } } },
+          content: content(vendor(TOKEN_TYPE), { $ref: "#/components/schemas/Token" }, token),
+        },
+        ...errors("401", "406", "429", "503"),
+      },
+    },
+  };
+  paths["/logout"] = {
+    post: {
+      operationId: "logout",
+      summary: "Log out",
+      description: "Ends every token of the caller on every gateway within a second, and its open /events streams.",
+      tags: ["api"],
+      responses: { "204": { description: "Done" }, ...errors("401", "503") },
+    },
+  };
+  paths["/events"] = {
+    get: {
+      operationId: "events",
+      summary: "Follow changes",
+      description:
+        "Server-Sent Events: `event: created|updated|deleted`, `id: <sequence>`, `data: {\"kind\", \"id\", \"uri\"}`, for every item the caller may see. `Last-Event-ID` (or `?lastEventId=`) resumes after that event.",
+      tags: ["api"],
+      parameters: [
+        { name: "Last-Event-ID", in: "header", required: false, description: "Resume after this event", schema: { type: "string", pattern: "^[0-9]+$" } },
+        { name: "lastEventId", in: "query", required: false, description: "Resume after this event (for clients that cannot set the header)", schema: { type: "string", pattern: "^[0-9]+$" } },
+      ],
+      responses: {
+        "200": {
+          description: "The stream of changes",
+          content: { "text/event-stream": { schema: { type: "string" }, example: `event: created\nid: 42\ndata: {"kind":"bridge.Bridge","id":"${EXAMPLE_ID}","uri":"${EXAMPLE_BASE}/bridges/${EXAMPLE_ID}"}\n\n` } },
+        },
+        ...errors("400", "401", "405", "406", "429", "503"),
+      },
+    },
+  };
+  const checks = { type: "object", additionalProperties: { type: "string", enum: ["ok", "unavailable"] } };
+  Object.assign(paths, {
+    "/healthz": probe("healthz", "Process up", "200 while the gateway's process answers.", "application/json", { type: "object", properties: { status: { type: "string", enum: ["ok"] } } }, { status: "ok" }),
+    "/readyz": probe(
+      "readyz",
+      "Ready to serve",
+      "200 `ok`; 200 `degraded` naming each service, the cache or the bus that does not answer; 503 when no service answers.",
+      "application/json",
+      { type: "object", properties: { status: { type: "string", enum: ["ok", "degraded", "unavailable"] }, checks, degraded: { type: "array", items: { type: "string" } } } },
+      { status: "ok", checks: { bridge: "ok", cache: "ok", bus: "ok" }, degraded: [] },
+    ),
+    "/metrics": probe("metrics", "Prometheus metrics", "Prometheus text exposition: requests by route template, gRPC calls, the cache, open event streams, Node's own.", "text/plain", { type: "string" }, "vnm_http_requests_total{route=\"/bridges\",method=\"GET\",status=\"200\",part=\"gateway\"} 1\n"),
+    "/openapi.json": probe("openapi", "This description", "The OpenAPI 3.1 description of the API, derived from the proto files.", "application/json", { type: "object" }, { openapi: "3.1.0" }),
+  });
+  (paths["/readyz"]!["get"] as Schema)["responses"] = {
+    ...((paths["/readyz"]!["get"] as Schema)["responses"] as Schema),
+    "503": { description: "No service answers: this gateway is cut off", content: { "application/json": { schema: { type: "object" }, example: { status: "unavailable", checks: { bridge: "unavailable" }, degraded: ["bridge"] } } } },
+  };
+  return paths;
+}
+
+const DESCRIPTION = `Virtual network management: bridges, their DHCP and MAC tables, load balancing, routing, tunnels and VTEPs, QoS, tracing, users, and the /compat family.
+
+**Authentication.** \`POST /login\` with HTTP Basic credentials returns a token; send it as \`X-Auth-Token\` or \`Authorization: Bearer\`. Every path needs one but \`/login\` and the probes.
+
+**Media types.** Items and collections have vendor media types (\`application/vnd.org.service.Bridge-v4+json\`, \`...collection.Bridge-v4+json\`); \`application/json\` is accepted too. Write bodies in the item's type.
+
+**Errors** carry \`{"message", "code", "violations"?, "requestId"}\` as \`${ERROR_TYPE}\`.
+
+**Tenancy.** Admins see everything; tenant admins read and write their tenant's items, tenant users read them; another tenant's item is a 404.`;
+
 export function openApi(catalog: Catalog): string {
   const paths: Record<string, Record<string, Schema>> = {};
-  const seen = new Map<string, number>();
+  // Paths that differ only in their variables' names are one path: the first one's names.
+  const byShape = new Map<string, string>();
+  const ids = operationIds(catalog);
+  const kindsByMessage = new Map([...catalog.kinds.values()].map((k) => [k.message.fullName, k]));
   for (const r of catalog.routes) {
-    const key = `${r.service}/${r.rpc}`;
-    const index = seen.get(key) ?? 0;
-    seen.set(key, index + 1);
-    paths[r.template] ??= {};
-    paths[r.template]![r.method.toLowerCase()] = operation(r, index);
+    const shape = templateShape(r.template);
+    const key = byShape.get(shape) ?? r.template;
+    byShape.set(shape, key);
+    const theirs = linkFields(key);
+    const names = new Map(linkFields(r.template).map((v, i) => [v, theirs[i]!]));
+    paths[key] ??= {};
+    paths[key]![r.method.toLowerCase()] = operation(r, ids.get(r)!, names, kindsByMessage);
   }
+  const tags = [
+    { name: "api", description: "The root documents, login, logout and the change feed." },
+    ...[...new Set(catalog.routes.map((r) => r.domain))].map((d) => ({
+      name: d,
+      description: catalog.services
+        .filter((s) => s.domain === d && s.comment)
+        .map((s) => s.comment!.replace(/\s*\n\s*/g, " "))
+        .join(" "),
+    })),
+    { name: "operations", description: "Probes, metrics and this description; no token needed." },
+  ];
   return JSON.stringify({
     openapi: "3.1.0",
-    info: { title: "vnm: virtual network management", version: "v5.0" },
-    servers: [{ url: "/" }],
+    info: { title: "vnm: virtual network management", version: "v5.0", description: DESCRIPTION },
+    servers: [{ url: "/", description: "The gateway this description was fetched from" }],
     security: [{ token: [] }, { bearer: [] }],
-    paths,
+    tags,
+    // A collection before its items, each family together: in path order.
+    paths: { ...gatewayPaths(catalog), ...Object.fromEntries(Object.entries(paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) },
     components: {
       schemas: schemas(catalog),
+      responses: {
+        ...errorResponses(),
+        E405: { description: "Method not allowed on this path", headers: { Allow: { description: "The methods allowed", schema: { type: "string" } } }, content: { [ERROR_TYPE]: { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+      parameters: {
+        IfMatch: { name: "If-Match", in: "header", required: false, description: "Only if the item's tag is one of these (`*`: if it exists); else 412", schema: { type: "string" } },
+        IfNoneMatch: { name: "If-None-Match", in: "header", required: false, description: "On GET: 304 when the tag matches. On PUT and DELETE: 412 when it names the item's tag (`*`: when it exists)", schema: { type: "string" } },
+      },
       securitySchemes: {
-        token: { type: "apiKey", in: "header", name: "X-Auth-Token" },
-        bearer: { type: "http", scheme: "bearer" },
+        token: { type: "apiKey", in: "header", name: "X-Auth-Token", description: "The `key` that POST /login returned" },
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The same token as `Authorization: Bearer <key>`" },
+        basic: { type: "http", scheme: "basic", description: "User name and password, at POST /login only" },
       },
     },
   });

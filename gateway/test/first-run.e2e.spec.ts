@@ -1,8 +1,10 @@
 // `npm start` as a new user runs it: in a fresh private copy of the repository (mode 700, as
 // mktemp -d makes it; as root in CI), with nothing configured, twice side by side on different
 // PORTs. Each runs everything in one process on its own embedded PostgreSQL and free ports,
-// serves the API (services reacting to each other's changes included), and stops on SIGTERM
-// with exit status 0, no stack trace and no process left.
+// says where the console and the API reference are and the generated admin password, serves
+// the API (services reacting to each other's changes included) and every part's metrics, and
+// stops on SIGTERM, and on Ctrl-C every time, with exit status 0, no stack trace and no process
+// left.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,10 +30,13 @@ function freshCopy(): string {
   return dir;
 }
 
-/** `npm start` in `dir`, as the README says, with only PORT set. */
-function start(dir: string, port: number): Run {
+/**
+ * `npm start` in `dir`, as the README says, with only PORT set; `detached`: in a process group
+ * of its own, as a shell runs a command in the foreground of a terminal.
+ */
+function start(dir: string, port: number, detached = false): Run {
   const env: NodeJS.ProcessEnv = { PATH: `${join(dir, "node_modules", ".bin")}:${process.env["PATH"]}`, HOME: process.env["HOME"], PORT: String(port) };
-  const child = spawn("npm", ["start"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("npm", ["start"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached });
   const run: Run = { dir, port, child, out: "", err: "" };
   child.stdout!.on("data", (d: Buffer) => {
     run.out += d.toString();
@@ -95,6 +100,36 @@ describe("a first run, twice side by side", () => {
     }
   });
 
+  it("tells a person what to do once started: the console, the API reference and the generated password, on lines of their own", () => {
+    for (const run of runs) {
+      const lines = run.out.split("\n");
+      const ready = lines.indexOf("[launcher] ready");
+      expect(ready).toBeGreaterThan(lines.findIndex((l) => l.includes('"msg":"gateway listening"')));
+      const after = lines.slice(ready);
+      expect(after).toContain(`  console:   http://127.0.0.1:${run.port}/`);
+      expect(after).toContain(`  API docs:  http://127.0.0.1:${run.port}/docs`);
+      expect(after.some((l) => /^ {2}Generated password for admin user 'admin': \S+$/.test(l))).toBe(true);
+      // Not a terminal: every other line is JSON for a machine, or the launcher's own.
+      const others = lines.slice(0, ready).filter((l) => l !== "" && !l.startsWith("[launcher]") && !l.startsWith(">"));
+      for (const l of others) expect(() => JSON.parse(l), l).not.toThrow();
+    }
+  });
+
+  it("serves every part's metrics at the gateway's /metrics, each family once, each part by its label", async () => {
+    const run = runs[0]!;
+    const token = await login(run);
+    expect((await fetch(`http://127.0.0.1:${run.port}/bridges`, { headers: { "x-auth-token": token } })).status).toBe(200);
+    const text = await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text();
+    for (const part of ["gateway", ...readdirSync(join(run.dir, "services")).filter((d) => d !== "kit")]) expect(text, part).toContain(`part="${part}"`);
+    const samples = (name: string, ...labels: string[]) => text.split("\n").filter((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)));
+    // The call the gateway made, as the bridge service counted it and as the gateway did.
+    expect(samples("vnm_grpc_server_calls_total", 'method="vnm.bridge.v1.BridgeService/ListBridges"', 'code="OK"', 'part="bridge"')).toHaveLength(1);
+    expect(samples("vnm_grpc_client_calls_total", 'method="ListBridges"', 'part="gateway"')).toHaveLength(1);
+    expect(samples("vnm_outbox_backlog", 'part="tracing"')).toHaveLength(1);
+    const types = text.split("\n").filter((l) => l.startsWith("# TYPE "));
+    expect(new Set(types).size).toBe(types.length);
+  });
+
   it("serves each API on its own data: a bridge's trace goes with it, both deletions on its own /events", async () => {
     for (const run of runs) {
       const token = await login(run);
@@ -147,4 +182,35 @@ describe("a first run, twice side by side", () => {
       .filter((cmd) => marks.some((m) => cmd.includes(m)));
     expect(left).toEqual([]);
   });
+
+  it("stops on Ctrl-C (SIGINT to its process group, npm's too), pressed once or twice, with exit status 0, every time", async () => {
+    const run = runs[0]!;
+    // Its copy's database is free once its first run is gone (the test above stops it).
+    if (run.child.exitCode === null && run.child.signalCode === null) {
+      run.child.kill("SIGTERM");
+      await run.exit;
+    }
+    for (let i = 0; i < 3; i++) {
+      const again = start(run.dir, await freePort(), true);
+      runs.push(again); // killed by afterAll if a failure leaves it running
+      const exited = again.exit!.then((code) => {
+        throw new Error(`npm start exited ${code}: ${again.err}${again.out}`);
+      });
+      await Promise.race([waitFor(`npm start on ${again.port}`, async () => (await fetch(`http://127.0.0.1:${again.port}/readyz`)).status === 200, 60_000), exited]);
+      exited.catch(() => {});
+      const stopped = new Promise<{ code: number | null; signal: string | null }>((resolve) => again.child.once("exit", (code, signal) => resolve({ code, signal })));
+      process.kill(-again.child.pid!, "SIGINT");
+      if (i > 0) {
+        // Pressed twice, as impatient people do: the second reaches a process already stopping.
+        await new Promise((r) => setTimeout(r, 100));
+        try {
+          process.kill(-again.child.pid!, "SIGINT");
+        } catch {} // all gone already
+      }
+      const status = await stopped;
+      expect(status, `run ${i}: ${again.err}`).toEqual({ code: 0, signal: null });
+      expect(again.err).not.toMatch(/\n\s+at /);
+      expect(again.out).toContain('"reason":"SIGINT"');
+    }
+  }, 120_000);
 });

@@ -1,31 +1,87 @@
-// The OpenAPI description validates with a maintained parser and lists every route the gateway
-// serves, compared with the catalog the routes come from.
+// The OpenAPI description validates with a maintained parser, passes Redocly's recommended rules
+// with no error, and lists every route the gateway serves, compared with the catalog the routes
+// come from, with summaries, closed sets and examples a reader can use.
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { validate } from "@readme/openapi-parser";
-import { buildCatalog } from "@vnm/kit";
+import { buildCatalog, templateShape } from "@vnm/kit";
 import { describe, expect, it } from "vitest";
 import { openApi } from "../src/openapi.ts";
+import { ROOT } from "./harness.ts";
+
+type Operation = { operationId: string; summary?: string; security?: unknown[]; requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
+type Doc = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { required?: string[]; properties: Record<string, { readOnly?: boolean; writeOnly?: boolean; enum?: unknown[]; items?: { enum?: unknown[] } }> }> };
+};
 
 describe("GET /openapi.json", () => {
   const catalog = buildCatalog();
-  const doc = JSON.parse(openApi(catalog)) as { paths: Record<string, Record<string, { requestBody?: unknown; responses: Record<string, unknown> }>>; components: { schemas: Record<string, { required?: string[]; properties: Record<string, { readOnly?: boolean; writeOnly?: boolean }> }> } };
+  const text = openApi(catalog);
+  const doc = JSON.parse(text) as Doc;
+  const operations = Object.values(doc.paths).flatMap((ops) => Object.values(ops));
 
   it("is valid OpenAPI 3.1", async () => {
     const result = await validate(structuredClone(doc) as never);
     expect(result.valid, JSON.stringify("errors" in result ? result.errors : [])).toBe(true);
   });
 
-  it("lists every route of the catalog, with its body and its error responses", () => {
-    const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    expect(listed.sort()).toEqual(catalog.routes.map((r) => `${r.method} ${r.template}`).sort());
+  it("has no error under Redocly's recommended rules (redocly lint, offline)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "vnm-openapi-"));
+    try {
+      const file = join(dir, "openapi.json");
+      writeFileSync(file, text);
+      const bin = join(ROOT, "node_modules", ".bin", "redocly");
+      const env = { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_COLOR: "1" };
+      const run = promisify(execFile)(bin, ["lint", "--extends", "recommended", "--format", "summary", "--max-problems", "1000", file], { cwd: dir, env });
+      const out = await run.catch((err: { stdout: string; stderr: string }) => err);
+      const all = `${out.stdout}${out.stderr}`;
+      expect(all, all).not.toMatch(/^error\s/m);
+      expect(all).toMatch(/valid|validated/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("lists every route of the catalog, with its body and its error responses, and the gateway's own paths", () => {
+    // Paths that differ only in their variables' names are one path in OpenAPI.
+    const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${templateShape(path)}`));
+    const own = ["GET /", ...catalog.rootDocuments.map((d) => `GET ${d.path}`), "POST /login", "POST /logout", "GET /events", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"];
+    expect(listed.sort()).toEqual([...catalog.routes.map((r) => `${r.method} ${templateShape(r.template)}`), ...own].sort());
+    expect(Object.keys(doc.paths)).toContain("/compat");
     const post = doc.paths["/bridges"]!["post"]!;
     expect(post.requestBody).toBeDefined();
     expect(Object.keys(post.responses)).toEqual(expect.arrayContaining(["201", "400", "404", "409"]));
   });
 
-  it("marks required, read-only and write-only fields from the field behaviours", () => {
+  it("gives every operation a unique id and a summary from the proto comments", () => {
+    const ids = operations.map((o) => o.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const o of operations) expect(o.summary, o.operationId).toBeTruthy();
+    expect(doc.paths["/bridges"]!["get"]!.summary).toBe("List bridges");
+    expect(doc.paths["/login"]!["post"]!.security).toEqual([{ basic: [] }]);
+  });
+
+  it("marks required, read-only and write-only fields from the field behaviours, and closed sets as enums", () => {
     const schemas = doc.components.schemas;
     expect(schemas["vnm.tracing.v1.TraceRequest"]!.required).toEqual(["name", "deviceType", "deviceId", "condition"]);
     expect(schemas["vnm.bridge.v1.Bridge"]!.properties["vxlanPortIds"]!.readOnly).toBe(true);
     expect(schemas["vnm.identity.v1.User"]!.properties["password"]!.writeOnly).toBe(true);
+    expect(schemas["vnm.tracing.v1.TraceRequest"]!.properties["deviceType"]!.enum).toEqual(["BRIDGE", "PORT", "ROUTER"]);
+    expect(schemas["vnm.lb.v1.Pool"]!.properties["lbMethod"]!.enum).toEqual(["ROUND_ROBIN"]);
+    expect(schemas["vnm.identity.v1.User"]!.properties["roles"]!.items!.enum).toEqual(["admin", "tenant_admin", "tenant_user"]);
+  });
+
+  it("has an example for every media type of every body and answer", () => {
+    for (const o of operations) {
+      const contents = [o.requestBody?.content, ...Object.values(o.responses).map((r) => r.content)].filter((c) => c !== undefined);
+      for (const c of contents) for (const [type, media] of Object.entries(c)) expect(media.example, `${o.operationId} ${type}`).toBeDefined();
+    }
+    const bridge = doc.paths["/bridges"]!["post"]!.requestBody!.content["application/vnd.org.service.Bridge-v4+json"]!.example as Record<string, unknown>;
+    expect(bridge).toMatchObject({ name: "blue", tenantId: "acme" });
+    expect(bridge).not.toHaveProperty("uri");
   });
 });

@@ -1,7 +1,7 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import { ApiError, type CallContext, type Handlers, isUuid, type Logger, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
+import { ApiError, type CallContext, type Handlers, isUuid, type Logger, notice, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
@@ -134,7 +134,7 @@ export async function ensureAdmin(store: Store, log: Logger): Promise<void> {
     [randomUUID(), name, await hashPassword(password), ["admin"]],
   );
   if (inserted.rowCount && !given) {
-    process.stdout.write(`\nGenerated password for admin user '${name}': ${password}\n(shown once; set VNM_ADMIN_PASSWORD to choose it)\n\n`);
+    notice([`Generated password for admin user '${name}': ${password}`, "(shown once; set VNM_ADMIN_PASSWORD to choose it)"]);
   }
   if (inserted.rowCount) log.info("admin user created", { user: name });
 }

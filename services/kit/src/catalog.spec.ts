@@ -8,7 +8,7 @@ import { loadReflection } from "./proto.ts";
 /** A catalog of one extra proto file, parsed beside the real options. */
 function catalogOf(source: string) {
   const root = loadReflection();
-  protobuf.parse(source, root, { keepCase: true });
+  protobuf.parse(source, root, { keepCase: true, alternateCommentMode: true });
   root.resolveAll();
   return buildCatalog(root);
 }
@@ -77,5 +77,44 @@ describe("kinds", () => {
     expect(catalog.unserved.some((s) => s.length === 2 && "literal" in s[0]! && s[0].literal === "keepers")).toBe(true);
     expect([...catalog.affected(["zoo.Pen:deleted"])].sort()).toEqual(["zoo.Animal", "zoo.Pen"]);
     expect([...catalog.affected(["zoo.Pen:created"])]).toEqual(["zoo.Pen"]);
+  });
+});
+
+describe("descriptions", () => {
+  const SHOP = `
+syntax = "proto3";
+package vnm.shop.v1;
+import "google/api/annotations.proto";
+// A basket.
+message Basket {
+  option (vnm.api.resource) = { media_type: "Basket-v1" };
+  optional string id = 1;
+  // How it is paid.
+  optional string payment = 2 [(vnm.api.values) = "card", (vnm.api.values) = "cash"];
+  repeated string tags = 3 [(vnm.api.values) = "gift"];
+}
+// Baskets of the shop.
+service BasketService {
+  // Get a basket. It may be empty.
+  rpc GetBasket(Basket) returns (Basket) {
+    option (google.api.http) = { get: "/baskets/{id}" };
+  }
+}
+`;
+
+  it("keep the proto comments of services, RPCs, messages and fields", () => {
+    const c = catalogOf(SHOP);
+    const route = c.routes.find((r) => r.rpc === "GetBasket")!;
+    expect(route.comment).toBe("Get a basket. It may be empty.");
+    expect(c.services.find((s) => s.domain === "shop")!.comment).toBe("Baskets of the shop.");
+    expect(route.response.comment).toBe("A basket.");
+    expect(route.response.byName.get("payment")!.comment).toBe("How it is paid.");
+  });
+
+  it("read a field's closed set of values (vnm.api.values), once or several times", () => {
+    const basket = catalogOf(SHOP).routes.find((r) => r.rpc === "GetBasket")!.response;
+    expect(basket.byName.get("payment")!.values).toEqual(["card", "cash"]);
+    expect(basket.byName.get("tags")!.values).toEqual(["gift"]);
+    expect(basket.byName.get("id")!.values).toBeUndefined();
   });
 });

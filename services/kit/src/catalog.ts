@@ -23,6 +23,10 @@ export interface FieldInfo {
   jsonObject: boolean;
   /** A string holding any JSON value of a client's but null (vnm.api.json_value). */
   jsonValue: boolean;
+  /** The only values a string field takes, spelled exactly (vnm.api.values); undefined when open. */
+  values?: string[];
+  /** The field's proto comment, when it has one. */
+  comment?: string;
 }
 
 export interface ResourceInfo {
@@ -62,6 +66,8 @@ export interface MessageInfo {
   resource?: ResourceInfo;
   /** True when an int64-like or free-form JSON field occurs anywhere inside (JSON needs lossless numbers). */
   hasInt64: boolean;
+  /** The message's proto comment, when it has one. */
+  comment?: string;
 }
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
@@ -83,6 +89,8 @@ export interface Route {
    * of the RPC takes from the path (a VLAN given as ?vlanId= on POST is not a way in).
    */
   queryFields: Map<string, FieldInfo>;
+  /** The RPC's proto comment, when it has one (its first sentence says what it does). */
+  comment?: string;
   /** What the response is: one resource, a collection of one, or nothing. */
   shape: { kind: "item"; item: MessageInfo } | { kind: "collection"; field: FieldInfo; item: MessageInfo } | { kind: "empty" };
 }
@@ -158,8 +166,8 @@ export interface Catalog {
   kinds: Map<string, KindInfo>;
   /** The kind of a resource message, by its full name ("vnm.bridge.v1.DhcpSubnet"). */
   kindOf(fullName: string): KindInfo;
-  /** Full gRPC service names with their domains. */
-  services: { name: string; domain: string }[];
+  /** Full gRPC service names with their domains (and the service's proto comment). */
+  services: { name: string; domain: string; comment?: string }[];
   /** Root documents besides the main one. */
   rootDocuments: RootDocumentInfo[];
   /** "<service>/<rpc>" of the methods callable without a caller identity. */
@@ -194,6 +202,20 @@ function behaviorsOf(field: protobuf.Field): Set<Behavior> {
   add(field.options?.["(google.api.field_behavior)"]);
   return out;
 }
+
+/** The values of a repeated string option, given once or several times. */
+function stringsOf(field: protobuf.Field, option: string): string[] | undefined {
+  const out: string[] = [];
+  for (const opt of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
+    const v = opt[option];
+    if (Array.isArray(v)) out.push(...v.map(String));
+    else if (typeof v === "string") out.push(v);
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+/** A proto comment as written, or undefined. */
+const commentOf = (obj: protobuf.ReflectionObject): string | undefined => obj.comment?.trim() || undefined;
 
 /** The domain of a vnm.<domain>.v1 package member; undefined outside vnm. */
 export function domainOf(fullName: string): string | undefined {
@@ -236,6 +258,7 @@ class Messages {
       byName: new Map(),
       resource: resourceOf(type),
       hasInt64: false,
+      comment: commentOf(type),
     };
     this.all.set(type.fullName, info);
     for (const f of type.fieldsArray) {
@@ -260,7 +283,10 @@ class Messages {
       tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
       jsonObject: f.options?.["(vnm.api.json_object)"] === true,
       jsonValue: f.options?.["(vnm.api.json_value)"] === true,
+      values: stringsOf(f, "(vnm.api.values)"),
+      comment: commentOf(f),
     };
+    if (fi.values && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.values is for string fields`);
     if ((fi.jsonObject || fi.jsonValue) && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: a JSON field must be a single string field`);
     if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);
     if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
@@ -308,7 +334,7 @@ function methodRoutes(messages: Messages, service: string, domain: string, m: pr
         : [],
     );
     const verb = method.toUpperCase() as HttpMethod;
-    return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, shape: shapeOf(response) };
+    return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, comment: commentOf(m), shape: shapeOf(response) };
   });
 }
 
@@ -332,7 +358,7 @@ function readRootDocuments(root: protobuf.NamespaceBase): RootDocumentInfo[] {
 /** Every vnm service of the root with its routes. */
 function readServices(root: protobuf.NamespaceBase, messages: Messages) {
   const routes: Route[] = [];
-  const services: { name: string; domain: string }[] = [];
+  const services: Catalog["services"] = [];
   const publicMethods = new Set<string>();
   const visit = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
@@ -341,7 +367,7 @@ function readServices(root: protobuf.NamespaceBase, messages: Messages) {
         if (!name.startsWith("vnm.")) continue; // e.g. grpc.health.v1.Health
         const domain = domainOf(name);
         if (!domain) throw new Error(`service ${name} is not in a vnm.<domain>.v<N> package`);
-        services.push({ name, domain });
+        services.push({ name, domain, comment: commentOf(obj) });
         for (const m of obj.methodsArray) {
           if (m.options?.["(vnm.api.public)"] === true) publicMethods.add(`${name}/${m.name}`);
           routes.push(...methodRoutes(messages, name, domain, m));

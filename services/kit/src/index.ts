@@ -6,7 +6,7 @@ export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.t
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
 export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
-export { createLogger, type Logger } from "./log.ts";
+export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
 export { clientConstructor, loadGrpc, loadReflection } from "./proto.ts";
 export { type AnyResource, mergeHandlers, Resource, resourceOf } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
@@ -15,7 +15,7 @@ export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, pars
 export { buildCatalog, catalog, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
-export { bind, compileLinks, itemPath, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
+export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, type Upstream } from "./upstream.ts";
 export { Metrics } from "./metrics.ts";
 export { httpSpans, startTelemetry } from "./telemetry.ts";

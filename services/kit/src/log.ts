@@ -1,6 +1,12 @@
 // Structured logs with pino: one JSON object per line on stdout, `level` as its name and `time`
-// in ISO form, each part's fields (service, requestId, ...) on every line it writes.
+// in ISO form, each part's fields (service, requestId, ...) on every line it writes. On a
+// terminal (or LOG_FORMAT=pretty) the same lines are made readable by pino-pretty instead: time,
+// level, part and message first, the other fields after them on the same line.
+import { createRequire } from "node:module";
 import pino from "pino";
+import type PinoPretty from "pino-pretty";
+
+const require = createRequire(import.meta.url);
 
 export type Level = "debug" | "info" | "warn" | "error";
 
@@ -29,13 +35,65 @@ function wrap(p: pino.Logger): Logger {
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: (fields) => wrap(p.child(fields)) };
 }
 
+/** Whether log lines are for a person (a terminal, or LOG_FORMAT=pretty) rather than JSON. */
+export function prettyLogs(env: NodeJS.ProcessEnv = process.env): boolean {
+  const format = env["LOG_FORMAT"];
+  return format === "pretty" || (format !== "json" && process.stdout.isTTY === true);
+}
+
+/** One prettifier for every logger of the process, writing to stdout synchronously (nothing lost at exit). */
+let prettyStream: ReturnType<typeof PinoPretty> | undefined;
+/** One buffer for every JSON logger of the process: their lines (and writeOut's) keep their order. */
+let jsonStream: pino.DestinationStream | undefined;
+
 export function createLogger(base: Record<string, unknown>, level: Level = (process.env["LOG_LEVEL"] as Level | undefined) ?? "info"): Logger {
-  return wrap(
-    pino({
-      level,
-      base,
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    }),
-  );
+  const options: pino.LoggerOptions = { level, base, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } };
+  if (!prettyLogs()) {
+    jsonStream ??= pino.destination({ dest: process.stdout.fd || 1, sync: false });
+    return wrap(pino(options, jsonStream));
+  }
+  // Loaded only for a terminal: a process logging JSON never needs it.
+  const pretty = require("pino-pretty") as typeof PinoPretty;
+  prettyStream ??= pretty({
+    sync: true,
+    colorize: process.stdout.isTTY === true,
+    translateTime: "SYS:HH:MM:ss",
+    ignore: "pid,hostname,service",
+    messageFormat: "{if service}{service}: {end}{msg}",
+    singleLine: true,
+    customLevels: { debug: 20, info: 30, warn: 40, error: 50 },
+    useOnlyCustomProps: false,
+  });
+  return wrap(pino(options, prettyStream));
+}
+
+/**
+ * Writes lines for a person to stdout after every log line written so far: JSON lines wait in
+ * the loggers' shared buffer (pino writes asynchronously), so these join the same queue.
+ */
+export function writeOut(text: string): void {
+  if (jsonStream) jsonStream.write(text);
+  else process.stdout.write(text);
+}
+
+/** Lines held for a launcher's summary (holdNotices); undefined: written at once. */
+let held: string[] | undefined;
+
+/**
+ * Lines for the person who started the process, not for a log (a generated password): on
+ * stdout, on lines of their own, at once; or, while a launcher holds them, in its summary.
+ */
+export function notice(lines: string[]): void {
+  if (held) held.push(...lines);
+  else writeOut(`\n${lines.join("\n")}\n\n`);
+}
+
+/** Holds the notices from now on; the function returned ends the hold and gives them. */
+export function holdNotices(): () => string[] {
+  held = [];
+  return () => {
+    const out = held ?? [];
+    held = undefined;
+    return out;
+  };
 }

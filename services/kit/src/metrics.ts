@@ -5,7 +5,7 @@
 // streams, the Postgres pool, and Node's own (memory, event-loop lag).
 import { createServer, type Server } from "node:http";
 import type pg from "pg";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** How often the event-loop delay is sampled (ms). */
 const LAG_SAMPLE_MS = 100;
@@ -25,6 +25,9 @@ export class Metrics {
   readonly cacheErrors = new Counter({ name: "vnm_cache_errors_total", help: "Cache operations that failed (the cache is bypassed until reset)", registers: [this.registry] });
   readonly eventStreams = new Gauge({ name: "vnm_event_streams_open", help: "Open /events streams", registers: [this.registry] });
   readonly publishFailures = new Counter({ name: "vnm_nats_publish_failures_total", help: "Change notifications NATS did not take (retried from the outbox)", registers: [this.registry] });
+
+  /** Other parts of this process whose metrics this part's /metrics serves too (include). */
+  private readonly others: Metrics[] = [];
 
   constructor(part: string) {
     this.registry.setDefaultLabels({ part });
@@ -68,6 +71,28 @@ export class Metrics {
         this.set({ state: "waiting" }, pool.waitingCount);
       },
     });
+  }
+
+  /**
+   * Serves another part's metrics with this part's own: the gateway's /metrics, when every
+   * service runs in its process (npm start), carries every part's families.
+   */
+  include(other: Metrics): void {
+    this.others.push(other);
+  }
+
+  /**
+   * The Prometheus text of this part and the parts it includes: each family once, with every
+   * part's samples, told apart by their \`part\` label (the part's name). Nothing is added up:
+   * no two parts' samples share their labels.
+   */
+  async text(): Promise<string> {
+    if (this.others.length === 0) return this.registry.metrics();
+    const all = await Promise.all([this, ...this.others].map((m) => m.registry.getMetricsAsJSON()));
+    // prom-client's cluster aggregation merges families by name; "sum" over samples whose labels
+    // all differ keeps each as it is (its defaults would keep one part's process metrics only).
+    for (const families of all) for (const f of families) (f as { aggregator: string }).aggregator = "sum";
+    return AggregatorRegistry.aggregate(all).metrics();
   }
 
   /** Serves the registry at /metrics on `port` (a service's own metrics port). */

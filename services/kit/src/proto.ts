@@ -52,7 +52,8 @@ export function loadReflection(files: string[] = vnmProtoFiles()): protobuf.Root
     if (target.startsWith("google/protobuf/")) return target;
     return target.startsWith("/") ? target : join(PROTO_DIR, target);
   };
-  root.loadSync(files, { keepCase: true });
+  // `//` comments too, not only `/** */` blocks: they describe the API (GET /openapi.json).
+  root.loadSync(files, { keepCase: true, alternateCommentMode: true });
   root.resolveAll();
   return root;
 }

@@ -147,6 +147,8 @@ function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string): { c
 
 export interface RunningService {
   port: number;
+  /** The service's metrics (its part of a one-process gateway's /metrics). */
+  metrics: Metrics;
   store: Store;
   relay: OutboxRelay;
   bus: Bus;
@@ -378,5 +380,5 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
     log.info("service stopped");
   };
   onShutdown(stop, log);
-  return { port, store, relay, bus, log, stop };
+  return { port, metrics, store, relay, bus, log, stop };
 }

@@ -1,7 +1,8 @@
 // Graceful shutdown on SIGTERM/SIGINT, or when the parent that started this process with an IPC
 // channel goes away (a launcher killed with SIGKILL leaves no orphans): run the registered
 // closers once, the last registered first (a gateway before the services it calls, the
-// services before their database), then exit 0; a hard exit after 10 s.
+// services before their database), then exit 0; a hard exit after 10 s. A signal repeated
+// meanwhile (Ctrl-C reaches a process twice under npm) changes nothing.
 import type { Logger } from "./log.ts";
 
 const closers: { close: () => Promise<void>; log: Logger }[] = [];
@@ -24,7 +25,10 @@ export function onShutdown(close: () => Promise<void>, log: Logger): void {
   closers.push({ close, log });
   if (installed) return;
   installed = true;
-  process.once("SIGTERM", () => void closeAll("SIGTERM"));
-  process.once("SIGINT", () => void closeAll("SIGINT"));
+  // \`on\`, not \`once\`: Ctrl-C on a terminal signals the whole process group, and npm passes its
+  // own SIGINT on to its child too. With the handler gone after the first, Node's default
+  // action (death by signal) met the second one, whenever it came after the first was handled.
+  process.on("SIGTERM", () => void closeAll("SIGTERM"));
+  process.on("SIGINT", () => void closeAll("SIGINT"));
   if (process.send) process.once("disconnect", () => void closeAll("parent gone"));
 }

@@ -1,0 +1,49 @@
+// Logs for a machine or for a person: JSON lines when stdout is not a terminal, pino-pretty's
+// lines on a terminal (a real one: util-linux's `script` gives the child a pseudo-terminal), and
+// lines written for a person (writeOut) after every log line written before them.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const log = join(import.meta.dirname, "..", "src", "log.ts");
+const program = `
+const { createLogger, writeOut } = await import(${JSON.stringify(log)});
+const a = createLogger({ service: "bridge" });
+const b = createLogger({ service: "gateway" });
+for (let i = 0; i < 500; i++) (i % 2 ? a : b).info("service ready", { port: 4000 + i });
+writeOut("SUMMARY\\n");
+`;
+
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+/** The program's output, with stdout a pipe, or a terminal when `tty`. */
+function run(tty: boolean, env: NodeJS.ProcessEnv = {}): string {
+  const node = [process.execPath, "--input-type=module", "-e", program];
+  const options = { encoding: "utf8" as const, env: { ...process.env, ...env } };
+  if (!tty) return execFileSync(node[0]!, node.slice(1), options);
+  const command = node.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  return execFileSync("script", ["-qec", command, "/dev/null"], options).replace(/\r/g, "");
+}
+
+describe("logs", () => {
+  it("are JSON lines when stdout is not a terminal, and what is written for a person comes after them", () => {
+    const lines = run(false).trim().split("\n");
+    expect(lines).toHaveLength(501);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: "info", service: "gateway", port: 4000, msg: "service ready" });
+    expect(lines[500]).toBe("SUMMARY");
+  });
+
+  it("are pretty on a terminal: time, level, part and message, the rest on the same line", () => {
+    const out = run(true);
+    const first = out.split("\n").find((l) => l.includes("service ready"))!;
+    expect(first).not.toContain('{"level"');
+    // Colours on a terminal; without them the line reads "[12:00:00] INFO: gateway: service ready {"port":4000}".
+    expect(first.replace(ANSI_COLOUR, "")).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: gateway: service ready \{"port":4000\}$/);
+    expect(out.trim().split("\n").at(-1)).toBe("SUMMARY");
+  });
+
+  it("stay JSON on a terminal with LOG_FORMAT=json", () => {
+    const first = run(true, { LOG_FORMAT: "json" }).split("\n")[0]!;
+    expect(JSON.parse(first)).toMatchObject({ level: "info", msg: "service ready" });
+  });
+});
