@@ -8,6 +8,7 @@
 import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
 import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
+import { MERGE_PATCH } from "./patch.ts";
 import { rootDocument } from "./root.ts";
 
 type Schema = Record<string, unknown>;
@@ -128,7 +129,12 @@ const ERRORS: Record<string, { description: string; message: string; headers?: R
   "406": { description: "No acceptable media type", message: "No acceptable media type" },
   "409": { description: "Taken, or still in use", message: `A Bridge with ID ${EXAMPLE_ID} already exists.` },
   "412": { description: "If-Match names no current tag of the item (or If-None-Match names it)", message: "Precondition failed", headers: { ETag: { description: "The item's current tag", schema: { type: "string" } } } },
-  "415": { description: "Unsupported Content-Type", message: "Unsupported Content-Type" },
+  "410": { description: "Last-Event-ID names an event this feed cannot resume after (never given, or no longer kept): list again, then follow without it", message: "The events after 42 are no longer kept; list again, then follow without Last-Event-ID" },
+  "415": {
+    description: "Unsupported Content-Type (for a PATCH: not a JSON Merge Patch)",
+    message: "Unsupported Content-Type",
+    headers: { "Accept-Patch": { description: "On a PATCH: the patch format accepted, `application/merge-patch+json`", schema: { type: "string" } } },
+  },
   "429": { description: "Too many requests for this token, or login attempts", message: "Too many requests for this token; slow down", headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } },
   "503": {
     description: "A backing service is unavailable (it is named)",
@@ -205,13 +211,14 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     const f = route.request.byName.get(s.variable)!;
     return [{ name: names.get(s.variable) ?? s.variable, in: "path", required: true, description: parameterDescription(f, "path"), schema: scalarSchema(f) }];
   });
-  const query = [...route.queryFields.values()].map((f) => {
+  const query: Schema[] = [...route.queryFields.values()].map((f) => {
     const schema = f.name === "limit" ? { type: "integer", minimum: 1, maximum: 1000 } : scalarSchema(f);
     const p: Schema = { name: f.name, in: "query", required: false, schema };
     const d = parameterDescription(f, "query") ?? (f.name === "marker" ? "The id of the last item already returned: the page after it" : undefined);
     if (d) p["description"] = d;
     return p;
   });
+  if (route.bodyField) query.push(FIELD_VALIDATION);
   const headers: Schema[] = [];
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
   if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
@@ -252,6 +259,29 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
   const body = route.bodyField?.message;
   if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), ref(body), exampleOf(body, "request")) };
   return op;
+}
+
+/** ?fieldValidation= on every write with a body (docs/decisions.md). */
+const FIELD_VALIDATION: Schema = {
+  name: "fieldValidation",
+  in: "query",
+  required: false,
+  description: "Unknown fields in the body: `Warn` (the default) ignores them and names each in a `Warning: 299` header, `Strict` refuses them (400 naming each), `Ignore` says nothing",
+  schema: { type: "string", enum: ["Ignore", "Warn", "Strict"], default: "Warn" },
+};
+
+/** PATCH beside an item's PUT: a JSON Merge Patch, written as that PUT (gateway/src/patch.ts). */
+function patchOperation(put: Schema): Schema {
+  const body = Object.values((put["requestBody"] as Schema)["content"] as Record<string, Schema>)[0]!;
+  const example = Object.fromEntries(Object.entries((body["example"] ?? {}) as Record<string, unknown>).slice(0, 1));
+  return {
+    ...put,
+    operationId: String(put["operationId"]).replace(/^update/, "patch"),
+    summary: `${String(put["summary"])} (only the fields named)`,
+    description:
+      "A JSON Merge Patch (RFC 7396): the fields it names replace the item's, `null` removes one, the rest stay. Validated and written as the PUT beside it, with the same answers.",
+    requestBody: { required: true, content: { [MERGE_PATCH]: { schema: { type: "object", description: "Any of the item's writable fields" }, example } } },
+  };
 }
 
 /** GET / and the other root documents. */
@@ -322,7 +352,7 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
           description: "The stream of changes",
           content: { "text/event-stream": { schema: { type: "string" }, example: `event: created\nid: 42\ndata: {"kind":"bridge.Bridge","id":"${EXAMPLE_ID}","uri":"${EXAMPLE_BASE}/bridges/${EXAMPLE_ID}"}\n\n` } },
         },
-        ...errors("400", "401", "405", "406", "429", "503"),
+        ...errors("400", "401", "405", "406", "410", "429", "503"),
       },
     },
   };
@@ -370,7 +400,9 @@ export function openApi(catalog: Catalog): string {
     const theirs = linkFields(key);
     const names = new Map(linkFields(r.template).map((v, i) => [v, theirs[i]!]));
     paths[key] ??= {};
-    paths[key]![r.method.toLowerCase()] = operation(r, ids.get(r)!, names, kindsByMessage);
+    const op = operation(r, ids.get(r)!, names, kindsByMessage);
+    paths[key]![r.method.toLowerCase()] = op;
+    if (r.method === "PUT" && op["requestBody"]) paths[key]!["patch"] = patchOperation(op);
   }
   const tags = [
     { name: "api", description: "The root documents, login, logout and the change feed." },

@@ -50,7 +50,12 @@ describe("GET /openapi.json", () => {
     // Paths that differ only in their variables' names are one path in OpenAPI.
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${templateShape(path)}`));
     const own = ["GET /", ...catalog.rootDocuments.map((d) => `GET ${d.path}`), "POST /login", "POST /logout", "GET /events", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"];
-    expect(listed.sort()).toEqual([...catalog.routes.map((r) => `${r.method} ${templateShape(r.template)}`), ...own].sort());
+    // Every item with a PUT also takes a PATCH (a JSON Merge Patch).
+    const patches = catalog.routes.filter((r) => r.method === "PUT").map((r) => `PATCH ${templateShape(r.template)}`);
+    expect(listed.sort()).toEqual([...catalog.routes.map((r) => `${r.method} ${templateShape(r.template)}`), ...patches, ...own].sort());
+    const patch = doc.paths["/bridges/{id}"]!["patch"]!;
+    expect(Object.keys(patch.requestBody.content)).toEqual(["application/merge-patch+json"]);
+    expect(patch.parameters.map((p: { name?: string }) => p.name)).toContain("fieldValidation");
     expect(Object.keys(doc.paths)).toContain("/compat");
     const post = doc.paths["/bridges"]!["post"]!;
     expect(post.requestBody).toBeDefined();
