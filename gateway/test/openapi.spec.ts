@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { openApi } from "../src/openapi.ts";
 import { ROOT } from "./harness.ts";
 
-type Operation = { operationId: string; summary?: string; security?: unknown[]; requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
+type Operation = { operationId: string; summary?: string; security?: unknown[]; parameters?: { name?: string }[]; requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
 type Doc = {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, { required?: string[]; properties: Record<string, { readOnly?: boolean; writeOnly?: boolean; enum?: unknown[]; items?: { enum?: unknown[] } }> }> };
@@ -54,8 +54,8 @@ describe("GET /openapi.json", () => {
     const patches = catalog.routes.filter((r) => r.method === "PUT").map((r) => `PATCH ${templateShape(r.template)}`);
     expect(listed.sort()).toEqual([...catalog.routes.map((r) => `${r.method} ${templateShape(r.template)}`), ...patches, ...own].sort());
     const patch = doc.paths["/bridges/{id}"]!["patch"]!;
-    expect(Object.keys(patch.requestBody.content)).toEqual(["application/merge-patch+json"]);
-    expect(patch.parameters.map((p: { name?: string }) => p.name)).toContain("fieldValidation");
+    expect(Object.keys(patch.requestBody?.content ?? {})).toEqual(["application/merge-patch+json"]);
+    expect(patch.parameters?.map((p) => p.name)).toContain("fieldValidation");
     expect(Object.keys(doc.paths)).toContain("/compat");
     const post = doc.paths["/bridges"]!["post"]!;
     expect(post.requestBody).toBeDefined();
