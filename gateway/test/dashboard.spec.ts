@@ -6,6 +6,7 @@ import { Metrics } from "@vnm/kit";
 import { ROOT } from "@vnm/kit/testing";
 import type pg from "pg";
 import { expect, it } from "vitest";
+import { vtepMetrics } from "../../services/tunnel/src/metrics.ts";
 
 interface Panel {
   type: string;
@@ -15,12 +16,13 @@ interface Panel {
 
 const dashboard = JSON.parse(readFileSync(join(ROOT, "deploy/grafana/vnm.json"), "utf8")) as { uid: string; panels: Panel[] };
 
-/** Every family one process of the system can export (a service's, which has the most). */
+/** Every family one process of the system can export (a service's, which has the most, and the tunnel service's own). */
 function exported(): Metrics {
   const m = new Metrics("dashboard-check");
   const pool = { totalCount: 0, idleCount: 0, waitingCount: 0 } as pg.Pool;
   m.watchOutbox(pool);
   m.watchPool(pool);
+  vtepMetrics(m.registry, () => []);
   return m;
 }
 

@@ -9,9 +9,10 @@
 // device sends updates, a VTEP has at most one write in flight and none queued behind it.
 import { type AnyResource, type Logger, resourceOf, type ServiceContext } from "@vnm/kit";
 import pg from "pg";
-import { Counter, Gauge } from "prom-client";
+import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
-import { type ConnectionState, DeviceSession, type VtepAddress } from "./device.ts";
+import { DeviceSession, type VtepAddress } from "./device.ts";
+import { vtepMetrics } from "./metrics.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
@@ -48,20 +49,7 @@ export class VtepSessions {
     this.log = svc.log;
     this.policy = policy;
     this.vteps = resourceOf("vnm.tunnel.v1.Vtep");
-    const registers = [svc.metrics.registry];
-    this.faults = new Counter({ name: "vnm_vtep_session_faults_total", help: "VTEP sessions ended on the device's account (a bound, the protocol, no answer), by reason", labelNames: ["reason"], registers });
-    const watched = this.watched;
-    new Gauge({
-      name: "vnm_vtep_sessions",
-      help: "VTEPs this replica watches, by connection state",
-      labelNames: ["state"],
-      registers,
-      collect() {
-        const counts: Record<ConnectionState, number> = { connected: 0, disconnected: 0, error: 0 };
-        for (const w of watched.values()) counts[w.session.connectionState]++;
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
-      },
-    });
+    this.faults = vtepMetrics(svc.metrics.registry, () => [...this.watched.values()].map((w) => w.session.connectionState)).faults;
   }
 
   start(): void {
