@@ -2,7 +2,7 @@
 // included: `vnm <kind> list|get|create|update|delete`, with flags from the proto fields
 // (types, required, POST-only), the parents' path variables as options, and the item's key as
 // the argument. Nothing here names a kind: a new proto is a new command.
-import type { FieldInfo, KindInfo, Route } from "@vnm/kit";
+import { type FieldInfo, type KindInfo, type Route, writableFields } from "@vnm/kit";
 import { type Command, Option } from "commander";
 import { CliError, request } from "./client.ts";
 import { gatewayUrl } from "./config.ts";
@@ -69,9 +69,7 @@ function bodyOf(fields: FieldInfo[], opts: Record<string, unknown>): Record<stri
 
 const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
-function writable(k: KindInfo, mode: "create" | "update"): FieldInfo[] {
-  return k.message.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
-}
+const writable = (k: KindInfo, mode: "create" | "update"): FieldInfo[] => writableFields(k.message, mode);
 
 function addFieldFlags(cmd: Command, fields: FieldInfo[], mode: "create" | "update"): Command {
   for (const f of fields) {
