@@ -42,7 +42,10 @@ const fieldOfViolation = (p: string) => p.split(/[.[]/, 1)[0]!;
 
 export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string }) {
   const editing = path !== undefined;
-  const fields = kind.fields.filter((f) => !f.readOnly && (!editing || !f.createOnly));
+  // An optional id (the service gives one) comes last.
+  const fields = kind.fields
+    .filter((f) => !f.readOnly && (!editing || !f.createOnly))
+    .sort((a, b) => Number(a.name === "id" && !a.required) - Number(b.name === "id" && !b.required));
   const parentKind = kind.parent ? KINDS.get(kind.parent) : undefined;
   const [values, setValues] = useState<Values>(() =>
     Object.fromEntries(
@@ -177,10 +180,12 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
 function Field({ field: f, value, violations, onValue }: { field: ConsoleField; value: string | boolean; violations: Violation[]; onValue: (v: string | boolean) => void }) {
   const id = `field-${f.name}`;
   const help: string[] = [];
-  if (f.createOnly) help.push("Set on create only.");
+  if (f.name === "id" && !f.required) help.push("Optional: the service gives one when empty.");
+  else if (f.createOnly) help.push("Set on create only.");
   if (f.repeated && f.type !== "json") help.push("Several values separated by commas.");
   if (f.type === "json") help.push("JSON.");
-  if (f.default !== undefined && f.type !== "boolean") help.push(`Default: ${typeof f.default === "string" ? f.default || "(empty)" : JSON.stringify(f.default)}.`);
+  const empty = f.default === "" || (Array.isArray(f.default) && f.default.length === 0);
+  if (f.default !== undefined && f.type !== "boolean" && !empty) help.push(`Default: ${typeof f.default === "string" ? f.default || "(empty)" : JSON.stringify(f.default)}.`);
   const describedBy = [help.length > 0 ? `${id}-help` : "", violations.length > 0 ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
   const common = { id, name: f.name, "aria-describedby": describedBy, "aria-invalid": violations.length > 0 ? ("true" as const) : undefined, "aria-required": f.required ? ("true" as const) : undefined };
   let input: preact.JSX.Element;

@@ -129,7 +129,7 @@ function LinkedTable({ list, path, version }: { list: LinkedList; path: string; 
   const columns = [...new Set((items ?? []).flatMap((i) => Object.keys(i)))].filter((c) => c !== "uri");
   const id = `linked-${list.template.replace(/\W/g, "-")}`;
   return (
-    <section class="list" aria-labelledby={id}>
+    <div class="list">
       <h2 id={id}>{list.title}</h2>
       <ErrorNote error={error} />
       {items && items.length === 0 && <p>None.</p>}
@@ -159,6 +159,6 @@ function LinkedTable({ list, path, version }: { list: LinkedList; path: string; 
           </table>
         </section>
       )}
-    </section>
+    </div>
   );
 }

@@ -92,7 +92,7 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
   const newHref = href({ page: "new", kind: kind.kind, parent: parentPath });
 
   return (
-    <section class="list" aria-labelledby={`${uid}-title`}>
+    <div class="list">
       <div class="list-head">
         {heading ? (
           <h1 id={`${uid}-title`} tabindex={-1} ref={heading}>
@@ -205,7 +205,7 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
           }}
         />
       )}
-    </section>
+    </div>
   );
 }
 

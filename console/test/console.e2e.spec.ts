@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpClient, ROOT, useStack, waitFor } from "../../gateway/test/harness.ts";
+import { OvsdbServer } from "../../gateway/test/ovsdb-server.ts";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json");
@@ -236,13 +237,41 @@ describe("as an administrator", () => {
     await expect.poll(() => page.locator("tbody tr").count()).toBe(10);
   });
 
+  it("a VTEP's page shows its connection state and ports as they change", async () => {
+    const device = await OvsdbServer.create();
+    try {
+      device.ctl("add-ps", "sw-console");
+      device.ctl("set", "Physical_Switch", "sw-console", "management_ips=127.0.0.1");
+      device.ctl("add-port", "sw-console", "eth0");
+      const zone = await http("POST", "/tunnel_zones", { name: `zone-${fx.stack.id}`, type: "vtep" });
+      const vtep = await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone.json.id });
+      expect(vtep.status, vtep.text).toBe(201);
+      await page.goto(`${fx.gw}/#/item/tunnel.Vtep/${encodeURIComponent(`/vteps/${vtep.json.id}`)}`);
+      const state = page.locator(".fields > div", { hasText: "Connection state" }).locator("dd");
+      await expect.poll(() => state.textContent(), { timeout: 10_000 }).toBe("connected");
+      const ports = page.getByRole("region", { name: "Ports" });
+      await ports.getByRole("cell", { name: "eth0", exact: true }).waitFor();
+      device.ctl("add-port", "sw-console", "eth7");
+      await ports.getByRole("cell", { name: "eth7", exact: true }).waitFor({ timeout: 5_000 });
+      await shot(page, "vtep");
+      await device.stop();
+      await expect.poll(() => state.textContent(), { timeout: 10_000 }).toBe("disconnected");
+    } finally {
+      await device.destroy();
+    }
+  });
+
   it("has no serious or critical accessibility violation (axe-core) on its pages", async () => {
     const bridge = await http("POST", "/bridges", { name: "axe" });
-    const paths = ["#/list/bridge.Bridge", "#/new/bridge.Bridge", `#/item/bridge.Bridge/${encodeURIComponent(`/bridges/${bridge.json.id}`)}`, "#/list/tunnel.Vtep"];
-    for (const p of paths) {
+    const pages: [string, string][] = [
+      ["#/list/bridge.Bridge", "tbody tr"],
+      ["#/new/bridge.Bridge", "form input"],
+      [`#/item/bridge.Bridge/${encodeURIComponent(`/bridges/${bridge.json.id}`)}`, "dl.fields"],
+      ["#/list/tunnel.Vtep", "table"],
+    ];
+    for (const [p, ready] of pages) {
       await page.goto(`${fx.gw}/${p}`);
-      await page.locator("main h1").waitFor();
-      await page.waitForLoadState("networkidle").catch(() => {});
+      await page.locator(ready).first().waitFor();
       expect(await axeViolations(page), p).toEqual([]);
     }
     const fresh = await browser.newPage();
@@ -251,7 +280,7 @@ describe("as an administrator", () => {
     expect(await axeViolations(fresh), "login").toEqual([]);
     await shot(fresh, "login");
     await fresh.close();
-  });
+  }, 60_000);
 });
 
 describe("as a tenant's users", () => {
