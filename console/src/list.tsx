@@ -160,7 +160,7 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
                 return (
                   <tr key={path}>
                     {kind.columns.map((c, i) => (
-                      <td key={c} data-label={fields.get(c)?.label ?? c}>
+                      <td key={c} data-label={fields.get(c)?.label ?? c} class={c === "id" ? "id" : undefined}>
                         {i === 0 ? <a href={href({ page: "item", kind: kind.kind, path })}>{show(fields.get(c), item[c]) === "—" ? name : show(fields.get(c), item[c])}</a> : show(fields.get(c), item[c])}
                       </td>
                     ))}

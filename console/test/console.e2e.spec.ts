@@ -49,6 +49,7 @@ async function axeViolations(p: Page): Promise<string[]> {
 async function shot(p: Page, name: string): Promise<void> {
   if (!SHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
+  await p.evaluate("window.scrollTo(0, 0)");
   await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
 }
 
