@@ -8,8 +8,8 @@ import { ApiError, type Identity, call, type Violation } from "./api.ts";
 import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
 import { go, href } from "./route.ts";
-import { ErrorNote, usePage } from "./ui.tsx";
-import { inSentence } from "./words.ts";
+import { ErrorNote, listing, usePage } from "./ui.tsx";
+import { fieldLabel, inSentence } from "./words.ts";
 
 type Values = Record<string, string | boolean>;
 
@@ -30,7 +30,7 @@ function fromInput(f: ConsoleField, v: string | boolean): unknown {
   if (f.type === "json") return JSON.parse(text);
   const one = (t: string): unknown => {
     if (f.type === "integer" || f.type === "number") return t !== "" && Number.isFinite(Number(t)) ? Number(t) : t;
-    if (f.type === "int64") return /^-?\d+$/.test(t) ? t : t;
+    // 64-bit integers go as their digits (the gateway takes a digit string).
     if (f.type === "boolean") return t === "true" ? true : t === "false" ? false : t;
     return t;
   };
@@ -104,7 +104,7 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
         const a = await call("PUT", path, body, etag ? { "if-match": etag } : {});
         go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parentPathOf(kind, path)) });
       } else {
-        if (!target.path) throw new ApiError(400, `Give the ${target.missing.join(" and ")} first`);
+        if (!target.path) throw new ApiError(400, `Give the ${listing(target.missing.map(fieldLabel))} first`);
         const a = await call("POST", target.path, body);
         go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parent) });
       }
@@ -158,7 +158,7 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
         {target.missing.map((v) => (
           <div class="field" key={v}>
             <label for={`path-${v}`}>
-              {v.replace(/Id$/, " ID").replace(/^./, (c) => c.toUpperCase())} <span aria-hidden="true">*</span>
+              {fieldLabel(v)} <span aria-hidden="true">*</span>
             </label>
             <input id={`path-${v}`} required aria-required="true" value={pathValues[v] ?? ""} onInput={(e) => setPathValues({ ...pathValues, [v]: e.currentTarget.value })} />
           </div>

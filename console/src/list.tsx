@@ -9,8 +9,8 @@ import { onChange } from "./events.ts";
 import { canWrite, fillPath, itemName, itemPath } from "./kinds.ts";
 import type { ConsoleKind } from "./model.ts";
 import { href } from "./route.ts";
-import { DeleteDialog, ErrorNote, show } from "./ui.tsx";
-import { inSentence } from "./words.ts";
+import { DeleteDialog, ErrorNote, listing, show } from "./ui.tsx";
+import { fieldLabel, inSentence } from "./words.ts";
 
 export const PAGE_SIZE = 20;
 
@@ -110,7 +110,7 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label={`Filter ${inSentence(kind.plural)}`}>
         {target.missing.map((v) => (
           <label key={v}>
-            {v.replace(/Id$/, " ID").replace(/^./, (c) => c.toUpperCase())}
+            {fieldLabel(v)}
             <input value={values[v] ?? ""} onChange={(e) => setValues({ ...values, [v]: e.currentTarget.value })} required />
           </label>
         ))}
@@ -131,7 +131,7 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
           </label>
         )}
       </form>
-      {target.missing.length > 0 && <p>Give the {listing(target.missing)} to list them.</p>}
+      {target.missing.length > 0 && <p>Give the {listing(target.missing.map(fieldLabel))} to list them.</p>}
       <ErrorNote error={error} />
       {shown && target.path && (
         <section class="table-wrap" tabindex={0} aria-labelledby={`${uid}-title`}>
@@ -209,6 +209,3 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
   );
 }
 
-function listing(words: string[]): string {
-  return words.map((w) => w.replace(/Id$/, " ID")).join(" and ");
-}

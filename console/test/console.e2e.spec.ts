@@ -207,6 +207,7 @@ describe("as an administrator", () => {
     await dialog.waitFor();
     expect(await dialog.textContent()).toContain("DHCP subnets");
     expect(await dialog.textContent()).toContain("DHCP hosts");
+    expect(await axeViolations(page), "the delete dialog").toEqual([]);
     await shot(page, "delete");
     await dialog.getByRole("button", { name: "Delete" }).click();
     await row(page, "doomed").waitFor({ state: "detached" });
