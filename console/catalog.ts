@@ -1,6 +1,6 @@
 // The console's catalog, derived at build time from the proto catalog the gateway and the CLI use
 // (@vnm/kit) and from the services' resource declarations (the values they store for fields a
-// body leaves out). Vite bundles it as the module "virtual:vnm-catalog": a new kind in the proto
+// body leaves out, the values a field's check allows). Vite bundles it as the module "virtual:vnm-catalog": a new kind in the proto
 // files is a new page of the console, with no console code.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,13 +9,35 @@ import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
 import { fieldLabel, kindNames, phrase } from "./src/words.ts";
 
+/** What a service's declaration of a kind says beyond the proto files. */
+interface Declared {
+  /** What the service stores for a field a body leaves out. */
+  defaults: Record<string, unknown>;
+  /** The values a field takes, when its check names them (a zod enum or literal). */
+  allowed: Record<string, string[]>;
+}
+
+/** The values a zod schema allows, when it is an enum or literal (through optional, pipe, array). */
+function allowedValues(schema: unknown): string[] | undefined {
+  let s = schema as { _zod?: { def: Record<string, unknown> } } | undefined;
+  for (let depth = 0; depth < 10 && s?._zod; depth++) {
+    const def = s._zod.def;
+    if (def["type"] === "enum") return Object.values(def["entries"] as Record<string, unknown>).map(String);
+    if (def["type"] === "literal") return (def["values"] as unknown[]).map(String);
+    const inner = def["innerType"] ?? def["element"] ?? (def["type"] === "pipe" ? def["out"] : undefined);
+    if (!inner) return undefined;
+    s = inner as typeof s;
+  }
+  return undefined;
+}
+
 /**
- * What each service stores for a field a body leaves out, by kind: the services' modules are
- * loaded (nothing runs) so that their Resource declarations join the kit's registry.
+ * Each kind's declaration in its service: the services' modules are loaded (nothing runs) so
+ * that their Resource declarations join the kit's registry.
  */
-async function storedDefaults(c: Catalog): Promise<Map<string, Record<string, unknown>>> {
+async function declarations(c: Catalog): Promise<Map<string, Declared>> {
   for (const d of serviceDomains()) await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-  const out = new Map<string, Record<string, unknown>>();
+  const out = new Map<string, Declared>();
   for (const k of c.kinds.values()) {
     let declared: AnyResource | undefined;
     try {
@@ -23,7 +45,13 @@ async function storedDefaults(c: Catalog): Promise<Map<string, Record<string, un
     } catch {
       continue; // declared when its service starts (a trace request's), or not by a Resource
     }
-    if (declared.spec.defaults) out.set(k.kind, declared.spec.defaults);
+    const shape = (declared.spec.input as { shape?: Record<string, unknown> }).shape ?? {};
+    const allowed: Record<string, string[]> = {};
+    for (const [name, schema] of Object.entries(shape)) {
+      const values = allowedValues(schema);
+      if (values) allowed[name] = values;
+    }
+    out.set(k.kind, { defaults: declared.spec.defaults ?? {}, allowed });
   }
   return out;
 }
@@ -37,7 +65,7 @@ function typeOf(f: FieldInfo): FieldType {
   return "string";
 }
 
-function fieldOf(f: FieldInfo, writable: Set<string>, defaults: Record<string, unknown>): ConsoleField {
+function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undefined): ConsoleField {
   const out: ConsoleField = {
     name: f.name,
     label: fieldLabel(f.name),
@@ -49,8 +77,9 @@ function fieldOf(f: FieldInfo, writable: Set<string>, defaults: Record<string, u
     writeOnly: f.behaviors.has("INPUT_ONLY"),
     link: f.link !== undefined,
   };
-  if (f.enumValues) out.enumValues = f.enumValues;
-  if (defaults[f.name] !== undefined) out.default = defaults[f.name];
+  const values = f.enumValues ?? declared?.allowed[f.name];
+  if (values) out.enumValues = values;
+  if (declared?.defaults[f.name] !== undefined) out.default = declared.defaults[f.name];
   return out;
 }
 
@@ -71,13 +100,13 @@ function columnsOf(k: KindInfo, fields: ConsoleField[]): string[] {
 const templatesOf = (c: Catalog, k: KindInfo, rpc: string | undefined) => (rpc ? c.routes.filter((r) => r.service === k.service && r.rpc === rpc).map((r) => r.template) : []);
 
 export async function consoleCatalog(c: Catalog = kitCatalog()): Promise<ConsoleCatalog> {
-  const defaults = await storedDefaults(c);
+  const declared = await declarations(c);
   const kinds = [...c.kinds.values()];
   const childrenOf = (kind: string) => kinds.filter((k) => k.parent === kind).map((k) => k.kind);
   const descendants = (kind: string): string[] => childrenOf(kind).flatMap((d) => [d, ...descendants(d)]);
   const out: ConsoleKind[] = kinds.map((k) => {
     const writable = new Set(writableFields(k.message, "create").map((f) => f.name));
-    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, defaults.get(k.kind) ?? {}));
+    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind)));
     const listTemplates = templatesOf(c, k, k.rpcs.list);
     const itemShape = templateShape(k.itemTemplate);
     const childLists = new Set(kinds.filter((d) => d.parent === k.kind).flatMap((d) => templatesOf(c, d, d.rpcs.list).map(templateShape)));

@@ -182,7 +182,7 @@ function Field({ field: f, value, violations, onValue }: { field: ConsoleField; 
   const help: string[] = [];
   if (f.name === "id" && !f.required) help.push("Optional: the service gives one when empty.");
   else if (f.createOnly) help.push("Set on create only.");
-  if (f.repeated && f.type !== "json") help.push("Several values separated by commas.");
+  if (f.repeated && f.type !== "json" && !f.enumValues) help.push("Several values separated by commas.");
   if (f.type === "json") help.push("JSON.");
   const empty = f.default === "" || (Array.isArray(f.default) && f.default.length === 0);
   if (f.default !== undefined && f.type !== "boolean" && !empty) help.push(`Default: ${typeof f.default === "string" ? f.default || "(empty)" : JSON.stringify(f.default)}.`);
@@ -191,7 +191,40 @@ function Field({ field: f, value, violations, onValue }: { field: ConsoleField; 
   let input: preact.JSX.Element;
   if (f.type === "boolean" && !f.repeated) {
     input = <input type="checkbox" {...common} checked={value === true} onChange={(e) => onValue(e.currentTarget.checked)} />;
-  } else if (f.type === "enum" && !f.repeated) {
+  } else if (f.enumValues && f.repeated) {
+    // Several of the allowed values: a checkbox each.
+    const chosen = new Set(
+      String(value)
+        .split(",")
+        .map((v) => v.trim())
+        .filter(Boolean),
+    );
+    const toggle = (v: string, on: boolean) => {
+      if (on) chosen.add(v);
+      else chosen.delete(v);
+      onValue(f.enumValues!.filter((x) => chosen.has(x)).join(", "));
+    };
+    return (
+      <fieldset class={`field choices${violations.length > 0 ? " invalid" : ""}`} aria-describedby={describedBy}>
+        <legend>{f.label}</legend>
+        {f.enumValues.map((v) => (
+          <label key={v}>
+            <input type="checkbox" name={f.name} value={v} checked={chosen.has(v)} onChange={(e) => toggle(v, e.currentTarget.checked)} /> {v}
+          </label>
+        ))}
+        {help.length > 0 && (
+          <p class="help" id={`${id}-help`}>
+            {help.join(" ")}
+          </p>
+        )}
+        {violations.length > 0 && (
+          <p class="field-error" id={`${id}-error`}>
+            {violations.map((v) => v.message).join("; ")}
+          </p>
+        )}
+      </fieldset>
+    );
+  } else if (f.enumValues && !f.repeated) {
     input = (
       <select {...common} value={String(value)} onChange={(e) => onValue(e.currentTarget.value)}>
         <option value="">—</option>

@@ -198,6 +198,27 @@ describe("as an administrator", () => {
     await shot(page, "bridge");
   });
 
+  it("offers the values a field allows: a tunnel zone's type from a list, a user's roles as checkboxes", async () => {
+    await page.goto(`${fx.gw}/#/new/tunnel.TunnelZone`);
+    const type = page.getByLabel("Type");
+    expect(await type.locator("option").allTextContents()).toEqual(["—", "gre", "vxlan", "vtep"]);
+    await type.selectOption("vxlan");
+    await page.getByLabel("Name").fill(`zone-form-${fx.stack.id}`);
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("h1 .item-name", { hasText: `zone-form-${fx.stack.id}` }).waitFor();
+    expect(await page.locator(".fields > div", { hasText: "Type" }).locator("dd").textContent()).toBe("vxlan");
+    await page.goto(`${fx.gw}/#/new/identity.User`);
+    const roles = page.getByRole("group", { name: "Roles" });
+    expect(await roles.getByRole("checkbox").count()).toBe(3);
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill(`viewer-${fx.stack.id}`);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByLabel("Tenant ID").fill(TENANT);
+    await roles.getByLabel("tenant_user").check();
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("h1 .item-name", { hasText: `viewer-${fx.stack.id}` }).waitFor();
+    expect(await page.locator(".fields > div", { hasText: "Roles" }).locator("dd").textContent()).toBe("tenant_user");
+  });
+
   it("deletes from a row after a confirmation naming what goes with it", async () => {
     const bridge = await http("POST", "/bridges", { name: "doomed" });
     await http("POST", `/bridges/${bridge.json.id}/dhcp`, { subnetPrefix: "10.2.0.0", subnetLength: 24 });
@@ -274,6 +295,7 @@ describe("as an administrator", () => {
       ["#/new/bridge.Bridge", "form input"],
       [`#/item/bridge.Bridge/${encodeURIComponent(`/bridges/${bridge.json.id}`)}`, "dl.fields"],
       ["#/list/tunnel.Vtep", "table"],
+      ["#/new/identity.User", "fieldset"],
     ];
     for (const [p, ready] of pages) {
       await page.goto(`${fx.gw}/${p}`);
