@@ -1,12 +1,13 @@
 // The change feed (GET /events) read with fetch, since EventSource cannot send the token header;
 // eventsource-parser splits the stream. One stream per tab, shared by every open page; when it
 // ends or breaks it reconnects after the server's retry delay with Last-Event-ID, so no change is
-// missed while it was away.
+// missed while it was away (with no event received yet, the pages read what they show again).
 import { createParser } from "eventsource-parser";
 import { currentToken } from "./api.ts";
 
 export interface Change {
-  event: "created" | "updated" | "deleted";
+  /** "resync": the feed was away and cannot replay what it missed; whatever is shown is read again. */
+  event: "created" | "updated" | "deleted" | "resync";
   /** The media type name ("Bridge"). */
   kind: string;
   id: string;
@@ -20,6 +21,8 @@ const listeners = new Set<Listener>();
 let running: AbortController | undefined;
 let lastId: string | undefined;
 let retryMs = 2_000;
+/** Whether a stream was open before (a reconnection, not the first connection). */
+let connectedBefore = false;
 let state: "live" | "connecting" | "off" = "off";
 const stateListeners = new Set<(s: typeof state) => void>();
 
@@ -45,6 +48,9 @@ async function readOnce(signal: AbortSignal): Promise<void> {
   const res = await fetch("/events", { headers, signal, credentials: "omit", cache: "no-store" });
   if (!res.ok || !res.body) throw new Error(`the change feed answered ${res.status}`);
   setState("live");
+  // Back without an event id to resume after: what happened meanwhile is read afresh instead.
+  if (connectedBefore && !lastId) for (const l of listeners) l({ event: "resync", kind: "", id: "", path: "" });
+  connectedBefore = true;
   const parser = createParser({
     onEvent(e) {
       if (e.id) lastId = e.id;
@@ -91,6 +97,7 @@ export function stopFeed(): void {
   running?.abort();
   running = undefined;
   lastId = undefined;
+  connectedBefore = false;
   setState("off");
 }
 

@@ -38,7 +38,7 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
   useEffect(
     () =>
       onChange((c) => {
-        if (c.path !== path) return;
+        if (c.path !== path && c.event !== "resync") return;
         if (c.event === "deleted") setGone(true);
         else void load();
       }),

@@ -73,7 +73,8 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
   useEffect(
     () =>
       onChange((c) => {
-        if (c.kind !== kind.eventName || (parentPath && !c.path.startsWith(`${parentPath}/`))) return;
+        const mine = c.kind === kind.eventName && (!parentPath || c.path.startsWith(`${parentPath}/`));
+        if (!mine && c.event !== "resync") return;
         clearTimeout(timer.current);
         timer.current = setTimeout(() => void load(), 150);
       }),

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, ROOT, useStack, waitFor } from "../../gateway/test/harness.ts";
+import { httpClient, ROOT, startProcess, useStack, waitFor } from "../../gateway/test/harness.ts";
 import { OvsdbServer } from "../../gateway/test/ovsdb-server.ts";
 
 const fx = useStack();
@@ -355,4 +355,33 @@ describe("as a tenant's users", () => {
     await waitFor("the token revoked", async () => (await http("GET", "/bridges", undefined, { "x-auth-token": token! })).status === 401, 5_000);
     await context.close();
   });
+});
+
+describe("when the gateway restarts", () => {
+  it("the open list resumes the change feed with Last-Event-ID: a bridge created meanwhile appears", async () => {
+    await page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+    await page.getByText("Live", { exact: true }).waitFor();
+    // An event received first: the feed knows where to resume.
+    const before = `before-${randomBytes(3).toString("hex")}`;
+    await http("POST", "/bridges", { name: before });
+    await row(page, before).waitFor();
+    const resumedAfter: string[] = [];
+    page.on("request", (r) => {
+      const id = r.headers()["last-event-id"];
+      if (new URL(r.url()).pathname === "/events" && id) resumedAfter.push(id);
+    });
+    const gateway = fx.stack.procs.find((p) => p.output.join("").includes('"service":"gateway"'))!;
+    await gateway.stop();
+    await page.getByText("Reconnecting…").waitFor();
+    // Meanwhile, through another gateway of the same system.
+    const other = await fx.stack.startGateway();
+    const name = `while-away-${randomBytes(3).toString("hex")}`;
+    expect((await http("POST", `${other}/bridges`, { name })).status).toBe(201);
+    fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.env({ PORT: new URL(fx.gw).port, ...fx.stack.addressEnv() })));
+    await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
+    await page.getByText("Live", { exact: true }).waitFor({ timeout: 15_000 });
+    await row(page, name).waitFor({ timeout: 10_000 });
+    expect(resumedAfter.length).toBeGreaterThan(0);
+    expect(resumedAfter.every((id) => /^\d+$/.test(id))).toBe(true);
+  }, 120_000);
 });
