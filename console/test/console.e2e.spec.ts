@@ -359,11 +359,15 @@ describe("as a tenant's users", () => {
 
 describe("when the gateway restarts", () => {
   it("the open list resumes the change feed with Last-Event-ID: a bridge created meanwhile appears", async () => {
+    // A tenant of its own: the list's first page has room for what is created.
+    const tenantId = `restart-${fx.stack.id}`;
     await page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+    await page.getByLabel("Tenant").fill(tenantId);
+    await page.getByText("No bridges.").waitFor();
     await page.getByText("Live", { exact: true }).waitFor();
     // An event received first: the feed knows where to resume.
     const before = `before-${randomBytes(3).toString("hex")}`;
-    await http("POST", "/bridges", { name: before });
+    await http("POST", "/bridges", { name: before, tenantId });
     await row(page, before).waitFor();
     const resumedAfter: string[] = [];
     page.on("request", (r) => {
@@ -376,7 +380,7 @@ describe("when the gateway restarts", () => {
     // Meanwhile, through another gateway of the same system.
     const other = await fx.stack.startGateway();
     const name = `while-away-${randomBytes(3).toString("hex")}`;
-    expect((await http("POST", `${other}/bridges`, { name })).status).toBe(201);
+    expect((await http("POST", `${other}/bridges`, { name, tenantId })).status).toBe(201);
     fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.env({ PORT: new URL(fx.gw).port, ...fx.stack.addressEnv() })));
     await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
     await page.getByText("Live", { exact: true }).waitFor({ timeout: 15_000 });
