@@ -1,6 +1,6 @@
-// The HTTP edge, in stages: the edge middleware (request ids, CORS, counts), the probes, the
-// API (login, the caller, /events, the root document, then the catalog's routes), and a last
-// handler that gives anything express itself rejects the error body.
+// The HTTP edge, in stages: the edge middleware (request ids, CORS, counts), the probes, the web
+// console (console.ts), the API (login, the caller, /events, the root document, then the
+// catalog's routes), and a last handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
 import { ApiError, accessRules, httpSpans, type Identity, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
