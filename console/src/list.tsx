@@ -37,18 +37,23 @@ export function ListView({ kind, who, parentPath, heading }: { kind: ConsoleKind
   const marker = markers.at(-1);
   const uid = `${kind.kind.replace(/\W/g, "-")}-${parentPath ? "child" : "top"}`;
 
+  // Answers may arrive out of order (a page asked for, a change meanwhile): only the last asked counts.
+  const asked = useRef(0);
   const load = useCallback(async () => {
     if (!target.path) return;
+    const n = ++asked.current;
     const q = new URLSearchParams();
     if (paged) q.set("limit", String(PAGE_SIZE));
     if (marker) q.set("marker", marker);
     if (tenant.trim() && kind.listQuery.includes("tenant_id")) q.set("tenant_id", tenant.trim());
     try {
       const a = await call("GET", `${target.path}${q.size ? `?${q}` : ""}`);
+      if (n !== asked.current) return;
       setItems(Array.isArray(a.body) ? a.body : []);
       setNext(nextMarker(a.headers.get("link")));
       setError(undefined);
     } catch (err) {
+      if (n !== asked.current) return;
       setError(err);
       setItems([]);
     }

@@ -6,13 +6,16 @@ import { KINDS } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
 import { inSentence } from "./words.ts";
 
-/** Sets the document's title and moves focus to the page's heading (for keyboards and screen readers). */
+/** Sets the document's title, and moves focus to the page's heading when it opens (for keyboards and screen readers). */
 export function usePage(title: string): RefObject<HTMLHeadingElement | null> {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · vnm console`;
-    heading.current?.focus({ preventScroll: false });
   }, [title]);
+  // Once per page (not when its title follows a change of the item).
+  useEffect(() => {
+    heading.current?.focus();
+  }, []);
   return heading;
 }
 
