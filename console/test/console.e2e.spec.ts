@@ -3,7 +3,7 @@
 // (console/dist), driven in Debian's Chromium through playwright-core. With VNM_SCREENSHOTS=1
 // it also writes the screenshots of docs/console.md.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -58,9 +58,12 @@ const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 10_000 });
 
 const row = (p: Page, text: string) => p.getByRole("row").filter({ hasText: text });
 
+const CHROMIUM = "/usr/bin/chromium";
+
 beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (.ci/run does)`);
   browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   for (const [name, tenantId, role] of [
