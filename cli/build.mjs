@@ -55,7 +55,7 @@ await build({
   ...common,
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(dist, "vnm.js"),
-  plugins: [kitAs('export function catalog() { throw new Error("the bundle carries its catalog"); }')],
+  plugins: [kitAs('export function catalog() { throw new Error("the bundle carries its catalog"); }\nexport const writableFields = catalog;')],
   define: { __VNM_CATALOG__: snapshot },
 });
 chmodSync(join(dist, "vnm.js"), 0o755);

@@ -1,16 +1,24 @@
 // The image's build step, runnable anywhere: `node deploy/build.ts <out>` compiles the gateway's
 // and every service's sources to JavaScript (tsc, deploy/tsconfig.build.json: no tests, no
-// test helpers) and lays them out as the repository is, with what they read at run time (the
-// proto files, data files next to the sources) and each workspace's package.json pointing at the
-// compiled files. `npm install --omit=dev` in <out> then gives a tree with no TypeScript at all.
+// test helpers), builds the web console's static files (console/dist, Vite), and lays them out
+// as the repository is, with what they read at run time (the proto files, data files next to the
+// sources) and each workspace's package.json pointing at the compiled files. `npm install
+// --omit=dev` in <out> then gives a tree with no TypeScript at all.
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ROOT } from "@vnm/kit/repo";
 
-/** The workspaces the image holds (the operators' CLI only as a package.json: npm wants it). */
+/** The workspaces the image holds (the operators' CLI and the console's sources only as a package.json: npm wants it). */
 function workspaces(): string[] {
-  return ["gateway", "cli", ...readdirSync(join(ROOT, "services")).map((d) => `services/${d}`)].filter((w) => existsSync(join(ROOT, w, "package.json")));
+  return ["gateway", "cli", "console", ...readdirSync(join(ROOT, "services")).map((d) => `services/${d}`)].filter((w) => existsSync(join(ROOT, w, "package.json")));
+}
+
+/** The web console's static files (Vite), where the gateway looks for them: console/dist. */
+function buildConsole(out: string): void {
+  const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
+  const args = [vite, "build", "--configLoader", "native", "--logLevel", "warn", "--outDir", join(out, "console", "dist"), "--emptyOutDir"];
+  execFileSync(process.execPath, args, { cwd: join(ROOT, "console"), stdio: "inherit" });
 }
 
 /** A package.json whose entry points name the compiled files; no scripts or dev dependencies. */
@@ -38,10 +46,11 @@ export function build(out: string, typeErrors: "fail" | "warn" = "fail"): void {
     writeFileSync(join(out, w, "package.json"), compiledManifest(readFileSync(join(ROOT, w, "package.json"), "utf8")));
     // Data files the sources read next to themselves (a password list, say).
     const src = join(ROOT, w, "src");
-    if (w !== "cli" && existsSync(src)) {
+    if (w !== "cli" && w !== "console" && existsSync(src)) {
       cpSync(src, join(out, w, "src"), { recursive: true, filter: (p) => !/\.ts$/.test(p) });
     }
   }
+  buildConsole(out);
   cpSync(join(ROOT, "proto"), join(out, "proto"), { recursive: true });
   writeFileSync(join(out, "package.json"), compiledManifest(readFileSync(join(ROOT, "package.json"), "utf8")));
   cpSync(join(ROOT, "package-lock.json"), join(out, "package-lock.json"));

@@ -4,13 +4,15 @@
 // reads no proto file and does not rebuild the catalog each time it starts; run from the
 // sources (the unit tests), it is taken from the proto files the same way.
 import type { Catalog, FieldInfo, KindInfo, ResourceInfo, Route } from "@vnm/kit";
-import { catalog } from "@vnm/kit";
+import { catalog, writableFields } from "@vnm/kit";
 
 export type Field = Pick<FieldInfo, "name" | "type" | "repeated" | "behaviors" | "link" | "internal" | "jsonObject" | "jsonValue">;
 
 export interface CliKind extends Pick<KindInfo, "kind" | "service" | "rpcs" | "itemTemplate" | "parent"> {
   message: { name: string; fields: Field[]; byName: Map<string, Field> };
   resource: Pick<ResourceInfo, "displayName" | "mediaType" | "tenantField">;
+  /** The fields a create and an update may send, as the kit defines them (writableFields). */
+  writable: { create: string[]; update: string[] };
 }
 
 export interface CliRoute extends Pick<Route, "service" | "rpc" | "template"> {
@@ -54,6 +56,7 @@ export function snapshot(c: Catalog): Snapshot {
         })),
       },
       resource: { displayName: k.resource.displayName, mediaType: k.resource.mediaType, tenantField: k.resource.tenantField },
+      writable: { create: writableFields(k.message, "create").map((f) => f.name), update: writableFields(k.message, "update").map((f) => f.name) },
     })),
     routes: c.routes.filter(used).map((r) => ({ service: r.service, rpc: r.rpc, template: r.template, queryFields: [...r.queryFields.keys()] })),
   };

@@ -67,6 +67,14 @@ async function follow(api: Api, first: Response | undefined, from: string | unde
     try {
       res = await open(api, last);
     } catch (err) {
+      // 410: the feed cannot resume after that event (the gateway restarted without NATS, or
+      // the events were dropped): follow from now on, and say that changes may have been missed.
+      if (err instanceof CliError && err.status === 410) {
+        say(`the feed cannot resume after event ${last}; following from now (list again to see what changed meanwhile)\n`);
+        last = undefined;
+        res = undefined;
+        continue;
+      }
       // A refusal (401, 400) will not get better by retrying; a lost gateway may.
       if (!(err instanceof CliError) || err.exitCode !== 3) throw err;
       res = undefined;

@@ -57,7 +57,8 @@ export class Kind {
 
   /** The fields a create (or an update) may send. */
   writable(mode: "create" | "update"): Field[] {
-    return this.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
+    const names = new Set(this.info.writable[mode]);
+    return this.fields.filter((f) => names.has(f.name));
   }
 
   /** The fields a table shows: everything but links; the default table only those that matter. */

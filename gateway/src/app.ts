@@ -1,12 +1,13 @@
-// The HTTP edge, in stages: the edge middleware (request ids, CORS, counts), the probes, the
-// API (login, the caller, /events, the root document, then the catalog's routes), and a last
-// handler that gives anything express itself rejects the error body.
+// The HTTP edge, in stages: the edge middleware (request ids, CORS, counts), the probes, the web
+// console (console.ts), the API (login, the caller, /events, the root document, then the
+// catalog's routes), and a last handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
 import { accessRules, httpSpans, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
+import { consolePages } from "./console.ts";
 import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
@@ -256,14 +257,16 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   const revoked = revocations({ ...opts, keys });
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
   const serve = api(gw, feed, revoked, keys);
-  app.use((req, res) => serve(req as ApiRequest, res as ApiResponse));
+  // The web console: / for a browser, /console/* (no token needed), before the API.
+  const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: opts.log });
+  app.use((req, res) => ui(req as ApiRequest, res as ApiResponse) || serve(req as ApiRequest, res as ApiResponse));
   app.use(lastResort(opts.log));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     if (!asApiExchange(req, res, opts.trustProxy) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
     const r = req as ApiRequest;
     const s = res as ApiResponse;
     spans(r, s, () => {
-      if (begin(r, s)) void serve(r, s);
+      if (begin(r, s) && !ui(r, s)) void serve(r, s);
     });
   };
   return { app, feed, audit, handle };

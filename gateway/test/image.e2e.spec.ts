@@ -67,6 +67,16 @@ it("the build holds JavaScript only: no TypeScript sources, no tests, no test he
   expect(all.filter((f) => f.endsWith(".ts"))).toEqual([]);
   expect(all.filter((f) => /\.spec\.|\/test\/|testing\.js$/.test(f))).toEqual([]);
   expect(existsSync(join(out, "proto"))).toBe(true);
+  expect(existsSync(join(out, "console", "dist", "index.html"))).toBe(true);
+});
+
+it("the compiled gateway serves the web console to a browser, and its files", async () => {
+  const r = await fetch(`${gw}/`, { headers: { accept: "text/html" } });
+  expect(r.status).toBe(200);
+  expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
+  const script = /src="(\/console\/[^"]+\.js)"/.exec(await r.text())?.[1];
+  expect(script).toBeDefined();
+  expect((await fetch(`${gw}${script}`)).status).toBe(200);
 });
 
 it("the image's HEALTHCHECK passes for a running service and the gateway, and fails where nothing runs", async () => {

@@ -41,7 +41,8 @@ export class OvsdbServer {
 
   async stop(): Promise<void> {
     const p = this.proc;
-    if (!p || p.exitCode !== null) return;
+    // Stopped before (exited, or ended by a signal): nothing to wait for.
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       p.once("exit", () => resolve());
       p.kill("SIGTERM");

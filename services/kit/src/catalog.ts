@@ -488,6 +488,14 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
   return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes, tree) };
 }
 
+/**
+ * The fields a client may send: on create every one but the read-only ones (OUTPUT_ONLY, links,
+ * internal ones); on update not the create-only (IMMUTABLE) ones either.
+ */
+export function writableFields(m: MessageInfo, mode: "create" | "update"): FieldInfo[] {
+  return m.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
+}
+
 let shared: Catalog | undefined;
 
 /** The catalog of the proto files, built on first use and shared by the whole process. */

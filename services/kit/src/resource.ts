@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { z } from "zod";
-import { catalog, type FieldInfo, type KindInfo } from "./catalog.ts";
+import { catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -186,7 +186,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     this.info = catalog().kindOf(spec.proto);
     const fields = this.info.message.fields;
     const named = (f: FieldInfo) => ({ name: f.name, column: columnOf(f.name) });
-    this.writable = fields.filter((f) => f.name !== "id" && !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY")).map(named);
+    this.writable = writableFields(this.info.message, "create").filter((f) => f.name !== "id").map(named);
     this.shown = fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);
     if (this.info.parent && !spec.parentColumn) throw new Error(`${spec.proto} lives under ${this.info.parent}: declare its parentColumn`);
     registry.set(this.info.kind, this);

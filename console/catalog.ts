@@ -1,0 +1,148 @@
+// The console's catalog, derived at build time from the proto catalog the gateway and the CLI use
+// (@vnm/kit) and from the services' resource declarations (the values they store for fields a
+// body leaves out, the values a field's check allows). Vite bundles it as the module "virtual:vnm-catalog": a new kind in the proto
+// files is a new page of the console, with no console code.
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, catalog as kitCatalog, resourceOf, templateShape, writableFields } from "@vnm/kit";
+import { ROOT, serviceDomains } from "@vnm/kit/repo";
+import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
+import { fieldLabel, kindNames, phrase } from "./src/words.ts";
+
+/** What a service's declaration of a kind says beyond the proto files. */
+interface Declared {
+  /** What the service stores for a field a body leaves out. */
+  defaults: Record<string, unknown>;
+  /** The values a field takes, when its check names them (a zod enum or literal). */
+  allowed: Record<string, string[]>;
+}
+
+/** The values a zod schema allows, when it is an enum or literal (through optional, pipe, array). */
+function allowedValues(schema: unknown): string[] | undefined {
+  let s = schema as { _zod?: { def: Record<string, unknown> } } | undefined;
+  for (let depth = 0; depth < 10 && s?._zod; depth++) {
+    const def = s._zod.def;
+    if (def["type"] === "enum") return Object.values(def["entries"] as Record<string, unknown>).map(String);
+    if (def["type"] === "literal") return (def["values"] as unknown[]).map(String);
+    const inner = def["innerType"] ?? def["element"] ?? (def["type"] === "pipe" ? def["out"] : undefined);
+    if (!inner) return undefined;
+    s = inner as typeof s;
+  }
+  return undefined;
+}
+
+/**
+ * Each kind's declaration in its service: the services' modules are loaded (nothing runs) so
+ * that their Resource declarations join the kit's registry.
+ */
+async function declarations(c: Catalog): Promise<Map<string, Declared>> {
+  for (const d of serviceDomains()) await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
+  const out = new Map<string, Declared>();
+  for (const k of c.kinds.values()) {
+    let declared: AnyResource | undefined;
+    try {
+      declared = resourceOf(k.message.fullName);
+    } catch {
+      continue; // declared when its service starts (a trace request's), or not by a Resource
+    }
+    const shape = (declared.spec.input as { shape?: Record<string, unknown> }).shape ?? {};
+    const allowed: Record<string, string[]> = {};
+    for (const [name, schema] of Object.entries(shape)) {
+      const values = allowedValues(schema);
+      if (values) allowed[name] = values;
+    }
+    out.set(k.kind, { defaults: declared.spec.defaults ?? {}, allowed });
+  }
+  return out;
+}
+
+function typeOf(f: FieldInfo): FieldType {
+  if (f.jsonObject || f.jsonValue || f.type === "message") return "json";
+  if (f.type === "bool") return "boolean";
+  if (f.type === "enum") return "enum";
+  if (f.type === "double" || f.type === "float") return "number";
+  if (/int|fixed/.test(f.type)) return f.type.includes("64") ? "int64" : "integer";
+  return "string";
+}
+
+function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undefined): ConsoleField {
+  const out: ConsoleField = {
+    name: f.name,
+    label: fieldLabel(f.name),
+    type: typeOf(f),
+    repeated: f.repeated,
+    required: f.behaviors.has("REQUIRED"),
+    createOnly: f.behaviors.has("IMMUTABLE"),
+    readOnly: !writable.has(f.name),
+    writeOnly: f.behaviors.has("INPUT_ONLY"),
+    link: f.link !== undefined,
+  };
+  const values = f.enumValues ?? declared?.allowed[f.name];
+  if (values) out.enumValues = values;
+  if (declared?.defaults[f.name] !== undefined) out.default = declared.defaults[f.name];
+  return out;
+}
+
+/** The columns of a list, the ones that matter first: name, state, tenant, then other plain values. */
+function columnsOf(k: KindInfo, fields: ConsoleField[]): string[] {
+  const plain = fields.filter((f) => !f.link && !f.writeOnly && !f.repeated && f.type !== "json");
+  const first = [
+    ...plain.filter((f) => f.name === "name"),
+    ...plain.filter((f) => /state|status/i.test(f.name) && !/description/i.test(f.name)),
+    ...plain.filter((f) => f.name === k.resource.tenantField),
+  ];
+  const rest = plain.filter((f) => !first.includes(f) && f.name !== "id");
+  const chosen = [...new Set([...first, ...rest])].slice(0, 5).map((f) => f.name);
+  return fields.some((f) => f.name === "id") ? [...chosen, "id"] : chosen;
+}
+
+/** The templates of a kind's RPC (every HTTP binding of it). */
+const templatesOf = (c: Catalog, k: KindInfo, rpc: string | undefined) => (rpc ? c.routes.filter((r) => r.service === k.service && r.rpc === rpc).map((r) => r.template) : []);
+
+export async function consoleCatalog(c: Catalog = kitCatalog()): Promise<ConsoleCatalog> {
+  const declared = await declarations(c);
+  const kinds = [...c.kinds.values()];
+  const childrenOf = (kind: string) => kinds.filter((k) => k.parent === kind).map((k) => k.kind);
+  const descendants = (kind: string): string[] => childrenOf(kind).flatMap((d) => [d, ...descendants(d)]);
+  const out: ConsoleKind[] = kinds.map((k) => {
+    const writable = new Set(writableFields(k.message, "create").map((f) => f.name));
+    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind)));
+    const listTemplates = templatesOf(c, k, k.rpcs.list);
+    const itemShape = templateShape(k.itemTemplate);
+    const childLists = new Set(kinds.filter((d) => d.parent === k.kind).flatMap((d) => templatesOf(c, d, d.rpcs.list).map(templateShape)));
+    const linkedLists: LinkedList[] = c.routes
+      .filter((r) => r.method === "GET" && r.shape.kind === "collection")
+      .filter((r) => {
+        const shape = templateShape(r.template);
+        return shape.startsWith(`${itemShape}/`) && !shape.slice(itemShape.length + 1).includes("/") && !childLists.has(shape);
+      })
+      .map((r) => ({ title: phrase(r.template.slice(r.template.lastIndexOf("/") + 1)), template: r.template }));
+    const list = c.routes.find((r) => r.service === k.service && r.rpc === k.rpcs.list);
+    const names = kindNames(k.resource.displayName);
+    return {
+      kind: k.kind,
+      eventName: k.resource.mediaType.replace(/-v\d+$/, ""),
+      singular: names.singular,
+      plural: names.plural,
+      group: k.resource.rootDocument ?? "",
+      adminOnly: k.tenancy === "admin",
+      tenantField: k.resource.tenantField,
+      parent: k.parent,
+      children: childrenOf(k.kind),
+      cascades: descendants(k.kind),
+      itemTemplate: k.itemTemplate,
+      key: [...k.itemTemplate.matchAll(/\{(\w+)\}/g)].at(-1)![1]!,
+      listTemplates,
+      createTemplates: templatesOf(c, k, k.rpcs.create),
+      canUpdate: k.rpcs.update !== undefined,
+      canDelete: k.rpcs.delete !== undefined,
+      listQuery: list ? [...list.queryFields.keys()] : [],
+      fields,
+      columns: columnsOf(k, fields),
+      nameField: fields.some((f) => f.name === "name") ? "name" : undefined,
+      linkedLists,
+    };
+  });
+  out.sort((a, b) => a.plural.localeCompare(b.plural));
+  return { kinds: out, groups: c.rootDocuments.map((d) => ({ name: d.name, title: phrase(d.name) })) };
+}

@@ -1,0 +1,120 @@
+// The API as the console calls it: same origin, the token in X-Auth-Token (never a cookie:
+// requests go with credentials "omit", so the cookie /login also sets is never stored), the
+// token itself in this tab's sessionStorage only.
+
+export interface Identity {
+  name: string;
+  role: "admin" | "tenant_admin" | "tenant_user";
+  tenantId: string | null;
+  /** Seconds since the epoch. */
+  exp: number;
+}
+
+export interface Violation {
+  property: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly violations: Violation[];
+  constructor(status: number, message: string, violations: Violation[] = []) {
+    super(message);
+    this.status = status;
+    this.violations = violations;
+  }
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: the API's JSON, read by field names from the catalog
+  body: any;
+}
+
+const KEY = "vnm.session";
+
+let token: string | undefined = sessionStorage.getItem(KEY) ?? undefined;
+const listeners = new Set<() => void>();
+
+/** The claims of a token (its signature is the gateway's to check; these only shape the pages). */
+function claimsOf(t: string): Identity | undefined {
+  try {
+    const part = t.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/");
+    const bytes = Uint8Array.from(atob(part), (c) => c.charCodeAt(0));
+    const c = JSON.parse(new TextDecoder().decode(bytes)) as { name: string; role: Identity["role"]; tid: string | null; exp: number };
+    return { name: c.name, role: c.role, tenantId: c.tid ?? null, exp: c.exp };
+  } catch {
+    return undefined;
+  }
+}
+
+export function currentToken(): string | undefined {
+  return token;
+}
+
+export function identity(): Identity | undefined {
+  const who = token ? claimsOf(token) : undefined;
+  return who && who.exp * 1000 > Date.now() ? who : undefined;
+}
+
+export function onSessionChange(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+function setToken(t: string | undefined): void {
+  token = t;
+  if (t) sessionStorage.setItem(KEY, t);
+  else sessionStorage.removeItem(KEY);
+  for (const l of listeners) l();
+}
+
+/** JSON with 64-bit integers beyond a double's exact range kept as their digits. */
+function parse(text: string): unknown {
+  return JSON.parse(text, (_k, v, ctx?: { source?: string }) =>
+    typeof v === "number" && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? ctx.source : v,
+  );
+}
+
+async function answer(res: Response): Promise<Answer> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (res.status >= 400) {
+    const b = (body ?? {}) as { message?: string; violations?: Violation[] };
+    if (res.status === 401 && token) setToken(undefined);
+    throw new ApiError(res.status, b.message ?? `The gateway answered ${res.status}`, b.violations ?? []);
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+export async function login(name: string, password: string, tenant: string): Promise<void> {
+  const headers: Record<string, string> = { accept: "application/json", authorization: `Basic ${btoa(String.fromCharCode(...new TextEncoder().encode(`${name}:${password}`)))}` };
+  if (tenant.trim() !== "") headers["x-auth-project"] = tenant.trim();
+  const res = await fetch("/login", { method: "POST", headers, credentials: "omit" });
+  const a = await answer(res);
+  setToken((a.body as { key: string }).key);
+}
+
+/** Ends every token of the user (POST /logout), and forgets this one whatever the answer. */
+export async function logout(): Promise<void> {
+  try {
+    if (token) await call("POST", "/logout");
+  } catch {
+    // forgotten below all the same
+  }
+  setToken(undefined);
+}
+
+export async function call(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Answer> {
+  const headers: Record<string, string> = { accept: "application/json", ...extra };
+  if (token) headers["x-auth-token"] = token;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, credentials: "omit", body: body === undefined ? undefined : JSON.stringify(body) });
+  return answer(res);
+}

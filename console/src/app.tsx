@@ -1,0 +1,163 @@
+// The console's shell: the login form, then a header (who is logged in, the change feed's state,
+// log out), the navigation (a link per top-level kind the caller may use, grouped by root
+// document; child kinds are reached from their parent's page) and the page of the address.
+import { useEffect, useState } from "preact/hooks";
+import { type Identity, identity, login, logout, onSessionChange } from "./api.ts";
+import { feedState, onFeedState, startFeed, stopFeed } from "./events.ts";
+import { FormPage } from "./form.tsx";
+import { ItemPage } from "./item.tsx";
+import { GROUPS, KINDS, visibleTo } from "./kinds.ts";
+import { ListView } from "./list.tsx";
+import type { ConsoleKind } from "./model.ts";
+import { href, type Route, useRoute } from "./route.ts";
+import { ErrorNote, usePage } from "./ui.tsx";
+
+export function App() {
+  const [who, setWho] = useState<Identity | undefined>(identity);
+  useEffect(() => onSessionChange(() => setWho(identity())), []);
+  useEffect(() => {
+    if (who) startFeed();
+    else stopFeed();
+  }, [who]);
+  return who ? <Shell who={who} /> : <Login />;
+}
+
+function Login() {
+  const [error, setError] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
+  const heading = usePage("Log in");
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    setBusy(true);
+    try {
+      await login(String(form.get("name")), String(form.get("password")), String(form.get("tenant") ?? ""));
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="login" id="main">
+      <h1 tabindex={-1} ref={heading}>
+        vnm console
+      </h1>
+      <form onSubmit={submit}>
+        <div class="field">
+          <label for="login-name">User name</label>
+          <input id="login-name" name="name" autocomplete="username" required />
+        </div>
+        <div class="field">
+          <label for="login-password">Password</label>
+          <input id="login-password" name="password" type="password" autocomplete="current-password" required />
+        </div>
+        <div class="field">
+          <label for="login-tenant">Tenant (optional)</label>
+          <input id="login-tenant" name="tenant" aria-describedby="login-tenant-help" />
+          <p class="help" id="login-tenant-help">
+            An administrator may act in one tenant's name.
+          </p>
+        </div>
+        <ErrorNote error={error} />
+        <button type="submit" class="primary" disabled={busy}>
+          Log in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+/** The top-level kinds a caller may use, per group (the main root document's first). */
+function navigation(who: Identity): { title: string; kinds: ConsoleKind[] }[] {
+  const top = [...KINDS.values()].filter((k) => !k.parent && visibleTo(k, who));
+  const groups = [{ name: "", title: "Network" }, ...GROUPS];
+  return groups.map((g) => ({ title: g.title, kinds: top.filter((k) => k.group === g.name) })).filter((g) => g.kinds.length > 0);
+}
+
+function Shell({ who }: { who: Identity }) {
+  const route = useRoute();
+  const [feed, setFeed] = useState(feedState());
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => onFeedState(setFeed), []);
+  useEffect(() => setMenuOpen(false), [route]);
+  const nav = navigation(who);
+  const first = nav[0]?.kinds[0];
+  const current = "kind" in route ? route.kind : first?.kind;
+  return (
+    <>
+      <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>
+        Skip to content
+      </button>
+      <header class="top">
+        <span class="brand">vnm console</span>
+        <span class={`feed feed-${feed}`} role="status">
+          {feed === "live" ? "Live" : feed === "connecting" ? "Reconnecting…" : "Not following changes"}
+        </span>
+        <span class="who">
+          {who.name} · {who.role.replace("_", " ")}
+          {who.tenantId ? ` · tenant ${who.tenantId}` : ""}
+        </span>
+        <button type="button" class="menu-button" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+          Menu
+        </button>
+        <button type="button" onClick={() => void logout()}>
+          Log out
+        </button>
+      </header>
+      <div class="layout">
+        <nav id="nav" class={menuOpen ? "nav open" : "nav"} aria-label="Kinds">
+          {nav.map((g) => (
+            <div key={g.title}>
+              <h2>{g.title}</h2>
+              <ul>
+                {g.kinds.map((k) => (
+                  <li key={k.kind}>
+                    <a href={href({ page: "list", kind: k.kind })} aria-current={current === k.kind ? "page" : undefined}>
+                      {k.plural}
+                    </a>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          ))}
+        </nav>
+        <main id="main" tabindex={-1}>
+          <Page route={route} who={who} first={first} />
+        </main>
+      </div>
+    </>
+  );
+}
+
+function Page({ route, who, first }: { route: Route; who: Identity; first?: ConsoleKind }) {
+  const kind = "kind" in route ? KINDS.get(route.kind) : first;
+  if (!kind || !visibleTo(kind, who)) return <Missing />;
+  switch (route.page) {
+    case "home":
+    case "list":
+      return <ListPage key={kind.kind} kind={kind} who={who} />;
+    case "item":
+      return <ItemPage key={route.path} kind={kind} who={who} path={route.path} />;
+    case "new":
+      return <FormPage key={`new${route.parent ?? ""}`} kind={kind} who={who} parent={route.parent} />;
+    case "edit":
+      return <FormPage key={`edit${route.path}`} kind={kind} who={who} path={route.path} />;
+  }
+}
+
+function ListPage({ kind, who }: { kind: ConsoleKind; who: Identity }) {
+  const heading = usePage(kind.plural);
+  return <ListView kind={kind} who={who} heading={heading} />;
+}
+
+function Missing() {
+  const heading = usePage("Not found");
+  return (
+    <>
+      <h1 tabindex={-1} ref={heading}>
+        Not found
+      </h1>
+      <ErrorNote error="There is no such page here, or it is not yours to see." />
+    </>
+  );
+}

@@ -1,0 +1,113 @@
+// The change feed (GET /events) read with fetch, since EventSource cannot send the token header;
+// eventsource-parser splits the stream. One stream per tab, shared by every open page; when it
+// ends or breaks it reconnects after the server's retry delay with Last-Event-ID, so no change is
+// missed while it was away (with no event received yet, the pages read what they show again).
+import { createParser } from "eventsource-parser";
+import { currentToken } from "./api.ts";
+
+export interface Change {
+  /** "resync": the feed was away and cannot replay what it missed; whatever is shown is read again. */
+  event: "created" | "updated" | "deleted" | "resync";
+  /** The media type name ("Bridge"). */
+  kind: string;
+  id: string;
+  /** The item's path on this gateway. */
+  path: string;
+}
+
+type Listener = (c: Change) => void;
+
+const listeners = new Set<Listener>();
+let running: AbortController | undefined;
+let lastId: string | undefined;
+let retryMs = 2_000;
+/** Whether a stream was open before (a reconnection, not the first connection). */
+let connectedBefore = false;
+let state: "live" | "connecting" | "off" = "off";
+const stateListeners = new Set<(s: typeof state) => void>();
+
+function setState(s: typeof state): void {
+  state = s;
+  for (const l of stateListeners) l(s);
+}
+
+export function feedState(): typeof state {
+  return state;
+}
+
+export function onFeedState(l: (s: typeof state) => void): () => void {
+  stateListeners.add(l);
+  return () => stateListeners.delete(l);
+}
+
+async function readOnce(signal: AbortSignal): Promise<void> {
+  const token = currentToken();
+  if (!token) throw new Error("not logged in");
+  const headers: Record<string, string> = { accept: "text/event-stream", "x-auth-token": token };
+  if (lastId) headers["last-event-id"] = lastId;
+  const res = await fetch("/events", { headers, signal, credentials: "omit", cache: "no-store" });
+  // 410: the feed cannot resume after that event (a restart, or too long away): follow from now
+  // on, and the pages read what they show again.
+  if (res.status === 410) {
+    lastId = undefined;
+    throw new Error("the change feed cannot resume where it was; reading again");
+  }
+  if (!res.ok || !res.body) throw new Error(`the change feed answered ${res.status}`);
+  setState("live");
+  // Back without an event id to resume after: what happened meanwhile is read afresh instead.
+  if (connectedBefore && !lastId) for (const l of listeners) l({ event: "resync", kind: "", id: "", path: "" });
+  connectedBefore = true;
+  const parser = createParser({
+    onEvent(e) {
+      if (e.id) lastId = e.id;
+      if (!e.data) return;
+      try {
+        const d = JSON.parse(e.data) as { kind: string; id: string; uri: string };
+        const change: Change = { event: e.event as Change["event"], kind: d.kind, id: d.id, path: new URL(d.uri, location.href).pathname };
+        for (const l of listeners) l(change);
+      } catch {
+        // not a change: ignored
+      }
+    },
+    onRetry(ms) {
+      retryMs = ms;
+    },
+  });
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    parser.feed(value);
+  }
+}
+
+async function run(ac: AbortController): Promise<void> {
+  while (!ac.signal.aborted) {
+    setState("connecting");
+    await readOnce(ac.signal).catch(() => {});
+    if (ac.signal.aborted || !currentToken()) break;
+    setState("connecting");
+    await new Promise((r) => setTimeout(r, retryMs));
+  }
+  if (running === ac) setState("off");
+}
+
+/** Starts following the feed (once per tab); stop() ends it (on logout). */
+export function startFeed(): void {
+  if (running) return;
+  running = new AbortController();
+  void run(running);
+}
+
+export function stopFeed(): void {
+  running?.abort();
+  running = undefined;
+  lastId = undefined;
+  connectedBefore = false;
+  setState("off");
+}
+
+export function onChange(l: Listener): () => void {
+  listeners.add(l);
+  return () => listeners.delete(l);
+}

@@ -1,0 +1,268 @@
+// Create and edit forms from the catalog: a labelled input per field the API takes (create: every
+// writable one; edit: not the create-only ones), its type, required mark, allowed values and the
+// service's default. The API checks the values: its violations show beside the fields they name.
+// An edit sends If-Match with the item's ETag; a 412 says someone else changed it and shows the
+// current values.
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, type Identity, call, type Violation } from "./api.ts";
+import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
+import type { ConsoleField, ConsoleKind } from "./model.ts";
+import { go, href } from "./route.ts";
+import { ErrorNote, listing, usePage } from "./ui.tsx";
+import { fieldLabel, inSentence } from "./words.ts";
+
+type Values = Record<string, string | boolean>;
+
+/** A field's value as the form holds it. */
+function toInput(f: ConsoleField, v: unknown): string | boolean {
+  if (f.type === "boolean" && !f.repeated) return v === true;
+  if (v === null || v === undefined) return "";
+  if (f.type === "json") return JSON.stringify(v, null, 2);
+  if (f.repeated) return (v as unknown[]).map(String).join(", ");
+  return String(v);
+}
+
+/** A form value as the API takes it; undefined leaves the field out. Mistyped values go as typed: the API names them. */
+function fromInput(f: ConsoleField, v: string | boolean): unknown {
+  if (typeof v === "boolean") return v;
+  const text = v.trim();
+  if (text === "") return f.repeated ? [] : undefined;
+  if (f.type === "json") return JSON.parse(text);
+  const one = (t: string): unknown => {
+    if (f.type === "integer" || f.type === "number") return t !== "" && Number.isFinite(Number(t)) ? Number(t) : t;
+    // 64-bit integers go as their digits (the gateway takes a digit string).
+    if (f.type === "boolean") return t === "true" ? true : t === "false" ? false : t;
+    return t;
+  };
+  return f.repeated ? text.split(",").map((t) => one(t.trim())).filter((t) => t !== "") : one(text);
+}
+
+/** The field a violation names ("extraDhcpOpts[0].optName" is extraDhcpOpts's). */
+const fieldOfViolation = (p: string) => p.split(/[.[]/, 1)[0]!;
+
+export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string }) {
+  const editing = path !== undefined;
+  // An optional id (the service gives one) comes last.
+  const fields = kind.fields
+    .filter((f) => !f.readOnly && (!editing || !f.createOnly))
+    .sort((a, b) => Number(a.name === "id" && !a.required) - Number(b.name === "id" && !b.required));
+  const parentKind = kind.parent ? KINDS.get(kind.parent) : undefined;
+  const [values, setValues] = useState<Values>(() =>
+    Object.fromEntries(
+      fields.map((f) => {
+        if (f.name === kind.tenantField && who.tenantId) return [f.name, who.tenantId];
+        return [f.name, toInput(f, f.default)];
+      }),
+    ),
+  );
+  const [pathValues, setPathValues] = useState<Record<string, string>>({});
+  const [etag, setEtag] = useState<string | undefined>();
+  const [itemLabel, setItemLabel] = useState<string>("");
+  const [violations, setViolations] = useState<Violation[]>([]);
+  const [error, setError] = useState<unknown>();
+  const [conflict, setConflict] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
+  const heading = usePage(title);
+  const target = editing ? { path, missing: [] as string[] } : fillPath(kind.createTemplates, parent, pathValues);
+
+  /** The item as it is now: the form shows its values, and its ETag goes with the next save. */
+  const reload = async () => {
+    if (!path) return;
+    const a = await call("GET", path);
+    setEtag(a.headers.get("etag") ?? undefined);
+    setItemLabel(itemName(kind, a.body, path));
+    setValues(Object.fromEntries(fields.map((f) => [f.name, toInput(f, a.body[f.name])])));
+  };
+  useEffect(() => {
+    reload().catch(setError);
+  }, [path]);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setViolations([]);
+    setConflict(false);
+    const body: Record<string, unknown> = {};
+    const local: Violation[] = [];
+    for (const f of fields) {
+      try {
+        const v = fromInput(f, values[f.name] ?? "");
+        if (v !== undefined) body[f.name] = v;
+      } catch {
+        local.push({ property: f.name, message: "must be JSON" });
+      }
+    }
+    if (local.length > 0) {
+      setViolations(local);
+      setBusy(false);
+      return;
+    }
+    try {
+      if (editing) {
+        const a = await call("PUT", path, body, etag ? { "if-match": etag } : {});
+        go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parentPathOf(kind, path)) });
+      } else {
+        if (!target.path) throw new ApiError(400, `Give the ${listing(target.missing.map(fieldLabel))} first`);
+        const a = await call("POST", target.path, body);
+        go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parent) });
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 412) {
+        setConflict(true);
+        await reload().catch(setError);
+      } else if (err instanceof ApiError && err.violations.length > 0) {
+        setViolations(err.violations);
+        setError(err);
+      } else setError(err);
+      setBusy(false);
+    }
+  };
+
+  const byField = new Map<string, Violation[]>();
+  for (const v of violations) {
+    const name = fieldOfViolation(v.property);
+    if (fields.some((f) => f.name === name)) byField.set(name, [...(byField.get(name) ?? []), v]);
+  }
+  const elsewhere = violations.filter((v) => !byField.has(fieldOfViolation(v.property)));
+  const back = path ?? parent;
+  const backKind = path ? kind : parentKind;
+
+  return (
+    <div class="form-page">
+      <h1 tabindex={-1} ref={heading}>
+        {title}
+      </h1>
+      {conflict && (
+        <p class="conflict" role="alert">
+          This {inSentence(kind.singular)} was changed by someone else since you opened it. The form now shows its current values: make your changes again and
+          save.
+        </p>
+      )}
+      <ErrorNote error={error} />
+      {elsewhere.length > 0 && (
+        <ul class="error">
+          {elsewhere.map((v) => (
+            <li key={v.property + v.message}>
+              {v.property}: {v.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      <form onSubmit={submit} noValidate>
+        <p class="hint">
+          Fields marked <span aria-hidden="true">*</span>
+          <span class="visually-hidden">required</span> are required.
+        </p>
+        {target.missing.map((v) => (
+          <div class="field" key={v}>
+            <label for={`path-${v}`}>
+              {fieldLabel(v)} <span aria-hidden="true">*</span>
+            </label>
+            <input id={`path-${v}`} required aria-required="true" value={pathValues[v] ?? ""} onInput={(e) => setPathValues({ ...pathValues, [v]: e.currentTarget.value })} />
+          </div>
+        ))}
+        {fields.map((f) => (
+          <Field key={f.name} field={f} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />
+        ))}
+        <div class="actions">
+          <button type="submit" class="primary" disabled={busy}>
+            {editing ? "Save" : "Create"}
+          </button>
+          {back && backKind ? <a href={href({ page: "item", kind: backKind.kind, path: back })}>Cancel</a> : <a href={href({ page: "list", kind: kind.kind })}>Cancel</a>}
+        </div>
+      </form>
+    </div>
+  );
+}
+
+function Field({ field: f, value, violations, onValue }: { field: ConsoleField; value: string | boolean; violations: Violation[]; onValue: (v: string | boolean) => void }) {
+  const id = `field-${f.name}`;
+  const help: string[] = [];
+  if (f.name === "id" && !f.required) help.push("Optional: the service gives one when empty.");
+  else if (f.createOnly) help.push("Set on create only.");
+  if (f.repeated && f.type !== "json" && !f.enumValues) help.push("Several values separated by commas.");
+  if (f.type === "json") help.push("JSON.");
+  const empty = f.default === "" || (Array.isArray(f.default) && f.default.length === 0);
+  if (f.default !== undefined && f.type !== "boolean" && !empty) help.push(`Default: ${typeof f.default === "string" ? f.default || "(empty)" : JSON.stringify(f.default)}.`);
+  const describedBy = [help.length > 0 ? `${id}-help` : "", violations.length > 0 ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
+  const common = { id, name: f.name, "aria-describedby": describedBy, "aria-invalid": violations.length > 0 ? ("true" as const) : undefined, "aria-required": f.required ? ("true" as const) : undefined };
+  let input: preact.JSX.Element;
+  if (f.type === "boolean" && !f.repeated) {
+    input = <input type="checkbox" {...common} checked={value === true} onChange={(e) => onValue(e.currentTarget.checked)} />;
+  } else if (f.enumValues && f.repeated) {
+    // Several of the allowed values: a checkbox each.
+    const chosen = new Set(
+      String(value)
+        .split(",")
+        .map((v) => v.trim())
+        .filter(Boolean),
+    );
+    const toggle = (v: string, on: boolean) => {
+      if (on) chosen.add(v);
+      else chosen.delete(v);
+      onValue(f.enumValues!.filter((x) => chosen.has(x)).join(", "));
+    };
+    return (
+      <fieldset class={`field choices${violations.length > 0 ? " invalid" : ""}`} aria-describedby={describedBy}>
+        <legend>{f.label}</legend>
+        {f.enumValues.map((v) => (
+          <label key={v}>
+            <input type="checkbox" name={f.name} value={v} checked={chosen.has(v)} onChange={(e) => toggle(v, e.currentTarget.checked)} /> {v}
+          </label>
+        ))}
+        {help.length > 0 && (
+          <p class="help" id={`${id}-help`}>
+            {help.join(" ")}
+          </p>
+        )}
+        {violations.length > 0 && (
+          <p class="field-error" id={`${id}-error`}>
+            {violations.map((v) => v.message).join("; ")}
+          </p>
+        )}
+      </fieldset>
+    );
+  } else if (f.enumValues && !f.repeated) {
+    input = (
+      <select {...common} value={String(value)} onChange={(e) => onValue(e.currentTarget.value)}>
+        <option value="">—</option>
+        {f.enumValues?.map((v) => (
+          <option key={v} value={v}>
+            {v}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (f.type === "json") {
+    input = <textarea {...common} rows={3} value={String(value)} onInput={(e) => onValue(e.currentTarget.value)} />;
+  } else {
+    const numeric = !f.repeated && (f.type === "integer" || f.type === "number" || f.type === "int64");
+    const onInput = (e: preact.TargetedInputEvent<HTMLInputElement>) => onValue(e.currentTarget.value);
+    input = f.writeOnly ? (
+      <input {...common} type="password" autocomplete="new-password" value={String(value)} onInput={onInput} />
+    ) : (
+      <input {...common} type="text" inputMode={numeric ? "numeric" : undefined} autocomplete="off" value={String(value)} onInput={onInput} />
+    );
+  }
+  return (
+    <div class={`field${f.type === "boolean" && !f.repeated ? " check" : ""}${violations.length > 0 ? " invalid" : ""}`}>
+      <label for={id}>
+        {f.label}
+        {f.required && <span aria-hidden="true"> *</span>}
+      </label>
+      {input}
+      {help.length > 0 && (
+        <p class="help" id={`${id}-help`}>
+          {help.join(" ")}
+        </p>
+      )}
+      {violations.length > 0 && (
+        <p class="field-error" id={`${id}-error`}>
+          {violations.map((v) => v.message).join("; ")}
+        </p>
+      )}
+    </div>
+  );
+}

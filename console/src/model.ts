@@ -1,0 +1,75 @@
+// What the console knows of the API: every kind of the proto catalog, as console/catalog.ts
+// derives it at build time (the browser never reads proto files). Nothing in the console's
+// pages names a kind; they read these.
+
+export type FieldType = "string" | "integer" | "int64" | "number" | "boolean" | "enum" | "json";
+
+export interface ConsoleField {
+  name: string;
+  /** As a person reads it: "adminStateUp" -> "Admin state up". */
+  label: string;
+  type: FieldType;
+  repeated: boolean;
+  required: boolean;
+  /** Sent on create only (IMMUTABLE). */
+  createOnly: boolean;
+  /** Shown, never sent (OUTPUT_ONLY, and the gateway's links). */
+  readOnly: boolean;
+  /** Sent, never shown back (a password). */
+  writeOnly: boolean;
+  enumValues?: string[];
+  /** What the service stores when the body leaves the field out. */
+  default?: unknown;
+  /** A link the gateway fills (an absolute URL). */
+  link: boolean;
+}
+
+/** A collection an item links to that is not a kind of its own (a VTEP's ports). */
+export interface LinkedList {
+  title: string;
+  template: string;
+}
+
+export interface ConsoleKind {
+  /** "bridge.Bridge". */
+  kind: string;
+  /** The media type name without version, as /events names the kind ("Bridge", "VTEP"). */
+  eventName: string;
+  /** "Bridge", "DHCP subnet", "VTEP". */
+  singular: string;
+  /** "Bridges", "DHCP subnets", "VTEPs". */
+  plural: string;
+  /** "" for the main root document, else its name ("compat"). */
+  group: string;
+  /** Only administrators may use it. */
+  adminOnly: boolean;
+  tenantField?: string;
+  /** The kind it lives under ("bridge.Bridge" for a DHCP subnet). */
+  parent?: string;
+  /** Kinds whose items live directly under this kind's items. */
+  children: string[];
+  /** Every kind that goes when an item of this one is deleted (children, theirs, ...). */
+  cascades: string[];
+  itemTemplate: string;
+  /** The path variable naming one item in the item template ("id", "subnetAddr"). */
+  key: string;
+  /** List and create paths (a kind may be listed at several). */
+  listTemplates: string[];
+  createTemplates: string[];
+  canUpdate: boolean;
+  canDelete: boolean;
+  /** Query parameters the list accepts. */
+  listQuery: string[];
+  fields: ConsoleField[];
+  /** Field names shown as list columns, the ones that matter first. */
+  columns: string[];
+  /** The field naming an item to a person (its name), if any. */
+  nameField?: string;
+  linkedLists: LinkedList[];
+}
+
+export interface ConsoleCatalog {
+  kinds: ConsoleKind[];
+  /** Root document names besides the main one, with a heading each. */
+  groups: { name: string; title: string }[];
+}

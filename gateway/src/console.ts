@@ -1,0 +1,112 @@
+// The web console (console/, built by Vite into console/dist): its page at / for a browser (a
+// request preferring text/html over the root document's media types), its files under
+// /console/, from memory, gzip-coded when the client takes it. Everything else, and every API
+// client at /, goes on to the API as before. The page carries a strict Content-Security-Policy:
+// scripts, styles and connections from this origin only, no inline script, no framing.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { extname, join, relative } from "node:path";
+import { constants as H } from "node:http2";
+import { gzipSync } from "node:zlib";
+import type { Logger } from "@vnm/kit";
+import { ROOT } from "@vnm/kit/repo";
+import type { ApiRequest, ApiResponse } from "./context.ts";
+import { EdgeError, sendError } from "./http-error.ts";
+import { acceptsGzip, negotiate } from "./media.ts";
+
+export const CONSOLE_DIR = join(ROOT, "console", "dist");
+const HTML = "text/html";
+const ASSETS = "/console/";
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+interface File {
+  type: string;
+  body: Buffer;
+  gzip?: Buffer;
+}
+
+/** Every built file by its URL path (index.html as "/"), or undefined when nothing is built. */
+function load(dir: string): Map<string, File> | undefined {
+  if (!existsSync(join(dir, "index.html"))) return undefined;
+  const files = new Map<string, File>();
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const full = join(e.parentPath, e.name);
+    const type = TYPES[extname(e.name)] ?? "application/octet-stream";
+    const body = readFileSync(full);
+    const file: File = { type, body, gzip: /text|javascript|json|svg/.test(type) && body.length > 512 ? gzipSync(body, { level: 9 }) : undefined };
+    const rel = relative(dir, full).split("\\").join("/");
+    files.set(rel === "index.html" ? "/" : `${ASSETS}${rel}`, file);
+  }
+  return files;
+}
+
+const MISSING = Buffer.from(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>vnm console: not built</title></head>
+<body><main><h1>The console is not built</h1>
+<p>This gateway serves the API, but the web console's files are missing. Build them in the
+repository with <code>npm run build -w console</code> (<code>npm start</code> does it when they are
+missing), then reload this page.</p></main></body></html>
+`);
+
+function send(req: ApiRequest, res: ApiResponse, status: number, file: File, cache: string): void {
+  const gzip = file.gzip && acceptsGzip(req.headers["accept-encoding"]);
+  const body = gzip ? file.gzip! : file.body;
+  const headers = [
+    "Content-Type", file.type,
+    "Content-Length", String(body.length),
+    "Cache-Control", cache,
+    "Content-Security-Policy", CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options", "nosniff",
+    "Referrer-Policy", "no-referrer",
+    "Vary", "Accept, Accept-Encoding",
+  ];
+  if (gzip) headers.push("Content-Encoding", "gzip");
+  res.writeHead(status, headers);
+  res.end(req.method === "HEAD" ? undefined : body);
+}
+
+/**
+ * The console's handler: true when it answered. `apiTypes` are the root document's media types:
+ * `/` is the console's page only for a request that prefers text/html to all of them.
+ */
+export function consolePages(opts: { apiTypes: string[]; log: Logger; dir?: string }): (req: ApiRequest, res: ApiResponse) => boolean {
+  const dir = opts.dir ?? CONSOLE_DIR;
+  let files = load(dir);
+  if (!files) opts.log.warn("the web console is not built: / answers browsers with how to build it", { dir });
+  const offers = [...opts.apiTypes, HTML];
+  return (req, res) => {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    const page = req.path === "/";
+    if (page ? negotiate(req.headers.accept, offers) !== HTML : !req.path.startsWith(ASSETS)) return false;
+    res.locals.route = page ? "/" : ASSETS;
+    // Built while the gateway runs: found on the next request for the page.
+    if (!files && page) files = load(dir);
+    const file = files?.get(req.path);
+    if (page) send(req, res, file ? H.HTTP_STATUS_OK : H.HTTP_STATUS_SERVICE_UNAVAILABLE, file ?? { type: TYPES[".html"]!, body: MISSING }, "no-cache");
+    else if (file) send(req, res, H.HTTP_STATUS_OK, file, "public, max-age=31536000, immutable");
+    else sendError(res, EdgeError.notFound(`There is no console file at ${req.path}`), res.locals.requestId, opts.log);
+    return true;
+  };
+}
