@@ -12,7 +12,7 @@ import { httpClient, ROOT, startProcess, useStack, waitFor } from "../../gateway
 import { OvsdbServer } from "../../gateway/test/ovsdb-server.ts";
 
 const fx = useStack();
-const http = httpClient(() => fx.gw, "application/json");
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 const PASSWORD = `pw-${randomBytes(9).toString("hex")}`;
 const TENANT = `acme-${fx.stack.id}`;
 const OTHER = `other-${fx.stack.id}`;
