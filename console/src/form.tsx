@@ -177,6 +177,24 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
   );
 }
 
+/** A field's help and the API's violations of it, under it (named by its aria-describedby). */
+function FieldNotes({ id, help, violations }: { id: string; help: string[]; violations: Violation[] }) {
+  return (
+    <>
+      {help.length > 0 && (
+        <p class="help" id={`${id}-help`}>
+          {help.join(" ")}
+        </p>
+      )}
+      {violations.length > 0 && (
+        <p class="field-error" id={`${id}-error`}>
+          {violations.map((v) => v.message).join("; ")}
+        </p>
+      )}
+    </>
+  );
+}
+
 function Field({ field: f, value, violations, onValue }: { field: ConsoleField; value: string | boolean; violations: Violation[]; onValue: (v: string | boolean) => void }) {
   const id = `field-${f.name}`;
   const help: string[] = [];
@@ -212,16 +230,7 @@ function Field({ field: f, value, violations, onValue }: { field: ConsoleField; 
             <input type="checkbox" name={f.name} value={v} checked={chosen.has(v)} onChange={(e) => toggle(v, e.currentTarget.checked)} /> {v}
           </label>
         ))}
-        {help.length > 0 && (
-          <p class="help" id={`${id}-help`}>
-            {help.join(" ")}
-          </p>
-        )}
-        {violations.length > 0 && (
-          <p class="field-error" id={`${id}-error`}>
-            {violations.map((v) => v.message).join("; ")}
-          </p>
-        )}
+        <FieldNotes id={id} help={help} violations={violations} />
       </fieldset>
     );
   } else if (f.enumValues && !f.repeated) {
@@ -253,16 +262,7 @@ function Field({ field: f, value, violations, onValue }: { field: ConsoleField; 
         {f.required && <span aria-hidden="true"> *</span>}
       </label>
       {input}
-      {help.length > 0 && (
-        <p class="help" id={`${id}-help`}>
-          {help.join(" ")}
-        </p>
-      )}
-      {violations.length > 0 && (
-        <p class="field-error" id={`${id}-error`}>
-          {violations.map((v) => v.message).join("; ")}
-        </p>
-      )}
+      <FieldNotes id={id} help={help} violations={violations} />
     </div>
   );
 }

@@ -17,17 +17,25 @@ export const CONSOLE_DIR = join(ROOT, "console", "dist");
 const HTML = "text/html";
 const ASSETS = "/console/";
 
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+/**
+ * A page that loads nothing but its own origin's scripts, styles, images, fonts and requests,
+ * runs no inline script and is framed nowhere; `formAction`: where its forms may be sent.
+ */
+export function sameOriginPolicy(formAction: "'self'" | "'none'"): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    `form-action ${formAction}`,
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+export const CONTENT_SECURITY_POLICY = sameOriginPolicy("'self'");
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -9,23 +9,14 @@ import { gzipSync } from "node:zlib";
 import type express from "express";
 import type { Logger } from "@vnm/kit";
 import type { ApiResponse } from "./context.ts";
+import { sameOriginPolicy } from "./console.ts";
 import { EdgeError, sendError } from "./http-error.ts";
 import { acceptsGzip } from "./media.ts";
 
 const require = createRequire(import.meta.url);
 
 /** What a page of /docs may load: its own origin's scripts, styles, images and requests. */
-export const DOCS_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+export const DOCS_CSP = sameOriginPolicy("'none'");
 
 /** The files of swagger-ui-dist the page uses, by the name it asks for them. */
 const PACKAGE_FILES: Record<string, string> = {
