@@ -128,13 +128,14 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { ro
   const json = given ?? (await readJsonObject(gw, req, route));
   const violations: Violation[] = [];
   const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
-  const unknown = unknownFields(bodyType, json);
-  if (fieldValidation(req) === "Strict") for (const property of unknown) violations.push({ property, message: "is not a field of this resource" });
+  const mode = fieldValidation(req);
+  const unknown = mode === "Ignore" ? [] : unknownFields(bodyType, json);
+  if (mode === "Strict") for (const property of unknown) violations.push({ property, message: "is not a field of this resource" });
   if (violations.length > 0) {
     await probeTarget(gw, route, parts, token);
     throw ApiError.invalid(violations);
   }
-  if (fieldValidation(req) === "Warn" && unknown.length > 0) res.setHeader("Warning", unknownFieldWarnings(unknown));
+  if (mode === "Warn" && unknown.length > 0) res.setHeader("Warning", unknownFieldWarnings(unknown));
   return value;
 }
 

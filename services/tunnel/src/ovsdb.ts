@@ -102,8 +102,6 @@ export class JsonStream {
         }
       } else if (this.depth === 0 && c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
         throw new PeerError("not_json", `not a JSON object or array at ${JSON.stringify(this.buf[i])}`);
-      } else if (this.depth > 0 && i + 1 - this.start > maxChars) {
-        throw new PeerError("too_large", `a message of more than ${maxChars} characters`);
       }
     }
     if (this.depth === 0) {
