@@ -6,34 +6,16 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { extname, join, relative } from "node:path";
 import { constants as H } from "node:http2";
-import { gzipSync } from "node:zlib";
 import type { Logger } from "@vnm/kit";
 import { ROOT } from "@vnm/kit/repo";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError, sendError } from "./http-error.ts";
-import { acceptsGzip, negotiate } from "./media.ts";
+import { negotiate } from "./media.ts";
+import { sameOriginPolicy, sendStatic, type StaticFile, staticFile } from "./static-files.ts";
 
 export const CONSOLE_DIR = join(ROOT, "console", "dist");
 const HTML = "text/html";
 const ASSETS = "/console/";
-
-/**
- * A page that loads nothing but its own origin's scripts, styles, images, fonts and requests,
- * runs no inline script and is framed nowhere; `formAction`: where its forms may be sent.
- */
-export function sameOriginPolicy(formAction: "'self'" | "'none'"): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "base-uri 'none'",
-    `form-action ${formAction}`,
-    "frame-ancestors 'none'",
-  ].join("; ");
-}
 
 export const CONTENT_SECURITY_POLICY = sameOriginPolicy("'self'");
 
@@ -48,22 +30,14 @@ const TYPES: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
 };
 
-interface File {
-  type: string;
-  body: Buffer;
-  gzip?: Buffer;
-}
-
 /** Every built file by its URL path (index.html as "/"), or undefined when nothing is built. */
-function load(dir: string): Map<string, File> | undefined {
+function load(dir: string): Map<string, StaticFile> | undefined {
   if (!existsSync(join(dir, "index.html"))) return undefined;
-  const files = new Map<string, File>();
+  const files = new Map<string, StaticFile>();
   for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
     if (!e.isFile()) continue;
     const full = join(e.parentPath, e.name);
-    const type = TYPES[extname(e.name)] ?? "application/octet-stream";
-    const body = readFileSync(full);
-    const file: File = { type, body, gzip: /text|javascript|json|svg/.test(type) && body.length > 512 ? gzipSync(body, { level: 9 }) : undefined };
+    const file = staticFile(TYPES[extname(e.name)] ?? "application/octet-stream", readFileSync(full));
     const rel = relative(dir, full).split("\\").join("/");
     files.set(rel === "index.html" ? "/" : `${ASSETS}${rel}`, file);
   }
@@ -78,22 +52,9 @@ repository with <code>npm run build -w console</code> (<code>npm start</code> do
 missing), then reload this page.</p></main></body></html>
 `);
 
-function send(req: ApiRequest, res: ApiResponse, status: number, file: File, cache: string): void {
-  const gzip = file.gzip && acceptsGzip(req.headers["accept-encoding"]);
-  const body = gzip ? file.gzip! : file.body;
-  const headers = [
-    "Content-Type", file.type,
-    "Content-Length", String(body.length),
-    "Cache-Control", cache,
-    "Content-Security-Policy", CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options", "nosniff",
-    "Referrer-Policy", "no-referrer",
-    "Vary", "Accept, Accept-Encoding",
-  ];
-  if (gzip) headers.push("Content-Encoding", "gzip");
-  res.writeHead(status, headers);
-  res.end(req.method === "HEAD" ? undefined : body);
-}
+/** The page varies with Accept (a browser gets it, an API client the root document) as well as with Accept-Encoding. */
+const send = (req: ApiRequest, res: ApiResponse, status: number, file: StaticFile, cache: string) =>
+  sendStatic(req, res, status, file, { cache, policy: CONTENT_SECURITY_POLICY, vary: "Accept, Accept-Encoding" });
 
 /**
  * The console's handler: true when it answered. `apiTypes` are the root document's media types:

@@ -5,13 +5,12 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { constants as H } from "node:http2";
 import type express from "express";
 import type { Logger } from "@vnm/kit";
-import type { ApiResponse } from "./context.ts";
-import { sameOriginPolicy } from "./console.ts";
+import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError, sendError } from "./http-error.ts";
-import { acceptsGzip } from "./media.ts";
+import { sameOriginPolicy, sendStatic, type StaticFile, staticFile } from "./static-files.ts";
 
 const require = createRequire(import.meta.url);
 
@@ -63,24 +62,14 @@ const CSS = `body { margin: 0; }
 #swagger-ui { max-width: 1200px; margin: 0 auto; padding: 0 16px; }
 `;
 
-interface Asset {
-  type: string;
-  body: Buffer;
-  gzip: Buffer;
-}
-
-function asset(type: string, body: Buffer): Asset {
-  return { type, body, gzip: gzipSync(body) };
-}
-
 /** Every file of /docs, read and compressed once, on first use. */
-function assets(): Map<string, Asset> {
+function assets(): Map<string, StaticFile> {
   const dir = dirname(require.resolve("swagger-ui-dist/package.json"));
-  const out = new Map<string, Asset>();
-  out.set("/docs", asset("text/html; charset=utf-8", Buffer.from(PAGE)));
-  out.set("/docs/docs.js", asset("text/javascript; charset=utf-8", Buffer.from(INIT)));
-  out.set("/docs/docs.css", asset("text/css; charset=utf-8", Buffer.from(CSS)));
-  for (const [name, type] of Object.entries(PACKAGE_FILES)) out.set(`/docs/${name}`, asset(type, readFileSync(join(dir, name))));
+  const out = new Map<string, StaticFile>();
+  out.set("/docs", staticFile("text/html; charset=utf-8", Buffer.from(PAGE)));
+  out.set("/docs/docs.js", staticFile("text/javascript; charset=utf-8", Buffer.from(INIT)));
+  out.set("/docs/docs.css", staticFile("text/css; charset=utf-8", Buffer.from(CSS)));
+  for (const [name, type] of Object.entries(PACKAGE_FILES)) out.set(`/docs/${name}`, staticFile(type, readFileSync(join(dir, name))));
   return out;
 }
 
@@ -90,22 +79,15 @@ export function isDocsPath(path: string): boolean {
 }
 
 export function docsRoutes(app: express.Express, log: Logger): void {
-  let files: Map<string, Asset> | undefined;
+  let files: Map<string, StaticFile> | undefined;
   app.get(/^\/docs(\/.*)?$/, (req, res) => {
     const path = req.path === "/docs/" || req.path === "/docs/index.html" ? "/docs" : req.path;
     files ??= assets();
     const file = files.get(path);
     if (!file) return sendError(res as ApiResponse, EdgeError.notFound(`There is no file at ${req.path}`), res.locals.requestId, log);
     res.locals.route = "/docs";
-    const gzip = acceptsGzip(req.headers["accept-encoding"]);
-    res.setHeader("Content-Security-Policy", DOCS_CSP);
-    res.setHeader("X-Content-Type-Options", "nosniff");
-    res.setHeader("Referrer-Policy", "no-referrer");
     // The page and its files change with the gateway's version only; a browser may keep them a day.
-    res.setHeader("Cache-Control", path === "/docs" ? "no-cache" : "public, max-age=86400");
-    res.setHeader("Vary", "Accept-Encoding");
-    res.type(file.type);
-    if (gzip) res.setHeader("Content-Encoding", "gzip");
-    res.send(gzip ? file.gzip : file.body);
+    const cache = path === "/docs" ? "no-cache" : "public, max-age=86400";
+    sendStatic(req as ApiRequest, res as ApiResponse, H.HTTP_STATUS_OK, file, { cache, policy: DOCS_CSP, vary: "Accept-Encoding" });
   });
 }
