@@ -26,16 +26,25 @@ type Obj = Record<string, unknown>;
 /**
  * RFC 7396's MergePatch: members of the patch replace the target's, null removes one, objects
  * merge member by member. (Written here: the npm implementation takes any object in a patch,
- * such as the gateway's exact large numbers, for one to merge into.)
+ * such as the gateway's exact large numbers, for one to merge into.) Iterative: a client's patch
+ * may nest as deep as the body limit allows, deeper than the call stack goes.
  */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isJsonObject(patch)) return patch;
-  const out: Obj = isJsonObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key];
-    else out[key] = mergePatch(out[key], value);
+  const merged: Obj = isJsonObject(target) ? { ...target } : {};
+  const work: [Obj, Obj][] = [[merged, patch]];
+  for (let next = work.pop(); next; next = work.pop()) {
+    const [out, p] = next;
+    for (const [key, value] of Object.entries(p)) {
+      if (value === null) delete out[key];
+      else if (isJsonObject(value)) {
+        const inner: Obj = isJsonObject(out[key]) ? { ...out[key] } : {};
+        out[key] = inner;
+        work.push([inner, value]);
+      } else out[key] = value;
+    }
   }
-  return out;
+  return merged;
 }
 
 /** PATCH on a route whose PUT is `match`/`plan`. */

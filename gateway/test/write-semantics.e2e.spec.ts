@@ -110,6 +110,10 @@ describe("PATCH with a JSON Merge Patch", () => {
     expectError(json, 415);
     expect(json.headers.get("accept-patch")).toBe("application/merge-patch+json");
     expectError(await http("PATCH", b.uri, "[1]", as(MERGE)), 400);
+    // Nested deeper than a recursive merge's call stack goes: judged like any body, not a 500.
+    const deep = await http("PATCH", b.uri, `{"name":${'{"a":'.repeat(20_000)}1${"}".repeat(20_000)}}`, as(MERGE));
+    expectError(deep, 400);
+    expect(deep.json.violations.map((v: { property: string }) => v.property)).toEqual(["name"]);
     expectError(await http("PATCH", "/bridges/00000000-0000-4000-8000-00000000fffe", { name: "x" }, as(MERGE)), 404);
     const list = await http("PATCH", "/bridges", { name: "x" }, as(MERGE));
     expectError(list, 405);
