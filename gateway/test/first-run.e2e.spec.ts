@@ -202,8 +202,10 @@ describe("a first run, twice side by side", () => {
       const stopped = new Promise<{ code: number | null; signal: string | null }>((resolve) => again.child.once("exit", (code, signal) => resolve({ code, signal })));
       process.kill(-again.child.pid!, "SIGINT");
       if (i > 0) {
-        // Pressed twice, as impatient people do: the second reaches a process already stopping.
-        await new Promise((r) => setTimeout(r, 100));
+        // Pressed twice, as impatient people do: the second reaches the launcher while it stops
+        // (sent once it says so; a fixed delay could land after it stopped, in the moment npm
+        // itself exits with no handler left, where npm dies of the signal whatever we do).
+        await waitFor("the launcher stopping", async () => again.out.includes('"reason":"SIGINT"'), 10_000);
         try {
           process.kill(-again.child.pid!, "SIGINT");
         } catch {} // all gone already
