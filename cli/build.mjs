@@ -48,14 +48,14 @@ await build({
   outfile: reader,
   plugins: [kitAs('export * from "./catalog.ts";', kit)],
 });
-const snapshot = execFileSync(process.execPath, [reader], { env: { ...process.env, VNM_PROTO_DIR: join(here, "..", "proto") }, maxBuffer: 64 << 20 }).toString();
+const snapshot = execFileSync(process.execPath, [reader, join(here, "..", "proto")], { maxBuffer: 64 << 20 }).toString();
 rmSync(reader);
 
 await build({
   ...common,
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(dist, "vnm.js"),
-  plugins: [kitAs('export function catalog() { throw new Error("the bundle carries its catalog"); }\nexport const writableFields = catalog;')],
+  plugins: [kitAs('export function loadCatalog() { throw new Error("the bundle carries its catalog"); }\nexport const writableFields = loadCatalog;')],
   define: { __VNM_CATALOG__: snapshot },
 });
 chmodSync(join(dist, "vnm.js"), 0o755);

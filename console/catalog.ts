@@ -4,7 +4,7 @@
 // files is a new page of the console, with no console code.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, catalog as kitCatalog, resourceOf, templateShape, writableFields } from "@vnm/kit";
+import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, loadCatalog, ResourceSet, type ServiceSpec, templateShape, writableFields } from "@vnm/kit";
 import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
 import { fieldLabel, kindNames, phrase } from "./src/words.ts";
@@ -32,19 +32,19 @@ function allowedValues(schema: unknown): string[] | undefined {
 }
 
 /**
- * Each kind's declaration in its service: the services' modules are loaded (nothing runs) so
- * that their Resource declarations join the kit's registry.
+ * Each kind's declaration in its service: the services' modules are loaded (nothing runs) and
+ * the Resources they declare outright are read (a kind whose Resource its service makes when it
+ * starts, or that no Resource serves, has no defaults or choices here).
  */
 async function declarations(c: Catalog): Promise<Map<string, Declared>> {
-  for (const d of serviceDomains()) await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
+  const resources: AnyResource[] = [];
+  for (const d of serviceDomains()) {
+    const { service } = (await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href)) as { service: ServiceSpec };
+    if (Array.isArray(service.resources)) resources.push(...service.resources);
+  }
   const out = new Map<string, Declared>();
-  for (const k of c.kinds.values()) {
-    let declared: AnyResource | undefined;
-    try {
-      declared = resourceOf(k.message.fullName);
-    } catch {
-      continue; // declared when its service starts (a trace request's), or not by a Resource
-    }
+  for (const declared of new ResourceSet(c, resources).all()) {
+    const k = declared.info;
     const shape = (declared.spec.input as { shape?: Record<string, unknown> }).shape ?? {};
     const allowed: Record<string, string[]> = {};
     for (const [name, schema] of Object.entries(shape)) {
@@ -99,7 +99,7 @@ function columnsOf(k: KindInfo, fields: ConsoleField[]): string[] {
 /** The templates of a kind's RPC (every HTTP binding of it). */
 const templatesOf = (c: Catalog, k: KindInfo, rpc: string | undefined) => (rpc ? c.routes.filter((r) => r.service === k.service && r.rpc === rpc).map((r) => r.template) : []);
 
-export async function consoleCatalog(c: Catalog = kitCatalog()): Promise<ConsoleCatalog> {
+export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<ConsoleCatalog> {
   const declared = await declarations(c);
   const kinds = [...c.kinds.values()];
   const childrenOf = (kind: string) => kinds.filter((k) => k.parent === kind).map((k) => k.kind);

@@ -62,14 +62,16 @@ const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, d
  * /metrics carries every part's families.
  */
 async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>): Promise<void> {
-  const { runService } = await import("@vnm/kit");
+  const { loadContract, runService } = await import("@vnm/kit");
+  // The proto files are read once here, for every part of this process.
+  const contract = loadContract();
   const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d })).metrics);
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d }, { contract })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
-  await startGateway({ ...env, ...addresses }, { serviceMetrics });
+  await startGateway({ ...env, ...addresses }, { serviceMetrics, contract });
 }
 
 /** Waits until the gateway answers (the processes of --split start on their own). */

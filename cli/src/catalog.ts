@@ -4,7 +4,7 @@
 // reads no proto file and does not rebuild the catalog each time it starts; run from the
 // sources (the unit tests), it is taken from the proto files the same way.
 import type { Catalog, FieldInfo, KindInfo, ResourceInfo, Route } from "@vnm/kit";
-import { catalog, writableFields } from "@vnm/kit";
+import { loadCatalog, writableFields } from "@vnm/kit";
 
 export type Field = Pick<FieldInfo, "name" | "type" | "repeated" | "behaviors" | "link" | "internal" | "jsonObject" | "jsonValue">;
 
@@ -77,6 +77,6 @@ declare const __VNM_CATALOG__: Snapshot | undefined;
 let loaded: CliCatalog | undefined;
 
 export function cliCatalog(): CliCatalog {
-  loaded ??= fromSnapshot(typeof __VNM_CATALOG__ === "undefined" ? snapshot(catalog()) : __VNM_CATALOG__);
+  loaded ??= fromSnapshot(typeof __VNM_CATALOG__ === "undefined" ? snapshot(loadCatalog()) : __VNM_CATALOG__);
   return loaded;
 }

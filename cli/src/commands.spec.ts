@@ -1,4 +1,4 @@
-import { catalog } from "@vnm/kit";
+import { loadCatalog } from "@vnm/kit";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { addKindCommand } from "./commands.ts";
@@ -36,7 +36,7 @@ describe("commands from the catalog", () => {
     expect(verbs("bridge")).toEqual(["create", "delete", "describe", "get", "list", "update"]);
     expect(verbs("vtep")).toEqual(["create", "delete", "describe", "get", "list"]); // no PUT
     expect(verbs("mac-port")).toEqual(["create", "delete", "describe", "get", "list"]);
-    expect(p.commands.map((x) => x.name()).sort()).toEqual([...catalog().kinds.values()].map(commandOf).sort());
+    expect(p.commands.map((x) => x.name()).sort()).toEqual([...loadCatalog().kinds.values()].map(commandOf).sort());
   });
 });
 

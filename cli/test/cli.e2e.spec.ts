@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, 
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { catalog } from "@vnm/kit";
+import { loadCatalog } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { freePort, ROOT, Stack, waitFor } from "../../gateway/test/harness.ts";
@@ -376,7 +376,7 @@ describe("completion", () => {
   it("has a command for every kind, and completes kinds, verbs, flags and the gateway's ids and names", async () => {
     const help = (await vnm(["--help"])).stdout;
     const commands = new Set([...help.matchAll(/^ {2}([a-z0-9-]+)/gm)].map((m) => m[1]));
-    for (const k of catalog().kinds.values()) expect(commands).toContain(k.message.name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase());
+    for (const k of loadCatalog().kinds.values()) expect(commands).toContain(k.message.name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase());
     const script = (await vnm(["completion", "bash"])).stdout;
     expect(script).toMatch(/"dhcp-host create"\) words="[^"]*--mac-addr/);
     const b = JSON.parse((await vnm(["bridge", "create", "--name", "completed"])).stdout).id as string;

@@ -7,12 +7,12 @@ import {
   addressVariable,
   type Bus,
   type Catalog,
-  catalog as loadCatalog,
+  type Contract,
   createLogger,
   createUpstream,
   type Logger,
   loadConfig,
-  loadGrpc,
+  loadContract,
   localBus,
   Metrics,
   natsBus,
@@ -25,6 +25,7 @@ import {
   parseNonNegativeInt,
   parsePort,
   parsePositiveInt,
+  PROTO_DIR,
 } from "@vnm/kit";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
@@ -66,6 +67,7 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
       itemCache: { env: "VNM_ITEM_CACHE", default: "true", parse: parseBool },
+      protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
     },
     env,
   );
@@ -96,13 +98,13 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
 }
 
 /** One channel per service whose address is given; the others answer 503 naming their variable. */
-function connectUpstreams(catalog: Catalog, env: NodeJS.ProcessEnv, log: Logger, metrics: Metrics) {
+function connectUpstreams({ catalog, pkg }: Contract, env: NodeJS.ProcessEnv, log: Logger, metrics: Metrics) {
   const domains = [...new Set(catalog.services.map((s) => s.domain))];
   const missing = domains.filter((d) => !env[addressVariable(d)]);
   if (missing.length > 0) {
     log.warn("services not configured: their endpoints answer 503", { variables: missing.map(addressVariable) });
   }
-  return createUpstream(loadGrpc(), catalog.services, (d) => env[addressVariable(d)] || undefined, metrics);
+  return createUpstream(pkg, catalog.services, (d) => env[addressVariable(d)] || undefined, metrics);
 }
 
 async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config): Promise<{ server: Server; port: number }> {
@@ -151,17 +153,20 @@ function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed,
 export interface GatewayParts {
   /** The metrics of the services running in this process, served at /metrics with the gateway's. */
   serviceMetrics?: Metrics[];
+  /** The proto files, when the process has loaded them already (else read from VNM_PROTO_DIR). */
+  contract?: Contract;
 }
 
 export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: GatewayParts = {}): Promise<RunningGateway> {
   const log = createLogger({ service: "gateway" });
   const stopTelemetry = await startTelemetry("gateway", env);
   const cfg = gatewayConfig(env);
-  const catalog = loadCatalog();
+  const contract = parts.contract ?? loadContract(cfg.protoDir);
+  const { catalog } = contract;
   const metrics = new Metrics("gateway");
   for (const m of parts.serviceMetrics ?? []) metrics.include(m);
   const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
-  const upstream = connectUpstreams(catalog, env, log, metrics);
+  const upstream = connectUpstreams(contract, env, log, metrics);
   const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
   const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });

@@ -2,8 +2,9 @@
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
 import protobuf from "protobufjs";
+import type * as grpc from "@grpc/grpc-js";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
-import { loadReflection } from "./proto.ts";
+import { loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
@@ -496,12 +497,23 @@ export function writableFields(m: MessageInfo, mode: "create" | "update"): Field
   return m.fields.filter((f) => !f.internal && !f.link && !f.behaviors.has("OUTPUT_ONLY") && (mode === "create" || !f.behaviors.has("IMMUTABLE")));
 }
 
-let shared: Catalog | undefined;
+/**
+ * The catalog of the proto files in `dir`. Each part loads it once when it starts and hands it
+ * to what needs it (a process running several parts loads it once for all).
+ */
+export function loadCatalog(dir = PROTO_DIR): Catalog {
+  return buildCatalog(loadReflection(dir));
+}
 
-/** The catalog of the proto files, built on first use and shared by the whole process. */
-export function catalog(): Catalog {
-  shared ??= buildCatalog();
-  return shared;
+/** The proto files as a running part uses them: the catalog, and grpc-js's package of them. */
+export interface Contract {
+  catalog: Catalog;
+  pkg: grpc.GrpcObject;
+}
+
+/** The contract in `dir`, loaded once by each part when it starts (once for all in one process). */
+export function loadContract(dir = PROTO_DIR): Contract {
+  return { catalog: loadCatalog(dir), pkg: loadGrpc(dir) };
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

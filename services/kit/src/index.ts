@@ -7,12 +7,12 @@ export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parseP
 export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
-export { clientConstructor, loadGrpc, loadReflection } from "./proto.ts";
-export { type AnyResource, mergeHandlers, Resource, resourceOf } from "./resource.ts";
+export { clientConstructor, loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
+export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
 export { onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
-export { buildCatalog, catalog, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
+export { buildCatalog, type Contract, loadCatalog, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";

@@ -1,6 +1,7 @@
 // The proto files under <repo>/proto are the contract between the gateway and the services.
-// Both sides load them once at start-up: grpc-js gets a package definition, the gateway also
-// gets a protobufjs Root for reflection over options (HTTP bindings, field behaviours, links).
+// Each part loads them once at start-up, from the directory its configuration names
+// (VNM_PROTO_DIR, the repository's proto/ by default): grpc-js gets a package definition, the
+// catalog a protobufjs Root for reflection over options (HTTP bindings, field behaviours, links).
 import { readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative, sep } from "node:path";
@@ -11,17 +12,18 @@ import protobuf from "protobufjs";
 
 const require = createRequire(import.meta.url);
 
-export const PROTO_DIR = process.env["VNM_PROTO_DIR"] ?? fileURLToPath(new URL("../../../proto", import.meta.url));
+/** The repository's proto directory: where every part reads the contract unless told otherwise. */
+export const PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
 
 /** Options shared by every grpc-js peer: names as written, int64 as exact decimal strings. */
-export const LOADER_OPTIONS: protoLoader.Options = {
+const loaderOptions = (dir: string): protoLoader.Options => ({
   keepCase: true,
   longs: String,
   enums: String,
   defaults: false,
   oneofs: false,
-  includeDirs: [PROTO_DIR],
-};
+  includeDirs: [dir],
+});
 
 /** Every .proto below proto/vnm, as paths relative to the proto directory. */
 export function vnmProtoFiles(dir = PROTO_DIR): string[] {
@@ -37,20 +39,21 @@ export function vnmProtoFiles(dir = PROTO_DIR): string[] {
   return out;
 }
 
-export function loadGrpc(files: string[] = vnmProtoFiles()): grpc.GrpcObject {
-  const def = protoLoader.loadSync([...files, "grpc/health/v1/health.proto"], LOADER_OPTIONS);
+/** The grpc-js package of the proto files in `dir` (`files`: every vnm one) and the health service. */
+export function loadGrpc(dir = PROTO_DIR, files: string[] = vnmProtoFiles(dir)): grpc.GrpcObject {
+  const def = protoLoader.loadSync([...files, "grpc/health/v1/health.proto"], loaderOptions(dir));
   return grpc.loadPackageDefinition(def);
 }
 
 /** A protobufjs Root with every vnm proto resolved, for reading options. */
-export function loadReflection(files: string[] = vnmProtoFiles()): protobuf.Root {
+export function loadReflection(dir = PROTO_DIR, files: string[] = vnmProtoFiles(dir)): protobuf.Root {
   const root = new protobuf.Root();
   const descriptorProto = require.resolve("protobufjs/google/protobuf/descriptor.proto");
   root.resolvePath = (_origin, target) => {
     if (target === "google/protobuf/descriptor.proto") return descriptorProto;
     // Well-known types protobufjs carries itself (empty.proto, ...).
     if (target.startsWith("google/protobuf/")) return target;
-    return target.startsWith("/") ? target : join(PROTO_DIR, target);
+    return target.startsWith("/") ? target : join(dir, target);
   };
   // `//` comments too, not only `/** */` blocks: they describe the API (GET /openapi.json).
   root.loadSync(files, { keepCase: true, alternateCommentMode: true });

@@ -10,7 +10,8 @@ import { z } from "zod";
 import type { Change } from "./changes.ts";
 import type { Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
-import { columnOf, mergeHandlers, pageOf, Resource, resourceOf } from "./resource.ts";
+import { loadCatalog } from "./catalog.ts";
+import { columnOf, mergeHandlers, pageOf, Resource, ResourceSet } from "./resource.ts";
 import { text, uuid } from "./validate.ts";
 
 type Row = Record<string, unknown>;
@@ -70,6 +71,9 @@ const subnets6 = new Resource({
   render: (r: Subnet6Row) => ({ bridgeId: r.bridge_id, prefix: r.prefix, prefixLength: r.length }),
 });
 
+const catalog = loadCatalog();
+const kinds = new ResourceSet(catalog, [bridges, subnets6]);
+
 const ID = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d11";
 
 describe("a body is judged before anything is written", () => {
@@ -119,6 +123,7 @@ describe("a create", () => {
 describe("rendering", () => {
   it("shows the proto's fields from their columns, leaves out nulls, links and write-only fields", () => {
     const users = new Resource({ proto: "vnm.identity.v1.User", table: "users", input: z.object({}) });
+    new ResourceSet(catalog, [users]);
     const shown = users.toMessage({ id: ID, name: "ann", password: "scrypt$secret", tenant_id: null, roles: ["admin"], uri: "x" });
     expect(shown).toEqual({ id: ID, name: "ann", roles: ["admin"] });
     expect(columnOf("adminStateUp")).toBe("admin_state_up");
@@ -138,7 +143,8 @@ describe("rendering", () => {
   });
 
   it("a kind declared under a parent without a parentColumn is refused at start-up", () => {
-    expect(() => new Resource({ proto: "vnm.bridge.v1.MacPort", table: "mac_ports", input: z.object({}) })).toThrow(/lives under bridge\.Bridge: declare its parentColumn/);
+    const macPorts = new Resource({ proto: "vnm.bridge.v1.MacPort", table: "mac_ports", input: z.object({}) });
+    expect(() => new ResourceSet(catalog, [macPorts])).toThrow(/lives under bridge\.Bridge: declare its parentColumn/);
   });
 });
 
@@ -180,11 +186,22 @@ describe("pages", () => {
   });
 });
 
-describe("the registry", () => {
-  it("finds the Resource this process declared for a proto message, and says which is missing", () => {
-    expect(resourceOf("vnm.bridge.v1.Bridge")).toBe(bridges);
+describe("a service's set of kinds", () => {
+  it("finds the Resource the service declared for a proto message, and says which is missing", () => {
+    expect(kinds.of("vnm.bridge.v1.Bridge")).toBe(bridges);
     expect(subnets6.parent).toBe(bridges);
-    expect(() => resourceOf("vnm.tunnel.v1.Vtep")).toThrow("no Resource declares vnm.tunnel.v1.Vtep in this process");
+    expect(() => kinds.of("vnm.tunnel.v1.Vtep")).toThrow("no Resource of this service declares vnm.tunnel.v1.Vtep");
+  });
+
+  it("a kind whose parent the service does not declare says so when it needs it", () => {
+    const orphan = new Resource({ proto: "vnm.bridge.v1.DhcpV6Subnet", table: "dhcp6_subnets", parentColumn: "bridge_id", input: z.object({}) });
+    new ResourceSet(catalog, [orphan]);
+    expect(() => orphan.parent).toThrow("bridge.DhcpV6Subnet lives under bridge.Bridge, which this service does not declare");
+  });
+
+  it("a Resource no service has started has no catalog entry to answer from", () => {
+    const loose = new Resource({ proto: "vnm.bridge.v1.Bridge", table: "bridges", input: z.object({}) });
+    expect(() => loose.name).toThrow("vnm.bridge.v1.Bridge is not part of a started service");
   });
 
   it("refuses handlers served twice", () => {

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { z } from "zod";
-import { catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
+import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -162,34 +162,81 @@ function toColumn(v: unknown): unknown {
 // biome-ignore lint/suspicious/noExplicitAny: the kinds of one service differ in both
 export type AnyResource = Resource<any, any>;
 
-/** Every Resource of this process, by kind: children find their parent here. */
-const registry = new Map<string, AnyResource>();
+type Column = { name: string; column: string };
 
-/** The Resource of this process declared for a proto message ("vnm.tracing.v1.TraceRequest"). */
-export function resourceOf(proto: string): AnyResource {
-  const r = registry.get(catalog().kindOf(proto).kind);
-  if (!r) throw new Error(`no Resource declares ${proto} in this process`);
-  return r;
+/** What a Resource knows once its service has started: its kind in the catalog, and its siblings. */
+interface Binding {
+  set: ResourceSet;
+  info: KindInfo;
+  /** The fields of the proto a client may send (but `id`), and those it reads back (but links and write-only ones). */
+  writable: Column[];
+  shown: Column[];
+}
+
+/**
+ * The Resources one service serves, bound to the catalog the service was started with: each
+ * learns its kind from it, and a kind nested under another finds its parent here.
+ */
+export class ResourceSet {
+  readonly catalog: Catalog;
+  private readonly byKind = new Map<string, AnyResource>();
+
+  constructor(catalog: Catalog, resources: readonly AnyResource[]) {
+    this.catalog = catalog;
+    for (const r of resources) this.byKind.set(r.bind(this).kind, r);
+  }
+
+  /** The Resource declared for a proto message ("vnm.tracing.v1.TraceRequest"). */
+  of(proto: string): AnyResource {
+    const r = this.byKind.get(this.catalog.kindOf(proto).kind);
+    if (!r) throw new Error(`no Resource of this service declares ${proto}`);
+    return r;
+  }
+
+  /** The Resource of a kind ("bridge.Bridge"), if this service declares it. */
+  kind(kind: string): AnyResource | undefined {
+    return this.byKind.get(kind);
+  }
+
+  all(): AnyResource[] {
+    return [...this.byKind.values()];
+  }
+
+  /** The kinds declared to live under `kind`. */
+  childrenOf(kind: string): AnyResource[] {
+    return [...this.byKind.values()].filter((r) => r.info.parent === kind);
+  }
 }
 
 export class Resource<S extends z.ZodType, R extends Row> {
   readonly spec: ResourceSpec<S, R>;
-  readonly info: KindInfo;
-  /** The fields of the proto a client may send (but `id`), and those it reads back (but links and write-only ones). */
-  private readonly writable: { name: string; column: string }[];
-  private readonly shown: { name: string; column: string }[];
+  private bound: Binding | undefined;
 
   constructor(spec: ResourceSpec<S, R>) {
     assertIdentifier(spec.table);
     if (spec.view) assertIdentifier(spec.view);
     this.spec = spec;
-    this.info = catalog().kindOf(spec.proto);
-    const fields = this.info.message.fields;
+  }
+
+  /** Takes this kind's place in a service's set: its catalog entry, checked against the declaration. */
+  bind(set: ResourceSet): KindInfo {
+    const info = set.catalog.kindOf(this.spec.proto);
+    if (info.parent && !this.spec.parentColumn) throw new Error(`${this.spec.proto} lives under ${info.parent}: declare its parentColumn`);
     const named = (f: FieldInfo) => ({ name: f.name, column: columnOf(f.name) });
-    this.writable = writableFields(this.info.message, "create").filter((f) => f.name !== "id").map(named);
-    this.shown = fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);
-    if (this.info.parent && !spec.parentColumn) throw new Error(`${spec.proto} lives under ${this.info.parent}: declare its parentColumn`);
-    registry.set(this.info.kind, this);
+    const writable = writableFields(info.message, "create").filter((f) => f.name !== "id").map(named);
+    const shown = info.message.fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);
+    this.bound = { set, info, writable, shown };
+    return info;
+  }
+
+  private get binding(): Binding {
+    if (!this.bound) throw new Error(`${this.spec.proto} is not part of a started service (no ResourceSet bound it)`);
+    return this.bound;
+  }
+
+  /** This kind in the catalog: RPCs, display name, parent, path, tenancy. */
+  get info(): KindInfo {
+    return this.binding.info;
   }
 
   get name(): string {
@@ -198,14 +245,15 @@ export class Resource<S extends z.ZodType, R extends Row> {
 
   /** The Resource of the kind this one lives under (declared in the same service). */
   get parent(): AnyResource | undefined {
-    if (!this.info.parent) return undefined;
-    const p = registry.get(this.info.parent);
-    if (!p) throw new Error(`${this.info.kind} lives under ${this.info.parent}, which this service does not declare`);
+    const { info, set } = this.binding;
+    if (!info.parent) return undefined;
+    const p = set.kind(info.parent);
+    if (!p) throw new Error(`${info.kind} lives under ${info.parent}, which this service does not declare`);
     return p;
   }
 
   private get children(): AnyResource[] {
-    return [...registry.values()].filter((r) => r.info.parent === this.info.kind);
+    return this.binding.set.childrenOf(this.info.kind);
   }
 
   /** Where items are read: the view of derived columns, else the table. */
@@ -237,12 +285,12 @@ export class Resource<S extends z.ZodType, R extends Row> {
     if (this.spec.columns) return this.spec.columns(body, req);
     const b = body as Record<string, unknown>;
     const d = this.spec.defaults ?? {};
-    return Object.fromEntries(this.writable.map((f) => [f.column, toColumn(b[f.name] ?? d[f.name] ?? null)]));
+    return Object.fromEntries(this.binding.writable.map((f) => [f.column, toColumn(b[f.name] ?? d[f.name] ?? null)]));
   }
 
   private renderOf(row: R, up: Row[]): Record<string, unknown> {
     if (this.spec.render) return this.spec.render(row, up);
-    return Object.fromEntries(this.shown.map((f) => [f.name, row[f.column] ?? null]));
+    return Object.fromEntries(this.binding.shown.map((f) => [f.name, row[f.column] ?? null]));
   }
 
   toMessage(row: R, up: Row[] = []): Record<string, unknown> {
@@ -294,7 +342,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   referencedLists(store: Store, ...rpcs: string[]): Record<string, Handlers> {
     const out: Record<string, Handlers> = {};
     for (const rpc of rpcs) {
-      const route = catalog().routes.find((r) => r.rpc === rpc && r.domain === this.info.resource.domain);
+      const route = this.binding.set.catalog.routes.find((r) => r.rpc === rpc && r.domain === this.info.resource.domain);
       if (!route) throw new Error(`${rpc} has no HTTP binding in the ${this.info.resource.domain} proto files`);
       out[route.service] = {
         ...out[route.service],

@@ -5,16 +5,16 @@ import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
 import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
-import { type Catalog, catalog } from "./catalog.ts";
+import { type Catalog, type Contract, loadContract } from "./catalog.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./changes.ts";
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
-import { type AnyResource, mergeHandlers } from "./resource.ts";
+import { type AnyResource, mergeHandlers, ResourceSet } from "./resource.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { clientConstructor, loadGrpc } from "./proto.ts";
+import { clientConstructor, PROTO_DIR } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
@@ -104,7 +104,7 @@ export interface ServiceSpec {
    * The kinds served from their declarations: their RPCs go to the gRPC service the proto
    * names. A function when their hooks need the service's context (to call another service).
    */
-  resources?: AnyResource[] | ((svc: ServiceContext) => AnyResource[]);
+  resources?: AnyResource[] | ((svc: Omit<ServiceContext, "resources">) => AnyResource[]);
   /** Other handlers per full gRPC service name, built once the store exists. */
   services?: (svc: ServiceContext) => Record<string, Handlers>;
   /**
@@ -129,17 +129,21 @@ export interface ServiceContext {
   call(service: string, rpc: string, request: unknown): Promise<Record<string, unknown>>;
   /** The service's Prometheus metrics; a service registers families of its own on `metrics.registry`. */
   metrics: Metrics;
+  /** The catalog of the proto files the service was started with. */
+  catalog: Catalog;
+  /** The kinds the service declares, bound to that catalog. */
+  resources: ResourceSet;
 }
 
 const PEER_TIMEOUT_MS = 5_000;
 
 /** ServiceContext.call: one channel per peer, with the service's own token. */
-function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string): { call: ServiceContext["call"]; close(): void } {
+function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string, contract: Contract): { call: ServiceContext["call"]; close(): void } {
   let upstream: Upstream | undefined;
   const token = serviceToken(domain, secret);
   const close = () => upstream?.close();
   const call: ServiceContext["call"] = async (service, rpc, request) => {
-    upstream ??= createUpstream(loadGrpc(), catalog().services, (d) => env[addressVariable(d)] || undefined);
+    upstream ??= createUpstream(contract.pkg, contract.catalog.services, (d) => env[addressVariable(d)] || undefined);
     return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token())).response;
   };
   return { call, close };
@@ -231,9 +235,14 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
 
 /** Every handler of a service: its resources' own RPCs, and the rest it writes itself. */
 function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Handlers> {
-  const resources = typeof spec.resources === "function" ? spec.resources(svc) : (spec.resources ?? []);
-  const own = resources.map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
+  const own = svc.resources.all().map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
   return mergeHandlers(...own, spec.services?.(svc) ?? {});
+}
+
+/** The service's context, its declared kinds bound to the catalog it was started with. */
+function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">): ServiceContext {
+  const declared = typeof spec.resources === "function" ? spec.resources(base) : (spec.resources ?? []);
+  return { ...base, resources: new ResourceSet(base.catalog, declared) };
 }
 
 /**
@@ -254,9 +263,9 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
 const OWNER_TIMEOUT_MS = 5_000;
 
 /** The gRPC server with every handler wrapped in the token and tenancy checks. */
-function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger, metrics: Metrics) {
-  const rules = accessRules(catalog());
-  const readOwner = ownerReader(all, pkg, catalog(), env);
+function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger, metrics: Metrics) {
+  const rules = accessRules(catalog);
+  const readOwner = ownerReader(all, pkg, catalog, env);
   // No channelz: nothing here reads it, and it counts every call.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024, "grpc.enable_channelz": 0 });
   for (const [fullName, handlers] of Object.entries(all)) {
@@ -266,7 +275,7 @@ function grpcServer(all: Record<string, Handlers>, pkg: grpc.GrpcObject, env: No
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      impl[method] = wrap(key, h, log, { verify, isPublic: catalog().publicMethods.has(key), access: rules.get(key), readOwner }, metrics);
+      impl[method] = wrap(key, h, log, { verify, isPublic: catalog.publicMethods.has(key), access: rules.get(key), readOwner }, metrics);
     }
     server.addService(def, impl);
   }
@@ -307,6 +316,7 @@ function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
     tokenSecretPrevious: { env: "VNM_TOKEN_SECRET_PREVIOUS", default: "", parse: optional },
     metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
+    protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
   }, env);
 }
 
@@ -328,9 +338,10 @@ function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
  * Starts a service: migrations, the outbox relay, the gRPC server. `env` is its configuration
  * (the process's own by default; the launcher runs several services in one process).
  */
-export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
+export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env, parts: { contract?: Contract } = {}): Promise<RunningService> {
   assertIdentifier(spec.domain);
   const cfg = serviceConfig(spec.domain, env);
+  const contract = parts.contract ?? loadContract(cfg.protoDir);
   const log = createLogger({ service: spec.domain });
   const stopTelemetry = await startTelemetry(spec.domain, env);
   const pool = createPool(cfg.databaseUrl, cfg.schema);
@@ -351,14 +362,13 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   // Its own metrics port when VNM_METRICS_PORT names one (0: any free port).
   const metricsServer = cfg.metricsPort === undefined ? undefined : await metrics.serve(Number(cfg.metricsPort), cfg.host);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
-  const peers = peerCaller(spec.domain, env, cfg.tokenSecret);
-  const svc: ServiceContext = { store, log, bus, env, call: peers.call, metrics };
+  const peers = peerCaller(spec.domain, env, cfg.tokenSecret, contract);
+  const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog });
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
-  const pkg = loadGrpc();
-  const server = grpcServer(handlers, pkg, env, tokenVerifier({ current: cfg.tokenSecret, previous: cfg.tokenSecretPrevious }), log, metrics);
-  server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
+  const server = grpcServer(handlers, contract, env, tokenVerifier({ current: cfg.tokenSecret, previous: cfg.tokenSecretPrevious }), log, metrics);
+  server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );

@@ -6,17 +6,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DirectService, Proc } from "../src/testing.ts";
+import { loadGrpc } from "../src/proto.ts";
+import { DEPS, type DirectService, directService, dropSchema, freePort, type Proc, startProcess, waitFor } from "../src/testing.ts";
+import { createUpstream } from "../src/upstream.ts";
 
-// The contract of this test: the repository's protos and the zoo fixture, set before the kit loads them.
+// The contract of this test: the repository's protos and the zoo fixture, in a directory of its own.
 const REPO_PROTO = join(import.meta.dirname, "..", "..", "..", "proto");
 const protoDir = mkdtempSync(join(tmpdir(), "vnm-zoo-proto-"));
 cpSync(REPO_PROTO, protoDir, { recursive: true });
 cpSync(join(import.meta.dirname, "fixtures", "zoo.proto"), join(protoDir, "vnm", "zoo", "v1", "zoo.proto"));
-process.env["VNM_PROTO_DIR"] = protoDir;
-const { DEPS, directService, dropSchema, freePort, startProcess, waitFor } = await import("../src/testing.ts");
-const { createUpstream } = await import("../src/upstream.ts");
-const { loadGrpc } = await import("../src/proto.ts");
 
 const secret = randomBytes(16).toString("hex");
 let bridge: DirectService;
@@ -47,7 +45,7 @@ afterAll(async () => {
 
 /** Lists the animals under a bridge as `who`, through the zoo service. */
 async function animals(bridgeId: string, token: string): Promise<{ code?: number; items?: unknown[] }> {
-  const up = createUpstream(loadGrpc(), [{ name: "vnm.zoo.v1.ZooService", domain: "zoo" }], () => zooAddress);
+  const up = createUpstream(loadGrpc(protoDir), [{ name: "vnm.zoo.v1.ZooService", domain: "zoo" }], () => zooAddress);
   try {
     const r = await up.call("vnm.zoo.v1.ZooService", "ListAnimals", { bridgeId }, 5_000, token);
     return { items: r.response["items"] as unknown[] };

@@ -2,7 +2,7 @@
 // when the bridge service announces the bridge deleted. A trace written and the deletion
 // handled for the same bridge take the same transaction lock, and the deletion leaves a
 // tombstone, so a trace created while its bridge is deleted never survives it.
-import { ApiError, type BusMessage, isUuid, type Queryable, resourceOf, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
 
 /** Serialises the writes that concern one bridge, until the transaction ends. */
 async function lockBridge(q: Queryable, id: string): Promise<void> {
@@ -10,7 +10,7 @@ async function lockBridge(q: Queryable, id: string): Promise<void> {
 }
 
 /** 404 unless the bridge exists and is not being deleted; 503 when the bridge service is down. */
-export async function requireBridge(svc: ServiceContext, q: Queryable, id: string): Promise<void> {
+export async function requireBridge(svc: Pick<ServiceContext, "call">, q: Queryable, id: string): Promise<void> {
   await lockBridge(q, id);
   const gone = await q.query("SELECT 1 FROM deleted_bridges WHERE id = $1", [id]);
   const missing = ApiError.notFound(`There is no Bridge with ID ${id}.`);
@@ -27,7 +27,7 @@ const TOMBSTONE_DAYS = 1;
 
 /** A bridge deleted: its traces go (each announced), and it stays known as gone. */
 export function onBridgeDeleted(svc: ServiceContext) {
-  const traces = resourceOf("vnm.tracing.v1.TraceRequest");
+  const traces = svc.resources.of("vnm.tracing.v1.TraceRequest");
   return async (msg: BusMessage): Promise<void> => {
     const id = (msg.data as { id?: unknown } | null)?.id;
     if (typeof id !== "string" || !isUuid(id)) return;

@@ -41,7 +41,7 @@ const input = z.object({
   limit: z.string().optional(),
 });
 
-export function traceRequests(svc: ServiceContext) {
+export function traceRequests(svc: Pick<ServiceContext, "call">) {
   return new Resource({
     proto: "vnm.tracing.v1.TraceRequest",
     table: "trace_requests",

@@ -1,6 +1,6 @@
 // The tunnel/VTEP service: tunnel zones, VTEPs, and one OVSDB session per VTEP across every
 // replica of this service, keeping the device's state in the VTEP's row.
-import { loadConfig, mergeHandlers, resourceOf, type ServiceSpec } from "@vnm/kit";
+import { loadConfig, mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
@@ -15,7 +15,7 @@ export const service: ServiceSpec = {
   migrations,
   resources: (svc) => [tunnelZones, vtepKind(configOf(svc.env).policy)],
   services: (svc) => {
-    const vteps = resourceOf("vnm.tunnel.v1.Vtep");
+    const vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
     return mergeHandlers(tunnelZones.referencedLists(svc.store, "ListTunnelZoneHosts"), vteps.referencedLists(svc.store, "ListVtepBindings"), {
       // The switch's ports, as the device last said.
       "vnm.tunnel.v1.VtepService": {

@@ -7,7 +7,7 @@
 // The newest state wins: a session only marks its VTEP changed, and one writer per VTEP stores
 // the state as it is when the write starts, at most once per WRITE_EVERY_MS. However fast a
 // device sends updates, a VTEP has at most one write in flight and none queued behind it.
-import { type AnyResource, type Logger, resourceOf, type ServiceContext } from "@vnm/kit";
+import type { AnyResource, Logger, ServiceContext } from "@vnm/kit";
 import pg from "pg";
 import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -48,7 +48,7 @@ export class VtepSessions {
     this.svc = svc;
     this.log = svc.log;
     this.policy = policy;
-    this.vteps = resourceOf("vnm.tunnel.v1.Vtep");
+    this.vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
     this.faults = vtepMetrics(svc.metrics.registry, () => [...this.watched.values()].map((w) => w.session.connectionState)).faults;
   }
 
