@@ -52,7 +52,9 @@ export function build(out: string, typeErrors: "fail" | "warn" = "fail"): void {
   }
   buildConsole(out);
   cpSync(join(ROOT, "proto"), join(out, "proto"), { recursive: true });
-  writeFileSync(join(out, "package.json"), compiledManifest(readFileSync(join(ROOT, "package.json"), "utf8")));
+  // The image's root manifest names only the workspaces the image holds (not the tests, nor the bench).
+  const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(join(out, "package.json"), compiledManifest(JSON.stringify({ ...root, workspaces: workspaces() })));
   cpSync(join(ROOT, "package-lock.json"), join(out, "package-lock.json"));
 }
 

@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { stripTypeScriptTypes } from "node:module";
 import { join } from "node:path";
-import { Stack } from "@vnm/gateway/testing";
+import { Stack } from "@vnm/e2e/stack";
 import { NODE_FLAGS } from "@vnm/kit/repo";
 import { type Proc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../../deploy/build.ts";

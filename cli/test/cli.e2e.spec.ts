@@ -11,8 +11,8 @@ import { dirname, join } from "node:path";
 import { loadCatalog } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { freePort, ROOT, Stack, waitFor } from "../../gateway/test/harness.ts";
-import { TcpProxy } from "../../gateway/test/tcp-proxy.ts";
+import { freePort, ROOT, Stack, waitFor } from "@vnm/e2e/harness";
+import { TcpProxy } from "@vnm/e2e/tcp-proxy";
 
 // The services the commands here reach (bridges, and identity for the logins); the gateway
 // answers the other domains' routes with a 503, which nothing here asks for.

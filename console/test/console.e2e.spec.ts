@@ -8,8 +8,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, ROOT, startProcess, useStack, waitFor } from "../../gateway/test/harness.ts";
-import { OvsdbServer } from "../../gateway/test/ovsdb-server.ts";
+import { httpClient, ROOT, startProcess, useStack, waitFor } from "@vnm/e2e/harness";
+import { OvsdbServer } from "@vnm/e2e/ovsdb-server";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);

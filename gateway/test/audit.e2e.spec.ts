@@ -5,7 +5,7 @@
 // (a JSON array), and those still waiting go out when the gateway stops.
 import { connect, StringCodec } from "nats";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { httpClient, Stack, waitFor } from "./harness.ts";
+import { httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
 const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";

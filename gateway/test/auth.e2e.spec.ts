@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { accessRules, buildCatalog, signToken } from "@vnm/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
+import { DEPS, expectError, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
 
 const stack = new Stack();
 let gw = "";

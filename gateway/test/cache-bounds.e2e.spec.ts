@@ -4,8 +4,8 @@
 import { request } from "node:http";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
-import { TcpProxy } from "./tcp-proxy.ts";
+import { DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
+import { TcpProxy } from "@vnm/e2e/tcp-proxy";
 
 const CAP = 40_000;
 const stack = new Stack();

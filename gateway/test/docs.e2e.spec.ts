@@ -6,7 +6,7 @@ import { get, type IncomingHttpHeaders } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERROR_TYPE, Stack } from "./harness.ts";
+import { ERROR_TYPE, Stack } from "@vnm/e2e/harness";
 
 const CHROMIUM = "/usr/bin/chromium";
 const stack = new Stack();

@@ -1,7 +1,7 @@
 // GET /events (docs/api.md, "Change feed"): the change feed as Server-Sent Events, filtered to what the
 // caller may see, resumable with Last-Event-ID. Real processes, NATS JetStream underneath.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
 
 const stack = new Stack();
 let gw = "";

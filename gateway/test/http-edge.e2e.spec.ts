@@ -5,7 +5,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { ERROR_TYPE, httpClient, useStack, waitFor } from "./harness.ts";
+import { ERROR_TYPE, httpClient, useStack, waitFor } from "@vnm/e2e/harness";
 
 const fx = useStack({ VNM_REQUEST_TIMEOUT_MS: "1000" });
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);

@@ -2,7 +2,7 @@
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
 
 const PASSWORD = "item-cache-passw0rd-long";
 const stack = new Stack();

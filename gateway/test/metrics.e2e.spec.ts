@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client) on the gateway and on each service's metrics port: every
 // family present, and moving after traffic.
 import { describe, expect, it } from "vitest";
-import { httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { httpClient, openFeed, useStack, waitFor } from "@vnm/e2e/harness";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);

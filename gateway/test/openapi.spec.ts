@@ -10,7 +10,7 @@ import { validate } from "@readme/openapi-parser";
 import { buildCatalog, templateShape } from "@vnm/kit";
 import { describe, expect, it } from "vitest";
 import { openApi } from "../src/openapi.ts";
-import { ROOT } from "./harness.ts";
+import { ROOT } from "@vnm/e2e/harness";
 
 type Operation = { operationId: string; summary?: string; security?: unknown[]; parameters?: { name?: string }[]; requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
 type Doc = {

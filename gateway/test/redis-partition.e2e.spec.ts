@@ -3,8 +3,8 @@
 // trusts the cache again only after resetting it, since Redis still holds the list as it was
 // before the write it could not invalidate.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEPS, freePort, httpClient, Stack, waitFor } from "./harness.ts";
-import { TcpProxy } from "./tcp-proxy.ts";
+import { DEPS, freePort, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
+import { TcpProxy } from "@vnm/e2e/tcp-proxy";
 
 const stack = new Stack();
 let viaProxy = "";

@@ -2,7 +2,7 @@
 // in the gateway's access line, in the service's line for the call it made, and in the change
 // notification (payload and X-Request-Id header).
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ChangeSeen, httpClient, Stack, waitFor } from "./harness.ts";
+import { type ChangeSeen, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
 const stack = new Stack({ LOG_LEVEL: "info" });
 let gw = "";

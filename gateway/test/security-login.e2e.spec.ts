@@ -4,7 +4,7 @@
 // hashing waits in a bounded queue (429 with Retry-After when full, never a slow gateway).
 // Only the identity service runs: /login needs nothing else.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, type HttpResult, httpClient, Stack } from "./harness.ts";
+import { expectError, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
 
 const LIMIT = 5;
 const stack = new Stack({ VNM_TRUST_PROXY: "true", VNM_LOGIN_FAILURE_LIMIT: String(LIMIT) });

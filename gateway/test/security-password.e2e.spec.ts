@@ -3,7 +3,7 @@
 // first admin. Only the identity service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dropSchema, expectError, httpClient, Stack, startProcess } from "./harness.ts";
+import { dropSchema, expectError, httpClient, Stack, startProcess } from "@vnm/e2e/harness";
 
 const stack = new Stack();
 let gw = "";

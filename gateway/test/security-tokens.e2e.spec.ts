@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addressVariable } from "@vnm/kit";
-import { expectError, freePort, httpClient, Stack, startProcess, waitFor } from "./harness.ts";
+import { expectError, freePort, httpClient, Stack, startProcess, waitFor } from "@vnm/e2e/harness";
 
 const stack = new Stack();
 let gws: string[] = [];

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import protobuf from "protobufjs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort, httpClient, Stack, waitFor } from "./harness.ts";
+import { freePort, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
 // The part of opentelemetry/proto/collector/trace/v1 this test reads.
 const OTLP = protobuf.parse(`

@@ -3,7 +3,7 @@
 // (?fieldValidation=Strict refuses them, Ignore keeps quiet); PATCH with a JSON Merge Patch changes
 // only the fields it names.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, Stack, waitFor } from "./harness.ts";
+import { expectError, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
 // Bridges, and identity for the login; the gateway answers the other domains' routes with a 503.
 const stack = new Stack();

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, ROOT, waitFor } from "./harness.ts";
+import { freePort, ROOT, waitFor } from "../harness/harness.ts";
 
 interface Run {
   dir: string;

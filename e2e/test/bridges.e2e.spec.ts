@@ -5,7 +5,7 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { DEPS, expectError, httpClient, useStack, waitFor } from "./harness.ts";
+import { DEPS, expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const BRIDGE = "application/vnd.org.service.Bridge-v4+json";
 const BRIDGES = "application/vnd.org.service.collection.Bridge-v4+json";

@@ -1,7 +1,7 @@
 // QoS Policy (v1) end to end: the qos service behind the gateway, real Postgres, NATS and
 // Redis. Fields and defaults, tenancy as for bridges, the rule lists, and the service lost.
 import { beforeAll, describe, expect, it } from "vitest";
-import { type HttpResult, expectError, httpClient, useStack, expectServiceLossAndReturn } from "./harness.ts";
+import { type HttpResult, expectError, httpClient, useStack, expectServiceLossAndReturn } from "../harness/harness.ts";
 
 const POLICY = "application/vnd.org.service.QOSPolicy-v1+json";
 const POLICIES = "application/vnd.org.service.collection.QOSPolicy-v1+json";

@@ -1,7 +1,7 @@
 // A proto whose service is not running (or not written yet) never stops the gateway: its
 // endpoints answer 503 with the error body naming the service, and the rest works.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { expectError, httpClient, Stack } from "./harness.ts";
+import { expectError, httpClient, Stack } from "../harness/harness.ts";
 
 const stack = new Stack();
 let gw = "";

@@ -2,7 +2,7 @@
 // the gateway, real Postgres, NATS and Redis. Each rule, each bad input with its status and error
 // body, the root document, /events and the collection cache.
 import { describe, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "../harness/harness.ts";
 
 const ROUTE = "application/vnd.org.service.Route-v1+json";
 const ROUTES = "application/vnd.org.service.collection.Route-v1+json";

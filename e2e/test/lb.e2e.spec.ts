@@ -5,7 +5,7 @@
 // a gateway balancing round-robin over two replicas of it.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ChangeSeen, expectError, type HttpResult, httpClient, Stack, waitFor } from "./harness.ts";
+import { type ChangeSeen, expectError, type HttpResult, httpClient, Stack, waitFor } from "../harness/harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -6,7 +6,7 @@ import { connect as tcp } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { freePort, httpClient, type Proc, Stack, startProcess, waitFor } from "./harness.ts";
+import { freePort, httpClient, type Proc, Stack, startProcess, waitFor } from "../harness/harness.ts";
 
 const stack = new Stack();
 let gw = "";

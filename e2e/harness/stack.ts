@@ -1,7 +1,7 @@
 // One isolated deployment of real processes (services and gateways) against the machine's
 // Postgres, NATS and Redis, in its own schemas, bus subject prefix and cache prefix. Free of
 // vitest, so tools outside the test runner (the bench) start their stacks with it too; the
-// package exports it as @vnm/gateway/testing.
+// package exports it as @vnm/e2e/stack.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import { addressVariable } from "@vnm/kit";

@@ -3,7 +3,7 @@
 // the bridge a BRIDGE trace names, and traces going with their bridge (also when the tracing
 // service was down meanwhile, and when the two race).
 import { describe, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, useStack, waitFor } from "./harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor } from "../harness/harness.ts";
 
 const TRACE = "application/vnd.org.service.TraceRequest-v1+json";
 const fx = useStack();

@@ -1,8 +1,8 @@
 // Tunnel zones and VTEPs end to end (docs/decisions.md, "Tunnel zones and VTEPs"): the tunnel service behind the gateway, real
 // Postgres, NATS, Redis, and real OVSDB servers standing in for the devices.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "./harness.ts";
-import { OvsdbServer } from "./ovsdb-server.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "../harness/harness.ts";
+import { OvsdbServer } from "../harness/ovsdb-server.ts";
 
 const ZONE = "application/vnd.org.service.TunnelZone-v1+json";
 const VTEP = "application/vnd.org.service.VTEP-v2+json";

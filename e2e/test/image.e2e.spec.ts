@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, linkModules } from "../../deploy/build.ts";
-import { freePort, type Proc, Stack, startProcess, waitFor } from "./harness.ts";
+import { freePort, type Proc, Stack, startProcess, waitFor } from "../harness/harness.ts";
 
 const out = mkdtempSync(join(tmpdir(), "vnm-image-"));
 const stack = new Stack();

@@ -4,7 +4,7 @@
 // ids exist elsewhere. Every setup step and every answer's status is asserted, so a failed setup
 // (or a token the gateway refuses) fails the suite instead of comparing two equal refusals.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HttpResult, httpClient, Stack } from "./harness.ts";
+import { type HttpResult, httpClient, Stack } from "../harness/harness.ts";
 
 const stack = new Stack();
 let gw = "";

@@ -2,7 +2,7 @@
 // MAC-Port (v2) and their endpoints; docs/api.md, "Path formats" and "Deletes and cascades", and
 // docs/decisions.md, "Bridge children", for the DHCP subnet, the path formats and the cascades). Real processes, Postgres, NATS and Redis.
 import { beforeEach, describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "./harness.ts";
+import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const JSON_TYPE = "application/json";

@@ -2,7 +2,7 @@
 // one NATS and one Redis. Each gateway reaches both replicas of a service through one
 // VNM_<DOMAIN>_ADDR list (grpc-js round_robin, as the headless Services do in Kubernetes).
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { httpClient, Stack } from "./harness.ts";
+import { httpClient, Stack } from "../harness/harness.ts";
 
 const stack = new Stack();
 const replicas = new Map<string, string[]>();

@@ -2,7 +2,7 @@
 // Postgres, NATS and Redis. Media types, the compat root, tenancy, every rule with its status
 // and the field it names, derived fields in item and cached list reads, and races.
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectError, type HttpResult, httpClient, useStack, expectServiceLossAndReturn } from "./harness.ts";
+import { expectError, type HttpResult, httpClient, useStack, expectServiceLossAndReturn } from "../harness/harness.ts";
 
 const T = (name: string) => `application/vnd.org.service.compat.${name}+json`;
 const fx = useStack();

@@ -2,7 +2,7 @@
 // query values over every kind's endpoints must answer 4xx (or 2xx), always with a body.
 import { expect, it } from "vitest";
 import { buildCatalog } from "@vnm/kit";
-import { httpClient, useStack } from "./harness.ts";
+import { httpClient, useStack } from "../harness/harness.ts";
 
 const fx = useStack({ VNM_RATE_LIMIT: "0" });
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);

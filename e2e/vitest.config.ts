@@ -1,0 +1,1 @@
+export { default } from "../services/kit/vitest.shared.ts";
