@@ -202,7 +202,8 @@ describe("security group rules", () => {
     expect(r.status).toBe(201);
     expect(r.json).toMatchObject({ ethertype: "ipv4", protocol: "tcp", remote_ip_prefix: "10.0.0.0/24", port_range_min: 22 });
     expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: 17 }))).json).toMatchObject({ protocol: "udp", ethertype: "ipv4" });
-    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: "132" }))).json.protocol).toBe("132");
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: "132" }))).json.protocol).toBe("sctp");
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), protocol: "133" }))).json.protocol).toBe("133");
     expect((await post("/compat/security_group_rules", rule({ security_group_id: fresh(), ethertype: "IPV6", remote_ip_prefix: "2001:DB8::7/64" }))).json.remote_ip_prefix).toBe("2001:db8::/64");
   });
 
@@ -217,7 +218,10 @@ describe("security group rules", () => {
       [rule({ protocol: true }), "protocol"],
       [rule({ protocol: ["tcp"] }), "protocol"],
       [rule({ protocol: 256 }), "protocol"],
-      [rule({ protocol: "gre" }), "protocol"],
+      [rule({ protocol: "gopher" }), "protocol"],
+      [rule({ protocol: "gre", port_range_min: 1, port_range_max: 2 }), "port_range_min"],
+      [rule({ protocol: "ipv6-frag" }), "protocol"],
+      [rule({ remote_ip_prefix: "10.0.0.0/255.0.255.0" }), "remote_ip_prefix"],
       [rule({ port_range_min: 22, port_range_max: 22 }), "port_range_min"],
       [rule({ protocol: "tcp", port_range_min: 0, port_range_max: 22 }), "port_range_min"],
       [rule({ protocol: "udp", port_range_min: 90, port_range_max: 80 }), "port_range_min"],
@@ -244,6 +248,36 @@ describe("security group rules", () => {
     const all = await Promise.all(Array.from({ length: 20 }, () => post("/compat/security_group_rules", race)));
     expect(all.filter((r) => r.status === 201)).toHaveLength(1);
     expect(all.filter((r) => r.status === 409)).toHaveLength(19);
+  });
+
+  it("rules the networking API treats as the same are one rule (409): no range and the full range, no prefix and the whole space, a name and its number", async () => {
+    const same: [Record<string, unknown>, Record<string, unknown>][] = [
+      [{ protocol: "tcp" }, { protocol: "tcp", port_range_min: 1, port_range_max: 65535 }],
+      [{ protocol: "sctp", port_range_min: 1, port_range_max: 65535 }, { protocol: 132 }],
+      [{ protocol: "udp" }, { protocol: "udp", remote_ip_prefix: "0.0.0.0/0" }],
+      [{ ethertype: "ipv6", remote_ip_prefix: "::/0" }, { ethertype: "IPv6" }],
+      [{ protocol: "gre", remote_ip_prefix: "10.0.0.0/8" }, { protocol: 47, remote_ip_prefix: "10/8" }],
+      [{ ethertype: "ipv6", protocol: "icmp" }, { ethertype: "ipv6", protocol: "ipv6-icmp" }],
+    ];
+    for (const [first, second] of same) {
+      const group = fresh();
+      const a = await post("/compat/security_group_rules", rule({ security_group_id: group, ...first }));
+      expect(a.status, JSON.stringify(first)).toBe(201);
+      expectError(await post("/compat/security_group_rules", rule({ security_group_id: group, ...second })), 409);
+    }
+    // A narrower range is another rule.
+    const group = fresh();
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: group, protocol: "tcp" }))).status).toBe(201);
+    expect((await post("/compat/security_group_rules", rule({ security_group_id: group, protocol: "tcp", port_range_min: 1, port_range_max: 65534 }))).status).toBe(201);
+  });
+
+  it("reads the networking API's other protocol names and prefix forms, as they will be stored", async () => {
+    const made = async (over: Record<string, unknown>) => (await post("/compat/security_group_rules", rule({ security_group_id: fresh(), ...over }))).json;
+    expect(await made({ protocol: "VRRP" })).toMatchObject({ protocol: "vrrp" });
+    expect(await made({ protocol: "sctp", port_range_min: 5000, port_range_max: 5010 })).toMatchObject({ protocol: "sctp", port_range_min: 5000, port_range_max: 5010 });
+    expect(await made({ ethertype: "ipv6", protocol: "icmp", port_range_min: 128, port_range_max: 0 })).toMatchObject({ protocol: "icmpv6", port_range_min: 128 });
+    expect(await made({ remote_ip_prefix: "172.16/12" })).toMatchObject({ remote_ip_prefix: "172.16.0.0/12" });
+    expect(await made({ remote_ip_prefix: "192.168.7.9/255.255.255.0" })).toMatchObject({ remote_ip_prefix: "192.168.7.0/24" });
   });
 
   it("another tenant's identical rule in a group of the same id neither blocks a rule nor shows", async () => {

@@ -1,10 +1,11 @@
 // Security group rules (compat.SecurityGroupRule-v1): POST-only, validated as the networking
 // API they mirror has it (rules.ts), normalised (ethertype and protocol lower case, the prefix in
-// CIDR form), and an identical rule of the same tenant in the same group refused by a unique
-// index (409).
-import { ApiError, Resource, text, uuid } from "@vnm/kit";
+// CIDR form), and the same rule of the same tenant in the same group refused (409): the same as
+// the networking API judges it (rules.ts, sameRuleKey), checked under a lock on the group so
+// parallel creates cannot both pass; a unique index backs the plain case.
+import { ApiError, type Queryable, Resource, text, uuid } from "@vnm/kit";
 import { z } from "zod";
-import { normalisePrefix, parseProtocol, ruleViolations } from "./rules.ts";
+import { normalisePrefix, parseProtocol, protocolFor, type RuleShape, ruleViolations, sameRuleKey } from "./rules.ts";
 
 type Row = Record<string, unknown>;
 const ETHERTYPES = ["ipv4", "ipv6", "arp"] as const;
@@ -34,7 +35,40 @@ const input = z
     remote_group_id: uuid().optional(),
     remote_ip_prefix: z.string().optional(),
   })
-  .transform((r) => ({ ...r, ethertype: r.ethertype ?? "ipv4" }));
+  .transform((r) => {
+    const ethertype = r.ethertype ?? "ipv4";
+    return { ...r, ethertype, protocol: protocolFor(r.protocol, ethertype) };
+  });
+
+type Input = z.output<typeof input>;
+
+/** The rule as it will be stored, in the shape the sameness check reads. */
+function shapeOf(r: Input): RuleShape {
+  const prefix = r.remote_ip_prefix === undefined ? undefined : normalisePrefix(r.remote_ip_prefix)?.cidr;
+  return {
+    direction: r.direction,
+    ethertype: r.ethertype,
+    protocol: r.protocol ?? null,
+    port_range_min: r.port_range_min ?? null,
+    port_range_max: r.port_range_max ?? null,
+    remote_ip_prefix: prefix ?? null,
+    remote_group_id: r.remote_group_id ?? null,
+  };
+}
+
+/** A 409 when the group already holds the same rule; the group stays locked until the transaction ends. */
+async function refuseSameRule(q: Queryable, r: Input): Promise<void> {
+  await q.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`compat.security_group_rules:${r.tenant_id}:${r.security_group_id}`]);
+  const { rows } = await q.query<RuleShape>(
+    `SELECT direction, ethertype, protocol, port_range_min, port_range_max, remote_ip_prefix, remote_group_id::text
+       FROM security_group_rules WHERE tenant_id = $1 AND security_group_id = $2 AND direction = $3 AND ethertype = $4`,
+    [r.tenant_id, r.security_group_id, r.direction, r.ethertype],
+  );
+  const key = sameRuleKey(shapeOf(r));
+  if (rows.some((row) => sameRuleKey(row) === key)) throw ApiError.conflict(SAME_RULE);
+}
+
+const SAME_RULE = "An identical rule already exists in this security group.";
 
 export const securityGroupRules = new Resource({
   proto: "vnm.compat.v1.CompatSecurityGroupRule",
@@ -59,9 +93,10 @@ export const securityGroupRules = new Resource({
     // A JSON value on the wire (the field takes a name or a number): written back as a string.
     protocol: r["protocol"] === null ? null : JSON.stringify(r["protocol"]),
   }),
-  validate: (_q, r) => {
+  validate: async (q, r) => {
     const broken = ruleViolations(r);
     if (broken.length > 0) throw ApiError.invalid(broken);
+    await refuseSameRule(q, r);
   },
-  conflict: () => "An identical rule already exists in this security group.",
+  conflict: () => SAME_RULE,
 });
