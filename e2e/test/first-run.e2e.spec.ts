@@ -217,4 +217,42 @@ describe("a first run, twice side by side", () => {
       expect(again.out).toContain('"reason":"SIGINT"');
     }
   }, 120_000);
+
+  it("a feed never lies across a restart: event ids go on rising, and an id from before it is a 410 Gone (re-list)", async () => {
+    const run = runs[0]!;
+    const password = /Generated password for admin user 'admin': (\S+)/.exec(run.out)![1]!;
+    const lastEventId = async (port: number): Promise<number> => {
+      const base = `http://127.0.0.1:${port}`;
+      const login = await fetch(`${base}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
+      const token = ((await login.json()) as { key: string }).key;
+      const feed = follow({ ...run, port }, token);
+      // The feed's first words (its retry hint) say it follows from now.
+      await waitFor("the feed to open", async () => feed.events.length > 0, 5_000);
+      const headers = { "x-auth-token": token, "content-type": "application/json" };
+      expect((await fetch(`${base}/bridges`, { method: "POST", headers, body: JSON.stringify({ name: `restart ${port}` }) })).status).toBe(201);
+      const ids = () => [...feed.events.join("").matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      await waitFor("the creation on /events", async () => ids().length > 0, 10_000);
+      feed.stop();
+      return Math.max(...ids());
+    };
+    const startOnce = async () => {
+      const r = start(run.dir, await freePort(), false, ["node", "deploy/launcher.ts"]);
+      runs.push(r); // killed by afterAll if a failure leaves it running
+      await waitFor(`the launcher on ${r.port}`, async () => (await fetch(`http://127.0.0.1:${r.port}/readyz`).catch(() => undefined))?.status === 200, 60_000);
+      return r;
+    };
+    const first = await startOnce();
+    const before = await lastEventId(first.port);
+    first.child.kill("SIGTERM");
+    expect(await first.exit).toBe(0);
+    const second = await startOnce();
+    expect(await lastEventId(second.port)).toBeGreaterThan(before);
+    const login = await fetch(`http://127.0.0.1:${second.port}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
+    const token = ((await login.json()) as { key: string }).key;
+    const stale = await fetch(`http://127.0.0.1:${second.port}/events`, { headers: { "x-auth-token": token, "last-event-id": String(before) } });
+    expect(stale.status).toBe(410);
+    expect(((await stale.json()) as { code: number; message: string }).message).toMatch(/no longer kept; list again/);
+    second.child.kill("SIGTERM");
+    expect(await second.exit).toBe(0);
+  }, 120_000);
 });
