@@ -48,8 +48,11 @@ function start(dir: string, port: number, detached = false, command = ["npm", "s
   return run;
 }
 
-async function login(run: Run): Promise<string> {
-  const password = /Generated password for admin user 'admin': (\S+)/.exec(run.out)?.[1];
+/** The admin password a first run printed. */
+const passwordOf = (run: Run) => /Generated password for admin user 'admin': (\S+)/.exec(run.out)?.[1];
+
+/** Logs in as admin at `run` (a later run on the same data: with the first run's password). */
+async function login(run: Pick<Run, "port">, password: string | undefined): Promise<string> {
   const r = await fetch(`http://127.0.0.1:${run.port}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
   expect(r.status).toBe(200);
   return ((await r.json()) as { key: string }).key;
@@ -118,7 +121,7 @@ describe("a first run, twice side by side", () => {
 
   it("serves every part's metrics at the gateway's /metrics, each family once, each part by its label", async () => {
     const run = runs[0]!;
-    const token = await login(run);
+    const token = await login(run, passwordOf(run));
     expect((await fetch(`http://127.0.0.1:${run.port}/bridges`, { headers: { "x-auth-token": token } })).status).toBe(200);
     const text = await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text();
     for (const part of ["gateway", ...readdirSync(join(run.dir, "services")).filter((d) => d !== "kit")]) expect(text, part).toContain(`part="${part}"`);
@@ -133,7 +136,7 @@ describe("a first run, twice side by side", () => {
 
   it("serves each API on its own data: a bridge's trace goes with it, both deletions on its own /events", async () => {
     for (const run of runs) {
-      const token = await login(run);
+      const token = await login(run, passwordOf(run));
       const feed = follow(run, token);
       const headers = { "x-auth-token": token, "content-type": "application/json" };
       const base = `http://127.0.0.1:${run.port}`;
@@ -220,11 +223,10 @@ describe("a first run, twice side by side", () => {
 
   it("a feed never lies across a restart: event ids go on rising, and an id from before it is a 410 Gone (re-list)", async () => {
     const run = runs[0]!;
-    const password = /Generated password for admin user 'admin': (\S+)/.exec(run.out)![1]!;
+    const password = passwordOf(run);
     const lastEventId = async (port: number): Promise<number> => {
       const base = `http://127.0.0.1:${port}`;
-      const login = await fetch(`${base}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
-      const token = ((await login.json()) as { key: string }).key;
+      const token = await login({ port }, password);
       const feed = follow({ ...run, port }, token);
       // The feed's first words (its retry hint) say it follows from now.
       await waitFor("the feed to open", async () => feed.events.length > 0, 5_000);
@@ -247,8 +249,7 @@ describe("a first run, twice side by side", () => {
     expect(await first.exit).toBe(0);
     const second = await startOnce();
     expect(await lastEventId(second.port)).toBeGreaterThan(before);
-    const login = await fetch(`http://127.0.0.1:${second.port}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
-    const token = ((await login.json()) as { key: string }).key;
+    const token = await login(second, password);
     const stale = await fetch(`http://127.0.0.1:${second.port}/events`, { headers: { "x-auth-token": token, "last-event-id": String(before) } });
     expect(stale.status).toBe(410);
     expect(((await stale.json()) as { code: number; message: string }).message).toMatch(/no longer kept; list again/);
