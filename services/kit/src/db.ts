@@ -52,7 +52,10 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
   const client = await pool.connect();
   try {
     await client.query("SELECT pg_advisory_lock(hashtext($1))", [`vnm-migrate:${schema}`]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // Created here only when missing: a service's role owns its schema (made by the migrations
+    // step) but may not create schemas, and CREATE SCHEMA IF NOT EXISTS checks that right first.
+    const present = (await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount;
+    if (!present) await client.query(`CREATE SCHEMA ${schema}`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,

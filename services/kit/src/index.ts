@@ -1,7 +1,8 @@
 // What the kit offers the services, the gateway, the CLI and the tools, named; each module's other
 // exports are the kit's own.
 
-export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
+export { auditRoot, type Bus, type BusMessage, localBus, natsBus, natsCredentials, natsPasswordVariable, streamNames } from "./bus.ts";
+export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
 export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
 export { type Migration, PG, pgCode, type Queryable } from "./db.ts";

@@ -10,6 +10,7 @@ import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./ch
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers } from "./resource.ts";
+import { provisionRole, roleOf } from "./db-roles.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -298,7 +299,10 @@ function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
 function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
   return loadConfig({
     databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL" },
+    databaseAdminUrl: { env: "VNM_DATABASE_ADMIN_URL", default: "", parse: optional },
     natsUrl: { env: "NATS_URL", default: "", parse: optional },
+    natsUser: { env: "VNM_NATS_USER", default: "", parse: optional },
+    natsPassword: { env: "VNM_NATS_PASSWORD", default: "", parse: optional },
     port: { env: "GRPC_PORT", default: "0", parse: parsePort },
     host: { env: "GRPC_HOST", default: "127.0.0.1" },
     schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
@@ -333,6 +337,8 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const cfg = serviceConfig(spec.domain, env);
   const log = createLogger({ service: spec.domain });
   const stopTelemetry = await startTelemetry(spec.domain, env);
+  // The migrations step (given the administrator's URL): the service's role and schema first.
+  if (cfg.databaseAdminUrl) await provisionRole(cfg.databaseAdminUrl, cfg.schema, roleOf(cfg.databaseUrl));
   const pool = createPool(cfg.databaseUrl, cfg.schema);
   await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
   // An init container's run: the schema brought up to date (under the advisory lock), nothing served.
@@ -341,7 +347,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
     log.info("migrations done");
     process.exit(0);
   }
-  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, cfg.schema, bus, log);
   const metrics = new Metrics(spec.domain);

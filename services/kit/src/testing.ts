@@ -6,14 +6,17 @@ import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
-import { streamNames } from "./bus.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { natsPasswordVariable, streamNames } from "./bus.ts";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT } from "./repo.ts";
 
 export { freePort, ROOT, serviceDomains } from "./repo.ts";
-import { freePort } from "./repo.ts";
+import { freePort, serviceDomains } from "./repo.ts";
 
 export const DEPS = {
   databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
@@ -89,6 +92,36 @@ export async function deleteStreams(nc: NatsConnection, prefix: string): Promise
   const jsm = await nc.jetstreamManager();
   for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch((err: Error) => failed.push(`${stream}: ${err.message}`));
   return failed;
+}
+
+export interface NatsServer {
+  url: string;
+  /** Each user's password (deploy/nats.conf names the users), in VNM_NATS_PASSWORD_<USER> variables. */
+  passwords: NodeJS.ProcessEnv;
+  proc: Proc;
+  stop(): Promise<void>;
+}
+
+/**
+ * A nats-server of its own with deploy/nats.conf's users and permissions: a free port, JetStream
+ * in a temporary directory (removed at stop), a random password for every user.
+ */
+export async function startNatsServer(): Promise<NatsServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "vnm-nats-"));
+  const users = ["admin", "gateway", ...serviceDomains()];
+  // The server reads each variable as a configuration value: letters then digits stay a string.
+  const passwords = Object.fromEntries(users.map((u) => [natsPasswordVariable(u), `p${randomBytes(12).toString("hex")}`]));
+  const args = ["-c", join(ROOT, "deploy", "nats.conf"), "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir];
+  const proc = startProcess("/usr/sbin/nats-server", passwords, [], args);
+  await waitFor("nats-server", async () => proc.output.join("").includes("Server is ready"), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}: ${proc.output.join("")}`);
+  });
+  const stop = async () => {
+    await proc.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url: `nats://127.0.0.1:${port}`, passwords, proc, stop };
 }
 
 export interface Reply {
