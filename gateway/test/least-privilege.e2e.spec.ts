@@ -83,7 +83,7 @@ describe("bus: a NATS user per part", () => {
     await waitFor("the bridge's event", async () => feed.events.some((e) => e.data.id === b.json.id), 30_000);
     await feed.close();
     expect(feed.events.find((e) => e.data.id === b.json.id)).toMatchObject({ event: "created", data: { kind: "Bridge" } });
-  });
+   }, 60_000);
 
   it("the tunnel user may not announce a bridge deleted: the bridge's traces stay; the real deletion takes them", async () => {
     const bridge = (await http("POST", "/bridges", { name: "traced" })).json;

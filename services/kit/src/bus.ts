@@ -315,20 +315,6 @@ class NatsBus implements Bus {
   }
 }
 
-/** The variable holding a NATS user's password where the server and launchers read it: VNM_NATS_PASSWORD_<USER>. */
-export function natsPasswordVariable(user: string): string {
-  return `VNM_NATS_PASSWORD_${user.toUpperCase()}`;
-}
-
-/**
- * The connection settings of the NATS user `user` (VNM_NATS_USER, VNM_NATS_PASSWORD) when `env`
- * holds its password (VNM_NATS_PASSWORD_<USER>); none otherwise (a server without users).
- */
-export function natsCredentials(env: NodeJS.ProcessEnv, user: string): NodeJS.ProcessEnv {
-  const password = env[natsPasswordVariable(user)];
-  return password ? { VNM_NATS_USER: user, VNM_NATS_PASSWORD: password } : {};
-}
-
 export function natsBus(opts: NatsBusOptions): Bus {
   return new NatsBus(opts);
 }

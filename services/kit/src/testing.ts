@@ -9,14 +9,14 @@ import pg from "pg";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { natsPasswordVariable, streamNames } from "./bus.ts";
+import { streamNames } from "./bus.ts";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT } from "./repo.ts";
 
 export { freePort, ROOT, serviceDomains } from "./repo.ts";
-import { freePort, serviceDomains } from "./repo.ts";
+import { freePort, natsPasswordVariable, serviceDomains } from "./repo.ts";
 
 export const DEPS = {
   databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
