@@ -1,11 +1,12 @@
 // Each service as its own Postgres role and its own NATS user (docs/security.md, "Databases" and
 // "Bus"): a role reads no other service's schema; a NATS user publishes only its own domain's
 // subjects. The whole stack runs on a nats-server of its own with deploy/nats.conf, and works.
-import { startNatsServer, type NatsServer } from "@vnm/kit/testing";
+import { roleName, serviceDatabaseUrl } from "@vnm/kit";
+import { directService, startNatsServer, type NatsServer } from "@vnm/kit/testing";
 import { connect, JSONCodec, type NatsConnection } from "nats";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, httpClient, openFeed, Stack, waitFor } from "./harness.ts";
+import { DEPS, dropSchema, httpClient, openFeed, Stack, startProcess, waitFor } from "./harness.ts";
 
 // The subject prefix the checked-in configuration grants (a server of its own: no other stack on it).
 const stack = new Stack({ VNM_BUS_PREFIX: "vnm" });
@@ -66,6 +67,32 @@ describe("databases: a role per service", () => {
     expect(owners.rows).toEqual([{ tableowner: role }]);
     const users = await asRole("identity", (db) => db.query(`SELECT name FROM ${stack.schema("identity")}.users`));
     expect((users as pg.QueryResult).rows).toContainEqual({ name: "admin" });
+  });
+});
+
+describe("the migrations step: <domain> --migrate-only with VNM_DATABASE_ADMIN_URL", () => {
+  it("makes the role and its schema, migrates and exits; the service then runs with its own URL only", async () => {
+    const schema = `qos_m${stack.id}`;
+    const role = { role: roleName(DEPS.databaseUrl, schema), password: `p${stack.id}` };
+    const own = serviceDatabaseUrl(DEPS.databaseUrl, role);
+    try {
+      const step = startProcess("services/qos/src/main.ts", { DATABASE_URL: own, VNM_DATABASE_ADMIN_URL: DEPS.databaseUrl, VNM_DB_SCHEMA: schema, NATS_URL: "" }, [], ["--migrate-only"]);
+      const code = await new Promise((resolve) => step.child.once("exit", resolve));
+      expect(code, step.output.join("")).toBe(0);
+      const qos = await directService("qos", { DATABASE_URL: own, VNM_DB_SCHEMA: schema });
+      const created = await qos.call("vnm.qos.v1.QosPolicyService", "CreateQosPolicy", { qosPolicy: { name: "gold" } });
+      const listed = await qos.call("vnm.qos.v1.QosPolicyService", "ListQosPolicies", {});
+      await qos.stop({ keepSchema: true });
+      expect(created.err).toBeNull();
+      expect(JSON.stringify(listed.res)).toContain("gold");
+      const admin = new pg.Client({ connectionString: DEPS.databaseUrl });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.query(`DROP ROLE IF EXISTS ${role.role}`);
+      await admin.end();
+    } finally {
+      await dropSchema(schema).catch(() => {});
+    }
   });
 });
 
