@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { streamNames } from "./bus.ts";
+import { provisionRole, roleName, serviceDatabaseUrl } from "./db-roles.ts";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
@@ -75,12 +76,13 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   }
 }
 
-/** Removes a schema a test's process made in the shared Postgres, and everything in it. */
-export async function dropSchema(schema: string): Promise<void> {
+/** Removes a schema a test's process made in the shared Postgres, and everything in it; and its role, when named. */
+export async function dropSchema(schema: string, role?: string): Promise<void> {
   const db = new pg.Client({ connectionString: DEPS.databaseUrl });
   await db.connect();
   try {
     await db.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`);
+    if (role) await db.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(role)}`);
   } finally {
     await db.end();
   }
@@ -162,16 +164,32 @@ function clientsOf(address: string): { clients: Map<string, grpc.Client>; client
   return { clients, clientOf };
 }
 
+/** Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why). */
+function serving(domain: string, proc: Proc, health: grpc.Client): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const exited = () => reject(new Error(`${domain} did not start: ${proc.output.join("")}`));
+    proc.child.once("close", exited);
+    health.waitForReady(Date.now() + 20_000, (e) => {
+      proc.child.off("close", exited);
+      if (e) exited();
+      else resolve();
+    });
+  });
+}
+
 /**
  * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
- * NATS, and waits until it answers.
+ * NATS, and waits until it answers. Unless `env` names a DATABASE_URL, the service connects as a
+ * role of its own that owns the schema (made here, as the migrations step does).
  */
 export async function directService(domain: string, env: NodeJS.ProcessEnv = {}): Promise<DirectService> {
   const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
+  const role = env["DATABASE_URL"] ? undefined : { role: roleName(DEPS.databaseUrl, schema), password: `p${randomBytes(12).toString("hex")}` };
+  if (role) await provisionRole(DEPS.databaseUrl, schema, role);
   const secret = env["VNM_TOKEN_SECRET"] ?? randomBytes(16).toString("hex");
   const port = await freePort();
   const proc = startProcess(`services/${domain}/src/main.ts`, {
-    DATABASE_URL: DEPS.databaseUrl,
+    DATABASE_URL: role ? serviceDatabaseUrl(DEPS.databaseUrl, role) : DEPS.databaseUrl,
     NATS_URL: "",
     GRPC_PORT: String(port),
     VNM_DB_SCHEMA: schema,
@@ -180,15 +198,10 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
   });
   const { clients, clientOf } = clientsOf(`127.0.0.1:${port}`);
   const health = clientOf("grpc.health.v1.Health");
-  // Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why).
-  await new Promise<void>((resolve, reject) => {
-    const exited = () => reject(new Error(`${domain} did not start: ${proc.output.join("")}`));
-    proc.child.once("close", exited);
-    health.waitForReady(Date.now() + 20_000, (e) => {
-      proc.child.off("close", exited);
-      if (e) exited();
-      else resolve();
-    });
+  await serving(domain, proc, health).catch(async (err: Error) => {
+    // What was made for it alone goes with it (a schema the test named stays, as on stop).
+    if (!env["VNM_DB_SCHEMA"]) await dropSchema(schema, role?.role);
+    throw err;
   });
   const token = (who: Partial<Identity> = {}, key = secret) =>
     signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) + 600, ...who }, key);
@@ -216,7 +229,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     async stop(opts = {}) {
       for (const c of clients.values()) c.close();
       await proc.stop();
-      if (!opts.keepSchema) await dropSchema(schema);
+      if (!opts.keepSchema) await dropSchema(schema, role?.role);
     },
   };
 }
