@@ -145,14 +145,23 @@ export class Stack {
    * the migrations step does, on first use) and its own NATS user when the server has users.
    */
   async serviceEnv(domain: string): Promise<NodeJS.ProcessEnv> {
-    const schema = this.schema(domain);
+    await provisionRole(DEPS.databaseUrl, this.schema(domain), this.role(domain));
+    return { DATABASE_URL: this.databaseUrl(domain), VNM_DB_SCHEMA: this.schema(domain), ...natsCredentials(this.natsPasswords, domain) };
+  }
+
+  /** A service's Postgres role: its name and this stack's password for it (dropped at stop, made by whoever runs the migrations step). */
+  role(domain: string): ServiceRole {
     let role = this.roles.get(domain);
     if (!role) {
-      role = { role: roleName(DEPS.databaseUrl, schema), password: randomBytes(12).toString("hex") };
-      await provisionRole(DEPS.databaseUrl, schema, role);
+      role = { role: roleName(DEPS.databaseUrl, this.schema(domain)), password: `p${randomBytes(12).toString("hex")}` };
       this.roles.set(domain, role);
     }
-    return { DATABASE_URL: serviceDatabaseUrl(DEPS.databaseUrl, role), VNM_DB_SCHEMA: schema, ...natsCredentials(this.natsPasswords, domain) };
+    return role;
+  }
+
+  /** The DATABASE_URL of a service of this stack: its own role. */
+  databaseUrl(domain: string): string {
+    return serviceDatabaseUrl(DEPS.databaseUrl, this.role(domain));
   }
 
   /** A connection to this stack's NATS with every right (as admin on a server with users). */
