@@ -59,8 +59,13 @@ export async function provisionRole(adminUrl: string, schema: string, { role, pa
     if (owner.rowCount === 0) await client.query(`CREATE SCHEMA ${s} AUTHORIZATION ${r}`);
     else if (owner.rows[0]!.owner !== role) await handOver(client, schema, role);
     // Nobody else's: no right for PUBLIC on the schema, nor (before Postgres 15) CREATE in public.
+    // The latter only when PUBLIC has it: two steps revoking it at once (other roles, so not
+    // under one lock) would fail with "tuple concurrently updated".
     await client.query(`REVOKE ALL ON SCHEMA ${s} FROM PUBLIC`);
-    await client.query("REVOKE CREATE ON SCHEMA public FROM PUBLIC");
+    const publicOpen = await client.query<{ open: boolean }>(
+      "SELECT CASE WHEN to_regnamespace('public') IS NULL THEN false ELSE has_schema_privilege('public', 'public', 'CREATE') END AS open",
+    );
+    if (publicOpen.rows[0]?.open) await client.query("REVOKE CREATE ON SCHEMA public FROM PUBLIC");
     await client.query("COMMIT");
   } catch (err) {
     await client.query("ROLLBACK").catch(() => {});
