@@ -127,11 +127,6 @@ describe("bus: a NATS user per part", () => {
     await waitFor("the trace gone with its bridge", async () => (await http("GET", `/traces/${trace.json.id}`)).status === 404, 15_000);
   });
 
-  it("no part of the stack was refused anything it does (Postgres or NATS)", () => {
-    const refusals = stack.logLines().filter((l) => /permission|authorization violation/i.test(JSON.stringify(l)));
-    expect(refusals).toEqual([]);
-  });
-
   it("a domain's user may publish its own subjects only, and subscribe only where it consumes", async () => {
     const bridge = await natsAs("bridge");
     const refused: string[] = [];
@@ -151,5 +146,34 @@ describe("bus: a NATS user per part", () => {
     await watcher.close();
     expect(heard).toEqual(["vnm.bridge.Probe.created"]);
     expect(refused.sort()).toEqual(["publish vnm.tunnel.Probe.deleted", "subscription vnm.>"]);
+  });
+});
+
+describe("the stack under these rights", () => {
+  it("audits a write on the audit stream (the gateway's own subjects)", async () => {
+    const watcher = await stack.natsAdmin();
+    const audited: string[] = [];
+    watcher.subscribe("vnm-audit.>", { callback: (_e, m) => audited.push(m.subject) });
+    await watcher.flush();
+    expect((await http("POST", "/bridges", { name: "audited" })).status).toBe(201);
+    await waitFor("the write's audit record", async () => audited.length > 0, 15_000);
+    await watcher.close();
+    expect(audited).toContain("vnm-audit.bridge.Bridge");
+  });
+
+  it("no part was refused anything it does: the only refusals are the ones these tests provoked", () => {
+    const refusals = stack.logLines().filter((l) => /permission|authorization violation/i.test(JSON.stringify(l)));
+    expect(refusals).toEqual([]);
+    const violations = nats.proc.output
+      .join("")
+      .split("\n")
+      .map((l) => l.slice(l.search(/(Publish|Subscription) Violation|authentication error/)))
+      .filter((l) => /^(Publish|Subscription) Violation|^authentication error/.test(l));
+    expect(violations.sort()).toEqual([
+      'Publish Violation - User "bridge", Subject "vnm.tunnel.Probe.deleted"',
+      'Publish Violation - User "tunnel", Subject "vnm.bridge.Bridge.deleted"',
+      'Subscription Violation - User "bridge", Subject "vnm.>", SID 1',
+      'authentication error - User ""',
+    ]);
   });
 });
