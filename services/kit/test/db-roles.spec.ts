@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { createPool, migrate, OUTBOX_MIGRATION } from "../src/db.ts";
 import { provisionRole, roleName, serviceDatabaseUrl } from "../src/db-roles.ts";
 import { DEPS } from "../src/testing.ts";
 
@@ -64,4 +65,13 @@ it("runs again (a restart, a new password) and keeps the role out of other schem
 
 it("refuses a role without a password", async () => {
   await expect(provisionRole(DEPS.databaseUrl, schema, { role: role.role, password: "" })).rejects.toThrow(/no password/);
+});
+
+it("a service whose schema the step did not make says so at start, instead of a bare permission error", async () => {
+  const pool = createPool(serviceDatabaseUrl(DEPS.databaseUrl, role), `roles_missing_${id}`);
+  try {
+    await expect(migrate(pool, `roles_missing_${id}`, [OUTBOX_MIGRATION])).rejects.toThrow(/does not exist and this role may not create it: run the migrations step \(VNM_DATABASE_ADMIN_URL\)/);
+  } finally {
+    await pool.end();
+  }
 });
