@@ -127,6 +127,16 @@ describe("bus: a NATS user per part", () => {
     await waitFor("the trace gone with its bridge", async () => (await http("GET", `/traces/${trace.json.id}`)).status === 404, 15_000);
   });
 
+  it("the gateway may not touch the tracing service's durable consumer", async () => {
+    const gateway = await natsAs("gateway");
+    const jsm = await gateway.jetstreamManager();
+    await expect(jsm.consumers.delete("VNM", "tracing-bridge-deletions")).rejects.toThrow();
+    await gateway.close();
+    const admin = await stack.natsAdmin();
+    expect((await (await admin.jetstreamManager()).consumers.info("VNM", "tracing-bridge-deletions")).name).toBe("tracing-bridge-deletions");
+    await admin.close();
+  });
+
   it("a domain's user may publish its own subjects only, and subscribe only where it consumes", async () => {
     const bridge = await natsAs("bridge");
     const refused: string[] = [];
@@ -171,6 +181,7 @@ describe("the stack under these rights", () => {
       .filter((l) => /^(Publish|Subscription) Violation|^authentication error/.test(l));
     expect(violations.sort()).toEqual([
       'Publish Violation - User "bridge", Subject "vnm.tunnel.Probe.deleted"',
+      'Publish Violation - User "gateway", Subject "$JS.API.CONSUMER.DELETE.VNM.tracing-bridge-deletions"',
       'Publish Violation - User "tunnel", Subject "vnm.bridge.Bridge.deleted"',
       'Subscription Violation - User "bridge", Subject "vnm.>", SID 1',
       'authentication error - User ""',
