@@ -12,7 +12,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, freePort, NODE_FLAGS, natsCredentials, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { serviceDatabases } from "./database-roles.ts";
 import { embeddedPostgres } from "./postgres.ts";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
@@ -50,25 +51,35 @@ async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, 
   return out;
 }
 
-const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string): NodeJS.ProcessEnv => ({
-  ...env,
+const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string, databases: Record<string, string>): NodeJS.ProcessEnv => ({
+  ...partEnv(env, domain),
   ...addresses,
+  DATABASE_URL: databases[domain],
   GRPC_HOST: "127.0.0.1",
   GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
 });
 
 /**
+ * A part's environment: the launcher's without the NATS users' passwords (VNM_NATS_PASSWORD_<USER>,
+ * when NATS_URL names a server with users), but with its own user's (VNM_NATS_USER, VNM_NATS_PASSWORD).
+ */
+function partEnv(env: NodeJS.ProcessEnv, part: string): NodeJS.ProcessEnv {
+  const own = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("VNM_NATS_PASSWORD_")));
+  return { ...own, ...natsCredentials(env, part) };
+}
+
+/**
  * Everything in this process: the services first, then the gateway that calls them, whose
  * /metrics carries every part's families.
  */
-async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>): Promise<void> {
+async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>, databases: Record<string, string>): Promise<void> {
   const { loadContract, runService } = await import("@vnm/kit");
   // The proto files are read once here, for every part of this process.
   const contract = loadContract();
   const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d }, { contract })).metrics);
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, databases), VNM_DB_SCHEMA: d }, { contract })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
   await startGateway({ ...env, ...addresses }, { serviceMetrics, contract });
@@ -117,11 +128,11 @@ function supervise(name: string, script: string, env: NodeJS.ProcessEnv, childre
   start();
 }
 
-async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
+async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, databases: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
   const children = new Set<ChildProcess>();
   let stopping = false;
-  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d), children, () => stopping);
-  supervise("gateway", join("gateway", "src", "main.ts"), { ...env, ...addresses }, children, () => stopping);
+  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d, databases), children, () => stopping);
+  supervise("gateway", join("gateway", "src", "main.ts"), { ...partEnv(env, "gateway"), ...addresses }, children, () => stopping);
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -135,6 +146,27 @@ async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string
   // Repeats are ignored (see the kit's shutdown: Ctrl-C under npm arrives twice).
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+/**
+ * The database (the embedded one unless DATABASE_URL names one) and each service's own role
+ * and URL there. Only this step holds the administrator's URL: it leaves `env`, each service
+ * gets its own (serviceEnv).
+ */
+async function database(env: NodeJS.ProcessEnv): Promise<{ databases: Record<string, string>; stopDatabase?: () => Promise<void> }> {
+  let stopDatabase: (() => Promise<void>) | undefined;
+  if (!env["DATABASE_URL"]) {
+    const db = await embeddedPostgres().catch((err: Error) => fail(`the embedded PostgreSQL did not start: ${err.message}`));
+    env["DATABASE_URL"] = db.url;
+    stopDatabase = db.stop;
+    say(`data: embedded PostgreSQL, kept in ${db.dataDir} (set DATABASE_URL to use your own)`);
+  }
+  const databases = await serviceDatabases(env["DATABASE_URL"], serviceDomains()).catch(async (err: Error) => {
+    await stopDatabase?.();
+    fail(`could not make the services' database roles (DATABASE_URL's user must be able to create roles): ${err.message}`);
+  });
+  delete env["DATABASE_URL"];
+  return { databases, stopDatabase };
 }
 
 /** Stops everything when the process that started this one goes (npm killed, say). */
@@ -153,13 +185,7 @@ async function main(): Promise<void> {
   const port = Number(env["PORT"] ?? 8080);
   say(split ? "mode: one process per service (--split, or backing services given)" : "mode: everything in this one process");
   if (!(await portFree(port, host))) fail(`port ${port} on ${host} is taken: stop what uses it, or start with PORT=<another port>`);
-  let stopDatabase: (() => Promise<void>) | undefined;
-  if (!env["DATABASE_URL"]) {
-    const db = await embeddedPostgres().catch((err: Error) => fail(`the embedded PostgreSQL did not start: ${err.message}`));
-    env["DATABASE_URL"] = db.url;
-    stopDatabase = db.stop;
-    say(`data: embedded PostgreSQL, kept in ${db.dataDir} (set DATABASE_URL to use your own)`);
-  }
+  const { databases, stopDatabase } = await database(env);
   if (!env["NATS_URL"]) {
     say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
@@ -168,7 +194,7 @@ async function main(): Promise<void> {
   const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;
   const user = env["VNM_ADMIN_USER"] || "admin";
   if (split) {
-    await runSplit(env, addresses, stopDatabase);
+    await runSplit(env, addresses, databases, stopDatabase);
     if (!(await gatewayUp(url))) say(`the gateway does not answer at ${url} yet; its lines above say why`);
     await summary(url, user, []);
     return;
@@ -178,7 +204,7 @@ async function main(): Promise<void> {
   if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
   // The generated admin password goes into the summary, not among the start-up logs.
   const notices = holdNotices();
-  await runTogether(env, addresses).catch(async (err: Error) => {
+  await runTogether(env, addresses, databases).catch(async (err: Error) => {
     const held = notices();
     if (held.length > 0) process.stdout.write(`\n${held.join("\n")}\n\n`);
     await stopDatabase?.();

@@ -4,7 +4,7 @@
 // package exports it as @vnm/e2e/stack.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
-import { addressVariable } from "@vnm/kit";
+import { addressVariable, natsCredentials, natsPasswordVariable, provisionRole, roleName, type ServiceRole, serviceDatabaseUrl } from "@vnm/kit";
 import { DEPS, deleteStreams, freePort, type Proc, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
@@ -33,6 +33,13 @@ export class Stack {
   readonly tokenSecret = randomBytes(24).toString("hex");
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
+  /**
+   * The NATS users' passwords (VNM_NATS_PASSWORD_<USER>) when natsUrl is a server with
+   * deploy/nats.conf's users: each process then connects as its own user, the tests as admin.
+   */
+  natsPasswords: NodeJS.ProcessEnv = {};
+  /** Each service's Postgres role (made on its first start, dropped at stop). */
+  private readonly roles = new Map<string, ServiceRole>();
   readonly adminPassword = randomBytes(12).toString("hex");
   /** The admin's token from this stack's first gateway (empty until one has started). */
   adminToken = "";
@@ -96,7 +103,7 @@ export class Stack {
       const port = this.addrs.get(d)!.split(":")[1]!;
       if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
       const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
-      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, VNM_DB_SCHEMA: this.schema(d) }));
+      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, ...(await this.serviceEnv(d)) }));
       this.services.set(d, proc);
       this.procs.push(proc);
     }
@@ -112,7 +119,7 @@ export class Stack {
     const addr = `127.0.0.1:${port}`;
     const metricsPort = await freePort();
     this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
-    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
+    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), ...(await this.serviceEnv(domain)) };
     this.procs.push(this.launch(`services/${domain}/src/main.ts`, this.env(env)));
     await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
     return addr;
@@ -124,13 +131,43 @@ export class Stack {
    */
   async watchChanges(): Promise<ChangeSeen[]> {
     const seen: ChangeSeen[] = [];
-    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    const nc = await this.natsAdmin();
     const sc = StringCodec();
     nc.subscribe(`${this.prefix}.>`, {
       callback: (_e, m) => seen.push({ subject: m.subject, data: JSON.parse(sc.decode(m.data)), requestIdHeader: m.headers?.get("X-Request-Id") || undefined }),
     });
     this.nats.push(nc);
     return seen;
+  }
+
+  /**
+   * What a service's processes connect with: its own Postgres role (created with its schema, as
+   * the migrations step does, on first use) and its own NATS user when the server has users.
+   */
+  async serviceEnv(domain: string): Promise<NodeJS.ProcessEnv> {
+    await provisionRole(DEPS.databaseUrl, this.schema(domain), this.role(domain));
+    return { DATABASE_URL: this.databaseUrl(domain), VNM_DB_SCHEMA: this.schema(domain), ...natsCredentials(this.natsPasswords, domain) };
+  }
+
+  /** A service's Postgres role: its name and this stack's password for it (dropped at stop, made by whoever runs the migrations step). */
+  role(domain: string): ServiceRole {
+    let role = this.roles.get(domain);
+    if (!role) {
+      role = { role: roleName(DEPS.databaseUrl, this.schema(domain)), password: `p${randomBytes(12).toString("hex")}` };
+      this.roles.set(domain, role);
+    }
+    return role;
+  }
+
+  /** The DATABASE_URL of a service of this stack: its own role. */
+  databaseUrl(domain: string): string {
+    return serviceDatabaseUrl(DEPS.databaseUrl, this.role(domain));
+  }
+
+  /** A connection to this stack's NATS with every right (as admin on a server with users). */
+  natsAdmin(): Promise<NatsConnection> {
+    const pass = this.natsPasswords[natsPasswordVariable("admin")];
+    return connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200, ...(pass ? { user: "admin", pass } : {}) });
   }
 
   async stopService(domain: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
@@ -145,7 +182,7 @@ export class Stack {
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */
   async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
     const port = await freePort();
-    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...extra }));
+    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...natsCredentials(this.natsPasswords, "gateway"), ...extra }));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
     // Every service of a stack starts at once on a machine of two cores: give them room.
@@ -179,10 +216,11 @@ export class Stack {
     const client = new pg.Client({ connectionString: DEPS.databaseUrl });
     await client.connect();
     for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
+    for (const { role } of this.roles.values()) await client.query(`DROP ROLE IF EXISTS ${role}`);
     await client.end();
     for (const nc of this.nats.splice(0)) await nc.close();
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.
-    const nc = await connect({ servers: this.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    const nc = await this.natsAdmin();
     await deleteStreams(nc, this.prefix);
     await nc.close();
     const redis = new Redis(DEPS.redisUrl);

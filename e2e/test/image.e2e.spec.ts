@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, linkModules } from "../../deploy/build.ts";
-import { freePort, type Proc, Stack, startProcess, waitFor } from "../harness/harness.ts";
+import { DEPS, freePort, type Proc, Stack, startProcess, waitFor } from "../harness/harness.ts";
 
 const out = mkdtempSync(join(tmpdir(), "vnm-image-"));
 const stack = new Stack();
@@ -27,7 +27,9 @@ function run(args: string[], env: NodeJS.ProcessEnv): Proc {
   return proc;
 }
 
-const serviceEnv = (d: string) => stack.env({ ...stack.addressEnv(), GRPC_PORT: stack.addrs.get(d)!.split(":")[1], VNM_DB_SCHEMA: stack.schema(d) });
+// Each service as its own role; the migrations step alone also gets the administrator's URL, and makes the role.
+const serviceEnv = (d: string) =>
+  stack.env({ ...stack.addressEnv(), GRPC_PORT: stack.addrs.get(d)!.split(":")[1], VNM_DB_SCHEMA: stack.schema(d), DATABASE_URL: stack.databaseUrl(d) });
 
 /** The exit status of a process run to its end. */
 const exitOf = (p: Proc) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once("exit", resolve)));
@@ -37,7 +39,7 @@ beforeAll(async () => {
   linkModules(out);
   for (const d of ["identity", "bridge"]) stack.addrs.set(d, `127.0.0.1:${await freePort()}`);
   // Migrations first, as the init containers run them: several at once, each exits 0.
-  const migrations = ["identity", "bridge", "bridge"].map((d) => run([d, "--migrate-only"], serviceEnv(d)));
+  const migrations = ["identity", "bridge", "bridge"].map((d) => run([d, "--migrate-only"], { ...serviceEnv(d), VNM_DATABASE_ADMIN_URL: DEPS.databaseUrl }));
   const codes = await Promise.all(migrations.map(exitOf));
   if (codes.some((c) => c !== 0)) throw new Error(`--migrate-only failed: ${migrations.map((m) => m.output.join("")).join("\n")}`);
   for (const d of ["identity", "bridge"]) run([d], serviceEnv(d));

@@ -50,6 +50,8 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       host: { env: "HOST", default: "127.0.0.1" },
       redisUrl: { env: "REDIS_URL", default: "", parse: optional },
       natsUrl: { env: "NATS_URL", default: "", parse: optional },
+      natsUser: { env: "VNM_NATS_USER", default: "", parse: optional },
+      natsPassword: { env: "VNM_NATS_PASSWORD", default: "", parse: optional },
       prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
       busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
       bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
@@ -81,7 +83,7 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes, items: cfg.itemCache };
   const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache(1000, cfg.itemCache);
   if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
-  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
   bus.subscribe(
     [">"],

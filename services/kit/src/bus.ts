@@ -63,6 +63,9 @@ const sc = StringCodec();
 
 export interface NatsBusOptions {
   url: string;
+  /** The NATS user this process connects as (VNM_NATS_USER), and its password; none: anonymous. */
+  user?: string;
+  password?: string;
   prefix: string;
   log: Logger;
   /** Connection name shown by the server. */
@@ -118,6 +121,14 @@ function lazyMessage(subject: string, decode: () => unknown): BusMessage {
       return data;
     },
   };
+}
+
+/**
+ * A NATS user's connection options: its password, and its own inbox prefix (`_INBOX_<user>`), so
+ * the server can let each user receive replies on its own inboxes only (deploy/nats.conf).
+ */
+function credentials(opts: NatsBusOptions): { user?: string; pass?: string; inboxPrefix?: string } {
+  return opts.user ? { user: opts.user, pass: opts.password, inboxPrefix: `_INBOX_${opts.user}` } : {};
 }
 
 /**
@@ -185,7 +196,7 @@ class NatsBus implements Bus {
         // noAsyncTraces: no stack captured for every publish's acknowledgement request (an Error
         // built per write that succeeds; 4-8% of the gateway's CPU on a POST). A failed
         // publish still says what failed; callers log it with their own context.
-        const conn = await connect({ servers: this.opts.url, name: this.opts.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 5_000, maxPingOut: 2, noAsyncTraces: true });
+        const conn = await connect({ servers: this.opts.url, ...credentials(this.opts), name: this.opts.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 5_000, maxPingOut: 2, noAsyncTraces: true });
         if (this.closed) return void (await conn.close());
         this.attach(conn);
       } catch (err) {

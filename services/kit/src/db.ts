@@ -52,7 +52,15 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
   const client = await pool.connect();
   try {
     await client.query("SELECT pg_advisory_lock(hashtext($1))", [`vnm-migrate:${schema}`]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // Created here only when missing: a service's role owns its schema (made by the migrations
+    // step) but may not create schemas, and CREATE SCHEMA IF NOT EXISTS checks that right first.
+    const present = (await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount;
+    if (!present) {
+      await client.query(`CREATE SCHEMA ${schema}`).catch((err: unknown) => {
+        if (pgCode(err) !== "42501") throw err;
+        throw new Error(`the schema ${schema} does not exist and this role may not create it: run the migrations step (VNM_DATABASE_ADMIN_URL) first`);
+      });
+    }
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,

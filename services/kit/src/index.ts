@@ -2,6 +2,7 @@
 // exports are the kit's own.
 
 export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
+export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
 export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
 export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
@@ -17,6 +18,7 @@ export { type Identity, ROLES, serviceToken, signToken, strongestRole, type Toke
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, type Upstream } from "./upstream.ts";
+export { natsCredentials, natsPasswordVariable } from "./repo.ts";
 export { Metrics } from "./metrics.ts";
 export { httpSpans, startTelemetry } from "./telemetry.ts";
 export { reclaimPeriodSeconds, reclaimWhenQuiet } from "./memory.ts";

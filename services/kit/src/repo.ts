@@ -32,6 +32,20 @@ export function addressVariable(domain: string): string {
   return `VNM_${domain.toUpperCase()}_ADDR`;
 }
 
+/** The variable holding a NATS user's password where the server and launchers read it: VNM_NATS_PASSWORD_<USER>. */
+export function natsPasswordVariable(user: string): string {
+  return `VNM_NATS_PASSWORD_${user.toUpperCase()}`;
+}
+
+/**
+ * The connection settings of the NATS user `user` (VNM_NATS_USER, VNM_NATS_PASSWORD) when `env`
+ * holds its password (VNM_NATS_PASSWORD_<USER>); none otherwise (a server without users).
+ */
+export function natsCredentials(env: NodeJS.ProcessEnv, user: string): NodeJS.ProcessEnv {
+  const password = env[natsPasswordVariable(user)];
+  return password ? { VNM_NATS_USER: user, VNM_NATS_PASSWORD: password } : {};
+}
+
 /** Ports this process handed out: the kernel may give a just-closed port again. */
 const handedOut = new Set<number>();
 

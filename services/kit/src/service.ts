@@ -10,6 +10,7 @@ import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./ch
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers, ResourceSet } from "./resource.ts";
+import { provisionRole, roleOf } from "./db-roles.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -304,13 +305,40 @@ function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
   };
 }
 
-function serviceConfig(domain: string, env: NodeJS.ProcessEnv) {
+/** What the migrations step reads: nothing else is needed to run it. */
+function databaseConfig(domain: string, env: NodeJS.ProcessEnv) {
   return loadConfig({
-    databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL" },
+    databaseUrl: { env: "DATABASE_URL", description: "Postgres connection URL (the service's own role)" },
+    databaseAdminUrl: { env: "VNM_DATABASE_ADMIN_URL", default: "", parse: optional },
+    schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
+  }, env);
+}
+
+/**
+ * The service's pool on its schema, brought up to date. Given the administrator's URL (the
+ * migrations step), the service's role and schema are made first. With --migrate-only (an init
+ * container, a one-shot) the process ends there.
+ */
+async function openDatabase(spec: ServiceSpec, env: NodeJS.ProcessEnv, log: Logger): Promise<{ pool: pg.Pool; schema: string }> {
+  const db = databaseConfig(spec.domain, env);
+  if (db.databaseAdminUrl) await provisionRole(db.databaseAdminUrl, db.schema, roleOf(db.databaseUrl));
+  const pool = createPool(db.databaseUrl, db.schema);
+  await migrate(pool, db.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
+  if (process.argv.includes("--migrate-only")) {
+    await pool.end();
+    log.info("migrations done");
+    process.exit(0);
+  }
+  return { pool, schema: db.schema };
+}
+
+function serviceConfig(env: NodeJS.ProcessEnv) {
+  return loadConfig({
     natsUrl: { env: "NATS_URL", default: "", parse: optional },
+    natsUser: { env: "VNM_NATS_USER", default: "", parse: optional },
+    natsPassword: { env: "VNM_NATS_PASSWORD", default: "", parse: optional },
     port: { env: "GRPC_PORT", default: "0", parse: parsePort },
     host: { env: "GRPC_HOST", default: "127.0.0.1" },
-    schema: { env: "VNM_DB_SCHEMA", default: domain, parse: assertIdentifier },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
     busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
     tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
@@ -340,21 +368,14 @@ function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
  */
 export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env, parts: { contract?: Contract } = {}): Promise<RunningService> {
   assertIdentifier(spec.domain);
-  const cfg = serviceConfig(spec.domain, env);
-  const contract = parts.contract ?? loadContract(cfg.protoDir);
   const log = createLogger({ service: spec.domain });
   const stopTelemetry = await startTelemetry(spec.domain, env);
-  const pool = createPool(cfg.databaseUrl, cfg.schema);
-  await migrate(pool, cfg.schema, [OUTBOX_MIGRATION, ...spec.migrations], log);
-  // An init container's run: the schema brought up to date (under the advisory lock), nothing served.
-  if (process.argv.includes("--migrate-only")) {
-    await pool.end();
-    log.info("migrations done");
-    process.exit(0);
-  }
-  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
+  const { pool, schema } = await openDatabase(spec, env, log);
+  const cfg = serviceConfig(env);
+  const contract = parts.contract ?? loadContract(cfg.protoDir);
+  const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
   if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
-  const relay = new OutboxRelay(pool, cfg.schema, bus, log);
+  const relay = new OutboxRelay(pool, schema, bus, log);
   const metrics = new Metrics(spec.domain);
   relay.onFailure = () => metrics.publishFailures.inc();
   metrics.watchOutbox(pool);
@@ -374,7 +395,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   );
   relay.start();
   const metricsAddress = metricsServer?.address();
-  log.info("service ready", { port, schema: cfg.schema, bus: bus.kind, metricsPort: typeof metricsAddress === "object" ? metricsAddress?.port : undefined });
+  log.info("service ready", { port, schema, bus: bus.kind, metricsPort: typeof metricsAddress === "object" ? metricsAddress?.port : undefined });
   reclaimWhenQuiet(log);
 
   const stop = async () => {

@@ -6,14 +6,18 @@ import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { streamNames } from "./bus.ts";
+import { provisionRole, roleName, serviceDatabaseUrl } from "./db-roles.ts";
 import { type Identity, signToken } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT } from "./repo.ts";
 
 export { freePort, ROOT, serviceDomains } from "./repo.ts";
-import { freePort } from "./repo.ts";
+import { freePort, natsPasswordVariable, serviceDomains } from "./repo.ts";
 
 export const DEPS = {
   databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
@@ -72,12 +76,13 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   }
 }
 
-/** Removes a schema a test's process made in the shared Postgres, and everything in it. */
-export async function dropSchema(schema: string): Promise<void> {
+/** Removes a schema a test's process made in the shared Postgres, and everything in it; and its role, when named. */
+export async function dropSchema(schema: string, role?: string): Promise<void> {
   const db = new pg.Client({ connectionString: DEPS.databaseUrl });
   await db.connect();
   try {
     await db.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`);
+    if (role) await db.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(role)}`);
   } finally {
     await db.end();
   }
@@ -89,6 +94,36 @@ export async function deleteStreams(nc: NatsConnection, prefix: string): Promise
   const jsm = await nc.jetstreamManager();
   for (const stream of streamNames(prefix)) await jsm.streams.delete(stream).catch((err: Error) => failed.push(`${stream}: ${err.message}`));
   return failed;
+}
+
+export interface NatsServer {
+  url: string;
+  /** Each user's password (deploy/nats.conf names the users), in VNM_NATS_PASSWORD_<USER> variables. */
+  passwords: NodeJS.ProcessEnv;
+  proc: Proc;
+  stop(): Promise<void>;
+}
+
+/**
+ * A nats-server of its own with deploy/nats.conf's users and permissions: a free port, JetStream
+ * in a temporary directory (removed at stop), a random password for every user.
+ */
+export async function startNatsServer(): Promise<NatsServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "vnm-nats-"));
+  const users = ["admin", "gateway", ...serviceDomains()];
+  // The server reads each variable as a configuration value: letters then digits stay a string.
+  const passwords = Object.fromEntries(users.map((u) => [natsPasswordVariable(u), `p${randomBytes(12).toString("hex")}`]));
+  const args = ["-c", join(ROOT, "deploy", "nats.conf"), "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir];
+  const proc = startProcess("/usr/sbin/nats-server", passwords, [], args);
+  await waitFor("nats-server", async () => proc.output.join("").includes("Server is ready"), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}: ${proc.output.join("")}`);
+  });
+  const stop = async () => {
+    await proc.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url: `nats://127.0.0.1:${port}`, passwords, proc, stop };
 }
 
 export interface Reply {
@@ -129,16 +164,32 @@ function clientsOf(address: string): { clients: Map<string, grpc.Client>; client
   return { clients, clientOf };
 }
 
+/** Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why). */
+function serving(domain: string, proc: Proc, health: grpc.Client): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const exited = () => reject(new Error(`${domain} did not start: ${proc.output.join("")}`));
+    proc.child.once("close", exited);
+    health.waitForReady(Date.now() + 20_000, (e) => {
+      proc.child.off("close", exited);
+      if (e) exited();
+      else resolve();
+    });
+  });
+}
+
 /**
  * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
- * NATS, and waits until it answers.
+ * NATS, and waits until it answers. Unless `env` names a DATABASE_URL, the service connects as a
+ * role of its own that owns the schema (made here, as the migrations step does).
  */
 export async function directService(domain: string, env: NodeJS.ProcessEnv = {}): Promise<DirectService> {
   const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
+  const role = env["DATABASE_URL"] ? undefined : { role: roleName(DEPS.databaseUrl, schema), password: `p${randomBytes(12).toString("hex")}` };
+  if (role) await provisionRole(DEPS.databaseUrl, schema, role);
   const secret = env["VNM_TOKEN_SECRET"] ?? randomBytes(16).toString("hex");
   const port = await freePort();
   const proc = startProcess(`services/${domain}/src/main.ts`, {
-    DATABASE_URL: DEPS.databaseUrl,
+    DATABASE_URL: role ? serviceDatabaseUrl(DEPS.databaseUrl, role) : DEPS.databaseUrl,
     NATS_URL: "",
     GRPC_PORT: String(port),
     VNM_DB_SCHEMA: schema,
@@ -147,15 +198,10 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
   });
   const { clients, clientOf } = clientsOf(`127.0.0.1:${port}`);
   const health = clientOf("grpc.health.v1.Health");
-  // Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why).
-  await new Promise<void>((resolve, reject) => {
-    const exited = () => reject(new Error(`${domain} did not start: ${proc.output.join("")}`));
-    proc.child.once("close", exited);
-    health.waitForReady(Date.now() + 20_000, (e) => {
-      proc.child.off("close", exited);
-      if (e) exited();
-      else resolve();
-    });
+  await serving(domain, proc, health).catch(async (err: Error) => {
+    // What was made for it alone goes with it (a schema the test named stays, as on stop).
+    if (!env["VNM_DB_SCHEMA"]) await dropSchema(schema, role?.role);
+    throw err;
   });
   const token = (who: Partial<Identity> = {}, key = secret) =>
     signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) + 600, ...who }, key);
@@ -183,7 +229,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     async stop(opts = {}) {
       for (const c of clients.values()) c.close();
       await proc.stop();
-      if (!opts.keepSchema) await dropSchema(schema);
+      if (!opts.keepSchema) await dropSchema(schema, role?.role);
     },
   };
 }
