@@ -7,7 +7,7 @@
 // before the PUT is not seen: closing that gap needs the row's version inside the service's
 // transaction (docs/decisions.md).
 import { constants as H } from "node:http2";
-import { templateShape } from "@vnm/kit";
+import { etagMatches, etagOf, templateShape } from "@vnm/kit";
 import { readBodyText } from "./body.ts";
 import type { ApiRequest, ApiResponse, Gateway } from "./context.ts";
 import { dispatch, parseJsonObject, type RoutePlan } from "./dispatch.ts";
@@ -15,7 +15,7 @@ import { EdgeError } from "./http-error.ts";
 import { essence } from "./media.ts";
 import { callGet } from "./probe.ts";
 import type { Match } from "./router.ts";
-import { etagMatches, etagOf, isJsonObject, parseJson, toJson } from "./transcode.ts";
+import { isJsonObject, parseJson, toJson } from "./transcode.ts";
 
 export const MERGE_PATCH = "application/merge-patch+json";
 /** How many times a PATCH is made again when the item changed between its read and its write. */

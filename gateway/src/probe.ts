@@ -2,10 +2,10 @@
 // request whose body is refused, so that a missing item is a 404 before a 400; and the item a
 // conditional PUT or DELETE names, for If-Match and If-None-Match.
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, bind, type Route, templateShape } from "@vnm/kit";
+import { ApiError, bind, etagMatches, etagOf, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
-import { etagMatches, etagOf, fromText } from "./transcode.ts";
+import { fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
 export async function callGet(gw: Gateway, get: Route, parts: string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {

@@ -7,7 +7,8 @@ export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parseP
 export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
-export { clientConstructor, loadGrpc, loadReflection } from "./proto.ts";
+export { clientConstructor, grpcPackage, loadGrpc, loadReflection } from "./proto.ts";
+export { etagMatches, etagOf } from "./etag.ts";
 export { type AnyResource, mergeHandlers, Resource, resourceOf } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
 export { onShutdown } from "./shutdown.ts";
@@ -16,7 +17,7 @@ export { buildCatalog, catalog, writableFields, type Catalog, type FieldInfo, ty
 export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
-export { addressVariable, createUpstream, type Upstream } from "./upstream.ts";
+export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";
 export { Metrics } from "./metrics.ts";
 export { httpSpans, startTelemetry } from "./telemetry.ts";
 export { reclaimPeriodSeconds, reclaimWhenQuiet } from "./memory.ts";

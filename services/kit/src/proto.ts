@@ -42,6 +42,14 @@ export function loadGrpc(files: string[] = vnmProtoFiles()): grpc.GrpcObject {
   return grpc.loadPackageDefinition(def);
 }
 
+let shared: grpc.GrpcObject | undefined;
+
+/** The gRPC package of every vnm proto, loaded once per process. */
+export function grpcPackage(): grpc.GrpcObject {
+  shared ??= loadGrpc();
+  return shared;
+}
+
 /** A protobufjs Root with every vnm proto resolved, for reading options. */
 export function loadReflection(files: string[] = vnmProtoFiles()): protobuf.Root {
   const root = new protobuf.Root();

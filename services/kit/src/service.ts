@@ -14,8 +14,8 @@ import { assertIdentifier, createPool, inTransaction, type Migration, migrate, O
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { clientConstructor, loadGrpc } from "./proto.ts";
-import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
+import { clientConstructor, grpcPackage } from "./proto.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
@@ -29,6 +29,8 @@ export interface CallContext {
   readonly identity?: Identity;
   /** The request id the gateway passed on (x-request-id), for logs and change notifications. */
   readonly requestId?: string;
+  /** What the handler tells the caller beside its answer: that it applied the call's filters. */
+  readonly answer?: { filtered: boolean };
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: handlers are typed by each service
@@ -139,7 +141,7 @@ function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string): { c
   const token = serviceToken(domain, secret);
   const close = () => upstream?.close();
   const call: ServiceContext["call"] = async (service, rpc, request) => {
-    upstream ??= createUpstream(loadGrpc(), catalog().services, (d) => env[addressVariable(d)] || undefined);
+    upstream ??= createUpstream(grpcPackage(), catalog().services, (d) => env[addressVariable(d)] || undefined);
     return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token())).response;
   };
   return { call, close };
@@ -196,7 +198,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
   const succeeded = metrics.grpcServer.labels({ method: name, code: "OK" });
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
-    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId };
+    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId, answer: { filtered: false } };
     const started = process.hrtime.bigint();
     // One line per call, with the request id that led to it.
     const done = (code: string) => {
@@ -210,9 +212,10 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
       (response) => {
         // Trailing metadata only when there is something to say: what the call changed.
         let trailer: grpc.Metadata | undefined;
-        if (ctx.changed.size > 0) {
+        if (ctx.changed.size > 0 || ctx.answer?.filtered) {
           trailer = new grpc.Metadata();
-          trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
+          if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
+          if (ctx.answer?.filtered) trailer.set(FILTERED_KEY, "1");
         }
         done("OK");
         callback(null, response, trailer);
@@ -356,7 +359,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
-  const pkg = loadGrpc();
+  const pkg = grpcPackage();
   const server = grpcServer(handlers, pkg, env, tokenVerifier({ current: cfg.tokenSecret, previous: cfg.tokenSecretPrevious }), log, metrics);
   server.addService(clientConstructor(pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
