@@ -2,7 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { compileLinks, type FieldInfo, type MessageInfo, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, isUuid, type MessageInfo, type Violation } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
 export class LosslessNumber {
@@ -105,6 +105,7 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
       if (v.includes("\u0000") || !v.isWellFormed()) {
         return { ok: false, message: "must be valid Unicode text without NUL characters" };
       }
+      if (field.uuid && !isUuid(v)) return { ok: false, message: "must be a UUID" };
       return { ok: true, value: v };
     case "bool":
       if (typeof v === "boolean") return { ok: true, value: v };
@@ -144,14 +145,17 @@ export function fromJson(
   violations: Violation[],
   path = "",
 ): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  const result: Record<string, unknown> = {};
   for (const field of msg.fields) {
-    if (field.internal || field.behaviors.has("OUTPUT_ONLY")) continue;
-    if (mode === "replace" && field.behaviors.has("IMMUTABLE")) continue;
+    if (field.internal) continue;
+    // A field this request may not set is ignored, but still judged by its type: a client
+    // sending `"members": "not-a-list"` made a mistake worth telling, derived field or not.
+    const ignored = field.behaviors.has("OUTPUT_ONLY") || (mode === "replace" && field.behaviors.has("IMMUTABLE"));
+    const out = ignored ? {} : result;
     const property = path ? `${path}.${field.name}` : field.name;
     const v = Object.hasOwn(json, field.name) ? json[field.name] : undefined;
     if (v === undefined || v === null) {
-      if (field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
+      if (!ignored && field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
       continue;
     }
     if (field.repeated) {
@@ -175,7 +179,7 @@ export function fromJson(
     if (c.ok) out[field.name] = c.value;
     else violations.push({ property, message: c.message });
   }
-  return out;
+  return result;
 }
 
 /** Converts a query-string or path value for a top-level scalar request field. */
