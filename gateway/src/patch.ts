@@ -1,11 +1,9 @@
 // PATCH with a JSON Merge Patch (RFC 7396) on every item that has a PUT: the item as it is now,
 // in the representation a client reads, with the patch merged in, goes on as that PUT (the same
 // validation, events, audit record and cache invalidation). The PUT is made only if the item
-// still has the tag it was read with, checked just before it (as a PUT's If-Match is); when
-// another write came in between, the PATCH is made again on the new item (a few times), unless
-// the client's own If-Match named the older one (412). A write landing after that check and
-// before the PUT is not seen: closing that gap needs the row's version inside the service's
-// transaction (docs/decisions.md).
+// still has the tag it was read with: the tag goes with the PUT as its If-Match, checked by the
+// service in the write's own transaction; when another write came in between, the PATCH is made
+// again on the new item (a few times), unless the client's own If-Match named the older one (412).
 import { constants as H } from "node:http2";
 import { etagMatches, etagOf, templateShape } from "@vnm/kit";
 import { readBodyText } from "./body.ts";

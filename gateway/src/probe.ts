@@ -47,8 +47,9 @@ export async function probeTarget(gw: Gateway, route: Route, parts: string[], to
 /**
  * If-Match and If-None-Match on a PUT or DELETE (RFC 9110, 13.1): the item as it is now must
  * carry one of If-Match's tags, compared strongly (a weak tag never matches), and none of
- * If-None-Match's ("*": any item), else 412. The check reads the item just before the write; a
- * write landing in between is not seen.
+ * If-None-Match's ("*": any item), else 412. The check reads the item just before the write,
+ * sparing the service a write that would fail; If-Match is checked again by the service in the
+ * write's own transaction, where a write landing in between is seen.
  */
 export async function checkConditions(gw: Gateway, route: Route, parts: string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
   const get = gw.catalog.tree.getAt(templateShape(route.template));
