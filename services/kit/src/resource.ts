@@ -493,10 +493,19 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const up = await this.ancestors(q, req);
     const where: [string, unknown][] = [...Object.entries(this.spec.key?.scope?.(req) ?? {}), ...Object.entries(this.filtered(req))];
     if (this.spec.parentColumn) where.push([this.spec.parentColumn, up[0]!["id"]]);
+    return this.listFiltered(q, where, ctx, this.spec.parentColumn ? {} : pageOf(req), up);
+  }
+
+  /**
+   * Items where the columns are equal and the call's field filters (FILTER_KEY) hold, in list
+   * order, a page at a time; tells the caller the filters were applied. For a list RPC of a
+   * service's own that reads this kind.
+   */
+  async listFiltered(q: Queryable, where: Record<string, unknown> | [string, unknown][], ctx?: CallContext, page: Page = {}, up: Row[] = []) {
     const filters = filtersOf(ctx);
-    where.push(...(await this.fieldFilters(q, filters)));
+    const all = [...(Array.isArray(where) ? where : Object.entries(where)), ...(await this.fieldFilters(q, filters))];
     try {
-      const result = await this.list(q, where, this.spec.parentColumn ? {} : pageOf(req), up);
+      const result = await this.list(q, all, page, up);
       if (ctx?.answer) ctx.answer.filtered = true;
       return result;
     } catch (err) {
