@@ -359,8 +359,11 @@ async function answerList(req: ApiRequest, res: ApiResponse, a: ListAnswer, keep
   const { route, asked, whole, base } = a;
   if (route.shape.kind !== "collection") throw new Error("not a collection route");
   const field = route.shape.field.name;
-  const itemsOf = (r: Obj) => (r[field] as Obj[] | undefined) ?? [];
-  const items = a.filtered ? itemsOf(a.first) : filterItems(itemsOf(a.first), asked.filters);
+  const itemsOf = (r: Obj) => {
+    const items = (r[field] as Obj[] | undefined) ?? [];
+    return a.filtered ? items : filterItems(items, asked.filters);
+  };
+  const items = itemsOf(a.first);
   const next = a.first["next_marker"];
   if (whole && typeof next === "string" && next !== "") {
     return streamList(req, res, route, a.type, base, items, next, async (marker) => {
