@@ -43,6 +43,13 @@ async function bridges(...bodies: Record<string, unknown>[]): Promise<string[]> 
 }
 
 describe("filters", () => {
+  it("are named in the root documents, as a query template beside each collection", async () => {
+    const root = (await http("GET", "/")).json;
+    expect(root.bridgesQuery).toBe(`${gw}/bridges{?tenant_id,limit,marker,id,tenantId,name,adminStateUp,inboundFilterId,outboundFilterId}`);
+    const compat = (await http("GET", "/compat")).json;
+    expect(compat.load_balancer.pools_query).toMatch(new RegExp(`^${gw}/compat/lb/pools\\{\\?tenant_id,limit,marker,.*\\bname,.*\\bvip_id\\}$`));
+  });
+
   it("a field of the items filters by equality, typed, with tenant_id and paging", async () => {
     const [a, b, c] = await bridges(
       { name: "red", tenantId: "filt", adminStateUp: true },
