@@ -304,12 +304,14 @@ describe("MAC table (MacPort-v2)", () => {
     expect((await http("DELETE", uri)).status).toBe(204);
   });
 
-  it("a query string cannot set what the path decides: ?vlanId= on the plain form stays VLAN 0", async () => {
+  it("a query string cannot set what the path decides: ?vlanId= on a POST is a 400; on the list it filters", async () => {
     const r = await http("POST", `/bridges/${bridge}/mac_table?vlanId=5`, { macAddr: "02:00:00:00:00:0e", portId: PORT_A });
-    expect(r.status).toBe(201);
-    expect(r.json.vlanId).toBe(0);
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "vlanId", message: "is not a parameter of this request" }]);
+    const all = (await http("GET", `/bridges/${bridge}/mac_table`)).json as { vlanId: number; macAddr: string }[];
+    expect(all.some((e) => e.macAddr === "02:00:00:00:00:0e")).toBe(false);
     const g = await http("GET", `/bridges/${bridge}/mac_table?vlanId=5`);
-    expect(g.json.map((e: { vlanId: number }) => e.vlanId)).toEqual([0]);
+    expect(g.json).toEqual(all.filter((e) => e.vlanId === 5));
   });
 
   it("the same MAC may map to two ports; the same MAC-port pair twice is a 409", async () => {

@@ -10,6 +10,7 @@ import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
 import { MERGE_PATCH } from "./patch.ts";
 import { rootDocument } from "./root.ts";
+import { listFilters } from "./lists.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -34,6 +35,7 @@ function scalarSchema(f: FieldInfo): Schema {
   if (f.message) return ref(f.message);
   if (f.values) return { type: "string", enum: f.values };
   if (f.type === "bool") return { type: "boolean" };
+  if (f.uuid) return { type: "string", format: "uuid" };
   if (f.type === "double" || f.type === "float") return { type: "number" };
   if (f.type === "enum") return { type: "string", enum: f.enumValues };
   if (/int|fixed/.test(f.type)) return { type: "integer", format: f.type.includes("64") ? "int64" : "int32" };
@@ -218,6 +220,9 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     if (d) p["description"] = d;
     return p;
   });
+  for (const f of listFilters(route).values()) {
+    query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: scalarSchema(f) });
+  }
   if (route.bodyField) query.push(FIELD_VALIDATION);
   const headers: Schema[] = [];
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });

@@ -1,13 +1,11 @@
 // PATCH with a JSON Merge Patch (RFC 7396) on every item that has a PUT: the item as it is now,
 // in the representation a client reads, with the patch merged in, goes on as that PUT (the same
 // validation, events, audit record and cache invalidation). The PUT is made only if the item
-// still has the tag it was read with, checked just before it (as a PUT's If-Match is); when
-// another write came in between, the PATCH is made again on the new item (a few times), unless
-// the client's own If-Match named the older one (412). A write landing after that check and
-// before the PUT is not seen: closing that gap needs the row's version inside the service's
-// transaction (docs/decisions.md).
+// still has the tag it was read with: the tag goes with the PUT as its If-Match, checked by the
+// service in the write's own transaction; when another write came in between, the PATCH is made
+// again on the new item (a few times), unless the client's own If-Match named the older one (412).
 import { constants as H } from "node:http2";
-import { templateShape } from "@vnm/kit";
+import { etagMatches, etagOf, templateShape } from "@vnm/kit";
 import { readBodyText } from "./body.ts";
 import type { ApiRequest, ApiResponse, Gateway } from "./context.ts";
 import { dispatch, parseJsonObject, type RoutePlan } from "./dispatch.ts";
@@ -15,7 +13,7 @@ import { EdgeError } from "./http-error.ts";
 import { essence } from "./media.ts";
 import { callGet } from "./probe.ts";
 import type { Match } from "./router.ts";
-import { etagMatches, etagOf, isJsonObject, parseJson, toJson } from "./transcode.ts";
+import { isJsonObject, parseJson, toJson } from "./transcode.ts";
 
 export const MERGE_PATCH = "application/merge-patch+json";
 /** How many times a PATCH is made again when the item changed between its read and its write. */

@@ -2,10 +2,10 @@
 // request whose body is refused, so that a missing item is a 404 before a 400; and the item a
 // conditional PUT or DELETE names, for If-Match and If-None-Match.
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, bind, type Route, templateShape } from "@vnm/kit";
+import { ApiError, bind, etagMatches, etagOf, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
-import { etagMatches, etagOf, fromText } from "./transcode.ts";
+import { fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
 export async function callGet(gw: Gateway, get: Route, parts: string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
@@ -47,8 +47,9 @@ export async function probeTarget(gw: Gateway, route: Route, parts: string[], to
 /**
  * If-Match and If-None-Match on a PUT or DELETE (RFC 9110, 13.1): the item as it is now must
  * carry one of If-Match's tags, compared strongly (a weak tag never matches), and none of
- * If-None-Match's ("*": any item), else 412. The check reads the item just before the write; a
- * write landing in between is not seen.
+ * If-None-Match's ("*": any item), else 412. The check reads the item just before the write,
+ * sparing the service a write that would fail; If-Match is checked again by the service in the
+ * write's own transaction, where a write landing in between is seen.
  */
 export async function checkConditions(gw: Gateway, route: Route, parts: string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
   const get = gw.catalog.tree.getAt(templateShape(route.template));

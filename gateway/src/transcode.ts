@@ -2,8 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { hash } from "node:crypto";
-import { compileLinks, type FieldInfo, type MessageInfo, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, isUuid, type MessageInfo, type Violation } from "@vnm/kit";
 
 /** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
 export class LosslessNumber {
@@ -106,6 +105,7 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
       if (v.includes("\u0000") || !v.isWellFormed()) {
         return { ok: false, message: "must be valid Unicode text without NUL characters" };
       }
+      if (field.uuid && !isUuid(v)) return { ok: false, message: "must be a UUID" };
       return { ok: true, value: v };
     case "bool":
       if (typeof v === "boolean") return { ok: true, value: v };
@@ -145,14 +145,17 @@ export function fromJson(
   violations: Violation[],
   path = "",
 ): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  const result: Record<string, unknown> = {};
   for (const field of msg.fields) {
-    if (field.internal || field.behaviors.has("OUTPUT_ONLY")) continue;
-    if (mode === "replace" && field.behaviors.has("IMMUTABLE")) continue;
+    if (field.internal) continue;
+    // A field this request may not set is ignored, but still judged by its type: a client
+    // sending `"members": "not-a-list"` made a mistake worth telling, derived field or not.
+    const ignored = field.behaviors.has("OUTPUT_ONLY") || (mode === "replace" && field.behaviors.has("IMMUTABLE"));
+    const out = ignored ? {} : result;
     const property = path ? `${path}.${field.name}` : field.name;
     const v = Object.hasOwn(json, field.name) ? json[field.name] : undefined;
     if (v === undefined || v === null) {
-      if (field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
+      if (!ignored && field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
       continue;
     }
     if (field.repeated) {
@@ -176,7 +179,7 @@ export function fromJson(
     if (c.ok) out[field.name] = c.value;
     else violations.push({ property, message: c.message });
   }
-  return out;
+  return result;
 }
 
 /** Converts a query-string or path value for a top-level scalar request field. */
@@ -202,6 +205,32 @@ export function fromText(field: FieldInfo, raw: string): Converted {
 }
 
 // ---- output -------------------------------------------------------------------------------
+
+/**
+ * Written in place of the base URI in a body that is kept in the cache, and replaced by the
+ * asking request's own base when it is sent (withBase): a raw U+0001, which no JSON text holds
+ * (JSON escapes control characters in strings and allows none outside them), so a kept body
+ * never depends on a client's Host header.
+ */
+export const BASE_MARK = "\u0001";
+
+const baseFilled = new WeakMap<Buffer, { base: string; body: Buffer }>();
+
+/** A kept body with every BASE_MARK replaced by `base` (the last base asked for is remembered per body). */
+export function withBase(body: Buffer, base: string): Buffer {
+  const known = baseFilled.get(body);
+  if (known?.base === base) return known.body;
+  const b = Buffer.from(JSON.stringify(base).slice(1, -1));
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (let i = body.indexOf(1); i >= 0; i = body.indexOf(1, from)) {
+    pieces.push(body.subarray(from, i), b);
+    from = i + 1;
+  }
+  const out = pieces.length === 0 ? body : Buffer.concat([...pieces, body.subarray(from)]);
+  baseFilled.set(body, { base, body: out });
+  return out;
+}
 
 type Obj = Record<string, unknown>;
 type Writer = (obj: Obj, base: string) => string;
@@ -270,7 +299,7 @@ function compile(msg: MessageInfo): Writer {
   return (obj, base) => {
     let texts = NO_LINKS;
     if (links) {
-      const plain = plainTemplates && JSON_PLAIN.test(base);
+      const plain = plainTemplates && (base === BASE_MARK || JSON_PLAIN.test(base));
       texts = links(obj, base).map((url) => (url === null ? "null" : plain ? `"${url}"` : JSON.stringify(url)));
     }
     let s = "{";
@@ -287,26 +316,4 @@ export function toJson(msg: MessageInfo, obj: Record<string, unknown>, base: str
     writers.set(msg, w);
   }
   return w(obj, base);
-}
-
-/**
- * The entity tag of an item: a hash of the message its service answered. The representation is
- * made from that message alone (its links from its fields and the base URI), so the tag changes
- * whenever the representation does, and is the same through every address the gateway is
- * reached at. The message's JSON (keys in field order, as the decoder sets them) costs a fraction
- * of writing the representation a second time with relative links (what the tag hashed before).
- */
-export function etagOf(obj: Record<string, unknown>): string {
-  return `"${hash("sha256", JSON.stringify(obj), "base64url").slice(0, 22)}"`;
-}
-
-/**
- * Whether an If-Match / If-None-Match value names `etag` ("*" names any). Weak comparison (for
- * If-None-Match) ignores a tag's W/; strong comparison (for If-Match) never matches a weak tag.
- */
-export function etagMatches(header: string, etag: string, comparison: "weak" | "strong" = "weak"): boolean {
-  return header
-    .split(",")
-    .map((t) => t.trim())
-    .some((t) => t === "*" || t === etag || (comparison === "weak" && t.startsWith("W/") && t.slice(2) === etag));
 }

@@ -89,4 +89,16 @@ describe("GET /openapi.json", () => {
     expect(bridge).toMatchObject({ name: "blue", tenantId: "acme" });
     expect(bridge).not.toHaveProperty("uri");
   });
+
+  it("lists each list's filters as query parameters, typed, and no filter on an item or a write", () => {
+    type Param = { name?: string; in?: string; schema?: { type?: string; format?: string } };
+    const params = (path: string, method: string) => (doc.paths[path]![method]!.parameters ?? []) as Param[];
+    const names = (path: string, method: string) => params(path, method).map((p) => p.name);
+    expect(names("/bridges", "get")).toEqual(expect.arrayContaining(["tenant_id", "limit", "marker", "name", "adminStateUp", "id"]));
+    expect(names("/bridges", "get")).not.toContain("uri");
+    expect(params("/bridges", "get").find((p) => p.name === "adminStateUp")!.schema).toEqual({ type: "boolean" });
+    expect(params("/compat/lb/pools", "get").find((p) => p.name === "vip_id")!.schema).toEqual({ type: "string", format: "uuid" });
+    expect(names("/bridges", "post")).not.toContain("name");
+    expect(names("/bridges/{id}", "get")).not.toContain("name");
+  });
 });

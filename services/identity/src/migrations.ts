@@ -54,4 +54,10 @@ export const migrations: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 4,
+    name: "list filter indexes",
+    // The users of a tenant (?tenantId=) read the index, in list order, instead of every row.
+    sql: "CREATE INDEX users_tenant_seq ON users (tenant_id, seq);",
+  },
 ];

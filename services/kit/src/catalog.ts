@@ -24,6 +24,8 @@ export interface FieldInfo {
   jsonObject: boolean;
   /** A string holding any JSON value of a client's but null (vnm.api.json_value). */
   jsonValue: boolean;
+  /** A string field (or each item of a repeated one) holding a UUID (vnm.api.uuid). */
+  uuid: boolean;
   /** The only values a string field takes, spelled exactly (vnm.api.values); undefined when open. */
   values?: string[];
   /** The field's proto comment, when it has one. */
@@ -284,9 +286,11 @@ class Messages {
       tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
       jsonObject: f.options?.["(vnm.api.json_object)"] === true,
       jsonValue: f.options?.["(vnm.api.json_value)"] === true,
+      uuid: f.options?.["(vnm.api.uuid)"] === true,
       values: stringsOf(f, "(vnm.api.values)"),
       comment: commentOf(f),
     };
+    if (fi.uuid && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.uuid is for string fields`);
     if (fi.values && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.values is for string fields`);
     if ((fi.jsonObject || fi.jsonValue) && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: a JSON field must be a single string field`);
     if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);

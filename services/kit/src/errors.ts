@@ -11,6 +11,8 @@ export interface Violation {
 
 export const VIOLATIONS_KEY = "vnm-violations";
 export const ORIGIN_KEY = "vnm-origin";
+/** Metadata key of a failed If-Match: the item's tag as it is now. */
+export const ETAG_KEY = "vnm-etag";
 
 /** Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach. */
 const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
@@ -26,11 +28,19 @@ export class ApiError extends Error {
   override name = "ApiError";
   readonly code: status;
   readonly violations: Violation[];
+  /** The item's current tag, when the error is a precondition (If-Match) that failed. */
+  readonly etag: string | undefined;
 
-  constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown }) {
+  constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown; etag?: string }) {
     super(message, options);
     this.code = code;
     this.violations = violations;
+    this.etag = options?.etag;
+  }
+
+  /** The item changed since the client read it: its tag is not the one If-Match names (412). */
+  static changed(etag: string): ApiError {
+    return new ApiError(status.FAILED_PRECONDITION, `The item has changed since it was read: its ETag is now ${etag}`, [], { etag });
   }
 
   static invalid(violations: Violation[], message = "Validation error(s) found"): ApiError {
@@ -70,7 +80,8 @@ export class ApiError extends Error {
       const answered = err.metadata.get(ORIGIN_KEY)[0] !== undefined;
       if (!answered && peer && err.code === status.UNAVAILABLE) return new ApiError(status.UNAVAILABLE, `The ${peer} service is unavailable; try again later`, [], { cause: err });
       if (!answered && peer && err.code === status.DEADLINE_EXCEEDED) return new ApiError(status.DEADLINE_EXCEEDED, `The ${peer} service did not answer in time`, [], { cause: err });
-      return new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err });
+      const etag = err.metadata.get(ETAG_KEY)[0];
+      return new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err, etag: typeof etag === "string" ? etag : undefined });
     }
     const raw = (err as { code?: unknown } | null)?.code;
     const code = typeof raw === "string" ? raw : undefined;
@@ -87,6 +98,7 @@ export class ApiError extends Error {
     // Tells a caller this status is the service's own answer, not the channel's.
     metadata.set(ORIGIN_KEY, "service");
     if (this.violations.length > 0) metadata.set(VIOLATIONS_KEY, JSON.stringify(this.violations));
+    if (this.etag !== undefined) metadata.set(ETAG_KEY, this.etag);
     return { code: this.code, details: this.message, metadata };
   }
 }

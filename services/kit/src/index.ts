@@ -9,6 +9,7 @@ export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
 export { clientConstructor, loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
+export { etagMatches, etagOf } from "./etag.ts";
 export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
 export { onShutdown } from "./shutdown.ts";
@@ -17,7 +18,7 @@ export { buildCatalog, type Contract, loadCatalog, loadContract, writableFields,
 export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
-export { addressVariable, createUpstream, type Upstream } from "./upstream.ts";
+export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";
 export { natsCredentials, natsPasswordVariable } from "./repo.ts";
 export { Metrics } from "./metrics.ts";
 export { httpSpans, startTelemetry } from "./telemetry.ts";

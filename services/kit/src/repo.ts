@@ -14,8 +14,8 @@ export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
  * bridge service stays near 133-140 MB instead of 176-197 MB and a gateway near 133-142 MB instead
  * of 155-192 MB, with item GETs (hit and miss) unchanged side by side. It is no limit: an
  * allocation of 500 MB still succeeds. `--max-old-space-size=256` also kept memory low, but it is a
- * hard limit: an administrator's unpaged GET /bridges over 100,000 bridges (a 135 MB body) ended the
- * gateway with it. --v8-pool-size=1 (5-8 MB less idle) cost 15-36% of the cache-miss throughput
+ * hard limit: an administrator's unpaged GET /bridges over 100,000 bridges (a 135 MB body, built
+ * whole before lists were streamed) ended the gateway with it. --v8-pool-size=1 (5-8 MB less idle) cost 15-36% of the cache-miss throughput
  * with the limit; --optimize-for-size (idle under 100 MB) halved throughput.
  */
 export const NODE_FLAGS = ["--max-semi-space-size=8", "--heap-growing-percent=50"];

@@ -6,11 +6,15 @@
 // onto its key; deleting the parent deletes it, announced row by row.
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
+import type * as grpc from "@grpc/grpc-js";
 import type { z } from "zod";
 import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, type Violation } from "./errors.ts";
+import { etagMatches, etagOf } from "./etag.ts";
+import { clientConstructor } from "./proto.ts";
+import { FILTER_KEY, IF_MATCH_KEY } from "./upstream.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import { isUuid, parseInput } from "./validate.ts";
@@ -123,11 +127,61 @@ const lastSegment = (path: string) => path.slice(path.lastIndexOf("/") + 1);
 
 const badMarker = () => ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
 
-/** WHERE clause over equal columns, numbered from $1. */
-function whereEqual(cols: Record<string, unknown>): { sql: string; params: unknown[] } {
-  const names = Object.keys(cols).map(assertIdentifier);
-  return { sql: names.map((c, i) => `${c} = $${i + 1}`).join(" AND "), params: Object.values(cols) };
+/** WHERE clause over equal columns (a column may be named twice), numbered from $1. */
+function whereEqual(cols: Record<string, unknown> | [string, unknown][]): { sql: string; params: unknown[] } {
+  const pairs = Array.isArray(cols) ? cols : Object.entries(cols);
+  return { sql: pairs.map(([c], i) => `${assertIdentifier(c)} = $${i + 1}`).join(" AND "), params: pairs.map(([, v]) => v) };
 }
+
+/**
+ * A filter's value as its column takes it (Postgres' data_type names), or undefined when it is
+ * not one: the gateway typed it by the proto field, this checks it against the column.
+ */
+function columnValue(type: string, v: unknown): unknown {
+  switch (type) {
+    case "uuid":
+      return isUuid(v) ? (v as string).toLowerCase() : undefined;
+    case "boolean":
+      return typeof v === "boolean" ? v : undefined;
+    case "smallint":
+    case "integer":
+    case "bigint":
+      return (typeof v === "number" && Number.isInteger(v)) || (typeof v === "string" && /^-?\d{1,19}$/.test(v)) ? v : undefined;
+    case "numeric":
+    case "real":
+    case "double precision":
+      return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+    case "text":
+    case "character varying":
+    case "character":
+    case "inet":
+    case "cidr":
+    case "macaddr":
+      return typeof v === "string" ? v : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** What a column of a type is called in a 400. */
+const TYPE_WORDS: Record<string, string> = { uuid: "a UUID", boolean: "true or false", smallint: "an integer", integer: "an integer", bigint: "an integer" };
+
+/** A list call's filters (FILTER_KEY): field name -> value as the gateway typed it from the query. */
+function filtersOf(ctx: CallContext | undefined): Record<string, unknown> {
+  const raw = ctx?.metadata.get(FILTER_KEY)[0];
+  if (typeof raw !== "string") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw ApiError.badRequest("The list's filters are not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw ApiError.badRequest("The list's filters must be an object");
+  return parsed as Record<string, unknown>;
+}
+
+/** Postgres' refusals of a value for a column's type (an address that is none): the filter's fault. */
+const BAD_VALUE = new Set(["22P02", "22003", "22007", "22008"]);
 
 /** A request for the route at `to`, its path variables taken by position from one at `from`. */
 function positional(from: string, to: string, req: Req): Req {
@@ -179,10 +233,14 @@ interface Binding {
  */
 export class ResourceSet {
   readonly catalog: Catalog;
+  /** grpc-js's package of the same proto files: a write's entity tag is its GET's answer as a peer decodes it. */
+  readonly pkg: grpc.GrpcObject | undefined;
   private readonly byKind = new Map<string, AnyResource>();
 
-  constructor(catalog: Catalog, resources: readonly AnyResource[]) {
+  /** `pkg` may be left out by a reader of declarations that serves nothing (the console's build). */
+  constructor(catalog: Catalog, resources: readonly AnyResource[], pkg?: grpc.GrpcObject) {
     this.catalog = catalog;
+    this.pkg = pkg;
     for (const r of resources) this.byKind.set(r.bind(this).kind, r);
   }
 
@@ -408,7 +466,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   }
 
   /** Items in list order where the columns are equal, a page at a time (keyset: after the marker's place). */
-  async list(q: Queryable, where: Record<string, unknown> = {}, page: Page = {}, up: Row[] = []) {
+  async list(q: Queryable, where: Record<string, unknown> | [string, unknown][] = {}, page: Page = {}, up: Row[] = []) {
     const w = whereEqual(where);
     const conditions = w.sql ? [w.sql] : [];
     const params = [...w.params];
@@ -443,12 +501,70 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return out;
   }
 
-  /** The list a request asks for: under its parent, narrowed by its path and filters. */
-  private async listFor(q: Queryable, req: Req) {
+  private columnTypes: Promise<Map<string, string>> | undefined;
+
+  /** The data types of the columns items are read from, read once from the catalog of the database. */
+  private typesOf(q: Queryable): Promise<Map<string, string>> {
+    this.columnTypes ??= q
+      .query<{ column_name: string; data_type: string }>(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1",
+        [this.readFrom],
+      )
+      .then((r) => new Map(r.rows.map((c) => [c.column_name, c.data_type])))
+      .catch((err: unknown) => {
+        this.columnTypes = undefined;
+        throw err;
+      });
+    return this.columnTypes;
+  }
+
+  /**
+   * The column conditions of a list call's field filters (a field of the representation kept
+   * in a column of its name), each value checked against its column's type; 400 naming each
+   * field that is none, or whose value its column cannot hold.
+   */
+  private async fieldFilters(q: Queryable, filters: Record<string, unknown>): Promise<[string, unknown][]> {
+    const entries = Object.entries(filters);
+    if (entries.length === 0) return [];
+    const types = await this.typesOf(q);
+    const out: [string, unknown][] = [];
+    const violations: Violation[] = [];
+    for (const [field, value] of entries) {
+      const column = this.binding.shown.find((f) => f.name === field)?.column;
+      const type = column && types.get(column);
+      const v = type ? columnValue(type, value) : undefined;
+      if (!type) violations.push({ property: field, message: "is not a filter of this list" });
+      else if (v === undefined) violations.push({ property: field, message: `must be ${TYPE_WORDS[type] ?? "a value of its field"}` });
+      else out.push([column, v]);
+    }
+    if (violations.length > 0) throw ApiError.invalid(violations);
+    return out;
+  }
+
+  /** The list a request asks for: under its parent, narrowed by its path, its request filters and the call's field filters. */
+  private async listFor(q: Queryable, req: Req, ctx?: CallContext) {
     const up = await this.ancestors(q, req);
-    const where: Record<string, unknown> = { ...(this.spec.key?.scope?.(req) ?? {}), ...this.filtered(req) };
-    if (this.spec.parentColumn) where[this.spec.parentColumn] = up[0]!["id"];
-    return this.list(q, where, this.spec.parentColumn ? {} : pageOf(req), up);
+    const where: [string, unknown][] = [...Object.entries(this.spec.key?.scope?.(req) ?? {}), ...Object.entries(this.filtered(req))];
+    if (this.spec.parentColumn) where.push([this.spec.parentColumn, up[0]!["id"]]);
+    return this.listFiltered(q, where, ctx, this.spec.parentColumn ? {} : pageOf(req), up);
+  }
+
+  /**
+   * Items where the columns are equal and the call's field filters (FILTER_KEY) hold, in list
+   * order, a page at a time; tells the caller the filters were applied. For a list RPC of a
+   * service's own that reads this kind.
+   */
+  async listFiltered(q: Queryable, where: Record<string, unknown> | [string, unknown][], ctx?: CallContext, page: Page = {}, up: Row[] = []) {
+    const filters = filtersOf(ctx);
+    const all = [...(Array.isArray(where) ? where : Object.entries(where)), ...(await this.fieldFilters(q, filters))];
+    try {
+      const result = await this.list(q, all, page, up);
+      if (ctx?.answer) ctx.answer.filtered = true;
+      return result;
+    } catch (err) {
+      if (!BAD_VALUE.has(pgCode(err) ?? "")) throw err;
+      throw ApiError.invalid(Object.keys(filters).map((property) => ({ property, message: "is not a valid value of its field" })));
+    }
   }
 
   /** Runs a write, turning a unique violation into a 409 that says what is taken. */
@@ -493,8 +609,31 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
   }
 
+  /**
+   * The item's entity tag as the gateway computes it from a GET: the tag of its message as a
+   * gRPC peer decodes it (unset defaults dropped, keys in field order).
+   */
+  etagOf(row: R, up: Row[]): string {
+    const { pkg } = this.binding.set;
+    if (!pkg) throw new Error(`${this.info.kind}: its ResourceSet was made without the grpc package`);
+    const method = clientConstructor(pkg, this.info.service).service[this.info.rpcs.get ?? ""];
+    if (!method) throw new Error(`${this.info.kind} has no get RPC`);
+    return etagOf(method.responseDeserialize(method.responseSerialize(this.toMessage(row, up))) as Record<string, unknown>);
+  }
+
+  /**
+   * The caller's If-Match (IF_MATCH_KEY), checked against the item as it is locked in the write's
+   * own transaction: two writes naming the same tag cannot both pass (412 for the later).
+   */
+  private checkIfMatch(ctx: CallContext | undefined, row: R, up: Row[]): void {
+    const header = ctx?.metadata.get(IF_MATCH_KEY)[0];
+    if (typeof header !== "string") return;
+    const etag = this.etagOf(row, up);
+    if (!etagMatches(header, etag, "strong")) throw ApiError.changed(etag);
+  }
+
   /** Replaces the item's writable columns; a changed path is announced as a move. */
-  async update(q: Queryable, emit: Emit, req: Req) {
+  async update(q: Queryable, emit: Emit, req: Req, ctx?: CallContext) {
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);
@@ -502,6 +641,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     await this.spec.references?.(q, body);
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
+    this.checkIfMatch(ctx, locked, up);
     await this.spec.validate?.(q, body, { up, current: locked });
     const cols = await this.columnsOf(body, req);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
@@ -521,6 +661,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   /** Deletes the item, its children first (each announced), then what `cascade` takes. */
   async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext): Promise<void> {
     const { row, up } = await this.locate(q, req, "update");
+    this.checkIfMatch(ctx, row, up);
     await this.spec.cascade?.(q, row, emit, ctx);
     await this.removeChildren(q, emit, row, up);
     await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [row["id"]]);
@@ -542,14 +683,14 @@ export class Resource<S extends z.ZodType, R extends Row> {
   handlers(store: Store): Handlers {
     const { rpcs } = this.info;
     const out: Handlers = {};
-    if (rpcs.list) out[rpcs.list] = (req: Req) => this.listFor(store.pool, req);
+    if (rpcs.list) out[rpcs.list] = (req: Req, ctx: CallContext) => this.listFor(store.pool, req, ctx);
     const reads = preparedReads(store.pool);
     if (rpcs.get) out[rpcs.get] = async (req: Req) => {
       const { row, up } = await this.locate(reads, req);
       return this.toMessage(row, up);
     };
     if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.create(q, emit, req, {}, finish));
-    if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req));
+    if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req, ctx));
     if (rpcs.delete) {
       out[rpcs.delete] = async (req: Req, ctx: CallContext) => {
         await store.tx(ctx, (q, emit) => this.remove(q, emit, req, ctx));

@@ -16,7 +16,7 @@ import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { clientConstructor, PROTO_DIR } from "./proto.ts";
-import { addressVariable, CHANGED_KINDS_KEY, createUpstream, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
@@ -30,6 +30,8 @@ export interface CallContext {
   readonly identity?: Identity;
   /** The request id the gateway passed on (x-request-id), for logs and change notifications. */
   readonly requestId?: string;
+  /** What the handler tells the caller beside its answer: that it applied the call's filters. */
+  readonly answer?: { filtered: boolean };
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: handlers are typed by each service
@@ -201,7 +203,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
   const succeeded = metrics.grpcServer.labels({ method: name, code: "OK" });
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
-    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId };
+    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId, answer: { filtered: false } };
     const started = process.hrtime.bigint();
     // One line per call, with the request id that led to it.
     const done = (code: string) => {
@@ -215,9 +217,10 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
       (response) => {
         // Trailing metadata only when there is something to say: what the call changed.
         let trailer: grpc.Metadata | undefined;
-        if (ctx.changed.size > 0) {
+        if (ctx.changed.size > 0 || ctx.answer?.filtered) {
           trailer = new grpc.Metadata();
-          trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
+          if (ctx.changed.size > 0) trailer.set(CHANGED_KINDS_KEY, [...ctx.changed].join(","));
+          if (ctx.answer?.filtered) trailer.set(FILTERED_KEY, "1");
         }
         done("OK");
         callback(null, response, trailer);
@@ -241,9 +244,9 @@ function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Hand
 }
 
 /** The service's context, its declared kinds bound to the catalog it was started with. */
-function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">): ServiceContext {
+function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">, pkg: grpc.GrpcObject): ServiceContext {
   const declared = typeof spec.resources === "function" ? spec.resources(base) : (spec.resources ?? []);
-  return { ...base, resources: new ResourceSet(base.catalog, declared) };
+  return { ...base, resources: new ResourceSet(base.catalog, declared, pkg) };
 }
 
 /**
@@ -384,7 +387,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const metricsServer = cfg.metricsPort === undefined ? undefined : await metrics.serve(Number(cfg.metricsPort), cfg.host);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
   const peers = peerCaller(spec.domain, env, cfg.tokenSecret, contract);
-  const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog });
+  const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog }, contract.pkg);
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 

@@ -17,16 +17,28 @@ export { addressVariable };
 /** Metadata key carrying the request id from the gateway into the services. */
 export const REQUEST_ID_KEY = "x-request-id";
 
+/** Metadata key of a list call's filters: a JSON object of field name -> value (see Resource). */
+export const FILTER_KEY = "vnm-filter";
+/** Trailing metadata key saying a list call applied the filters it was given. */
+export const FILTERED_KEY = "vnm-filtered";
+/** Metadata key of a write's If-Match: the service checks it in the write's own transaction. */
+export const IF_MATCH_KEY = "vnm-if-match";
+
 export interface CallResult {
   response: Record<string, unknown>;
   /** "<kind>:<event>" of what the call changed. */
   changes: string[];
+  /** Whether the service applied the filters the call carried (FILTER_KEY). */
+  filtered: boolean;
 }
 
 export interface Upstream {
   /** `token` is the caller's bearer token, passed on for the service to verify. */
-  /** `requestId` travels in the call's metadata (x-request-id) into the service's logs and changes. */
-  call(service: string, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult>;
+  /**
+   * `requestId` travels in the call's metadata (x-request-id) into the service's logs and
+   * changes; `extra` are further metadata entries (FILTER_KEY, IF_MATCH_KEY).
+   */
+  call(service: string, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult>;
   health(domain: string, timeoutMs: number): Promise<boolean>;
   close(): void;
 }
@@ -56,7 +68,7 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 };
 
 /** One unary call: the answer and the kinds the call changed (its trailers), or the call's error. */
-function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string): Promise<CallResult> {
+function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult> {
   return new Promise((resolve, reject) => {
     const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
     if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
@@ -65,6 +77,7 @@ function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: nu
     const metadata = new grpc.Metadata();
     if (token) metadata.set("authorization", `Bearer ${token}`);
     if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
+    for (const [k, v] of Object.entries(extra ?? {})) metadata.set(k, v);
     if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
     const call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
       if (err) failure = err;
@@ -74,7 +87,8 @@ function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: nu
     call.on("status", (st: grpc.StatusObject) => {
       if (failure || !response) return reject(failure ?? new Error("no response"));
       const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
-      resolve({ response, changes: typeof changed === "string" && changed ? changed.split(",") : [] });
+      const changes = typeof changed === "string" && changed ? changed.split(",") : [];
+      resolve({ response, changes, filtered: st.metadata.get(FILTERED_KEY)[0] === "1" });
     });
   });
 }
@@ -101,14 +115,14 @@ export function createUpstream(
   }
 
   return {
-    async call(service, rpc, request, timeoutMs, token, requestId) {
+    async call(service, rpc, request, timeoutMs, token, requestId, extra) {
       const client = clients.get(service);
       const domain = domainOf.get(service) ?? service;
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
         const span = `${service}/${rpc}`;
-        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, () => unary(client, rpc, request, timeoutMs, token, requestId));
+        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, () => unary(client, rpc, request, timeoutMs, token, requestId, extra));
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {

@@ -13,14 +13,14 @@ function poolLists(store: Store): Handlers {
       return store.tx(ctx, (q, emit, finish) => pools.create(q, emit, req, { loadBalancerId: lb }, finish));
     },
 
-    async ListLoadBalancerPools(req: { id: string }) {
+    async ListLoadBalancerPools(req: { id: string }, ctx: CallContext) {
       const lb = await loadBalancers.existing(store.pool, req.id);
-      return pools.list(store.pool, { load_balancer_id: lb });
+      return pools.listFiltered(store.pool, { load_balancer_id: lb }, ctx);
     },
 
-    async ListHealthMonitorPools(req: { id: string }) {
+    async ListHealthMonitorPools(req: { id: string }, ctx: CallContext) {
       const hm = await healthMonitors.existing(store.pool, req.id);
-      return pools.list(store.pool, { health_monitor_id: hm });
+      return pools.listFiltered(store.pool, { health_monitor_id: hm }, ctx);
     },
   };
 }
