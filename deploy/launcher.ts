@@ -7,12 +7,10 @@
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, freePort, NODE_FLAGS, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
 import { embeddedPostgres } from "./postgres.ts";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
@@ -32,15 +30,14 @@ function portFree(port: number, host: string): Promise<boolean> {
   });
 }
 
-/** The token secret: VNM_TOKEN_SECRET, or one kept in .data so tokens outlive a restart. */
-function tokenSecret(env: NodeJS.ProcessEnv): string {
-  if (env["VNM_TOKEN_SECRET"]) return env["VNM_TOKEN_SECRET"];
-  const file = join(ROOT, ".data", "token-secret");
-  if (!existsSync(file)) {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 });
-  }
-  return readFileSync(file, "utf8").trim();
+/**
+ * Each part's client credential, made anew at every start (tokens are signed by the identity
+ * service with keys of its own, so nothing here needs to outlive a restart): every part gets
+ * only its own VNM_SERVICE_CREDENTIAL, the identity service only their hashes.
+ */
+function partCredentials(): (part: string) => NodeJS.ProcessEnv {
+  const { credentials, clients } = serviceCredentials([...serviceDomains(), "gateway"]);
+  return (part) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
 }
 
 /** A free loopback address for every service, for the gateway and for services calling each other. */
@@ -50,9 +47,10 @@ async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, 
   return out;
 }
 
-const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string): NodeJS.ProcessEnv => ({
+const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string, credential: (part: string) => NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
   ...env,
   ...addresses,
+  ...credential(domain),
   GRPC_HOST: "127.0.0.1",
   GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
 });
@@ -62,14 +60,15 @@ const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, d
  * /metrics carries every part's families.
  */
 async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>): Promise<void> {
+  const credential = partCredentials();
   const { runService } = await import("@vnm/kit");
   const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d), VNM_DB_SCHEMA: d })).metrics);
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, credential), VNM_DB_SCHEMA: d })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
-  await startGateway({ ...env, ...addresses }, { serviceMetrics });
+  await startGateway({ ...env, ...addresses, ...credential("gateway") }, { serviceMetrics });
 }
 
 /** Waits until the gateway answers (the processes of --split start on their own). */
@@ -118,8 +117,9 @@ function supervise(name: string, script: string, env: NodeJS.ProcessEnv, childre
 async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
   const children = new Set<ChildProcess>();
   let stopping = false;
-  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d), children, () => stopping);
-  supervise("gateway", join("gateway", "src", "main.ts"), { ...env, ...addresses }, children, () => stopping);
+  const credential = partCredentials();
+  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d, credential), children, () => stopping);
+  supervise("gateway", join("gateway", "src", "main.ts"), { ...env, ...addresses, ...credential("gateway") }, children, () => stopping);
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -145,7 +145,7 @@ function followParent(): void {
 
 async function main(): Promise<void> {
   followParent();
-  const env: NodeJS.ProcessEnv = { ...process.env, VNM_TOKEN_SECRET: tokenSecret(process.env) };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   const split = process.argv.includes("--split") || ["DATABASE_URL", "NATS_URL", "REDIS_URL"].some((v) => env[v]);
   const host = env["HOST"] ?? "127.0.0.1";
   const port = Number(env["PORT"] ?? 8080);

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import { addressVariable } from "@vnm/kit";
-import { DEPS, deleteStreams, freePort, type Proc, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
+import { DEPS, deleteStreams, freePort, type Proc, serviceCredentials, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -30,7 +30,8 @@ export class Stack {
   private readonly services = new Map<string, Proc>();
   private readonly nats: NatsConnection[] = [];
 
-  readonly tokenSecret = randomBytes(24).toString("hex");
+  /** Each part's client credential (VNM_SERVICE_CREDENTIAL), and their hashes for identity. */
+  readonly credentials = serviceCredentials([...serviceDomains(), "gateway"]);
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   readonly adminPassword = randomBytes(12).toString("hex");
@@ -56,7 +57,6 @@ export class Stack {
       NATS_URL: this.natsUrl,
       REDIS_URL: DEPS.redisUrl,
       VNM_BUS_PREFIX: this.prefix,
-      VNM_TOKEN_SECRET: this.tokenSecret,
       VNM_ADMIN_USER: "admin",
       VNM_ADMIN_PASSWORD: this.adminPassword,
       // The VTEP tests' devices are OVSDB servers on this machine.
@@ -64,6 +64,13 @@ export class Stack {
       ...this.extraEnv,
       ...extra,
     };
+  }
+
+  /** The part's own credential; identity gets the hashes of every part's. */
+  credentialEnv(part: string): NodeJS.ProcessEnv {
+    const own: NodeJS.ProcessEnv = { VNM_SERVICE_CREDENTIAL: this.credentials.credentials.get(part) };
+    if (part === "identity") own["VNM_SERVICE_CLIENTS"] = this.credentials.clients;
+    return own;
   }
 
   /** Logs in at a gateway; returns the token. */
@@ -96,7 +103,7 @@ export class Stack {
       const port = this.addrs.get(d)!.split(":")[1]!;
       if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
       const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
-      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, VNM_DB_SCHEMA: this.schema(d) }));
+      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), ...this.credentialEnv(d), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, VNM_DB_SCHEMA: this.schema(d) }));
       this.services.set(d, proc);
       this.procs.push(proc);
     }
@@ -112,7 +119,7 @@ export class Stack {
     const addr = `127.0.0.1:${port}`;
     const metricsPort = await freePort();
     this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
-    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
+    const env = { ...this.addressEnv(), ...this.credentialEnv(domain), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
     this.procs.push(this.launch(`services/${domain}/src/main.ts`, this.env(env)));
     await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
     return addr;
@@ -145,7 +152,7 @@ export class Stack {
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */
   async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
     const port = await freePort();
-    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...extra }));
+    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...this.credentialEnv("gateway"), ...extra }));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
     // Every service of a stack starts at once on a machine of two cores: give them room.

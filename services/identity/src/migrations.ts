@@ -54,4 +54,19 @@ export const migrations: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 4,
+    name: "signing keys",
+    // The Ed25519 keys that sign tokens (private JWKs; only this service's role reads this
+    // schema). The newest unretired key signs; a retired one stays published until the tokens
+    // it signed have expired, then goes.
+    sql: `
+      CREATE TABLE signing_keys (
+        kid text PRIMARY KEY,
+        private_jwk jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        retired_at timestamptz
+      );
+    `,
+  },
 ];

@@ -11,6 +11,8 @@ export interface Violation {
 
 export const VIOLATIONS_KEY = "vnm-violations";
 export const ORIGIN_KEY = "vnm-origin";
+/** Seconds to wait before trying again, on a RESOURCE_EXHAUSTED answer that says. */
+export const RETRY_AFTER_KEY = "vnm-retry-after";
 
 /** Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach. */
 const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
@@ -26,6 +28,8 @@ export class ApiError extends Error {
   override name = "ApiError";
   readonly code: status;
   readonly violations: Violation[];
+  /** Seconds a client should wait before trying again (a limit reached), when known. */
+  retryAfter?: number;
 
   constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown }) {
     super(message, options);
@@ -51,8 +55,10 @@ export class ApiError extends Error {
   static forbidden(message: string): ApiError {
     return new ApiError(status.PERMISSION_DENIED, message);
   }
-  static exhausted(message: string): ApiError {
-    return new ApiError(status.RESOURCE_EXHAUSTED, message);
+  static exhausted(message: string, retryAfterSeconds?: number): ApiError {
+    const e = new ApiError(status.RESOURCE_EXHAUSTED, message);
+    if (retryAfterSeconds !== undefined) e.retryAfter = retryAfterSeconds;
+    return e;
   }
   static unavailable(message: string): ApiError {
     return new ApiError(status.UNAVAILABLE, message);
@@ -70,7 +76,10 @@ export class ApiError extends Error {
       const answered = err.metadata.get(ORIGIN_KEY)[0] !== undefined;
       if (!answered && peer && err.code === status.UNAVAILABLE) return new ApiError(status.UNAVAILABLE, `The ${peer} service is unavailable; try again later`, [], { cause: err });
       if (!answered && peer && err.code === status.DEADLINE_EXCEEDED) return new ApiError(status.DEADLINE_EXCEEDED, `The ${peer} service did not answer in time`, [], { cause: err });
-      return new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err });
+      const e = new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err });
+      const retryAfter = Number(err.metadata.get(RETRY_AFTER_KEY)[0]);
+      if (retryAfter > 0) e.retryAfter = retryAfter;
+      return e;
     }
     const raw = (err as { code?: unknown } | null)?.code;
     const code = typeof raw === "string" ? raw : undefined;
@@ -87,6 +96,7 @@ export class ApiError extends Error {
     // Tells a caller this status is the service's own answer, not the channel's.
     metadata.set(ORIGIN_KEY, "service");
     if (this.violations.length > 0) metadata.set(VIOLATIONS_KEY, JSON.stringify(this.violations));
+    if (this.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(this.retryAfter));
     return { code: this.code, details: this.message, metadata };
   }
 }

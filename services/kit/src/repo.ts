@@ -1,4 +1,5 @@
 // The repository's layout, for the tools that run its processes (launcher, tests, bench).
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -51,4 +52,11 @@ export async function freePort(): Promise<number> {
     handedOut.add(port);
     return port;
   }
+}
+
+/** Client credentials for the parts of a deployment (the launcher's, a test's): each one's secret, and identity's VNM_SERVICE_CLIENTS. */
+export function serviceCredentials(names: readonly string[]): { credentials: Map<string, string>; clients: string } {
+  const credentials = new Map(names.map((n) => [n, randomBytes(32).toString("base64url")]));
+  const clients = [...credentials].map(([n, c]) => `${n}:${createHash("sha256").update(c).digest("hex")}`).join(",");
+  return { credentials, clients };
 }
