@@ -399,7 +399,9 @@ describe("rate limit", () => {
   });
 
   it("repeated bad passwords for one user are refused with 429, even the right one", async () => {
-    const one = await stack.startGateway({ VNM_LOGIN_FAILURE_LIMIT: "5" });
+    // The identity service counts password checks: a replica of it with a limit of 5, behind a gateway of its own.
+    const identity = await stack.startReplica("identity", { VNM_LOGIN_FAILURE_LIMIT: "5" });
+    const one = await stack.startGateway({ VNM_IDENTITY_ADDR: identity });
     const name = `target-${randomBytes(3).toString("hex")}`;
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {

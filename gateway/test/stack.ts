@@ -112,14 +112,14 @@ export class Stack {
   /**
    * Starts one more process of a service (same schema and bus) on a new port and waits until
    * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list. Its metrics
-   * address is in replicaMetrics under that address.
+   * address is in replicaMetrics under that address. `extra` is more environment for it alone.
    */
-  async startReplica(domain: string): Promise<string> {
+  async startReplica(domain: string, extra: NodeJS.ProcessEnv = {}): Promise<string> {
     const port = await freePort();
     const addr = `127.0.0.1:${port}`;
     const metricsPort = await freePort();
     this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
-    const env = { ...this.addressEnv(), ...this.credentialEnv(domain), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain) };
+    const env = { ...this.addressEnv(), ...this.credentialEnv(domain), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), VNM_DB_SCHEMA: this.schema(domain), ...extra };
     this.procs.push(this.launch(`services/${domain}/src/main.ts`, this.env(env)));
     await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
     return addr;
