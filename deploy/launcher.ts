@@ -36,7 +36,7 @@ function portFree(port: number, host: string): Promise<boolean> {
  * only its own VNM_SERVICE_CREDENTIAL, the identity service only their hashes.
  */
 function partCredentials(): (part: string) => NodeJS.ProcessEnv {
-  const { credentials, clients } = serviceCredentials([...serviceDomains(), "gateway"]);
+  const { credentials, clients } = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
   return (part) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
 }
 

@@ -31,7 +31,7 @@ export class Stack {
   private readonly nats: NatsConnection[] = [];
 
   /** Each part's client credential (VNM_SERVICE_CREDENTIAL), and their hashes for identity. */
-  readonly credentials = serviceCredentials([...serviceDomains(), "gateway"]);
+  readonly credentials = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   readonly adminPassword = randomBytes(12).toString("hex");

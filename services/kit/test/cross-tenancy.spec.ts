@@ -18,21 +18,20 @@ const { DEPS, directService, dropSchema, freePort, startProcess, waitFor } = awa
 const { createUpstream } = await import("../src/upstream.ts");
 const { loadGrpc } = await import("../src/proto.ts");
 
-const secret = randomBytes(16).toString("hex");
 let bridge: DirectService;
 let zoo: Proc;
 let zooAddress = "";
 const zooSchema = `zoo_${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
-  bridge = await directService("bridge", { VNM_TOKEN_SECRET: secret, VNM_PROTO_DIR: protoDir });
+  bridge = await directService("bridge", { VNM_PROTO_DIR: protoDir }, ["zoo"]);
   zooAddress = `127.0.0.1:${await freePort()}`;
   zoo = startProcess("services/kit/test/fixtures/zoo-service.ts", {
     DATABASE_URL: DEPS.databaseUrl,
     NATS_URL: "",
     GRPC_PORT: zooAddress.split(":")[1],
     VNM_DB_SCHEMA: zooSchema,
-    VNM_TOKEN_SECRET: secret,
+    ...bridge.identity.envFor("zoo"),
     VNM_PROTO_DIR: protoDir,
     VNM_BRIDGE_ADDR: bridge.address,
   });
