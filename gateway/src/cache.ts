@@ -4,7 +4,7 @@
 // Redis trouble makes the cache step aside (slower, never wrong, never an error): while Redis
 // or the change feed is unreachable, or after an invalidation may have been lost, reads go to
 // the services, and everything is dropped before the cache is trusted again.
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import { connectRedis as failFastRedis, type Logger } from "@vnm/kit";
 

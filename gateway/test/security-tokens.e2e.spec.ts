@@ -221,7 +221,7 @@ describe("tokens at every hop", () => {
     const u = await newUser();
     const rotated = await grpcAt("identity", AUTH, "RotateSigningKey", {}, stack.adminToken);
     expect(rotated.code).toBe(0);
-    const kids = (rotated.response?.["keys"] as { kid: string }[]).map((k) => k.kid);
+    const kids = ((rotated.response?.["keys"] ?? []) as { kid: string }[]).map((k) => k.kid);
     expect(kids).toContain(header(u.token).kid);
     const fresh = await stack.login(gws[0]!, String(u.body.name), PASSWORD);
     expect(header(fresh)).toMatchObject({ alg: "EdDSA" });

@@ -81,11 +81,13 @@ export async function signingKeys(store: Store, log: Logger, env: NodeJS.Process
     log.info("signing key rotated", { kid: loaded.signing.kid });
     return loaded.published;
   };
-  const check = setInterval(() => {
-    current()
+  // At start and every hour: a key VNM_SIGNING_KEY_DAYS old is replaced.
+  const checkAge = () =>
+    void current()
       .then((l) => (Date.now() - l.signing.createdAt.getTime() >= maxAgeMs ? rotate() : undefined))
       .catch((err: unknown) => log.warn("signing key check failed", { err }));
-  }, CHECK_AGE_MS);
+  checkAge();
+  const check = setInterval(checkAge, CHECK_AGE_MS);
   check.unref();
   return {
     published: async () => (await current()).published,
