@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     say(`data: embedded PostgreSQL, kept in ${db.dataDir} (set DATABASE_URL to use your own)`);
   }
   if (!env["NATS_URL"]) {
-    say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
+    say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one; tokens' revocation is asked of identity every second" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
   const addresses = await serviceAddresses(env);
