@@ -233,6 +233,38 @@ describe("tokens at every hop", () => {
   });
 });
 
+describe("without a shared bus (NATS_URL unset: each process has its own stand-in)", () => {
+  const alone = new Stack({ NATS_URL: "" });
+  let gw = "";
+  beforeAll(async () => {
+    await alone.startServices("identity", "bridge");
+    gw = await alone.startGateway({}, false);
+  });
+  afterAll(async () => {
+    await alone.stop();
+  });
+
+  it("a logged-out token is still refused at the gateway and on a service's port, within the one-second trust of a generation", async () => {
+    const own = httpClient(() => gw, "application/json", () => alone.adminToken);
+    const body = { name: `u-${randomBytes(4).toString("hex")}`, password: PASSWORD, tenantId: "T", roles: ["tenant_admin"] };
+    expect((await own("POST", "/users", body)).status).toBe(201);
+    const token = await alone.login(gw, body.name, PASSWORD);
+    const bridgeUp = createUpstream(loadGrpc(), [{ name: BRIDGES, domain: "bridge" }], () => alone.addrs.get("bridge"));
+    const atBridge = () => bridgeUp.call(BRIDGES, "ListBridges", {}, 5_000, token).then(() => 0, (err: { code: number }) => err.code);
+    try {
+      expect(await atBridge()).toBe(0);
+      expect((await own("POST", "/logout", undefined, as(token))).status).toBe(204);
+      const since = Date.now();
+      let code = 0;
+      while (Date.now() - since <= 1_500 && code !== grpc.status.UNAUTHENTICATED) code = await atBridge();
+      expect(code, `bridge still accepts the token ${Date.now() - since} ms after the logout`).toBe(grpc.status.UNAUTHENTICATED);
+      expectError(await own("GET", "/", undefined, as(token)), 401);
+    } finally {
+      bridgeUp.close();
+    }
+  });
+});
+
 describe("/events streams", () => {
   it("a stream closes when its token expires", async () => {
     const short = await stack.startGateway({ VNM_TOKEN_TTL_SECONDS: "2" }, false);
