@@ -1,8 +1,10 @@
-// The keys that sign tokens: Ed25519, kept in this service's schema, made at first start. The
-// newest unretired key signs; a rotation (RotateSigningKey, an administrator's call, or on its
-// own once the key is VNM_SIGNING_KEY_DAYS old) makes a new one and retires the old, which stays
-// published until every token it could have signed has expired (MAX_TOKEN_SECONDS). Replicas
-// read the keys again every half minute, so all sign with the new key soon after a rotation.
+// The keys that sign tokens: Ed25519, kept in this service's schema, made at first start. A
+// rotation (RotateSigningKey, an administrator's call, or on its own once the key is
+// VNM_SIGNING_KEY_DAYS old) makes a new key that is published at once but signs only
+// PUBLISH_AHEAD_MS later, so every part has fetched it before it meets a token it signed (an
+// unknown key id is fetched for at most every few seconds). The old key signs until then and
+// stays published until every token it could have signed has expired (MAX_TOKEN_SECONDS).
+// Replicas read the keys again every few seconds, so all switch at the same time.
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { calculateJwkThumbprint, type JSONWebKeySet, type JWK, SignJWT } from "jose";
 import { type Identity, jwksOf, type Logger, MAX_TOKEN_SECONDS, parsePositiveInt, type Store, tokenClaims } from "@vnm/kit";
@@ -10,24 +12,26 @@ import { type Identity, jwksOf, type Logger, MAX_TOKEN_SECONDS, parsePositiveInt
 interface KeyRow {
   kid: string;
   private_jwk: JWK;
-  created_at: Date;
+  signs_from: Date;
 }
 
 interface Loaded {
   at: number;
-  signing: { kid: string; key: KeyObject; createdAt: Date };
+  /** Newest first. */
+  keys: { kid: string; key: KeyObject; signsFrom: number }[];
   published: JSONWebKeySet;
 }
 
-const RELOAD_MS = 30_000;
+const RELOAD_MS = 5_000;
+const PUBLISH_AHEAD_MS = 15_000;
 const CHECK_AGE_MS = 3600_000;
 
 export interface SigningKeys {
-  /** The published public keys (signing and retired-but-valid). */
+  /** The published public keys (the one signing, the next one, retired ones still valid). */
   published(): Promise<JSONWebKeySet>;
   /** A token for `identity` in `audience`, signed with the current key. */
   sign(identity: Identity, audience: string): Promise<string>;
-  /** A new key signs from now on; returns the keys now published. */
+  /** A new key, published now, signs from PUBLISH_AHEAD_MS on; returns the keys now published. */
   rotate(): Promise<JSONWebKeySet>;
   /** Stops the scheduled rotation check. */
   stop(): void;
@@ -39,30 +43,32 @@ async function newKey(): Promise<{ kid: string; jwk: JWK }> {
   return { kid: await calculateJwkThumbprint({ kty: "OKP", crv: "Ed25519", x: jwk.x! }), jwk };
 }
 
-/** Adds a key under the lock: a first one when none signs (`onlyIfNone`), else a rotation. */
+/** Adds a key under the lock: a first one, signing at once, when none is in use (`onlyIfNone`), else the next one. */
 async function addKey(store: Store, onlyIfNone: boolean): Promise<void> {
   const key = await newKey();
   await store.tx(undefined, async (q) => {
     await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:signing-keys'))");
     if (onlyIfNone && (await q.query("SELECT 1 FROM signing_keys WHERE retired_at IS NULL")).rows.length > 0) return;
-    await q.query("UPDATE signing_keys SET retired_at = now() WHERE retired_at IS NULL");
-    await q.query("INSERT INTO signing_keys (kid, private_jwk) VALUES ($1, $2)", [key.kid, key.jwk]);
+    const ahead = onlyIfNone ? 0 : PUBLISH_AHEAD_MS;
+    const signsFrom = (await q.query<{ t: Date }>(`SELECT now() + interval '${ahead} milliseconds' AS t`)).rows[0]!.t;
+    // The keys in use sign until the new one does.
+    await q.query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL", [signsFrom]);
+    await q.query("INSERT INTO signing_keys (kid, private_jwk, signs_from) VALUES ($1, $2, $3)", [key.kid, key.jwk, signsFrom]);
     await q.query(`DELETE FROM signing_keys WHERE retired_at < now() - interval '${MAX_TOKEN_SECONDS} seconds'`);
   });
 }
 
 async function load(store: Store): Promise<Loaded> {
   const rows = (
-    await store.query<KeyRow & { retired: boolean }>(
-      `SELECT kid, private_jwk, created_at, retired_at IS NOT NULL AS retired FROM signing_keys
-       WHERE retired_at IS NULL OR retired_at > now() - interval '${MAX_TOKEN_SECONDS} seconds' ORDER BY retired_at DESC NULLS FIRST, created_at DESC`,
+    await store.query<KeyRow>(
+      `SELECT kid, private_jwk, signs_from FROM signing_keys
+       WHERE retired_at IS NULL OR retired_at > now() - interval '${MAX_TOKEN_SECONDS} seconds' ORDER BY signs_from DESC`,
     )
   ).rows;
-  const current = rows[0];
-  if (!current || current.retired) throw new Error("no signing key");
+  if (rows.length === 0) throw new Error("no signing key");
   return {
     at: Date.now(),
-    signing: { kid: current.kid, key: createPrivateKey({ key: current.private_jwk, format: "jwk" } as never), createdAt: current.created_at },
+    keys: rows.map((r) => ({ kid: r.kid, key: createPrivateKey({ key: r.private_jwk, format: "jwk" } as never), signsFrom: r.signs_from.getTime() })),
     published: jwksOf(rows.map((r) => ({ kid: r.kid, x: String(r.private_jwk.x) }))),
   };
 }
@@ -78,13 +84,13 @@ export async function signingKeys(store: Store, log: Logger, env: NodeJS.Process
   const rotate = async () => {
     await addKey(store, false);
     loaded = await load(store);
-    log.info("signing key rotated", { kid: loaded.signing.kid });
+    log.info("signing key rotated", { kid: loaded.keys[0]!.kid, signsFrom: new Date(loaded.keys[0]!.signsFrom).toISOString() });
     return loaded.published;
   };
   // At start and every hour: a key VNM_SIGNING_KEY_DAYS old is replaced.
   const checkAge = () =>
     void current()
-      .then((l) => (Date.now() - l.signing.createdAt.getTime() >= maxAgeMs ? rotate() : undefined))
+      .then((l) => (Date.now() - l.keys[0]!.signsFrom >= maxAgeMs ? rotate() : undefined))
       .catch((err: unknown) => log.warn("signing key check failed", { err }));
   checkAge();
   const check = setInterval(checkAge, CHECK_AGE_MS);
@@ -92,7 +98,9 @@ export async function signingKeys(store: Store, log: Logger, env: NodeJS.Process
   return {
     published: async () => (await current()).published,
     async sign(identity, audience) {
-      const { signing } = await current();
+      const { keys } = await current();
+      const now = Date.now();
+      const signing = keys.find((k) => k.signsFrom <= now) ?? keys.at(-1)!;
       return new SignJWT(tokenClaims(identity, audience)).setProtectedHeader({ alg: "EdDSA", typ: "JWT", kid: signing.kid }).sign(signing.key);
     },
     rotate,

@@ -58,13 +58,16 @@ export const migrations: Migration[] = [
     version: 4,
     name: "signing keys",
     // The Ed25519 keys that sign tokens (private JWKs; only this service's role reads this
-    // schema). The newest unretired key signs; a retired one stays published until the tokens
-    // it signed have expired, then goes.
+    // schema). A key is published from its creation and signs from `signs_from` on (a new key a
+    // little later, so every part has it before the first token it signs); the newest key
+    // that signs is used; a retired one stays published until the tokens it signed have
+    // expired, then goes.
     sql: `
       CREATE TABLE signing_keys (
         kid text PRIMARY KEY,
         private_jwk jsonb NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
+        signs_from timestamptz NOT NULL DEFAULT now(),
         retired_at timestamptz
       );
     `,

@@ -98,7 +98,11 @@ export function keyHandlers(svc: ServiceContext): Handlers {
   const p = identityParts(svc);
   return {
     GetSigningKeys: async () => published(await (await p.keys).published()),
-    RotateSigningKey: async () => published(await (await p.keys).rotate()),
+    // An administrator's call (the guard lets administrators only): not a part's, whose token is an administrator's too.
+    async RotateSigningKey(_req: unknown, ctx: CallContext) {
+      if (ctx.identity?.userId.startsWith("service:")) throw ApiError.forbidden("Only an administrator may rotate the signing key");
+      return published(await (await p.keys).rotate());
+    },
     async IssueServiceToken(req: { name?: string; credential?: string }) {
       const expected = p.clients.get(req.name ?? "");
       const given = createHash("sha256").update(req.credential ?? "").digest();

@@ -157,7 +157,7 @@ async function testSigner(schema: string): Promise<{ key: KeyObject; kid: string
   await db.connect();
   try {
     const s = pg.escapeIdentifier(schema);
-    const k = (await db.query(`SELECT kid, private_jwk FROM ${s}.signing_keys WHERE retired_at IS NULL`)).rows[0];
+    const k = (await db.query(`SELECT kid, private_jwk FROM ${s}.signing_keys WHERE signs_from <= now() ORDER BY signs_from DESC LIMIT 1`)).rows[0];
     const userId = randomUUID();
     const u = await db.query(`INSERT INTO ${s}.users (id, name, password_hash, roles) VALUES ($1, $2, 'none', '{admin}') RETURNING token_generation`, [userId, `test-${userId}`]);
     return { key: createPrivateKey({ key: k.private_jwk, format: "jwk" }), kid: k.kid, userId, gen: u.rows[0].token_generation };
