@@ -7,12 +7,10 @@
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, NODE_FLAGS, natsCredentials, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, freePort, NODE_FLAGS, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
 import { serviceDatabases } from "./database-roles.ts";
 import { embeddedPostgres } from "./postgres.ts";
 
@@ -33,15 +31,14 @@ function portFree(port: number, host: string): Promise<boolean> {
   });
 }
 
-/** The token secret: VNM_TOKEN_SECRET, or one kept in .data so tokens outlive a restart. */
-function tokenSecret(env: NodeJS.ProcessEnv): string {
-  if (env["VNM_TOKEN_SECRET"]) return env["VNM_TOKEN_SECRET"];
-  const file = join(ROOT, ".data", "token-secret");
-  if (!existsSync(file)) {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 });
-  }
-  return readFileSync(file, "utf8").trim();
+/**
+ * Each part's client credential, made anew at every start (tokens are signed by the identity
+ * service with keys of its own, so nothing here needs to outlive a restart): every part gets
+ * only its own VNM_SERVICE_CREDENTIAL, the identity service only their hashes.
+ */
+function partCredentials(): (part: string) => NodeJS.ProcessEnv {
+  const { credentials, clients } = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
+  return (part) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
 }
 
 /** A free loopback address for every service, for the gateway and for services calling each other. */
@@ -51,12 +48,25 @@ async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, 
   return out;
 }
 
-const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string, databases: Record<string, string>): NodeJS.ProcessEnv => ({
+/** What each part gets of its own: a service its database URL (its role), every part but identity its credential. */
+interface PartSecrets {
+  databases: Record<string, string>;
+  credential: (part: string) => NodeJS.ProcessEnv;
+}
+
+const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string, secrets: PartSecrets): NodeJS.ProcessEnv => ({
   ...partEnv(env, domain),
   ...addresses,
-  DATABASE_URL: databases[domain],
+  DATABASE_URL: secrets.databases[domain],
+  ...secrets.credential(domain),
   GRPC_HOST: "127.0.0.1",
   GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
+});
+
+const gatewayEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets): NodeJS.ProcessEnv => ({
+  ...partEnv(env, "gateway"),
+  ...addresses,
+  ...secrets.credential("gateway"),
 });
 
 /**
@@ -72,17 +82,17 @@ function partEnv(env: NodeJS.ProcessEnv, part: string): NodeJS.ProcessEnv {
  * Everything in this process: the services first, then the gateway that calls them, whose
  * /metrics carries every part's families.
  */
-async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>, databases: Record<string, string>): Promise<void> {
+async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets): Promise<void> {
   const { loadContract, runService } = await import("@vnm/kit");
   // The proto files are read once here, for every part of this process.
   const contract = loadContract();
   const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, databases), VNM_DB_SCHEMA: d }, { contract })).metrics);
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, secrets), VNM_DB_SCHEMA: d }, { contract })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
-  await startGateway({ ...env, ...addresses }, { serviceMetrics, contract });
+  await startGateway(gatewayEnv(env, addresses, secrets), { serviceMetrics, contract });
 }
 
 /** Waits until the gateway answers (the processes of --split start on their own). */
@@ -128,11 +138,11 @@ function supervise(name: string, script: string, env: NodeJS.ProcessEnv, childre
   start();
 }
 
-async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, databases: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
+async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets, stopDatabase?: () => Promise<void>): Promise<void> {
   const children = new Set<ChildProcess>();
   let stopping = false;
-  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d, databases), children, () => stopping);
-  supervise("gateway", join("gateway", "src", "main.ts"), { ...partEnv(env, "gateway"), ...addresses }, children, () => stopping);
+  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d, secrets), children, () => stopping);
+  supervise("gateway", join("gateway", "src", "main.ts"), gatewayEnv(env, addresses, secrets), children, () => stopping);
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -179,22 +189,23 @@ function followParent(): void {
 
 async function main(): Promise<void> {
   followParent();
-  const env: NodeJS.ProcessEnv = { ...process.env, VNM_TOKEN_SECRET: tokenSecret(process.env) };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   const split = process.argv.includes("--split") || ["DATABASE_URL", "NATS_URL", "REDIS_URL"].some((v) => env[v]);
   const host = env["HOST"] ?? "127.0.0.1";
   const port = Number(env["PORT"] ?? 8080);
   say(split ? "mode: one process per service (--split, or backing services given)" : "mode: everything in this one process");
   if (!(await portFree(port, host))) fail(`port ${port} on ${host} is taken: stop what uses it, or start with PORT=<another port>`);
   const { databases, stopDatabase } = await database(env);
+  const secrets: PartSecrets = { databases, credential: partCredentials() };
   if (!env["NATS_URL"]) {
-    say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
+    say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one; tokens' revocation is asked of identity every second" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
   const addresses = await serviceAddresses(env);
   const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;
   const user = env["VNM_ADMIN_USER"] || "admin";
   if (split) {
-    await runSplit(env, addresses, databases, stopDatabase);
+    await runSplit(env, addresses, secrets, stopDatabase);
     if (!(await gatewayUp(url))) say(`the gateway does not answer at ${url} yet; its lines above say why`);
     await summary(url, user, []);
     return;
@@ -204,7 +215,7 @@ async function main(): Promise<void> {
   if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
   // The generated admin password goes into the summary, not among the start-up logs.
   const notices = holdNotices();
-  await runTogether(env, addresses, databases).catch(async (err: Error) => {
+  await runTogether(env, addresses, secrets).catch(async (err: Error) => {
     const held = notices();
     if (held.length > 0) process.stdout.write(`\n${held.join("\n")}\n\n`);
     await stopDatabase?.();

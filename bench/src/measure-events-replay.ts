@@ -4,7 +4,7 @@
 // Run: ./node_modules/.bin/node gateway/test/measure-events-replay.ts [changes] [clients]
 import { randomBytes } from "node:crypto";
 import { addressVariable } from "@vnm/kit";
-import { DEPS, deleteStreams, freePort, startProcess, waitFor } from "@vnm/kit/testing";
+import { DEPS, deleteStreams, freePort, serviceCredentials, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect } from "nats";
 import pg from "pg";
 
@@ -13,16 +13,19 @@ const CLIENTS = Number(process.argv[3] ?? 40);
 const id = `m${randomBytes(4).toString("hex")}`;
 const prefix = `vnm${id}`;
 const password = randomBytes(12).toString("hex");
-const env = { DATABASE_URL: DEPS.databaseUrl, NATS_URL: DEPS.natsUrl, REDIS_URL: DEPS.redisUrl, VNM_BUS_PREFIX: prefix, VNM_TOKEN_SECRET: randomBytes(24).toString("hex"), VNM_ADMIN_PASSWORD: password, VNM_RATE_LIMIT: "0", VNM_EVENT_STREAMS_PER_USER: String(CLIENTS) };
+const env = { DATABASE_URL: DEPS.databaseUrl, NATS_URL: DEPS.natsUrl, REDIS_URL: DEPS.redisUrl, VNM_BUS_PREFIX: prefix, VNM_ADMIN_PASSWORD: password, VNM_RATE_LIMIT: "0", VNM_EVENT_STREAMS_PER_USER: String(CLIENTS) };
+const { credentials, clients } = serviceCredentials(["bridge", "gateway"]);
+/** Each part's own credential; identity gets their hashes. */
+const own = (part: string) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
 const procs = [];
 const addrs: Record<string, string> = {};
 for (const d of ["identity", "bridge"]) addrs[addressVariable(d)] = `127.0.0.1:${await freePort()}`;
 for (const d of ["identity", "bridge"]) {
-  procs.push(startProcess(`services/${d}/src/main.ts`, { ...env, ...addrs, GRPC_PORT: addrs[addressVariable(d)]!.split(":")[1], VNM_DB_SCHEMA: `${d}_${id}` }));
+  procs.push(startProcess(`services/${d}/src/main.ts`, { ...env, ...addrs, ...own(d), GRPC_PORT: addrs[addressVariable(d)]!.split(":")[1], VNM_DB_SCHEMA: `${d}_${id}` }));
 }
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-procs.push(startProcess("gateway/src/main.ts", { ...env, ...addrs, PORT: String(port) }));
+procs.push(startProcess("gateway/src/main.ts", { ...env, ...addrs, ...own("gateway"), PORT: String(port) }));
 let token = "";
 await waitFor("login", async () => {
   const r = await fetch(`${base}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import { addressVariable, natsCredentials, natsPasswordVariable, provisionRole, roleName, type ServiceRole, serviceDatabaseUrl } from "@vnm/kit";
-import { DEPS, deleteStreams, freePort, type Proc, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
+import { DEPS, deleteStreams, freePort, type Proc, serviceCredentials, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -30,7 +30,8 @@ export class Stack {
   private readonly services = new Map<string, Proc>();
   private readonly nats: NatsConnection[] = [];
 
-  readonly tokenSecret = randomBytes(24).toString("hex");
+  /** Each part's client credential (VNM_SERVICE_CREDENTIAL), and their hashes for identity. */
+  readonly credentials = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   /**
@@ -63,7 +64,6 @@ export class Stack {
       NATS_URL: this.natsUrl,
       REDIS_URL: DEPS.redisUrl,
       VNM_BUS_PREFIX: this.prefix,
-      VNM_TOKEN_SECRET: this.tokenSecret,
       VNM_ADMIN_USER: "admin",
       VNM_ADMIN_PASSWORD: this.adminPassword,
       // The VTEP tests' devices are OVSDB servers on this machine.
@@ -71,6 +71,13 @@ export class Stack {
       ...this.extraEnv,
       ...extra,
     };
+  }
+
+  /** The part's own credential; identity gets the hashes of every part's. */
+  credentialEnv(part: string): NodeJS.ProcessEnv {
+    const own: NodeJS.ProcessEnv = { VNM_SERVICE_CREDENTIAL: this.credentials.credentials.get(part) };
+    if (part === "identity") own["VNM_SERVICE_CLIENTS"] = this.credentials.clients;
+    return own;
   }
 
   /** Logs in at a gateway; returns the token. */
@@ -103,7 +110,7 @@ export class Stack {
       const port = this.addrs.get(d)!.split(":")[1]!;
       if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
       const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
-      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, ...(await this.serviceEnv(d)) }));
+      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), ...this.credentialEnv(d), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, ...(await this.serviceEnv(d)) }));
       this.services.set(d, proc);
       this.procs.push(proc);
     }
@@ -112,14 +119,14 @@ export class Stack {
   /**
    * Starts one more process of a service (same schema and bus) on a new port and waits until
    * it listens; returns its address, for a gateway's VNM_<DOMAIN>_ADDR list. Its metrics
-   * address is in replicaMetrics under that address.
+   * address is in replicaMetrics under that address. `extra` is more environment for it alone.
    */
-  async startReplica(domain: string): Promise<string> {
+  async startReplica(domain: string, extra: NodeJS.ProcessEnv = {}): Promise<string> {
     const port = await freePort();
     const addr = `127.0.0.1:${port}`;
     const metricsPort = await freePort();
     this.replicaMetrics.set(addr, `127.0.0.1:${metricsPort}`);
-    const env = { ...this.addressEnv(), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), ...(await this.serviceEnv(domain)) };
+    const env = { ...this.addressEnv(), ...this.credentialEnv(domain), GRPC_PORT: String(port), VNM_METRICS_PORT: String(metricsPort), ...(await this.serviceEnv(domain)), ...extra };
     this.procs.push(this.launch(`services/${domain}/src/main.ts`, this.env(env)));
     await waitFor(`${domain} replica at ${addr}`, () => listening(addr));
     return addr;
@@ -182,7 +189,7 @@ export class Stack {
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */
   async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
     const port = await freePort();
-    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...natsCredentials(this.natsPasswords, "gateway"), ...extra }));
+    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...natsCredentials(this.natsPasswords, "gateway"), ...this.credentialEnv("gateway"), ...extra }));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
     // Every service of a stack starts at once on a machine of two cores: give them room.

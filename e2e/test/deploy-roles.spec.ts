@@ -2,6 +2,7 @@
 // "Databases" and "Bus"): docker-compose.yml runs each service's migrations step with the
 // administrator's URL before it, and the service without it; deploy/nats.conf has a user per
 // part, each domain publishing only its own subjects, and every password compose must supply.
+import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -9,7 +10,7 @@ import { roleName } from "@vnm/kit";
 import { natsPasswordVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { composePassword, composePasswordVariables } from "../../deploy/compose-env.ts";
+import { composeEnv, composePassword, composePasswordVariables, composeSecretVariables } from "../../deploy/compose-env.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: compose files are inspected freely
 type Loose = any;
@@ -48,7 +49,22 @@ describe("docker-compose.yml", () => {
     const read = [...natsConf.matchAll(/password: \$(\w+)/g)].map((m) => m[1]);
     expect(Object.keys(nats.environment).sort()).toEqual(read.sort());
     const asked = new Set([...composeText.matchAll(/\$\{(\w+):\?run node deploy\/compose-env\.ts\}/g)].map((m) => m[1]));
-    expect([...asked].sort()).toEqual(composePasswordVariables().sort());
+    expect([...asked].sort()).toEqual(composeSecretVariables().sort());
+  });
+});
+
+describe("deploy/compose-env.ts", () => {
+  it("adds the missing secrets, keeps the others, and makes identity's list from the credentials in the file", () => {
+    const first = composeEnv("VNM_DATABASE_ADMIN_PASSWORD=kept\n");
+    expect(first.added).toBe(composePasswordVariables().length - 1);
+    const values = new Map(first.text.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    expect(values.get("VNM_DATABASE_ADMIN_PASSWORD")).toBe("kept");
+    expect([...values.keys()].sort()).toEqual(composeSecretVariables().sort());
+    const bridge = createHash("sha256").update(values.get("VNM_BRIDGE_CREDENTIAL")!).digest("hex");
+    expect(values.get("VNM_SERVICE_CLIENTS")).toContain(`bridge:${bridge}`);
+    expect(values.get("VNM_SERVICE_CLIENTS")).not.toContain("identity:");
+    // Run again: nothing added, nothing changed.
+    expect(composeEnv(first.text)).toEqual({ text: first.text, added: 0 });
   });
 });
 
@@ -61,14 +77,16 @@ describe("deploy/nats.conf", () => {
     expect(natsConf).not.toMatch(/no_auth_user/);
   });
 
-  it("has a user per part: each domain publishes only its own changes' subjects", () => {
+  it("has a user per part: each domain publishes only its own changes' subjects and hears only what it consumes", () => {
     for (const d of serviceDomains()) {
       const { publish, subscribe } = natsUser(d);
       expect(natsConf, d).toContain(`password: $${natsPasswordVariable(d)}`);
       expect(publish.filter((s) => s.startsWith("vnm")), d).toEqual([`vnm.${d}.>`]);
       expect(publish.filter((s) => /^\$JS\.API\.STREAM\.(DELETE|PURGE|UPDATE|MSG)/.test(s)), d).toEqual([]);
       expect(subscribe, d).toContain(`_INBOX_${d}.>`);
-      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`)), d).toEqual([]);
+      // Of other domains' changes it hears only the identity service's user changes (every part checks tokens' revocation).
+      expect(subscribe).toContain("vnm.identity.User.*");
+      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`) && s !== "vnm.identity.User.*"), d).toEqual([]);
     }
     expect(natsUser("gateway").publish.filter((s) => s.startsWith("vnm"))).toEqual(["vnm-audit.>"]);
   });

@@ -29,7 +29,7 @@ function run(args: string[], env: NodeJS.ProcessEnv): Proc {
 
 // Each service as its own role; the migrations step alone also gets the administrator's URL, and makes the role.
 const serviceEnv = (d: string) =>
-  stack.env({ ...stack.addressEnv(), GRPC_PORT: stack.addrs.get(d)!.split(":")[1], VNM_DB_SCHEMA: stack.schema(d), DATABASE_URL: stack.databaseUrl(d) });
+  stack.env({ ...stack.addressEnv(), ...stack.credentialEnv(d), GRPC_PORT: stack.addrs.get(d)!.split(":")[1], VNM_DB_SCHEMA: stack.schema(d), DATABASE_URL: stack.databaseUrl(d) });
 
 /** The exit status of a process run to its end. */
 const exitOf = (p: Proc) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once("exit", resolve)));
@@ -44,7 +44,7 @@ beforeAll(async () => {
   if (codes.some((c) => c !== 0)) throw new Error(`--migrate-only failed: ${migrations.map((m) => m.output.join("")).join("\n")}`);
   for (const d of ["identity", "bridge"]) run([d], serviceEnv(d));
   const port = await freePort();
-  const proc = run(["gateway"], stack.env({ ...stack.addressEnv(), PORT: String(port) }));
+  const proc = run(["gateway"], stack.env({ ...stack.addressEnv(), ...stack.credentialEnv("gateway"), PORT: String(port) }));
   gw = `http://127.0.0.1:${port}`;
   await waitFor(
     "the compiled gateway and services",

@@ -2,13 +2,13 @@
 // console (console.ts), the API (login, the caller, /events, the root document, then the
 // catalog's routes), and a last handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { accessRules, httpSpans, type Logger, type Metrics, type RootDocumentInfo, type TokenKeys } from "@vnm/kit";
+import { accessRules, httpSpans, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { consolePages } from "./console.ts";
-import { authenticate, callerVerifier, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
+import { authenticate, type Callers, gatewayCallers, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
 import { docsRoutes, isDocsPath } from "./docs.ts";
@@ -17,7 +17,6 @@ import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { EdgeError, send, sendError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
-import { type Revocations, revocations } from "./revocation.ts";
 import { Router } from "./router.ts";
 import { rootDocument } from "./root.ts";
 
@@ -162,9 +161,9 @@ function splitPath(path: string): string[] | undefined {
 }
 
 /** Every request but the probes: login, then the caller and its rate limit, then the path. */
-function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys) {
-  const login = loginHandler({ ...gw, keys, ttlSeconds: gw.tokenTtlSeconds, failures: gw.loginFailures });
-  const verify = callerVerifier(keys, revoked);
+function api(gw: Gateway, feed: EventFeed, callers: Callers) {
+  const login = loginHandler({ ...gw, ttlSeconds: gw.tokenTtlSeconds, serviceToken: callers.serviceToken });
+  const verify = callers.check.verify;
   const roots = new Map(gw.catalog.rootDocuments.map((d) => [d.path, d]));
   return async (req: ApiRequest, res: ApiResponse) => {
     try {
@@ -175,7 +174,7 @@ function api(gw: Gateway, feed: EventFeed, revoked: Revocations, keys: TokenKeys
         throw EdgeError.tooManyRequests("Too many requests for this token; slow down", verdict.retryAfter);
       }
       res.locals.caller = caller;
-      if (req.path === "/logout") return await logout(req, res, caller.identity, revoked);
+      if (req.path === "/logout") return await logout(req, res, caller.identity, callers);
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
         if (req.method !== "GET") throw EdgeError.methodNotAllowed(req.method, "/events", ["GET"]);
@@ -253,10 +252,9 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   });
   healthRoutes(app, gw);
   docsRoutes(app, opts.log);
-  const keys: TokenKeys = { current: opts.tokenSecret, previous: opts.tokenSecretPrevious };
-  const revoked = revocations({ ...opts, keys });
-  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, revoked, opts.eventStreamsPerUser);
-  const serve = api(gw, feed, revoked, keys);
+  const callers = gatewayCallers(opts);
+  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, callers.check, opts.eventStreamsPerUser);
+  const serve = api(gw, feed, callers);
   // The web console: / for a browser, /console/* (no token needed), before the API.
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: opts.log });
   app.use((req, res) => ui(req as ApiRequest, res as ApiResponse) || serve(req as ApiRequest, res as ApiResponse));

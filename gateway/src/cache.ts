@@ -4,9 +4,9 @@
 // Redis trouble makes the cache step aside (slower, never wrong, never an error): while Redis
 // or the change feed is unreachable, or after an invalidation may have been lost, reads go to
 // the services, and everything is dropped before the cache is trusted again.
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
-import type { Logger } from "@vnm/kit";
+import { connectRedis as failFastRedis, type Logger } from "@vnm/kit";
 
 /**
  * Bodies are kept as UTF-8 bytes: a hit is written to the socket without re-encoding. `kept`:
@@ -133,19 +133,7 @@ interface LocalCopy {
 
 /** A Redis client that fails fast instead of queueing while Redis is away. */
 export function connectRedis(url: string): Redis {
-  const redis = new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    lazyConnect: false,
-    // Commands issued in one turn of the event loop (the rate limit's, say) go out in one write.
-    enableAutoPipelining: true,
-    autoPipeliningIgnoredCommands: SENT_PER_TURN,
-  });
-  redis.on("error", () => {});
-  return redis;
+  return failFastRedis(url, SENT_PER_TURN);
 }
 
 /**

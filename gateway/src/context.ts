@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import type { Bus, Catalog, Identity, Logger, Metrics, Route, Upstream } from "@vnm/kit";
 import type { RoutePlan } from "./dispatch.ts";
-import type { LoginLimits, RateLimiter } from "./auth.ts";
+import type { RateLimiter } from "@vnm/kit";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
 
@@ -15,14 +15,14 @@ export interface GatewayOptions {
   log: Logger;
   /** The change bus: its state for /readyz, its feed for /events. */
   bus: Bus;
-  tokenSecret: string;
-  /** The previous signing secret, still accepted while keys change (VNM_TOKEN_SECRET_PREVIOUS). */
-  tokenSecretPrevious?: string;
+  /** This gateway's client credential, exchanged at the identity service for its service token. */
+  serviceCredential: string;
+  /** Whether the identity service's change notifications reach `bus` (NATS, or one process). */
+  feedReachesIdentity: boolean;
   tokenTtlSeconds: number;
   /** Open /events streams a user may have on one gateway. */
   eventStreamsPerUser?: number;
   limiter: RateLimiter;
-  loginFailures: LoginLimits;
   bodyLimit: number;
   callTimeoutMs: number;
   trustProxy: boolean;

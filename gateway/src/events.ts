@@ -8,7 +8,7 @@ import { constants as H } from "node:http2";
 import { setTimeout as delay, setImmediate } from "node:timers/promises";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
-import type { Revocations } from "./revocation.ts";
+import type { CallerCheck as Revocations } from "@vnm/kit";
 
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
 const DRAIN_MS = 30_000;

@@ -26,11 +26,11 @@ import {
   parsePort,
   parsePositiveInt,
   PROTO_DIR,
+  rateLimiter,
 } from "@vnm/kit";
 import { createApp } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { EdgeError, rawErrorAnswer } from "./http-error.ts";
-import { loginLimits, rateLimiter } from "./auth.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
 export { addressVariable };
@@ -57,14 +57,11 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
       callTimeoutMs: { env: "VNM_CALL_TIMEOUT_MS", default: "10000", parse: parsePositiveInt },
       trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseBool },
-      tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret for signing tokens, shared by gateways and services" },
-      tokenSecretPrevious: { env: "VNM_TOKEN_SECRET_PREVIOUS", default: "", parse: optional },
+      serviceCredential: { env: "VNM_SERVICE_CREDENTIAL", description: "the gateway's client credential at the identity service" },
       tokenTtlSeconds: { env: "VNM_TOKEN_TTL_SECONDS", default: "3600", parse: parsePositiveInt },
       eventStreamsPerUser: { env: "VNM_EVENT_STREAMS_PER_USER", default: "5", parse: parsePositiveInt },
       rateLimit: { env: "VNM_RATE_LIMIT", default: "1000", parse: parseNonNegativeInt },
       rateWindowSeconds: { env: "VNM_RATE_WINDOW_SECONDS", default: "10", parse: parsePositiveInt },
-      loginFailureLimit: { env: "VNM_LOGIN_FAILURE_LIMIT", default: "10", parse: parseNonNegativeInt },
-      loginWindowSeconds: { env: "VNM_LOGIN_WINDOW_SECONDS", default: "300", parse: parsePositiveInt },
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
@@ -95,8 +92,7 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   );
   if (bus.state() !== "connected") cache.setFeedConnected(false);
   const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
-  const loginFailures = loginLimits(cfg.loginFailureLimit, cfg.loginWindowSeconds, redis, `${cfg.prefix}:login`);
-  return { cache, bus, limiter, loginFailures };
+  return { cache, bus, limiter };
 }
 
 /** One channel per service whose address is given; the others answer 503 naming their variable. */
@@ -167,9 +163,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   const { catalog } = contract;
   const metrics = new Metrics("gateway");
   for (const m of parts.serviceMetrics ?? []) metrics.include(m);
-  const { cache, bus, limiter, loginFailures } = connectEdges(cfg, catalog, log, metrics);
+  const { cache, bus, limiter } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(contract, env, log, metrics);
-  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, loginFailures, metrics });
+  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined });
   const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);

@@ -2,7 +2,9 @@
 // the gateway with real processes, Postgres, NATS and Redis.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { accessRules, buildCatalog, signToken } from "@vnm/kit";
+import { generateKeyPairSync } from "node:crypto";
+import { accessRules, buildCatalog } from "@vnm/kit";
+import { identityTokens } from "@vnm/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPS, expectError, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
 
@@ -98,13 +100,16 @@ describe("tokens", () => {
   it.each([
     ["missing", ""],
     ["forged", "v1.e30.AAAA"],
-    ["signed with another secret", signToken({ userId: "x", name: "x", role: "admin", tenantId: null, exp: 2e9 }, "other")],
+    ["signed with another key", "OTHER"],
     ["expired", "EXPIRED"],
   ])("a %s token is a 401 with WWW-Authenticate", async (_what, token) => {
+    const sign = await identityTokens(stack.schema("identity"));
     const t =
       token === "EXPIRED"
-        ? signToken({ userId: "x", name: "admin", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) - 1 }, stack.tokenSecret)
-        : token;
+        ? sign({ exp: Math.floor(Date.now() / 1000) - 1 })
+        : token === "OTHER"
+          ? sign({}, generateKeyPairSync("ed25519").privateKey)
+          : token;
     for (const path of ["/", "/bridges", "/users"]) {
       const r = await http("GET", path, undefined, as(t));
       expectError(r, 401);
@@ -394,7 +399,9 @@ describe("rate limit", () => {
   });
 
   it("repeated bad passwords for one user are refused with 429, even the right one", async () => {
-    const one = await stack.startGateway({ VNM_LOGIN_FAILURE_LIMIT: "5" });
+    // The identity service counts password checks: a replica of it with a limit of 5, behind a gateway of its own.
+    const identity = await stack.startReplica("identity", { VNM_LOGIN_FAILURE_LIMIT: "5" });
+    const one = await stack.startGateway({ VNM_IDENTITY_ADDR: identity });
     const name = `target-${randomBytes(3).toString("hex")}`;
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {

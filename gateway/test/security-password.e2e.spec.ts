@@ -1,5 +1,6 @@
 // The password policy of NIST SP 800-63B (12 characters or more, counted in code
-// points; not a common password; no composition rules), for new users, password changes and the
+// points; not a common password of @zxcvbn-ts/language-common's list, nor two of them one after
+// the other; no composition rules), for new users, password changes and the
 // first admin. Only the identity service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,6 +27,7 @@ describe("password policy", () => {
     ["6 code points in 12 UTF-16 units", "😀😀😀😀😀😀"],
     ["a common password", "qwerty123456"],
     ["a common password in other case", "1QAZ2WSX3EDC"],
+    ["two common passwords one after the other", "password123456"],
   ])("refuses %s with 400 naming password", async (_what, password) => {
     const r = await http("POST", "/users", user(password));
     expectError(r, 400);

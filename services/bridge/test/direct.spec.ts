@@ -1,5 +1,6 @@
 // The bridge service reached directly over gRPC (no gateway) still validates its input and
 // refuses callers without a valid token.
+import { generateKeyPairSync } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { type DirectService, directService } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -31,7 +32,7 @@ it("creates a bridge; an id that is not a UUID is NOT_FOUND", async () => {
 });
 
 it("refuses a call without identity, with a forged or expired token", async () => {
-  for (const bearer of [null, "v1.e30.AAAA", token({}, "another-secret"), token({ exp: 1 })]) {
+  for (const bearer of [null, "v1.e30.AAAA", token({}, generateKeyPairSync("ed25519").privateKey), token({ exp: 1 })]) {
     const { err } = await call("ListBridges", {}, bearer);
     expect(err?.code).toBe(grpc.status.UNAUTHENTICATED);
   }

@@ -60,4 +60,22 @@ export const migrations: Migration[] = [
     // The users of a tenant (?tenantId=) read the index, in list order, instead of every row.
     sql: "CREATE INDEX users_tenant_seq ON users (tenant_id, seq);",
   },
+  {
+    version: 5,
+    name: "signing keys",
+    // The Ed25519 keys that sign tokens (private JWKs; only this service's role reads this
+    // schema). A key is published from its creation and signs from `signs_from` on (a new key a
+    // little later, so every part has it before the first token it signs); the newest key
+    // that signs is used; a retired one stays published until the tokens it signed have
+    // expired, then goes.
+    sql: `
+      CREATE TABLE signing_keys (
+        kid text PRIMARY KEY,
+        private_jwk jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        signs_from timestamptz NOT NULL DEFAULT now(),
+        retired_at timestamptz
+      );
+    `,
+  },
 ];

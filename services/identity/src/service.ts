@@ -1,12 +1,20 @@
 // The identity service: what it declares; main.ts runs it on its own, the launcher beside the others.
-import type { ServiceSpec } from "@vnm/kit";
+import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { migrations } from "./migrations.ts";
+import { identityParts, keyHandlers, localAuthority } from "./tokens.ts";
 import { authHandlers, ensureAdmin, users } from "./users.ts";
+
+const AUTH = "vnm.identity.v1.AuthService";
 
 export const service: ServiceSpec = {
   domain: "identity",
   migrations,
-  onStart: ({ store, log }) => ensureAdmin(store, log),
+  authority: localAuthority,
+  onStart: async (svc) => {
+    await identityParts(svc).keys;
+    await ensureAdmin(svc.store, svc.log);
+    return () => identityParts(svc).stop();
+  },
   resources: [users],
-  services: ({ store }) => ({ "vnm.identity.v1.AuthService": authHandlers(store) }),
+  services: (svc) => mergeHandlers({ [AUTH]: authHandlers(svc) }, { [AUTH]: keyHandlers(svc) }),
 };

@@ -1,10 +1,28 @@
 // Users (User-v1) and the password check behind /login. Passwords are stored only as scrypt
 // hashes and never returned or logged.
 import { randomUUID } from "node:crypto";
-import { ApiError, type CallContext, type Handlers, isUuid, type Logger, notice, ROLES, Resource, type Store, strongestRole, text, uuid } from "@vnm/kit";
+import {
+  ApiError,
+  type CallContext,
+  type Handlers,
+  isUuid,
+  type Logger,
+  MAX_TOKEN_SECONDS,
+  notice,
+  ROLES,
+  Resource,
+  type ServiceContext,
+  type Store,
+  strongestRole,
+  text,
+  USER_AUDIENCE,
+  uuid,
+} from "@vnm/kit";
+import { status as Code } from "@grpc/grpc-js";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
+import { identityParts, sourceOf } from "./tokens.ts";
 
 const password = () =>
   text(1024).superRefine((s, ctx) => {
@@ -73,7 +91,33 @@ export const users = new Resource({
 
 const COLS = "id, name, password_hash, tenant_id, roles, token_generation";
 
-export function authHandlers(store: Store): Handlers {
+interface AuthenticateRequest {
+  name?: string;
+  password?: string;
+  project?: string;
+  ttlSeconds?: number;
+  source?: string;
+}
+
+/** The user a name and password are of, with the tenant to act in; UNAUTHENTICATED otherwise. */
+async function checkPassword(store: Store, req: AuthenticateRequest): Promise<{ row: UserRow; tenantId: string | null }> {
+  const denied = () => ApiError.unauthenticated("The user name or password is not valid");
+  const row = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE name = $1`, [req.name ?? ""])).rows[0];
+  const ok = await verifyPassword(req.password ?? "", row?.password_hash ?? DUMMY_HASH);
+  if (!row || !ok) throw denied();
+  const role = strongestRole(row.roles);
+  if (!role) throw denied();
+  let tenantId = row.tenant_id;
+  if (role === "admin") tenantId = req.project ?? row.tenant_id;
+  else if (req.project !== undefined && req.project !== row.tenant_id) {
+    throw ApiError.unauthenticated(`User ${row.name} is not a member of project ${req.project}`);
+  }
+  return { row, tenantId };
+}
+
+export function authHandlers(svc: ServiceContext): Handlers {
+  const { store } = svc;
+  const parts = identityParts(svc);
   const generation = (row: { token_generation: number } | undefined) => {
     if (!row) throw ApiError.notFound("There is no such user");
     return { generation: row.token_generation };
@@ -83,7 +127,7 @@ export function authHandlers(store: Store): Handlers {
       if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
       return generation((await store.query<UserRow>("SELECT token_generation FROM users WHERE id = $1", [req.id])).rows[0]);
     },
-    /** Logout: every token issued so far ends; gateways hear of it as an update of the user. */
+    /** Logout: every token issued so far ends; every part hears of it as an update of the user. */
     async RevokeTokens(req: { id?: string }, ctx: CallContext) {
       if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
       return store.tx(ctx, async (q, emit) => {
@@ -92,19 +136,24 @@ export function authHandlers(store: Store): Handlers {
         return generation(row);
       });
     },
-    async Authenticate(req: { name?: string; password?: string; project?: string }) {
-      const denied = () => ApiError.unauthenticated("The user name or password is not valid");
-      const row = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE name = $1`, [req.name ?? ""])).rows[0];
-      const ok = await verifyPassword(req.password ?? "", row?.password_hash ?? DUMMY_HASH);
-      if (!row || !ok) throw denied();
-      const role = strongestRole(row.roles);
-      if (!role) throw denied();
-      let tenantId = row.tenant_id;
-      if (role === "admin") tenantId = req.project ?? row.tenant_id;
-      else if (req.project !== undefined && req.project !== row.tenant_id) {
-        throw ApiError.unauthenticated(`User ${row.name} is not a member of project ${req.project}`);
-      }
-      const out: Record<string, unknown> = { id: row.id, name: row.name, roles: row.roles, tokenGeneration: row.token_generation };
+    /**
+     * Login: the password checked (counted before the check, per user name and source, so
+     * parallel guesses get no more checks than the limit; given back when it is right or was
+     * never checked), then the user's token signed here.
+     */
+    async Authenticate(req: AuthenticateRequest, ctx: CallContext) {
+      const name = req.name ?? "";
+      const source = sourceOf(req, ctx);
+      await parts.limits.take(name, source);
+      const { row, tenantId } = await checkPassword(store, req).catch(async (err: unknown) => {
+        if (ApiError.from(err).code !== Code.UNAUTHENTICATED) await parts.limits.refund(name, source);
+        throw err;
+      });
+      await parts.limits.refund(name, source);
+      const expires = Math.floor(Date.now() / 1000) + Math.min(MAX_TOKEN_SECONDS, req.ttlSeconds || parts.ttlSeconds);
+      const who = { userId: row.id, name: row.name, role: strongestRole(row.roles)!, tenantId, exp: expires, gen: row.token_generation };
+      const token = await (await parts.keys).sign(who, USER_AUDIENCE);
+      const out: Record<string, unknown> = { id: row.id, name: row.name, roles: row.roles, tokenGeneration: row.token_generation, token, expires };
       if (tenantId !== null) out["tenantId"] = tenantId;
       return out;
     },

@@ -1,13 +1,23 @@
-// Caller identity: bearer tokens as compact JWS (JWT, HS256) with a key id, so any gateway
-// replica and any service verifies them with the shared secret and no session store. Two keys
-// may be valid during a change: VNM_TOKEN_SECRET signs, VNM_TOKEN_SECRET_PREVIOUS still verifies.
-// A token carries its user's token generation (`gen`); the gateway refuses one older than the
-// identity service's (revocation), services check signature and expiry only.
-import { createHash, createHmac } from "node:crypto";
-import { errors, jwtVerify } from "jose";
+// Caller identity: bearer tokens as compact JWS (JWT, EdDSA over Ed25519) signed by the identity
+// service alone, with its private keys; every other part verifies them with the public keys
+// identity publishes (a JWKS, fetched over gRPC and cached here), so no part but identity holds
+// anything that signs. Two audiences: "vnm" for users (through the public gateway) and
+// "vnm-internal" for the parts of the system themselves (`service:<name>`, ten minutes).
+// A user's token carries its token generation (`gen`); revocation.ts checks it is current.
+import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, type JWTPayload, jwtVerify } from "jose";
+import { ApiError } from "./errors.ts";
 
 export const ROLES = ["admin", "tenant_admin", "tenant_user"] as const;
 export type Role = (typeof ROLES)[number];
+
+/** The audience of a user's token: what the public gateway accepts. */
+export const USER_AUDIENCE = "vnm";
+/** The audience of a part's own token: accepted by services, refused at the public gateway. */
+export const SERVICE_AUDIENCE = "vnm-internal";
+/** A service token's life. */
+export const SERVICE_TOKEN_SECONDS = 600;
+/** The longest life of any token: a token claiming more is refused everywhere. */
+export const MAX_TOKEN_SECONDS = 24 * 3600;
 
 export interface Identity {
   userId: string;
@@ -22,90 +32,114 @@ export interface Identity {
   gen?: number;
 }
 
-/** The signing secret and, while keys change, the previous one (still accepted). */
-export interface TokenKeys {
-  current: string;
-  previous?: string;
-}
-
 /** The strongest of a user's roles (admin > tenant_admin > tenant_user). */
 export function strongestRole(roles: readonly string[]): Role | undefined {
   return ROLES.find((r) => roles.includes(r));
 }
 
-const b64 = (b: Buffer | string) => Buffer.from(b).toString("base64url");
-const keysOf = (k: string | TokenKeys): TokenKeys => (typeof k === "string" ? { current: k } : k);
-/** A key's id: a hash of it, so the secret never shows. */
-export const keyId = (secret: string) => createHash("sha256").update(secret).digest("base64url").slice(0, 12);
-
-/**
- * A signed token for `identity` (JWS compact, HS256, kid of the signing key). Signing is the
- * HMAC of RFC 7515 done here, synchronously; verification, where the risks are, is jose's.
- */
-export function signToken(identity: Identity, keys: string | TokenKeys): string {
-  const secret = keysOf(keys).current;
-  const header = b64(JSON.stringify({ alg: "HS256", typ: "JWT", kid: keyId(secret) }));
-  const claims: Record<string, unknown> = { sub: identity.userId, name: identity.name, role: identity.role, tid: identity.tenantId, exp: identity.exp };
+/** The claims of a token for `identity` in `audience`, issued now (identity signs them). */
+export function tokenClaims(identity: Identity, audience: string): JWTPayload {
+  const claims: JWTPayload = { sub: identity.userId, name: identity.name, role: identity.role, tid: identity.tenantId, aud: audience, iat: Math.floor(Date.now() / 1000), exp: identity.exp };
   if (identity.gen !== undefined) claims["gen"] = identity.gen;
-  const input = `${header}.${b64(JSON.stringify(claims))}`;
-  return `${input}.${b64(createHmac("sha256", secret).update(input).digest())}`;
+  return claims;
 }
 
+/** Where the public keys come from: the identity service's GetSigningKeys (or its own store). */
+export type KeySource = () => Promise<JSONWebKeySet>;
+
+/** How often an unknown key id may send for the key set again. */
+const REFETCH_MS = 5_000;
+/** How long a key set is used before it is fetched again in the background. */
+const REFRESH_MS = 5 * 60_000;
+
+export type KeyRing = (kid: string | undefined) => Promise<ReturnType<typeof createLocalJWKSet>>;
+
 /**
- * The token a process of the system presents for itself (`service:<name>`, an administrator
- * with no tenant and no generation), signed for ten minutes and re-signed a minute before expiry.
+ * The public keys that verify tokens (jose's local JWKS), fetched on first use, again on an
+ * unknown key id (at most every five seconds) and every five minutes; when the identity
+ * service does not answer, the last good set stays (with none yet: UNAVAILABLE).
  */
-export function serviceToken(name: string, keys: string | TokenKeys): () => string {
-  let token = { value: "", exp: 0 };
-  return () => {
-    const now = Math.floor(Date.now() / 1000);
-    if (token.exp - now < 60) {
-      const exp = now + 600;
-      token = { value: signToken({ userId: `service:${name}`, name, role: "admin", tenantId: null, exp }, keys), exp };
-    }
-    return token.value;
+export function keyRing(fetchKeys: KeySource): KeyRing {
+  let set: { verify: ReturnType<typeof createLocalJWKSet>; kids: Set<string> } | undefined;
+  let fetchedAt = 0;
+  let inflight: Promise<void> | undefined;
+  const refresh = () =>
+    (inflight ??= fetchKeys()
+      .then(
+        (jwks) => {
+          set = { verify: createLocalJWKSet(jwks), kids: new Set(jwks.keys.map((k) => String(k.kid))) };
+        },
+        (err: unknown) => {
+          if (!set) throw ApiError.unavailable(`The identity service is unavailable, so tokens cannot be checked; try again later (${ApiError.from(err).message})`);
+        },
+      )
+      .finally(() => {
+        fetchedAt = Date.now();
+        inflight = undefined;
+      }));
+  return async (kid) => {
+    const age = Date.now() - fetchedAt;
+    if (!set || (kid !== undefined && !set.kids.has(kid) && age >= REFETCH_MS)) await refresh();
+    else if (age >= REFRESH_MS) void refresh().catch(() => {});
+    return set!.verify;
   };
 }
 
-/** The identity a token carries, or undefined when it is malformed, forged, altered or expired. */
-export async function verifyToken(token: string, keys: string | TokenKeys, nowMs = Date.now()): Promise<Identity | undefined> {
-  const { current, previous } = keysOf(keys);
-  const byKid = new Map([[keyId(current), current], ...(previous ? [[keyId(previous), previous] as [string, string]] : [])]);
+/** An Ed25519 signature (64 bytes) in its one canonical base64url spelling. */
+function canonicalSignature(token: string): boolean {
+  const sig = token.split(".")[2] ?? "";
+  return /^[A-Za-z0-9_-]{86}$/.test(sig) && Buffer.from(sig, "base64url").toString("base64url") === sig;
+}
+
+/**
+ * The identity a token carries, or undefined when it is malformed, forged, altered, expired,
+ * of another audience or of too long a life. UNAVAILABLE when no key set could be had yet.
+ */
+export async function verifyToken(token: string, keys: KeyRing, audiences: readonly string[], nowMs = Date.now()): Promise<Identity | undefined> {
   // Base64url has spare bits in its last character: only the canonical spelling of the
   // signature is accepted, so one token has one string.
-  const sig = token.split(".")[2] ?? "";
-  if (!/^[A-Za-z0-9_-]{43}$/.test(sig) || b64(Buffer.from(sig, "base64url")) !== sig) return undefined;
+  if (!canonicalSignature(token)) return undefined;
+  let kid: string | undefined;
   try {
-    const { payload } = await jwtVerify(
-      token,
-      (header) => {
-        const secret = header.kid === undefined ? undefined : byKid.get(header.kid);
-        if (!secret) throw new errors.JWSSignatureVerificationFailed("unknown key");
-        return new TextEncoder().encode(secret);
-      },
-      { algorithms: ["HS256"], requiredClaims: ["exp", "sub"], currentDate: new Date(nowMs) },
-    );
+    kid = decodeProtectedHeader(token).kid;
+  } catch {
+    return undefined;
+  }
+  const verifyWith = await keys(kid);
+  try {
+    const { payload } = await jwtVerify(token, verifyWith, {
+      algorithms: ["EdDSA"],
+      audience: [...audiences],
+      requiredClaims: ["exp", "iat", "sub", "aud"],
+      maxTokenAge: MAX_TOKEN_SECONDS,
+      currentDate: new Date(nowMs),
+    });
+    if (payload.exp! - payload.iat! > MAX_TOKEN_SECONDS) return undefined;
     return identityOf(payload);
   } catch {
     return undefined;
   }
 }
 
-function identityOf(p: Record<string, unknown>): Identity | undefined {
+/** A user's token names a user and its generation; a part's token names `service:<name>` and none. */
+function identityOf(p: JWTPayload): Identity | undefined {
   const role = p["role"] as Role;
-  if (!ROLES.includes(role) || typeof p["sub"] !== "string" || typeof p["name"] !== "string" || typeof p["exp"] !== "number") return undefined;
+  if (!ROLES.includes(role) || typeof p.sub !== "string" || typeof p["name"] !== "string" || typeof p.exp !== "number") return undefined;
+  const internal = p.aud === SERVICE_AUDIENCE || (Array.isArray(p.aud) && p.aud.includes(SERVICE_AUDIENCE));
+  if (internal !== p.sub.startsWith("service:") || internal === (typeof p["gen"] === "number")) return undefined;
   const tenantId = typeof p["tid"] === "string" ? p["tid"] : null;
-  const id: Identity = { userId: p["sub"], name: p["name"], role, tenantId, exp: p["exp"] };
+  const id: Identity = { userId: p.sub, name: p["name"], role, tenantId, exp: p.exp };
   if (typeof p["gen"] === "number") id.gen = p["gen"];
   return id;
 }
 
 /**
  * verifyToken with a memory of tokens already checked (a client sends the same token on every
- * request): a hit costs a map lookup and an expiry check instead of an HMAC and a JSON parse.
- * The one verification of gateways and services alike.
+ * request): a hit costs a map lookup and an expiry check instead of a signature check and a
+ * JSON parse. The one verification of gateways and services alike; `audiences` are those the
+ * part accepts (the public gateway: users' only).
  */
-export function tokenVerifier(keys: string | TokenKeys, maxEntries = 10_000): (token: string) => Promise<Identity | undefined> {
+export function tokenVerifier(keys: KeyRing, audiences: readonly string[], maxEntries = 10_000): (token: string) => Promise<Identity | undefined> {
   const known = new Map<string, Identity>();
   return async (token) => {
     const hit = known.get(token);
@@ -114,12 +148,33 @@ export function tokenVerifier(keys: string | TokenKeys, maxEntries = 10_000): (t
       known.delete(token);
       return undefined;
     }
-    const identity = await verifyToken(token, keys);
+    const identity = await verifyToken(token, keys, audiences);
     if (identity) {
       if (known.size >= maxEntries) known.clear();
       known.set(token, identity);
     }
     return identity;
+  };
+}
+
+/**
+ * A part's own service token, asked for with `issue` and asked for again a minute before it
+ * expires (one request at a time).
+ */
+export function serviceTokenSource(issue: () => Promise<{ token: string; expires: number }>): () => Promise<string> {
+  let current = { token: "", expires: 0 };
+  let inflight: Promise<string> | undefined;
+  return async () => {
+    if (current.expires - Date.now() / 1000 > 60) return current.token;
+    inflight ??= issue()
+      .then((t) => {
+        current = t;
+        return t.token;
+      })
+      .finally(() => {
+        inflight = undefined;
+      });
+    return inflight;
   };
 }
 

@@ -13,6 +13,8 @@ export const VIOLATIONS_KEY = "vnm-violations";
 export const ORIGIN_KEY = "vnm-origin";
 /** Metadata key of a failed If-Match: the item's tag as it is now. */
 export const ETAG_KEY = "vnm-etag";
+/** Seconds to wait before trying again, on a RESOURCE_EXHAUSTED answer that says. */
+export const RETRY_AFTER_KEY = "vnm-retry-after";
 
 /** Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach. */
 const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
@@ -30,6 +32,8 @@ export class ApiError extends Error {
   readonly violations: Violation[];
   /** The item's current tag, when the error is a precondition (If-Match) that failed. */
   readonly etag: string | undefined;
+  /** Seconds a client should wait before trying again (a limit reached), when known. */
+  retryAfter?: number;
 
   constructor(code: status, message: string, violations: Violation[] = [], options?: { cause?: unknown; etag?: string }) {
     super(message, options);
@@ -61,8 +65,10 @@ export class ApiError extends Error {
   static forbidden(message: string): ApiError {
     return new ApiError(status.PERMISSION_DENIED, message);
   }
-  static exhausted(message: string): ApiError {
-    return new ApiError(status.RESOURCE_EXHAUSTED, message);
+  static exhausted(message: string, retryAfterSeconds?: number): ApiError {
+    const e = new ApiError(status.RESOURCE_EXHAUSTED, message);
+    if (retryAfterSeconds !== undefined) e.retryAfter = retryAfterSeconds;
+    return e;
   }
   static unavailable(message: string): ApiError {
     return new ApiError(status.UNAVAILABLE, message);
@@ -81,7 +87,10 @@ export class ApiError extends Error {
       if (!answered && peer && err.code === status.UNAVAILABLE) return new ApiError(status.UNAVAILABLE, `The ${peer} service is unavailable; try again later`, [], { cause: err });
       if (!answered && peer && err.code === status.DEADLINE_EXCEEDED) return new ApiError(status.DEADLINE_EXCEEDED, `The ${peer} service did not answer in time`, [], { cause: err });
       const etag = err.metadata.get(ETAG_KEY)[0];
-      return new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err, etag: typeof etag === "string" ? etag : undefined });
+      const e = new ApiError(err.code, err.details || err.message, readViolations(err.metadata), { cause: err, etag: typeof etag === "string" ? etag : undefined });
+      const retryAfter = Number(err.metadata.get(RETRY_AFTER_KEY)[0]);
+      if (retryAfter > 0) e.retryAfter = retryAfter;
+      return e;
     }
     const raw = (err as { code?: unknown } | null)?.code;
     const code = typeof raw === "string" ? raw : undefined;
@@ -99,6 +108,7 @@ export class ApiError extends Error {
     metadata.set(ORIGIN_KEY, "service");
     if (this.violations.length > 0) metadata.set(VIOLATIONS_KEY, JSON.stringify(this.violations));
     if (this.etag !== undefined) metadata.set(ETAG_KEY, this.etag);
+    if (this.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(this.retryAfter));
     return { code: this.code, details: this.message, metadata };
   }
 }

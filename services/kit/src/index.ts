@@ -15,7 +15,25 @@ export { type CallContext, type Handlers, runService, type ServiceContext, type 
 export { onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
 export { buildCatalog, type Contract, loadCatalog, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
-export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";
+export {
+  bearer,
+  type Identity,
+  type KeyRing,
+  keyRing,
+  MAX_TOKEN_SECONDS,
+  ROLES,
+  SERVICE_AUDIENCE,
+  SERVICE_TOKEN_SECONDS,
+  serviceTokenSource,
+  strongestRole,
+  tokenClaims,
+  tokenVerifier,
+  USER_AUDIENCE,
+  verifyToken,
+} from "./auth.ts";
+export { AUTH_SERVICE, type Authority, type CallerCheck, callerCheck, type IdentityCall, jwksOf, remoteAuthority } from "./authority.ts";
+export { revocations, type Revocations } from "./revocation.ts";
+export { connectRedis, type LoginLimits, loginLimits, type RateLimiter, rateLimiter } from "./limits.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";

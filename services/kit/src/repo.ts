@@ -1,4 +1,5 @@
 // The repository's layout, for the tools that run its processes (launcher, tests, bench).
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -65,4 +66,15 @@ export async function freePort(): Promise<number> {
     handedOut.add(port);
     return port;
   }
+}
+
+/** Client credentials for the parts of a deployment (the launcher's, a test's): each one's secret, and identity's VNM_SERVICE_CLIENTS. */
+export function serviceCredentials(names: readonly string[]): { credentials: Map<string, string>; clients: string } {
+  const credentials = new Map(names.map((n) => [n, randomBytes(32).toString("base64url")]));
+  return { credentials, clients: serviceClients(credentials) };
+}
+
+/** Identity's VNM_SERVICE_CLIENTS for these parts' credentials: each part's name and the SHA-256 of its credential. */
+export function serviceClients(credentials: ReadonlyMap<string, string>): string {
+  return [...credentials].map(([n, c]) => `${n}:${createHash("sha256").update(c).digest("hex")}`).join(",");
 }

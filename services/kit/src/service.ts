@@ -3,7 +3,8 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
-import { bearer, type Identity, serviceToken, tokenVerifier } from "./auth.ts";
+import { bearer, type Identity } from "./auth.ts";
+import { AUTH_SERVICE, type Authority, callerCheck, remoteAuthority } from "./authority.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, type Contract, loadContract } from "./catalog.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./changes.ts";
@@ -26,8 +27,10 @@ export interface CallContext {
   /** "<domain>.<kind>:<event>" of the changes this call made (filled by Store.tx). */
   readonly changed: Set<string>;
   readonly metadata: grpc.Metadata;
-  /** The verified caller; undefined only in public methods. */
+  /** The verified caller; in public methods, only when the call carries a valid token. */
   readonly identity?: Identity;
+  /** The address the call came from (the gRPC peer). */
+  readonly peer?: string;
   /** The request id the gateway passed on (x-request-id), for logs and change notifications. */
   readonly requestId?: string;
   /** What the handler tells the caller beside its answer: that it applied the call's filters. */
@@ -116,6 +119,11 @@ export interface ServiceSpec {
    * returns, if anything, is run first when the service stops.
    */
   onStart?: (svc: ServiceContext) => Promise<void | (() => Promise<void>)>;
+  /**
+   * Where keys, the service's own token and users' token generations come from: the identity
+   * service over gRPC (with VNM_SERVICE_CREDENTIAL) unless the service is identity itself.
+   */
+  authority?: (svc: ServiceContext) => Authority;
 }
 
 /** What a service's own code gets to work with: its store, log, bus and configuration. */
@@ -141,15 +149,18 @@ export interface ServiceContext {
 const PEER_TIMEOUT_MS = 5_000;
 
 /** ServiceContext.call: one channel per peer, with the service's own token. */
-function peerCaller(domain: string, env: NodeJS.ProcessEnv, secret: string, contract: Contract): { call: ServiceContext["call"]; close(): void } {
+function peerCaller(env: NodeJS.ProcessEnv, token: () => Promise<string>, contract: Contract): { call: ServiceContext["call"]; upstream(): Upstream; close(): void } {
   let upstream: Upstream | undefined;
-  const token = serviceToken(domain, secret);
+  const get = () => (upstream ??= createUpstream(contract.pkg, contract.catalog.services, (d) => env[addressVariable(d)] || undefined));
   const close = () => upstream?.close();
-  const call: ServiceContext["call"] = async (service, rpc, request) => {
-    upstream ??= createUpstream(contract.pkg, contract.catalog.services, (d) => env[addressVariable(d)] || undefined);
-    return (await upstream.call(service, rpc, request, PEER_TIMEOUT_MS, token())).response;
-  };
-  return { call, close };
+  const call: ServiceContext["call"] = async (service, rpc, request) => (await get().call(service, rpc, request, PEER_TIMEOUT_MS, await token())).response;
+  return { call, upstream: get, close };
+}
+
+/** The identity service, reached at VNM_IDENTITY_ADDR as this service with its credential. */
+function identityAuthority(domain: string, credential: string | undefined, peers: { upstream(): Upstream }): Authority {
+  if (!credential) throw new Error(`VNM_SERVICE_CREDENTIAL is not set: the ${domain} service needs its credential to get its token from the identity service`);
+  return remoteAuthority(async (rpc, request, token) => (await peers.upstream().call(AUTH_SERVICE, rpc, request, PEER_TIMEOUT_MS, token)).response, domain, credential);
 }
 
 export interface RunningService {
@@ -172,8 +183,12 @@ interface CallGuard {
 
 /** Verifies the caller's token and applies the tenancy rules before the handler runs. */
 async function guarded(handler: Handler, request: Record<string, unknown>, ctx: CallContext, g: CallGuard): Promise<unknown> {
-  if (g.isPublic) return handler(request, ctx);
   const token = bearer(ctx.metadata.get("authorization")[0]);
+  if (g.isPublic) {
+    // A public method still learns who calls when the call carries a valid token.
+    const caller = token ? await g.verify(token).catch(() => undefined) : undefined;
+    return handler(request, caller ? { ...ctx, identity: caller } : ctx);
+  }
   const identity = token ? await g.verify(token) : undefined;
   if (!identity) throw ApiError.unauthenticated("A valid token is required");
   const withId: CallContext = { ...ctx, identity };
@@ -203,7 +218,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
   const succeeded = metrics.grpcServer.labels({ method: name, code: "OK" });
   return (call, callback) => {
     const requestId = requestIdOf(call.metadata);
-    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId, answer: { filtered: false } };
+    const ctx: CallContext = { changed: new Set(), metadata: call.metadata, requestId, peer: call.getPeer(), answer: { filtered: false } };
     const started = process.hrtime.bigint();
     // One line per call, with the request id that led to it.
     const done = (code: string) => {
@@ -344,8 +359,7 @@ function serviceConfig(env: NodeJS.ProcessEnv) {
     host: { env: "GRPC_HOST", default: "127.0.0.1" },
     prefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
     busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
-    tokenSecret: { env: "VNM_TOKEN_SECRET", description: "secret shared with the gateway for signing tokens" },
-    tokenSecretPrevious: { env: "VNM_TOKEN_SECRET_PREVIOUS", default: "", parse: optional },
+    serviceCredential: { env: "VNM_SERVICE_CREDENTIAL", default: "", parse: optional },
     metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
     protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
   }, env);
@@ -386,12 +400,16 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   // Its own metrics port when VNM_METRICS_PORT names one (0: any free port).
   const metricsServer = cfg.metricsPort === undefined ? undefined : await metrics.serve(Number(cfg.metricsPort), cfg.host);
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
-  const peers = peerCaller(spec.domain, env, cfg.tokenSecret, contract);
+  let authority: Authority | undefined;
+  const peers = peerCaller(env, () => authority!.serviceToken(), contract);
   const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog }, contract.pkg);
+  authority = spec.authority?.(svc) ?? identityAuthority(spec.domain, cfg.serviceCredential, peers);
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 
-  const server = grpcServer(handlers, contract, env, tokenVerifier({ current: cfg.tokenSecret, previous: cfg.tokenSecretPrevious }), log, metrics);
+  // Identity's changes reach this service on NATS, or on the in-process bus when it is identity.
+  const callers = callerCheck(authority, bus, { internal: true, feedReachesIdentity: bus.kind === "nats" || spec.authority !== undefined });
+  const server = grpcServer(handlers, contract, env, callers.verify, log, metrics);
   server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, healthService(pool));
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

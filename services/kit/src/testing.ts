@@ -2,7 +2,7 @@
 // real processes of this repository, and a service reached directly over gRPC with signed
 // tokens. Not used by any running process.
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createPrivateKey, randomBytes, randomUUID, sign as signBytes, type KeyObject } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
@@ -11,13 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { streamNames } from "./bus.ts";
 import { provisionRole, roleName, serviceDatabaseUrl } from "./db-roles.ts";
-import { type Identity, signToken } from "./auth.ts";
+import { type Identity, tokenClaims, USER_AUDIENCE } from "./auth.ts";
 import { clientConstructor, loadGrpc } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT } from "./repo.ts";
 
-export { freePort, ROOT, serviceDomains } from "./repo.ts";
-import { freePort, natsPasswordVariable, serviceDomains } from "./repo.ts";
+export { freePort, ROOT, serviceCredentials, serviceDomains } from "./repo.ts";
+import { freePort, natsPasswordVariable, serviceCredentials, serviceDomains } from "./repo.ts";
 
 export const DEPS = {
   databaseUrl: process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test",
@@ -137,8 +137,13 @@ export interface DirectService {
   /** host:port of its gRPC server. */
   address: string;
   proc: Proc;
-  /** A token signed with the service's secret; `who` overrides the admin defaults. */
-  token(who?: Partial<Identity>, secret?: string): string;
+  /**
+   * A user's token signed with the identity service's current key (or `key`, another Ed25519
+   * key); `who` overrides the admin defaults. Its user is one made for the test in identity.
+   */
+  token(who?: Partial<Identity>, key?: KeyObject): string;
+  /** The identity service the service asks for keys and generations. */
+  identity: TestIdentity;
   /** Calls `<service>/<rpc>` with the admin token, another token, or none (null). */
   call(service: string, rpc: string, request: unknown, token?: string | null): Promise<Reply>;
   /** The field violations of an INVALID_ARGUMENT reply. */
@@ -177,40 +182,119 @@ function serving(domain: string, proc: Proc, health: grpc.Client): Promise<void>
   });
 }
 
+export interface TestIdentity {
+  schema: string;
+  address: string;
+  proc?: Proc;
+  /** VNM_IDENTITY_ADDR and VNM_SERVICE_CREDENTIAL for the part `name` (one of those it was started for). */
+  envFor(name: string): NodeJS.ProcessEnv;
+  /** Signs a token with the identity's current key (read from its schema), for a user made for the test. */
+  token(who?: Partial<Identity>, key?: KeyObject): string;
+}
+
+/** A compact JWS (EdDSA) of `claims`, signed synchronously with node:crypto. */
+function signEdDsa(claims: Record<string, unknown>, key: KeyObject, kid: string): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const input = `${b64({ alg: "EdDSA", typ: "JWT", kid })}.${b64(claims)}`;
+  return `${input}.${signBytes(null, Buffer.from(input), key).toString("base64url")}`;
+}
+
+/** The identity's current signing key, and a user of its own made for the test (its id and generation). */
+async function testSigner(schema: string): Promise<{ key: KeyObject; kid: string; userId: string; gen: number }> {
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    const s = pg.escapeIdentifier(schema);
+    const k = (await db.query(`SELECT kid, private_jwk FROM ${s}.signing_keys WHERE signs_from <= now() ORDER BY signs_from DESC LIMIT 1`)).rows[0];
+    const userId = randomUUID();
+    const u = await db.query(`INSERT INTO ${s}.users (id, name, password_hash, roles) VALUES ($1, $2, 'none', '{admin}') RETURNING token_generation`, [userId, `test-${userId}`]);
+    return { key: createPrivateKey({ key: k.private_jwk, format: "jwk" }), kid: k.kid, userId, gen: u.rows[0].token_generation };
+  } finally {
+    await db.end();
+  }
+}
+
 /**
- * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
- * NATS, and waits until it answers. Unless `env` names a DATABASE_URL, the service connects as a
- * role of its own that owns the schema (made here, as the migrations step does).
+ * Signs users' tokens as the identity service whose schema is `schema` would (its current key,
+ * read from the schema), for a user made there for the test; `key` signs with another key.
  */
-export async function directService(domain: string, env: NodeJS.ProcessEnv = {}): Promise<DirectService> {
-  const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
+export async function identityTokens(schema: string): Promise<(who?: Partial<Identity>, key?: KeyObject) => string> {
+  const signer = await testSigner(schema);
+  return (who = {}, key) => {
+    const exp = Math.floor(Date.now() / 1000) + 600;
+    const identity: Identity = { userId: signer.userId, name: "n", role: "admin", tenantId: null, exp, gen: signer.gen, ...who };
+    return signEdDsa(tokenClaims(identity, USER_AUDIENCE) as Record<string, unknown>, key ?? signer.key, signer.kid);
+  };
+}
+
+/** A token signer for tests, over an identity service whose schema and address are known. */
+async function testIdentity(schema: string, address: string, credentials: Map<string, string>, proc?: Proc): Promise<TestIdentity> {
+  return {
+    schema,
+    address,
+    proc,
+    envFor: (name) => ({ VNM_IDENTITY_ADDR: address, VNM_SERVICE_CREDENTIAL: credentials.get(name) ?? "" }),
+    token: await identityTokens(schema),
+  };
+}
+
+/** A process of a domain started on a free port: its gRPC clients, and the role made for it (dropped with its schema). */
+interface Answering {
+  proc: Proc;
+  port: number;
+  clients: ReturnType<typeof clientsOf>;
+  role: string | undefined;
+}
+
+/**
+ * Starts a process of `domain` on a free port in schema `env.VNM_DB_SCHEMA` and waits until it
+ * answers gRPC health checks. Unless `env` names a DATABASE_URL, it connects as a role of its
+ * own that owns the schema (made here, as the migrations step does); what was made for it goes
+ * if it does not start, unless `keepSchema` (a schema the test named).
+ */
+async function startAnswering(domain: string, env: NodeJS.ProcessEnv & { VNM_DB_SCHEMA: string }, keepSchema = false): Promise<Answering> {
+  const schema = env.VNM_DB_SCHEMA;
   const role = env["DATABASE_URL"] ? undefined : { role: roleName(DEPS.databaseUrl, schema), password: `p${randomBytes(12).toString("hex")}` };
   if (role) await provisionRole(DEPS.databaseUrl, schema, role);
-  const secret = env["VNM_TOKEN_SECRET"] ?? randomBytes(16).toString("hex");
   const port = await freePort();
-  const proc = startProcess(`services/${domain}/src/main.ts`, {
-    DATABASE_URL: role ? serviceDatabaseUrl(DEPS.databaseUrl, role) : DEPS.databaseUrl,
-    NATS_URL: "",
-    GRPC_PORT: String(port),
-    VNM_DB_SCHEMA: schema,
-    VNM_TOKEN_SECRET: secret,
-    ...env,
-  });
-  const { clients, clientOf } = clientsOf(`127.0.0.1:${port}`);
-  const health = clientOf("grpc.health.v1.Health");
-  await serving(domain, proc, health).catch(async (err: Error) => {
-    // What was made for it alone goes with it (a schema the test named stays, as on stop).
-    if (!env["VNM_DB_SCHEMA"]) await dropSchema(schema, role?.role);
+  const database = role ? serviceDatabaseUrl(DEPS.databaseUrl, role) : DEPS.databaseUrl;
+  const proc = startProcess(`services/${domain}/src/main.ts`, { DATABASE_URL: database, NATS_URL: "", GRPC_PORT: String(port), ...env });
+  const clients = clientsOf(`127.0.0.1:${port}`);
+  await serving(domain, proc, clients.clientOf("grpc.health.v1.Health")).catch(async (err: Error) => {
+    if (!keepSchema) await dropSchema(schema, role?.role);
     throw err;
   });
-  const token = (who: Partial<Identity> = {}, key = secret) =>
-    signToken({ userId: "u", name: "n", role: "admin", tenantId: null, exp: Math.floor(Date.now() / 1000) + 600, ...who }, key);
+  return { proc, port, clients, role: role?.role };
+}
+
+/**
+ * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
+ * NATS, beside an identity service of its own (unless it is identity), and waits until it
+ * answers. `peers` are other parts of the test that get credentials at that identity.
+ */
+export async function directService(domain: string, env: NodeJS.ProcessEnv = {}, peers: string[] = []): Promise<DirectService> {
+  const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
+  const { credentials, clients: serviceClients } = serviceCredentials([domain, ...peers]);
+  let identity: TestIdentity | undefined;
+  let identityRole: string | undefined;
+  if (domain !== "identity") {
+    const idSchema = `identity_d${randomBytes(4).toString("hex")}`;
+    const started = await startAnswering("identity", { VNM_DB_SCHEMA: idSchema, VNM_SERVICE_CLIENTS: serviceClients, VNM_PROTO_DIR: env["VNM_PROTO_DIR"] });
+    for (const c of started.clients.clients.values()) c.close();
+    identity = await testIdentity(idSchema, `127.0.0.1:${started.port}`, credentials, started.proc);
+    identityRole = started.role;
+  }
+  const own = { VNM_SERVICE_CLIENTS: serviceClients, ...identity?.envFor(domain), ...env, VNM_DB_SCHEMA: schema };
+  const { proc, port, role, clients: { clients, clientOf } } = await startAnswering(domain, own, env["VNM_DB_SCHEMA"] !== undefined);
+  identity ??= await testIdentity(schema, `127.0.0.1:${port}`, credentials);
+  const token = identity.token;
   const admin = token();
   return {
     schema,
     address: `127.0.0.1:${port}`,
     proc,
     token,
+    identity,
     call(service, rpc, request, bearer = admin) {
       const client = clientOf(service);
       const md = new grpc.Metadata();
@@ -229,7 +313,11 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {})
     async stop(opts = {}) {
       for (const c of clients.values()) c.close();
       await proc.stop();
-      if (!opts.keepSchema) await dropSchema(schema, role?.role);
+      if (!opts.keepSchema) await dropSchema(schema, role);
+      if (identity.proc) {
+        await identity.proc.stop();
+        await dropSchema(identity.schema, identityRole);
+      }
     },
   };
 }

@@ -16,21 +16,20 @@ const protoDir = mkdtempSync(join(tmpdir(), "vnm-zoo-proto-"));
 cpSync(REPO_PROTO, protoDir, { recursive: true });
 cpSync(join(import.meta.dirname, "fixtures", "zoo.proto"), join(protoDir, "vnm", "zoo", "v1", "zoo.proto"));
 
-const secret = randomBytes(16).toString("hex");
 let bridge: DirectService;
 let zoo: Proc;
 let zooAddress = "";
 const zooSchema = `zoo_${randomBytes(4).toString("hex")}`;
 
 beforeAll(async () => {
-  bridge = await directService("bridge", { VNM_TOKEN_SECRET: secret, VNM_PROTO_DIR: protoDir });
+  bridge = await directService("bridge", { VNM_PROTO_DIR: protoDir }, ["zoo"]);
   zooAddress = `127.0.0.1:${await freePort()}`;
   zoo = startProcess("services/kit/test/fixtures/zoo-service.ts", {
     DATABASE_URL: DEPS.databaseUrl,
     NATS_URL: "",
     GRPC_PORT: zooAddress.split(":")[1],
     VNM_DB_SCHEMA: zooSchema,
-    VNM_TOKEN_SECRET: secret,
+    ...bridge.identity.envFor("zoo"),
     VNM_PROTO_DIR: protoDir,
     VNM_BRIDGE_ADDR: bridge.address,
   });

@@ -1,0 +1,124 @@
+// What the identity service issues and answers for every other part: users' tokens (after a
+// password check, limited per user name and source), parts' service tokens for their client
+// credentials (VNM_SERVICE_CLIENTS holds only hashes), the public keys, key rotation.
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Redis } from "ioredis";
+import {
+  ApiError,
+  type Authority,
+  type CallContext,
+  connectRedis,
+  type Handlers,
+  type Identity,
+  isUuid,
+  type LoginLimits,
+  loginLimits,
+  MAX_TOKEN_SECONDS,
+  parseNonNegativeInt,
+  parsePositiveInt,
+  SERVICE_AUDIENCE,
+  SERVICE_TOKEN_SECONDS,
+  type ServiceContext,
+  serviceTokenSource,
+} from "@vnm/kit";
+import type { JSONWebKeySet } from "jose";
+import { type SigningKeys, signingKeys } from "./keys.ts";
+
+export interface IdentityParts {
+  keys: Promise<SigningKeys>;
+  limits: LoginLimits;
+  /** Each part's name and the SHA-256 of its credential. */
+  clients: Map<string, Buffer>;
+  /** A user token's life when the caller asks for none. */
+  ttlSeconds: number;
+  stop(): Promise<void>;
+}
+
+const parts = new WeakMap<ServiceContext["store"], IdentityParts>();
+
+/** VNM_SERVICE_CLIENTS: `name:sha256hex(credential)`, comma-separated. */
+function serviceClients(value: string | undefined): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const entry of (value ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+    const m = /^([a-z][a-z0-9-]*):([0-9a-f]{64})$/.exec(entry);
+    if (!m) throw new Error(`VNM_SERVICE_CLIENTS: "${entry.split(":")[0]}" is not name:sha256hex`);
+    out.set(m[1]!, Buffer.from(m[2]!, "hex"));
+  }
+  return out;
+}
+
+/** The service's keys, limits and clients, made once per running service. */
+export function identityParts(svc: ServiceContext): IdentityParts {
+  let p = parts.get(svc.store);
+  if (p) return p;
+  const env = svc.env;
+  const redis: Redis | undefined = env["REDIS_URL"] ? connectRedis(env["REDIS_URL"]) : undefined;
+  const limit = parseNonNegativeInt(env["VNM_LOGIN_FAILURE_LIMIT"] || "10");
+  const window = parsePositiveInt(env["VNM_LOGIN_WINDOW_SECONDS"] || "300");
+  const keys = signingKeys(svc.store, svc.log, env);
+  keys.catch(() => {});
+  p = {
+    keys,
+    // The same counters (and Redis keys) the gateway's /login used: one limit, whoever asks.
+    limits: loginLimits(limit, window, redis, `${env["VNM_BUS_PREFIX"] || "vnm"}:login`),
+    clients: serviceClients(env["VNM_SERVICE_CLIENTS"]),
+    ttlSeconds: Math.min(MAX_TOKEN_SECONDS, parsePositiveInt(env["VNM_TOKEN_TTL_SECONDS"] || "3600")),
+    async stop() {
+      (await keys.catch(() => undefined))?.stop();
+      redis?.disconnect();
+    },
+  };
+  parts.set(svc.store, p);
+  return p;
+}
+
+/** Identity answers for itself: its own keys, its own token signed here, generations from its table. */
+export function localAuthority(svc: ServiceContext): Authority {
+  const { keys } = identityParts(svc);
+  const serviceToken = serviceTokenSource(async () => {
+    const expires = Math.floor(Date.now() / 1000) + SERVICE_TOKEN_SECONDS;
+    const token = await (await keys).sign({ userId: "service:identity", name: "identity", role: "admin", tenantId: null, exp: expires }, SERVICE_AUDIENCE);
+    return { token, expires };
+  });
+  return {
+    keys: async () => (await keys).published(),
+    serviceToken,
+    async generation(userId) {
+      if (!isUuid(userId)) return undefined;
+      const row = (await svc.store.query<{ token_generation: number }>("SELECT token_generation FROM users WHERE id = $1", [userId])).rows[0];
+      return row?.token_generation;
+    },
+  };
+}
+
+const published = (jwks: JSONWebKeySet) => ({ keys: jwks.keys.map((k) => ({ kid: k.kid, x: k.x })) });
+
+/** GetSigningKeys, IssueServiceToken, RotateSigningKey. */
+export function keyHandlers(svc: ServiceContext): Handlers {
+  const p = identityParts(svc);
+  return {
+    GetSigningKeys: async () => published(await (await p.keys).published()),
+    // An administrator's call (the guard lets administrators only): not a part's, whose token is an administrator's too.
+    async RotateSigningKey(_req: unknown, ctx: CallContext) {
+      if (ctx.identity?.userId.startsWith("service:")) throw ApiError.forbidden("Only an administrator may rotate the signing key");
+      return published(await (await p.keys).rotate());
+    },
+    async IssueServiceToken(req: { name?: string; credential?: string }) {
+      const expected = p.clients.get(req.name ?? "");
+      const given = createHash("sha256").update(req.credential ?? "").digest();
+      if (!expected || !timingSafeEqual(expected, given)) throw ApiError.unauthenticated("The service credential is not valid");
+      const expires = Math.floor(Date.now() / 1000) + SERVICE_TOKEN_SECONDS;
+      const who: Identity = { userId: `service:${req.name}`, name: req.name!, role: "admin", tenantId: null, exp: expires };
+      return { token: await (await p.keys).sign(who, SERVICE_AUDIENCE), expires };
+    },
+  };
+}
+
+/**
+ * The source a password check is counted against: the client address the gateway names (only
+ * a part with a service token may name one), else the address the call came from.
+ */
+export function sourceOf(req: { source?: string }, ctx: CallContext): string {
+  if (req.source && ctx.identity?.userId.startsWith("service:")) return req.source;
+  return (ctx.peer ?? "").replace(/:\d+$/, "");
+}
