@@ -1,11 +1,15 @@
 // Where the data lives on Kubernetes (deploy/k8s): a Postgres per domain that only that domain's
-// pods reach, a NATS cluster of three keeping every stream three times in production, and one
-// Redis that no overlay multiplies (copies would each hold a different cache).
+// pods reach, a NATS cluster of three keeping every stream three times in production, where each
+// part signs in as its own user with rights to its own subjects, and one Redis that no overlay
+// multiplies (copies would each hold a different cache).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, serviceDomains } from "@vnm/kit/repo";
-import { describe, expect, it } from "vitest";
+import { freePort, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { type Proc, startProcess, waitFor } from "@vnm/kit/testing";
+import { connect } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
@@ -66,4 +70,57 @@ it("the image runs every process with the flags the launcher and the tests use (
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(ROOT, "deploy/Dockerfile"), "utf8"));
   expect(entry).not.toBeNull();
   expect(JSON.parse(entry![1]!)).toEqual(["node", ...NODE_FLAGS, "deploy/entry.js"]);
+});
+
+describe("NATS as the dev overlay configures it (its nats.conf, auth.conf and Secret, on a server of the test's own)", () => {
+  const docs = render("overlays/dev");
+  const dir = mkdtempSync(join(tmpdir(), "vnm-nats-auth-"));
+  const configOf = (prefix: string) => docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith(prefix))!.data!;
+  const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name.startsWith("nats-"))!.data!;
+  const passwords = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
+  let server: Proc;
+  let url = "";
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `nats://127.0.0.1:${port}`;
+    const conf = configOf("nats-config")["nats.conf"]!.replace("port: 4222", `port: ${port}`).replace(/http_port: \d+\n/, "").replace("/data/jetstream", join(dir, "js"));
+    writeFileSync(join(dir, "nats.conf"), conf);
+    writeFileSync(join(dir, "auth.conf"), configOf("nats-auth")["auth.conf"]!);
+    server = startProcess("/usr/sbin/nats-server", { ...passwords, POD_NAME: "nats-0" }, [], ["-a", "127.0.0.1", "-c", join(dir, "nats.conf")]);
+    await waitFor("nats-server", () => connectAs("gateway").then((nc) => nc.close().then(() => true), () => false), 10_000);
+  });
+
+  afterAll(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const passwordOf = (part: string) => passwords[`NATS_PASSWORD_${part.toUpperCase()}`]!;
+  const connectAs = (part: string, pass = passwordOf(part)) => connect({ servers: url, user: part, pass, reconnect: false });
+
+  it("lets each part in with its own password only, to publish its own domain's changes only", async () => {
+    await expect(connectAs("bridge", passwordOf("lb"))).rejects.toThrow(/Authorization/i);
+    const gateway = await connectAs("gateway");
+    const seen: string[] = [];
+    const sub = gateway.subscribe("vnm.>", { callback: (_err, msg) => seen.push(msg.subject) });
+    await gateway.flush();
+    const bridge = await connectAs("bridge");
+    bridge.publish("vnm.lb.LoadBalancer.created");
+    bridge.publish("vnm.bridge.Bridge.created");
+    await bridge.flush();
+    await waitFor("the bridge's own change", async () => seen.length > 0, 5_000);
+    await gateway.flush();
+    expect(seen).toEqual(["vnm.bridge.Bridge.created"]);
+    sub.unsubscribe();
+    await Promise.all([gateway.close(), bridge.close()]);
+  });
+
+  it("refuses a part a subscription its row of NATS_SUBSCRIPTIONS does not grant", async () => {
+    const lb = await connectAs("lb");
+    const refused = new Promise<Error | null>((resolve) => lb.subscribe("vnm.>", { callback: (err) => resolve(err) }));
+    await lb.flush();
+    expect(String(await refused)).toMatch(/Permissions Violation/i);
+    await lb.close();
+  });
 });
