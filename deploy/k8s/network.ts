@@ -92,8 +92,8 @@ function gatewayPolicy() {
 
 /**
  * The tunnel service's OVSDB sessions to its devices: port 6640 of the networks an operator
- * lists (the same networks as VNM_VTEP_ALLOWED_NETWORKS), none until then. An overlay adds
- * them: `- op: add, path: /spec/egress/-, value: { to: [{ ipBlock: { cidr: 10.20.0.0/16 } }], ports: [{ protocol: TCP, port: 6640 }] }`.
+ * lists (the networks the VTEPs' management addresses are in), none until then. An overlay
+ * adds them: `- op: add, path: /spec/egress/-, value: { to: [{ ipBlock: { cidr: 10.20.0.0/16 } }], ports: [{ protocol: TCP, port: 6640 }] }`.
  */
 function deviceNetworksPolicy() {
   const policy = networkPolicy("vnm-tunnel-devices", pods("vnm-tunnel"), { ingress: [], egress: [] });
