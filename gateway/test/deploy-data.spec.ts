@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { type Proc, startProcess, waitFor } from "@vnm/kit/testing";
-import { connect } from "nats";
+import { AckPolicy, connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 
@@ -114,6 +114,20 @@ describe("NATS as the dev overlay configures it (its nats.conf, auth.conf and Se
     expect(seen).toEqual(["vnm.bridge.Bridge.created"]);
     sub.unsubscribe();
     await Promise.all([gateway.close(), bridge.close()]);
+  });
+
+  it("lets the parts use JetStream as the bus does: streams, publishing with acknowledgement, a durable consumer", async () => {
+    const bridge = await connectAs("bridge");
+    await (await bridge.jetstreamManager()).streams.add({ name: "VNM", subjects: ["vnm.>"] });
+    const ack = await bridge.jetstream().publish("vnm.bridge.Bridge.deleted", new TextEncoder().encode('{"id":"b1"}'));
+    expect(ack.seq).toBeGreaterThan(0);
+    const tracing = await connectAs("tracing");
+    await (await tracing.jetstreamManager()).consumers.add("VNM", { durable_name: "tracing-bridge-deletions", filter_subject: "vnm.bridge.Bridge.deleted", ack_policy: AckPolicy.Explicit });
+    const consumer = await tracing.jetstream().consumers.get("VNM", "tracing-bridge-deletions");
+    const message = await consumer.next({ expires: 5_000 });
+    expect(message?.json()).toEqual({ id: "b1" });
+    expect(await message!.ackAck()).toBe(true);
+    await Promise.all([bridge.close(), tracing.close()]);
   });
 
   it("refuses a part a subscription its row of NATS_SUBSCRIPTIONS does not grant", async () => {
