@@ -15,6 +15,20 @@ import { GRPC_PORT, METRICS_PORT, natsAuthYaml, networkYaml } from "./network.ts
 import { fromSecret, headlessService, labels, restrictedContainer, restrictedPod } from "./objects.ts";
 import { secretFiles, workload } from "./secrets.ts";
 
+/**
+ * What each part may subscribe to on NATS besides `_INBOX.>` (replies, and the messages of
+ * JetStream consumers, which are delivered to an inbox). The one table to correct when a part
+ * starts to follow other subjects. Subjects are below VNM_BUS_PREFIX "vnm".
+ */
+export const NATS_SUBSCRIPTIONS: Record<string, string[]> = {
+  // The cache's invalidations (every change) and the revocations (identity.User.*).
+  gateway: ["vnm.>"],
+  // The VTEPs created or deleted on another replica.
+  tunnel: ["vnm.tunnel.Vtep.created", "vnm.tunnel.Vtep.deleted"],
+  // The durable consumer tracing-bridge-deletions.
+  tracing: ["vnm.bridge.Bridge.deleted"],
+};
+
 /** Every service's address, as the gateway and the services reach each other. */
 export function addresses(): { name: string; value: string }[] {
   return serviceDomains().map((d) => ({ name: addressVariable(d), value: `vnm-${d}:${GRPC_PORT}` }));
@@ -144,7 +158,7 @@ export function generatedFiles(): Record<string, string> {
     "gateway-addresses.yaml": gatewayAddressesYaml(),
     "databases.yaml": databasesYaml(),
     "network.yaml": networkYaml(),
-    "infra/nats-auth.yaml": natsAuthYaml(),
+    "infra/nats-auth.yaml": natsAuthYaml(NATS_SUBSCRIPTIONS),
   };
   for (const [file, text] of Object.entries(secretFiles())) files[`secrets/${file}`] = text;
   return files;

@@ -34,20 +34,6 @@ export function peersOf(domain: string): string[] {
 export const callersOf = (domain: string): string[] => ["gateway", ...serviceDomains().filter((d) => peersOf(d).includes(domain))];
 
 /**
- * What each part may subscribe to on NATS besides `_INBOX.>` (replies, and the messages of
- * JetStream consumers, which are delivered to an inbox). The one table to correct when a part
- * starts to follow other subjects. Subjects are below VNM_BUS_PREFIX "vnm".
- */
-export const NATS_SUBSCRIPTIONS: Record<string, string[]> = {
-  // The cache's invalidations (every change) and the revocations (identity.User.*).
-  gateway: ["vnm.>"],
-  // The VTEPs created or deleted on another replica.
-  tunnel: ["vnm.tunnel.Vtep.created", "vnm.tunnel.Vtep.deleted"],
-  // The durable consumer tracing-bridge-deletions.
-  tracing: ["vnm.bridge.Bridge.deleted"],
-};
-
-/**
  * What a part may publish: its own changes, the JetStream API (its streams and consumers,
  * publishing with acknowledgement), acknowledgements of consumed messages, replies; the
  * gateway also its audit records (vnm-audit.<domain>.<Kind>).
@@ -57,10 +43,13 @@ function publishRights(part: string): string[] {
   return part === "gateway" ? [...own, "vnm-audit.>"] : own;
 }
 
-/** NATS's auth.conf: one user per part (its password from NATS's own Secret) with its rights. */
-export function natsAuthYaml(): string {
+/**
+ * NATS's auth.conf: one user per part (its password from NATS's own Secret) with its rights;
+ * `subscriptions` is what each part may subscribe to besides `_INBOX.>`.
+ */
+export function natsAuthYaml(subscriptions: Record<string, string[]>): string {
   const users = parts().map((p) => {
-    const rights = { publish: { allow: publishRights(p) }, subscribe: { allow: [...(NATS_SUBSCRIPTIONS[p] ?? []), "_INBOX.>"] } };
+    const rights = { publish: { allow: publishRights(p) }, subscribe: { allow: [...(subscriptions[p] ?? []), "_INBOX.>"] } };
     return `    { user: ${p}, password: $${natsPasswordVariable(p)}, permissions: ${JSON.stringify(rights)} }`;
   });
   const conf = `authorization {\n  users: [\n${users.join("\n")}\n  ]\n}\n`;
