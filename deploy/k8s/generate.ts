@@ -1,40 +1,82 @@
-// Writes deploy/k8s/base/services.yaml: for every service of services/ a Deployment (the one
-// image with the domain as argument, its migrations as an init container, gRPC health probes,
-// two replicas), a headless Service (the gateway's
-// round-robin channel reaches every pod) and a HorizontalPodAutoscaler, so each domain scales on
-// its own; and the gateway's address variables for them. Derived, never hand-copied: a test
-// checks the committed file is what this writes (`node deploy/k8s/generate.ts` refreshes it).
-import { writeFileSync } from "node:fs";
+// Writes the generated part of deploy/k8s/base: services.yaml, for every service of services/
+// a Deployment (the one image with the domain as argument, its migrations as an init container,
+// gRPC health probes, two replicas, the restricted Pod Security Standard), a headless Service (the
+// gateway's round-robin channel reaches every pod), a HorizontalPodAutoscaler, so each domain
+// scales on its own, and a PodDisruptionBudget; the gateway's address variables for them; the
+// databases; the NetworkPolicies and NATS's users (network.ts); a Secret per workload
+// (secrets.ts). Derived, never hand-copied: a test checks the committed files are what this
+// writes (`node deploy/k8s/generate.ts` refreshes them).
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
-import { databaseUrlKey, databasesYaml } from "./databases.ts";
-import { headlessService, ingressPolicy, labels } from "./objects.ts";
-
-const GRPC_PORT = 50051;
-const METRICS_PORT = 9464;
+import { databasesYaml } from "./databases.ts";
+import { GRPC_PORT, METRICS_PORT, natsAuthYaml, networkYaml } from "./network.ts";
+import { fromSecret, headlessService, labels, restrictedContainer, restrictedPod } from "./objects.ts";
+import { secretFiles, workload } from "./secrets.ts";
 
 /** Every service's address, as the gateway and the services reach each other. */
 export function addresses(): { name: string; value: string }[] {
   return serviceDomains().map((d) => ({ name: addressVariable(d), value: `vnm-${d}:${GRPC_PORT}` }));
 }
 
-function deployment(domain: string) {
-  const name = `vnm-${domain}`;
-  const probe = { grpc: { port: GRPC_PORT }, periodSeconds: 5, failureThreshold: 3 };
-  const env = [
+/** A domain service's environment: its ports, its NATS user, its own Secret's values, every address. */
+function serviceEnv(domain: string) {
+  const name = workload(domain);
+  const credentials = domain === "identity" ? ["VNM_SERVICE_CLIENTS", "VNM_ADMIN_PASSWORD"] : ["VNM_SERVICE_CREDENTIAL"];
+  return [
     { name: "GRPC_HOST", value: "0.0.0.0" },
     { name: "GRPC_PORT", value: String(GRPC_PORT) },
     { name: "VNM_METRICS_PORT", value: String(METRICS_PORT) },
-    // Its own database (deploy/k8s/base/databases.yaml), whatever vnm-secrets holds besides.
-    { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "vnm-secrets", key: databaseUrlKey(domain) } } },
+    { name: "VNM_NATS_USER", value: domain },
+    fromSecret("VNM_NATS_PASSWORD", name),
+    // Its own login role, owning only its schema (deploy/k8s/base/databases.yaml).
+    fromSecret("DATABASE_URL", name),
+    ...credentials.map((key) => fromSecret(key, name)),
     ...addresses(),
   ];
-  const envFrom = [{ configMapRef: { name: "vnm-config" } }, { secretRef: { name: "vnm-secrets" } }];
-  const securityContext = { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false };
-  // Its schema brought up to date before it serves; many pods starting at once take turns
-  // (the migrations hold an advisory lock).
-  const migrate = { name: "migrate", image: "vnm", args: [domain, "--migrate-only"], env, envFrom, securityContext, resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } } };
+}
+
+/**
+ * The migrations, before the service starts: the same image run as `<domain> --migrate-only` with the
+ * database's administrator (VNM_DATABASE_ADMIN_URL, which the service itself never holds) and
+ * the login role it sets up (DATABASE_URL). Pods starting at once take turns (advisory lock).
+ */
+function migrations(domain: string, volumeMounts: object[]) {
+  const name = workload(domain);
+  return {
+    name: "migrate",
+    image: "vnm",
+    args: [domain, "--migrate-only"],
+    env: [fromSecret("VNM_DATABASE_ADMIN_URL", name), fromSecret("DATABASE_URL", name)],
+    envFrom: [{ configMapRef: { name: "vnm-config" } }],
+    securityContext: restrictedContainer,
+    volumeMounts,
+    resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
+  };
+}
+
+function deployment(domain: string) {
+  const name = workload(domain);
+  const probe = { grpc: { port: GRPC_PORT }, periodSeconds: 5, failureThreshold: 3 };
+  // The root file system is read-only; /tmp is the one place a process may write.
+  const volumeMounts = [{ name: "tmp", mountPath: "/tmp" }];
+  const container = {
+    name: domain,
+    image: "vnm",
+    args: [domain],
+    env: serviceEnv(domain),
+    envFrom: [{ configMapRef: { name: "vnm-config" } }],
+    ports: [
+      { name: "grpc", containerPort: GRPC_PORT },
+      { name: "metrics", containerPort: METRICS_PORT },
+    ],
+    readinessProbe: probe,
+    livenessProbe: { ...probe, initialDelaySeconds: 10 },
+    resources: { requests: { cpu: "100m", memory: "192Mi" }, limits: { memory: "384Mi" } },
+    securityContext: restrictedContainer,
+    volumeMounts,
+  };
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -45,24 +87,10 @@ function deployment(domain: string) {
       template: {
         metadata: { labels: labels(name), annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) } },
         spec: {
-          initContainers: [migrate],
-          containers: [
-            {
-              name: domain,
-              image: "vnm",
-              args: [domain],
-              env,
-              envFrom,
-              ports: [
-                { name: "grpc", containerPort: GRPC_PORT },
-                { name: "metrics", containerPort: METRICS_PORT },
-              ],
-              readinessProbe: probe,
-              livenessProbe: { ...probe, initialDelaySeconds: 10 },
-              resources: { requests: { cpu: "100m", memory: "192Mi" }, limits: { memory: "384Mi" } },
-              securityContext,
-            },
-          ],
+          ...restrictedPod(1000),
+          initContainers: [migrations(domain, volumeMounts)],
+          containers: [container],
+          volumes: [{ name: "tmp", emptyDir: {} }],
           terminationGracePeriodSeconds: 15,
         },
       },
@@ -93,16 +121,8 @@ export function disruptionBudget(name: string) {
   return { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name, labels: labels(name) }, spec: { maxUnavailable: 1, selector: { matchLabels: labels(name) } } };
 }
 
-/** Only vnm's own pods (the gateway, and services calling each other) reach a service's gRPC port; Prometheus its metrics. */
-function networkPolicy(domain: string) {
-  return ingressPolicy(`vnm-${domain}`, [
-    { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/part-of": "vnm" } } }], ports: [{ port: GRPC_PORT }] },
-    { ports: [{ port: METRICS_PORT }] },
-  ]);
-}
-
 export function servicesYaml(): string {
-  const docs = serviceDomains().flatMap((d) => [deployment(d), service(d), autoscaler(`vnm-${d}`), disruptionBudget(`vnm-${d}`), networkPolicy(d)]);
+  const docs = serviceDomains().flatMap((d) => [deployment(d), service(d), autoscaler(`vnm-${d}`), disruptionBudget(`vnm-${d}`)]);
   const head = "# Generated by deploy/k8s/generate.ts from services/: do not edit.\n";
   return head + docs.map((d) => stringify(d)).join("---\n");
 }
@@ -117,8 +137,23 @@ export function gatewayAddressesYaml(): string {
   return `# Generated by deploy/k8s/generate.ts from services/: do not edit.\n${stringify(patch)}`;
 }
 
+/** Every generated file below deploy/k8s/base, by path. */
+export function generatedFiles(): Record<string, string> {
+  const files: Record<string, string> = {
+    "services.yaml": servicesYaml(),
+    "gateway-addresses.yaml": gatewayAddressesYaml(),
+    "databases.yaml": databasesYaml(),
+    "network.yaml": networkYaml(),
+    "infra/nats-auth.yaml": natsAuthYaml(),
+  };
+  for (const [file, text] of Object.entries(secretFiles())) files[`secrets/${file}`] = text;
+  return files;
+}
+
 if (import.meta.main) {
-  writeFileSync(join(ROOT, "deploy/k8s/base/services.yaml"), servicesYaml());
-  writeFileSync(join(ROOT, "deploy/k8s/base/gateway-addresses.yaml"), gatewayAddressesYaml());
-  writeFileSync(join(ROOT, "deploy/k8s/base/databases.yaml"), databasesYaml());
+  const base = join(ROOT, "deploy/k8s/base");
+  // The secrets folder holds only what is generated: a Secret no longer rendered goes.
+  for (const f of readdirSync(join(base, "secrets"), { withFileTypes: true })) if (f.isFile()) rmSync(join(base, "secrets", f.name));
+  mkdirSync(join(base, "secrets"), { recursive: true });
+  for (const [file, text] of Object.entries(generatedFiles())) writeFileSync(join(base, file), text);
 }

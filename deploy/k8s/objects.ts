@@ -1,7 +1,14 @@
-// The shapes every generated manifest shares: labels, a headless Service, an ingress policy.
+// The shapes every generated manifest shares: labels and selectors, a headless Service, a
+// NetworkPolicy, and the restricted security context every pod runs under.
 
 /** The labels of one vnm process (or its database): its name, and the system it is part of. */
 export const labels = (name: string) => ({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "vnm" });
+
+/** The pods of one workload, as a NetworkPolicy peer. */
+export const pods = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
+
+/** The pods of several workloads, as a NetworkPolicy peer or selector. */
+export const podsIn = (names: string[]) => ({ podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] } });
 
 /** A headless Service (no cluster IP): clients resolve every ready pod and spread over them. */
 export function headlessService(name: string, port: { name: string; port: number }) {
@@ -13,12 +20,38 @@ export function headlessService(name: string, port: { name: string; port: number
   };
 }
 
-/** Ingress to the pods of `name` only as `ingress` lists (everything else is refused). */
-export function ingressPolicy(name: string, ingress: unknown[]) {
+/**
+ * A NetworkPolicy for the pods `selector` picks: they accept only `ingress` and send only
+ * `egress` (both kinds are listed, so an empty list refuses everything of that kind).
+ */
+export function networkPolicy(name: string, selector: object, rules: { ingress: unknown[]; egress: unknown[] }) {
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
-    metadata: { name, labels: labels(name) },
-    spec: { podSelector: { matchLabels: labels(name) }, policyTypes: ["Ingress"], ingress },
+    metadata: { name, labels: { "app.kubernetes.io/part-of": "vnm" } },
+    spec: { podSelector: selector, policyTypes: ["Ingress", "Egress"], ingress: rules.ingress, egress: rules.egress },
   };
 }
+
+/**
+ * The Pod Security Standard "restricted", for a pod and its containers: a user other than root,
+ * the runtime's default seccomp profile, no privilege escalation, no capabilities, a read-only
+ * root file system (what must write gets an emptyDir) and no service-account token (nothing of
+ * vnm talks to the Kubernetes API).
+ */
+export function restrictedPod(user: number) {
+  return {
+    automountServiceAccountToken: false,
+    securityContext: { runAsNonRoot: true, runAsUser: user, runAsGroup: user, fsGroup: user, seccompProfile: { type: "RuntimeDefault" } },
+  };
+}
+
+export const restrictedContainer = {
+  runAsNonRoot: true,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ["ALL"] },
+};
+
+/** An environment variable read from one key of a Secret. */
+export const fromSecret = (name: string, secret: string, key = name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });

@@ -1,13 +1,16 @@
 // Where the data lives on Kubernetes (deploy/k8s): a Postgres per domain that only that domain's
-// pods reach, a NATS cluster of three keeping every stream three times in production, and one
-// Redis that no overlay multiplies (copies would each hold a different cache).
+// pods reach, a NATS cluster of three keeping every stream three times in production, where each
+// part signs in as its own user with rights to its own subjects, and one Redis that no overlay
+// multiplies (copies would each hold a different cache).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, serviceDomains } from "@vnm/kit/repo";
-import { describe, expect, it } from "vitest";
+import { freePort, natsPasswordVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { type Proc, startProcess, waitFor } from "@vnm/kit/testing";
+import { AckPolicy, connect } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { databasesYaml } from "../../deploy/k8s/databases.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
 type Doc = { kind: string; metadata: { name: string }; spec: any; data?: Record<string, string> };
@@ -16,10 +19,6 @@ function render(overlay: string): Doc[] {
   const rendered = execFileSync("kubectl", ["kustomize", join(ROOT, "deploy/k8s", overlay)], { encoding: "utf8" });
   return parseAllDocuments(rendered).map((d) => d.toJSON() as Doc);
 }
-
-it("the databases are what deploy/k8s/generate.ts writes from services/", () => {
-  expect(readFileSync(join(ROOT, "deploy/k8s/base/databases.yaml"), "utf8")).toBe(databasesYaml());
-});
 
 describe("production overlay", () => {
   const docs = render("overlays/production");
@@ -31,9 +30,12 @@ describe("production overlay", () => {
       expect(db, d).toBeDefined();
       expect(db!.spec.volumeClaimTemplates[0].metadata.name).toBe("data");
       const env = find("Deployment", `vnm-${d}`)!.spec.template.spec.containers[0].env;
-      expect(env).toContainEqual({ name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "vnm-secrets", key: `${d}-database-url` } } });
+      const url = env.find((e: { name: string }) => e.name === "DATABASE_URL").valueFrom.secretKeyRef;
+      expect(url.key).toBe("DATABASE_URL");
+      expect(url.name).toMatch(new RegExp(`^vnm-${d}-[a-z0-9]+$`));
       const policy = find("NetworkPolicy", `vnm-${d}-db`)!;
-      expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": `vnm-${d}`, "app.kubernetes.io/part-of": "vnm" } } }], ports: [{ port: 5432 }] }]);
+      expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": `vnm-${d}` } } }], ports: [{ protocol: "TCP", port: 5432 }] }]);
+      expect(policy.spec.egress).toEqual([]);
     }
   });
 
@@ -68,4 +70,72 @@ it("the image runs every process with the flags the launcher and the tests use (
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(ROOT, "deploy/Dockerfile"), "utf8"));
   expect(entry).not.toBeNull();
   expect(JSON.parse(entry![1]!)).toEqual(["node", ...NODE_FLAGS, "deploy/entry.js"]);
+});
+
+describe("NATS as the dev overlay configures it (its nats.conf, auth.conf and Secret, on a server of the test's own)", () => {
+  const docs = render("overlays/dev");
+  const dir = mkdtempSync(join(tmpdir(), "vnm-nats-auth-"));
+  const configOf = (prefix: string) => docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith(prefix))!.data!;
+  const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name.startsWith("nats-"))!.data!;
+  const passwords = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
+  let server: Proc;
+  let url = "";
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `nats://127.0.0.1:${port}`;
+    const conf = configOf("nats-config")["nats.conf"]!.replace("port: 4222", `port: ${port}`).replace(/http_port: \d+\n/, "").replace("/data/jetstream", join(dir, "js"));
+    writeFileSync(join(dir, "nats.conf"), conf);
+    writeFileSync(join(dir, "auth.conf"), configOf("nats-auth")["auth.conf"]!);
+    server = startProcess("/usr/sbin/nats-server", { ...passwords, POD_NAME: "nats-0" }, [], ["-a", "127.0.0.1", "-c", join(dir, "nats.conf")]);
+    await waitFor("nats-server", () => connectAs("gateway").then((nc) => nc.close().then(() => true), () => false), 10_000);
+  });
+
+  afterAll(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const passwordOf = (part: string) => passwords[natsPasswordVariable(part)]!;
+  // Replies come to each user's own inbox only (the kit connects with this prefix too).
+  const connectAs = (part: string, pass = passwordOf(part)) => connect({ servers: url, user: part, pass, reconnect: false, inboxPrefix: `_INBOX_${part}` });
+
+  it("lets each part in with its own password only, to publish its own domain's changes only", async () => {
+    await expect(connectAs("bridge", passwordOf("lb"))).rejects.toThrow(/Authorization/i);
+    const gateway = await connectAs("gateway");
+    const seen: string[] = [];
+    const sub = gateway.subscribe("vnm.>", { callback: (_err, msg) => seen.push(msg.subject) });
+    await gateway.flush();
+    const bridge = await connectAs("bridge");
+    bridge.publish("vnm.lb.LoadBalancer.created");
+    bridge.publish("vnm.bridge.Bridge.created");
+    await bridge.flush();
+    await waitFor("the bridge's own change", async () => seen.length > 0, 5_000);
+    await gateway.flush();
+    expect(seen).toEqual(["vnm.bridge.Bridge.created"]);
+    sub.unsubscribe();
+    await Promise.all([gateway.close(), bridge.close()]);
+  });
+
+  it("lets the parts use JetStream as the bus does: streams, publishing with acknowledgement, a durable consumer", async () => {
+    const bridge = await connectAs("bridge");
+    await (await bridge.jetstreamManager()).streams.add({ name: "VNM", subjects: ["vnm.>"] });
+    const ack = await bridge.jetstream().publish("vnm.bridge.Bridge.deleted", new TextEncoder().encode('{"id":"b1"}'));
+    expect(ack.seq).toBeGreaterThan(0);
+    const tracing = await connectAs("tracing");
+    await (await tracing.jetstreamManager()).consumers.add("VNM", { durable_name: "tracing-bridge-deletions", filter_subject: "vnm.bridge.Bridge.deleted", ack_policy: AckPolicy.Explicit });
+    const consumer = await tracing.jetstream().consumers.get("VNM", "tracing-bridge-deletions");
+    const message = await consumer.next({ expires: 5_000 });
+    expect(message?.json()).toEqual({ id: "b1" });
+    expect(await message!.ackAck()).toBe(true);
+    await Promise.all([bridge.close(), tracing.close()]);
+  });
+
+  it("refuses a part a subscription deploy/nats.conf does not grant it", async () => {
+    const lb = await connectAs("lb");
+    const refused = new Promise<Error | null>((resolve) => lb.subscribe("vnm.>", { callback: (err) => resolve(err) }));
+    await lb.flush();
+    expect(String(await refused)).toMatch(/Permissions Violation/i);
+    await lb.close();
+  });
 });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { gatewayAddressesYaml, servicesYaml } from "../../deploy/k8s/generate.ts";
+import { generatedFiles } from "../../deploy/k8s/generate.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
 type Loose = any;
@@ -15,8 +15,7 @@ type Doc = { kind: string; metadata: { name: string }; spec: Record<string, Loos
 
 describe("Kubernetes manifests (deploy/k8s)", () => {
   it("are what deploy/k8s/generate.ts writes from services/", () => {
-    expect(readFileSync(join(ROOT, "deploy/k8s/base/services.yaml"), "utf8")).toBe(servicesYaml());
-    expect(readFileSync(join(ROOT, "deploy/k8s/base/gateway-addresses.yaml"), "utf8")).toBe(gatewayAddressesYaml());
+    for (const [file, text] of Object.entries(generatedFiles())) expect(readFileSync(join(ROOT, "deploy/k8s/base", file), "utf8"), file).toBe(text);
   });
 
   it("render with kustomize: each domain scales on its own, probed by the gRPC health service", () => {
@@ -29,10 +28,13 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
       expect(dep, d).toBeDefined();
       const c = dep!.spec["template"].spec.containers[0];
       expect(c.args).toEqual([d]);
-      // Migrations as an init container: the same image and database, --migrate-only.
+      // Migrations as an init container: the same image and login role, and the database's
+      // administrator, which the service itself never holds.
       const init = dep!.spec["template"].spec.initContainers[0];
       expect(init).toMatchObject({ image: c.image, args: [d, "--migrate-only"] });
       expect(init.env).toContainEqual(c.env.find((e: { name: string }) => e.name === "DATABASE_URL"));
+      expect(init.env.map((e: { name: string }) => e.name)).toContain("VNM_DATABASE_ADMIN_URL");
+      expect(c.env.map((e: { name: string }) => e.name)).not.toContain("VNM_DATABASE_ADMIN_URL");
       expect(c.readinessProbe.grpc.port).toBe(50051);
       expect(find("Service", `vnm-${d}`)!.spec["clusterIP"]).toBe("None");
       expect(find("HorizontalPodAutoscaler", `vnm-${d}`)!.spec["scaleTargetRef"].name).toBe(`vnm-${d}`);
@@ -48,6 +50,10 @@ async function validateAll(docs: Doc[]): Promise<string[]> {
   const wrong: string[] = [];
   for (const d of docs) {
     const { apiVersion } = d as Doc & { apiVersion: string };
+    // kustomize wraps a long Secret value's base64 over lines, which the API server's decoder
+    // skips and the schema's "byte" format does not.
+    const data = (d as { data?: Record<string, string> }).data;
+    if (d.kind === "Secret" && data) for (const k of Object.keys(data)) data[k] = data[k]!.replace(/\s/g, "");
     const models = (await import(`kubernetes-models/${apiVersion}`)) as Record<string, new (o: unknown) => { validate(): void }>;
     try {
       new models[d.kind]!(d).validate();
@@ -90,5 +96,94 @@ describe("docker-compose.yml", () => {
     }
     expect(compose.services["gateway"].command).toEqual(["gateway"]);
     for (const dep of ["postgres", "nats", "redis"]) expect(compose.services[dep].healthcheck.test.length, dep).toBeGreaterThan(0);
+  });
+});
+
+/** The pod templates of a rendering: every Deployment's and StatefulSet's. */
+function podsOf(docs: Doc[]): { name: string; spec: Loose }[] {
+  return docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet").map((d) => ({ name: d.metadata.name, spec: d.spec["template"].spec }));
+}
+
+/** The Secrets a pod template names: in env, envFrom and volumes (projected ones too). */
+function secretsNamed(pod: Loose): string[] {
+  const containers = [...pod.containers, ...(pod.initContainers ?? [])];
+  const names = containers.flatMap((c: Loose) => [
+    ...(c.env ?? []).map((e: Loose) => e.valueFrom?.secretKeyRef?.name),
+    ...(c.envFrom ?? []).map((e: Loose) => e.secretRef?.name),
+  ]);
+  for (const v of pod.volumes ?? []) names.push(v.secret?.secretName, ...(v.projected?.sources ?? []).map((s: Loose) => s.secret?.name));
+  return [...new Set(names.filter(Boolean))] as string[];
+}
+
+describe("production overlay: secrets, pod security, network", () => {
+  const rendered = execFileSync("kubectl", ["kustomize", join(ROOT, "deploy/k8s/overlays/production")], { encoding: "utf8" });
+  const docs = parseAllDocuments(rendered).map((d) => d.toJSON() as Doc & { metadata: { labels?: Record<string, string> } });
+  const policies = docs.filter((d) => d.kind === "NetworkPolicy");
+  const policy = (name: string) => policies.find((p) => p.metadata.name === name)!.spec;
+  const monitoring = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } };
+
+  it("gives every workload a Secret of its own: each Secret is named by exactly one workload", () => {
+    const users = new Map<string, string[]>();
+    for (const pod of podsOf(docs)) for (const s of secretsNamed(pod.spec)) users.set(s, [...(users.get(s) ?? []), pod.name]);
+    for (const secret of docs.filter((d) => d.kind === "Secret")) expect(users.get(secret.metadata.name), secret.metadata.name).toHaveLength(1);
+    for (const [s, who] of users) expect(docs.some((d) => d.kind === "Secret" && d.metadata.name === s), `${s} (${who.join()})`).toBe(true);
+    expect(podsOf(docs).length).toBe(1 + serviceDomains().length * 2 + 2);
+    expect(rendered).not.toContain("VNM_TOKEN_SECRET");
+  });
+
+  it("runs every pod under the restricted Pod Security Standard, in a namespace that enforces it", () => {
+    const ns = docs.find((d) => d.kind === "Namespace")!;
+    expect(ns.metadata).toMatchObject({ name: "vnm", labels: { "pod-security.kubernetes.io/enforce": "restricted" } });
+    for (const { name, spec } of podsOf(docs)) {
+      expect(spec.automountServiceAccountToken, name).toBe(false);
+      expect(spec.hostNetwork ?? false, name).toBe(false);
+      for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+        const effective = { ...spec.securityContext, ...c.securityContext };
+        const where = `${name}/${c.name}`;
+        expect(effective.runAsNonRoot, where).toBe(true);
+        expect(effective.runAsUser ?? 1, where).toBeGreaterThan(0);
+        expect(effective.seccompProfile, where).toEqual({ type: "RuntimeDefault" });
+        expect(effective.allowPrivilegeEscalation, where).toBe(false);
+        expect(effective.capabilities, where).toEqual({ drop: ["ALL"] });
+        expect(effective.readOnlyRootFilesystem, where).toBe(true);
+      }
+      for (const v of spec.volumes ?? []) expect(Object.keys(v).filter((k) => k !== "name"), `${name}: ${v.name}`).toEqual([expect.stringMatching(/^(emptyDir|configMap|secret|projected|persistentVolumeClaim)$/)]);
+    }
+  });
+
+  it("denies all traffic by default; each pod reaches only named peers, never an address range but the tunnel's device networks", () => {
+    expect(policy("default-deny")).toEqual({ podSelector: {}, policyTypes: ["Ingress", "Egress"], ingress: [], egress: [] });
+    for (const p of policies) {
+      for (const rule of p.spec["egress"] ?? []) {
+        expect(rule.to?.length, `${p.metadata.name}: a rule without "to" reaches everywhere`).toBeGreaterThan(0);
+        if (p.metadata.name === "vnm-tunnel-devices") expect(rule.ports).toEqual([{ protocol: "TCP", port: 6640 }]);
+        else for (const peer of rule.to) expect(peer.ipBlock, p.metadata.name).toBeUndefined();
+      }
+      for (const rule of p.spec["ingress"] ?? []) expect(rule.ports?.length, `${p.metadata.name}: a rule without ports opens every port`).toBeGreaterThan(0);
+    }
+    // The operator's list of device networks is empty until set.
+    expect(policy("vnm-tunnel-devices").egress).toEqual([]);
+    expect(rendered).not.toMatch(/0\.0\.0\.0\/0|169\.254\./);
+    // Every pod is covered by a policy of its own, besides the default denial.
+    for (const { name } of podsOf(docs)) {
+      expect(policies.some((p) => p.metadata.name !== "default-deny" && JSON.stringify(p.spec["podSelector"]).includes(`"${name}"`)), name).toBe(true);
+    }
+  });
+
+  it("admits gRPC only from the parts that call a service, metrics only from the monitoring namespace, a database only from its service", () => {
+    const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
+    for (const d of serviceDomains()) {
+      const ingress = policy(`vnm-${d}`).ingress as Loose[];
+      const grpc = ingress.filter((r) => r.ports.some((p: Loose) => p.port === 50051));
+      const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : d === "bridge" ? ["vnm-gateway", "vnm-tracing"] : ["vnm-gateway"];
+      expect(grpc.flatMap((r) => r.from), d).toEqual(callers.map(pod));
+      expect(policy(`vnm-${d}-db`).ingress, d).toEqual([{ from: [pod(`vnm-${d}`)], ports: [{ protocol: "TCP", port: 5432 }] }]);
+      expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [pod(`vnm-${d}-db`)], ports: [{ protocol: "TCP", port: 5432 }] });
+    }
+    for (const p of policies) {
+      for (const rule of p.spec["ingress"] ?? []) {
+        if (rule.ports.some((x: Loose) => x.port === 9464 || x.port === 8222)) expect(rule.from, p.metadata.name).toEqual([monitoring]);
+      }
+    }
   });
 });

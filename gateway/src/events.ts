@@ -1,7 +1,9 @@
 // GET /events: the change feed as Server-Sent Events, filtered to what the caller may see and
 // resumable with Last-Event-ID (the bus's sequence number). A stream ends when its token expires
 // or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a gateway; a replay is
-// written in batches that wait for the client to read (back-pressure) and let other requests in.
+// written with back-pressure (it waits for the client to read), and all the streams of a gateway
+// together write a bounded number of events per turn of the event loop, so requests arriving
+// meanwhile (a health probe) are read between two turns, however many replays run.
 import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vnm/kit";
 import { once } from "node:events";
 import { constants as H } from "node:http2";
@@ -12,8 +14,8 @@ import type { CallerCheck as Revocations } from "@vnm/kit";
 
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
 const DRAIN_MS = 30_000;
-/** Events written between two turns of the event loop. */
-const BATCH = 16;
+/** Events all the streams of a gateway write together in one turn of the event loop. */
+const EVENTS_PER_TURN = 64;
 const KEEPALIVE_MS = 15_000;
 
 export interface EventFeed {
@@ -44,8 +46,28 @@ function resumeAfter(req: ApiRequest): number | undefined {
   return after;
 }
 
+/**
+ * A share of the events written in one turn of the event loop: resolves at once while the
+ * turn's budget lasts, else in the next turn (after the I/O that arrived meanwhile is read).
+ * Waiters resume in the order they came, so the streams take turns.
+ */
+function turns(perTurn: number): () => Promise<void> {
+  let left = perTurn;
+  let next: Promise<void> | undefined;
+  return async () => {
+    while (left <= 0) {
+      next ??= setImmediate().then(() => {
+        left = perTurn;
+        next = undefined;
+      });
+      await next;
+    }
+    left--;
+  };
+}
+
 /** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
-function openStream(res: ApiResponse, onClose: () => void) {
+function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => void) {
   res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;
@@ -58,16 +80,19 @@ function openStream(res: ApiResponse, onClose: () => void) {
     res.end();
   };
   res.on("close", close);
-  let written = 0;
-  /** Writes; waits for 'drain' when the socket is full (closing a client that never reads). */
+  /** Writes in its turn; waits for 'drain' when the socket is full (closing a client that never reads). */
   const write = async (chunk: string): Promise<void> => {
+    await turn();
     if (!open) return;
+    // The events of one turn leave in one write to the socket.
+    if (!res.writableCorked) {
+      res.cork();
+      process.nextTick(() => res.uncork());
+    }
     if (!res.write(chunk)) {
       const drained = await Promise.race([once(res, "drain").then(() => true, () => false), delay(DRAIN_MS, undefined, { ref: false }).then(() => false)]);
       if (!drained) return close();
     }
-    // A long replay lets other requests in between its batches.
-    if (++written % BATCH === 0) await setImmediate();
   };
   return { isOpen: () => open, close, write };
 }
@@ -113,6 +138,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   const visible = (who: Identity, c: ChangeMessage) =>
     who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
   const perUser = streamCounter(maxPerUser);
+  const turn = turns(EVENTS_PER_TURN);
 
   const open = new Set<() => void>();
   return {
@@ -123,7 +149,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       perUser.take(who.userId);
       let stop: (() => void) | undefined;
       let untie: (() => void) | undefined;
-      const stream = openStream(res, () => {
+      const stream = openStream(res, turn, () => {
         open.delete(stream.close);
         perUser.release(who.userId);
         metrics.eventStreams.dec();

@@ -8,15 +8,16 @@ let gw = "";
 const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const open = (token: string, lastEventId?: string) => openFeed(gw, token, lastEventId);
 const PASSWORD = "feed-password-1";
-
-
+/** Replays the last test runs at once (each user may hold that many streams on this gateway). */
+const REPLAYS = 40;
 
 let tokenA = "";
 let tokenB = "";
 
 beforeAll(async () => {
   await stack.startServices();
-  gw = await stack.startGateway();
+  // No rate limit: the last test makes 1,000 changes as fast as it can.
+  gw = await stack.startGateway({ VNM_EVENT_STREAMS_PER_USER: String(REPLAYS), VNM_RATE_LIMIT: "0" });
   for (const [who, tenant] of [
     ["a", "A"],
     ["b", "B"],
@@ -97,5 +98,32 @@ describe("GET /events", () => {
     expect(beyond.json.message).toMatch(/never given by this feed/);
     expectError(await http("POST", "/events", "{}"), 405);
     expect((await http("HEAD", "/events")).status).toBe(405);
+  });
+
+  it("answers a health probe while 40 clients replay the feed from its start", { timeout: 120_000 }, async () => {
+    // Enough events that no replay fits in the sockets' buffers at once.
+    const created = new Set<string>();
+    const worker = async () => {
+      while (created.size < 1_000) {
+        const r = await http("POST", "/bridges", { name: `replayed-${created.size}` });
+        expect(r.status).toBe(201);
+        created.add(r.json.id);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    const whole = await open(stack.adminToken, "0");
+    await waitFor("the whole feed", async () => whole.events.filter((e) => e.event === "created" && created.has(e.data.id)).length >= created.size, 60_000);
+    await whole.close();
+    const total = whole.events.length;
+
+    const replays = await Promise.all(Array.from({ length: REPLAYS }, () => open(stack.adminToken, "0")));
+    await waitFor("every replay under way", async () => replays.every((r) => r.events.length > 0), 30_000);
+    const probe = await fetch(`${gw}/healthz`);
+    const atProbe = replays.map((r) => r.events.length);
+    expect(probe.status).toBe(200);
+    // Answered before any replay had been written to its end.
+    expect(atProbe.filter((n) => n < total)).toHaveLength(REPLAYS);
+    await waitFor("every replay complete", async () => replays.every((r) => r.events.length >= total), 60_000);
+    await Promise.all(replays.map((r) => r.close()));
   });
 });
