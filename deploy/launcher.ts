@@ -2,18 +2,20 @@
 // - With none of DATABASE_URL, NATS_URL, REDIS_URL (a first run anywhere): the gateway and every
 //   service in this one process, each service still behind its own gRPC server on loopback, on
 //   an embedded PostgreSQL, with the in-process bus and cache they all share.
-// - With any of them given, or `--split`: one process per service and one for the gateway,
-//   restarted when they die; an embedded PostgreSQL still stands in when DATABASE_URL is unset.
+// - With any of them given, or `--split`: a process per service and one for the gateway
+//   (`--replicas N`: N of each, the gateway's sharing PORT), each replaced whenever it exits;
+//   SIGHUP replaces them all one at a time (a rolling restart, see supervisor.ts). An embedded
+//   PostgreSQL still stands in when DATABASE_URL is unset.
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, NODE_FLAGS, ROOT, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, freePort, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { embeddedPostgres } from "./postgres.ts";
+import { type Part, Supervisor } from "./supervisor.ts";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
 
@@ -43,18 +45,28 @@ function tokenSecret(env: NodeJS.ProcessEnv): string {
   return readFileSync(file, "utf8").trim();
 }
 
-/** A free loopback address for every service, for the gateway and for services calling each other. */
-async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, string>> {
+/**
+ * Loopback addresses for every service, for the gateway and for services calling each other:
+ * `count` free ones each (a process per address), unless VNM_<DOMAIN>_ADDR names them.
+ */
+async function serviceAddresses(env: NodeJS.ProcessEnv, count: number): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const d of serviceDomains()) out[addressVariable(d)] = env[addressVariable(d)] ?? `127.0.0.1:${await freePort()}`;
+  for (const d of serviceDomains()) {
+    const free: string[] = [];
+    for (let i = 0; i < count; i++) free.push(`127.0.0.1:${await freePort()}`);
+    out[addressVariable(d)] = env[addressVariable(d)] ?? free.join(",");
+  }
   return out;
 }
+
+/** The ports of an address list ("127.0.0.1:5001,127.0.0.1:5002"). */
+const portsOf = (addresses: string) => addresses.split(",").map((a) => a.split(":").pop()!);
 
 const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string): NodeJS.ProcessEnv => ({
   ...env,
   ...addresses,
   GRPC_HOST: "127.0.0.1",
-  GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
+  GRPC_PORT: portsOf(addresses[addressVariable(domain)]!)[0],
 });
 
 /**
@@ -98,41 +110,48 @@ async function summary(url: string, user: string, notices: string[]): Promise<vo
   writeOut(`\n${lines.join("\n")}\n\n`);
 }
 
-/** One child per process, restarted when it dies; it exits when this launcher does (IPC channel). */
-function supervise(name: string, script: string, env: NodeJS.ProcessEnv, children: Set<ChildProcess>, stopping: () => boolean) {
-  let restarts = 0;
-  const start = () => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, script], { cwd: ROOT, env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
-    children.add(child);
-    child.on("exit", (code, signal) => {
-      children.delete(child);
-      if (stopping()) return;
-      const delay = Math.min(500 * ++restarts, 5_000);
-      say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
-      setTimeout(start, delay);
-    });
-  };
-  start();
+/** The number after --replicas (1 when absent); anything but a whole number from 1 to 16 is refused. */
+function replicasArgument(argv: string[]): number {
+  const i = argv.indexOf("--replicas");
+  if (i < 0) return 1;
+  const n = Number(argv[i + 1]);
+  if (!Number.isInteger(n) || n < 1 || n > 16) fail(`--replicas takes a whole number from 1 to 16, got ${argv[i + 1] ?? "nothing"}`);
+  return n;
 }
 
-async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, stopDatabase?: () => Promise<void>): Promise<void> {
-  const children = new Set<ChildProcess>();
+/**
+ * Every service, then the gateway, `replicas` processes each. A service's address list holds
+ * one spare address for a rolling restart's replacement. The gateway processes share PORT where
+ * the system allows it (Linux's SO_REUSEPORT); elsewhere there is one.
+ */
+function splitParts(env: NodeJS.ProcessEnv, addresses: Record<string, string>, replicas: number): Part[] {
+  const parts: Part[] = serviceDomains().map((d) => {
+    const slots = portsOf(addresses[addressVariable(d)]!);
+    return { name: d, script: join("services", d, "src", "main.ts"), env: serviceEnv(env, addresses, d), replicas: Math.min(replicas, slots.length), slots };
+  });
+  const sharedPort = process.platform === "linux";
+  if (!sharedPort && replicas > 1) say(`one gateway process: ${process.platform} cannot share PORT between processes`);
+  const gatewayEnv = { ...env, ...addresses, VNM_REUSE_PORT: String(sharedPort) };
+  parts.push({ name: "gateway", script: join("gateway", "src", "main.ts"), env: gatewayEnv, replicas: sharedPort ? replicas : 1 });
+  return parts;
+}
+
+async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, replicas: number, stopDatabase?: () => Promise<void>): Promise<void> {
+  const supervisor = new Supervisor(say);
+  for (const part of splitParts(env, addresses, replicas)) supervisor.start(part);
   let stopping = false;
-  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d), children, () => stopping);
-  supervise("gateway", join("gateway", "src", "main.ts"), { ...env, ...addresses }, children, () => stopping);
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     say(`${signal}: stopping`);
-    const exits = [...children].map((c) => new Promise<void>((resolve) => c.once("exit", () => resolve())));
-    for (const c of children) c.kill("SIGTERM");
-    await Promise.all(exits);
+    await supervisor.stop();
     await stopDatabase?.();
     process.exit(0);
   };
   // Repeats are ignored (see the kit's shutdown: Ctrl-C under npm arrives twice).
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGHUP", () => void supervisor.roll());
 }
 
 /** Stops everything when the process that started this one goes (npm killed, say). */
@@ -162,13 +181,15 @@ async function main(): Promise<void> {
     say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
-  const addresses = await serviceAddresses(env);
+  const replicas = replicasArgument(process.argv);
+  // With --split, a spare address per service for the replacement of a rolling restart.
+  const addresses = await serviceAddresses(env, split ? replicas + 1 : 1);
   const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;
   const user = env["VNM_ADMIN_USER"] || "admin";
   if (split) {
-    await runSplit(env, addresses, stopDatabase);
+    await runSplit(env, addresses, replicas, stopDatabase);
     if (!(await gatewayUp(url))) say(`the gateway does not answer at ${url} yet; its lines above say why`);
-    await summary(url, user, []);
+    await summary(url, user, [`restart:   kill -HUP ${process.pid}   (every process, one at a time)`]);
     return;
   }
   const { createLogger, holdNotices, onShutdown } = await import("@vnm/kit");

@@ -15,10 +15,15 @@ const DRAIN_MS = 30_000;
 /** Events written between two turns of the event loop. */
 const BATCH = 16;
 const KEEPALIVE_MS = 15_000;
+/** How soon a client reconnects after this gateway ended its stream to stop (the SSE `retry:`). */
+const RESUME_MS = 250;
 
 export interface EventFeed {
   serve(req: ApiRequest, res: ApiResponse, who: Identity, base: string): Promise<void>;
-  /** Ends every open stream (the gateway is stopping; clients resume with Last-Event-ID). */
+  /**
+   * Ends every open stream, telling its client to reconnect in RESUME_MS (the gateway is
+   * stopping; the client resumes at another with Last-Event-ID).
+   */
   closeAll(): void;
 }
 
@@ -50,14 +55,16 @@ function openStream(res: ApiResponse, onClose: () => void) {
   res.write("retry: 2000\n\n");
   let open = true;
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
-  const close = () => {
+  const close = (retryMs?: number) => {
     if (!open) return;
     open = false;
     clearInterval(keepalive);
     onClose();
-    res.end();
+    if (retryMs === undefined) return void res.end();
+    // The connection goes too: the client's next request goes to another gateway.
+    res.end(`retry: ${retryMs}\n\n`, () => res.socket?.end());
   };
-  res.on("close", close);
+  res.on("close", () => close());
   let written = 0;
   /** Writes; waits for 'drain' when the socket is full (closing a client that never reads). */
   const write = async (chunk: string): Promise<void> => {
@@ -114,10 +121,13 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
     who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
   const perUser = streamCounter(maxPerUser);
 
-  const open = new Set<() => void>();
+  const open = new Set<(retryMs?: number) => void>();
+  let ending = false;
   return {
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
+      // A request that reached this gateway after closeAll: the client comes back at another one.
+      if (ending) return openStream(res, () => {}).close(RESUME_MS);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
       if (after !== undefined) await resumable(bus, after);
       perUser.take(who.userId);
@@ -148,7 +158,8 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       }
     },
     closeAll() {
-      for (const close of [...open]) close();
+      ending = true;
+      for (const close of [...open]) close(RESUME_MS);
     },
   };
 }
