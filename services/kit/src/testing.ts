@@ -3,6 +3,7 @@
 // tokens. Not used by any running process.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
@@ -130,21 +131,17 @@ function clientsOf(address: string): { clients: Map<string, grpc.Client>; client
 }
 
 /**
- * Starts services/<domain>/src/main.ts in a schema of its own (or `env.VNM_DB_SCHEMA`), with no
- * NATS, and waits until it answers.
+ * Starts services/<domain>/src/main.ts (of this repository, or of the copy of another release
+ * at `from`) in a schema of its own (or `env.VNM_DB_SCHEMA`), with no NATS, and waits until it
+ * answers.
  */
-export async function directService(domain: string, env: NodeJS.ProcessEnv = {}): Promise<DirectService> {
+export async function directService(domain: string, env: NodeJS.ProcessEnv = {}, from?: string): Promise<DirectService> {
   const schema = env["VNM_DB_SCHEMA"] ?? `${domain}_d${randomBytes(4).toString("hex")}`;
   const secret = env["VNM_TOKEN_SECRET"] ?? randomBytes(16).toString("hex");
   const port = await freePort();
-  const proc = startProcess(`services/${domain}/src/main.ts`, {
-    DATABASE_URL: DEPS.databaseUrl,
-    NATS_URL: "",
-    GRPC_PORT: String(port),
-    VNM_DB_SCHEMA: schema,
-    VNM_TOKEN_SECRET: secret,
-    ...env,
-  });
+  const vars = { DATABASE_URL: DEPS.databaseUrl, NATS_URL: "", GRPC_PORT: String(port), VNM_DB_SCHEMA: schema, VNM_TOKEN_SECRET: secret, ...env };
+  const script = `services/${domain}/src/main.ts`;
+  const proc = from ? startProcess(process.execPath, vars, [], [...NODE_FLAGS, join(from, script)]) : startProcess(script, vars);
   const { clients, clientOf } = clientsOf(`127.0.0.1:${port}`);
   const health = clientOf("grpc.health.v1.Health");
   // Ready when it answers; a process that ends first did not start (its output, complete once its pipes close, says why).
