@@ -48,6 +48,9 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.keepalive_time_ms": 10_000,
   "grpc.keepalive_timeout_ms": 5_000,
   "grpc.keepalive_permit_without_calls": 1,
+  // A DNS name is looked up again when a replica goes away (30 s apart at most by default): a
+  // rolling upgrade's new replicas are then known within a second of the old ones leaving.
+  "grpc.dns_min_time_between_resolutions_ms": 1_000,
   // Whole collections come back in one message; 4 MiB (the default) is about 25,000 bridges.
   "grpc.max_receive_message_length": 512 * 1024 * 1024,
   // No channelz: nothing here reads it, and it counts every call.
