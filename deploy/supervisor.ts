@@ -9,10 +9,7 @@
 // (VNM_REUSE_PORT), so a replacement needs no slot.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { NODE_FLAGS, ROOT } from "@vnm/kit/repo";
-
-/** Must match the kit's READY_MESSAGE (not imported: the launcher loads the kit only later). */
-const READY_MESSAGE = "vnm:ready";
+import { NODE_FLAGS, READY_MESSAGE, ROOT } from "@vnm/kit/repo";
 /** How long a replacement may take to become ready before a rolling restart gives up on it. */
 const READY_MS = 60_000;
 
@@ -114,6 +111,7 @@ export class Supervisor {
     const next = this.spawn(part, spare);
     const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), READY_MS).unref());
     if (!(await Promise.race([next.ready, timeout]))) {
+      if (this.stopping) return false;
       this.say(`${part.name}: the replacement did not become ready; the process it was to replace keeps running`);
       await this.retire(next);
       return false;

@@ -3,6 +3,7 @@
 // and Redis. Under a mixed read/write load, with event streams open, SIGHUP to the launcher
 // replaces every process one at a time: no request fails, and every stream, ended by the
 // gateway that stops, resumes at the other with Last-Event-ID and misses no event.
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { connect } from "nats";
@@ -49,11 +50,11 @@ beforeAll(async () => {
   launcher.child.stdout!.on("data", (d: Buffer) => {
     said += d.toString();
   });
-  await waitFor("the launcher's summary", async () => said.includes("[launcher] ready"), 90_000);
+  await waitFor("the launcher's summary", async () => said.includes("[launcher] ready"), 150_000);
   await waitFor("every part ready", async () => ((await (await fetch(`${base}/readyz`)).json()) as { status: string }).status === "ok", 30_000);
   const r = await fetch(`${base}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
   token = ((await r.json()) as { key: string }).key;
-}, 120_000);
+}, 200_000);
 
 afterAll(async () => {
   await launcher?.stop("SIGTERM");
@@ -183,3 +184,19 @@ it("SIGHUP replaces every process one at a time: no request fails, every event s
     expect(load.created.filter((c) => !f.created.has(c))).toEqual([]);
   }
 }, 300_000);
+
+/** The launcher's processes running a script under `folder` ("services/tracing/"): their pids. */
+const processesOf = (folder: string) =>
+  execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(launcher.child.pid)], { encoding: "utf8" })
+    .split("\n")
+    .filter((l) => l.includes(folder))
+    .map((l) => Number(l.trim().split(" ")[0]));
+
+it("a process that dies, whatever the cause, is replaced", async () => {
+  const [tracing] = processesOf("services/tracing/");
+  const from = said.length;
+  process.kill(tracing!, "SIGKILL");
+  await waitFor("its replacement", async () => /\[launcher\] tracing exited \(SIGKILL\); starting another/.test(said.slice(from)), 10_000);
+  await waitFor("two tracing processes again", async () => processesOf("services/tracing/").length === 2 && !processesOf("services/tracing/").includes(tracing!));
+  await waitFor("every part ready", async () => ((await (await fetch(`${base}/readyz`)).json()) as { status: string }).status === "ok", 30_000);
+}, 60_000);

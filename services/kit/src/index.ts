@@ -10,7 +10,7 @@ export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.
 export { clientConstructor, loadGrpc, loadReflection } from "./proto.ts";
 export { type AnyResource, mergeHandlers, Resource, resourceOf } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
-export { announceReady, DEFAULT_DRAIN_MS, onShutdown, READY_MESSAGE } from "./shutdown.ts";
+export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
 export { buildCatalog, catalog, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export { type Identity, ROLES, serviceToken, signToken, strongestRole, type TokenKeys, tokenVerifier } from "./auth.ts";

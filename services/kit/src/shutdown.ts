@@ -5,6 +5,7 @@
 // closer declared (10 s when none did) and 5 s more have passed. A signal repeated meanwhile
 // (Ctrl-C reaches a process twice under npm) changes nothing.
 import type { Logger } from "./log.ts";
+import { READY_MESSAGE } from "./repo.ts";
 
 const closers: { close: () => Promise<void>; log: Logger }[] = [];
 let installed = false;
@@ -39,9 +40,6 @@ export function onShutdown(close: () => Promise<void>, log: Logger, drainMs?: nu
   process.on("SIGINT", () => void closeAll("SIGINT"));
   if (process.send) process.once("disconnect", () => void closeAll("parent gone"));
 }
-
-/** The message a part sends its launcher (over the IPC channel) once it takes requests. */
-export const READY_MESSAGE = "vnm:ready";
 
 /** Tells the launcher that started this process, if any, that it takes requests now. */
 export function announceReady(): void {
