@@ -61,8 +61,9 @@ function openStream(res: ApiResponse, onClose: () => void) {
     clearInterval(keepalive);
     onClose();
     if (retryMs === undefined) return void res.end();
-    // The connection goes too: the client's next request goes to another gateway.
-    res.end(`retry: ${retryMs}\n\n`, () => res.socket?.end());
+    // The connection goes too, so the client's next request goes to another gateway.
+    const socket = res.socket;
+    res.end(`retry: ${retryMs}\n\n`, () => socket?.end());
   };
   res.on("close", () => close());
   let written = 0;
