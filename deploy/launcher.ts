@@ -166,6 +166,8 @@ async function main(): Promise<void> {
   followParent();
   const env: NodeJS.ProcessEnv = { ...process.env, VNM_TOKEN_SECRET: tokenSecret(process.env) };
   const split = process.argv.includes("--split") || ["DATABASE_URL", "NATS_URL", "REDIS_URL"].some((v) => env[v]);
+  const replicas = replicasArgument(process.argv);
+  if (!split && replicas > 1) fail("--replicas needs --split (one process per part): npm start -- --split --replicas N");
   const host = env["HOST"] ?? "127.0.0.1";
   const port = Number(env["PORT"] ?? 8080);
   say(split ? "mode: one process per service (--split, or backing services given)" : "mode: everything in this one process");
@@ -181,7 +183,6 @@ async function main(): Promise<void> {
     say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
-  const replicas = replicasArgument(process.argv);
   // With --split, a spare address per service for the replacement of a rolling restart.
   const addresses = await serviceAddresses(env, split ? replicas + 1 : 1);
   const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;

@@ -175,6 +175,9 @@ it("SIGHUP replaces every process one at a time: no request fails, every event s
   expect(said.slice(rolled)).toContain(`rolling restart done: ${processes} of ${processes} processes replaced`);
   expect(load.failures).toEqual([]);
   expect(load.created.length).toBeGreaterThan(50);
+  // No write was sent twice: the tenant has exactly the bridges the load created.
+  const all = await fetch(`${base}/bridges?tenant_id=${id}`, { headers: { "x-auth-token": token } });
+  expect(((await all.json()) as { id: string }[]).map((b) => b.id).sort()).toEqual([...load.created].sort());
   await waitFor("every event delivered", async () => feeds.every((f) => load.created.every((c) => f.created.has(c))), 15_000).catch(() => {});
   for (const f of feeds) f.stop();
   for (const f of feeds) {
