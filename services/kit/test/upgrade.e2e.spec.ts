@@ -9,6 +9,7 @@
 //   on a schema of its own (its data), the current one starts on it (migrating it) and answers its
 //   List calls, and the previous release's starts again on the migrated schema and answers them.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,7 +120,7 @@ describe("the previous release and this one on the same schema", () => {
   it.skipIf(domains.length === 0)(`previous, then current, then previous again: ${domains.join(", ")}`, async () => {
     const dir = previousCopy();
     for (const domain of domains) {
-      const env = { VNM_DB_SCHEMA: `${domain}_u${Date.now().toString(36)}`, VNM_ADMIN_PASSWORD: "upgrade-test-password", LOG_LEVEL: "warn" };
+      const env = { VNM_DB_SCHEMA: `${domain}_u${randomBytes(4).toString("hex")}`, VNM_ADMIN_PASSWORD: "upgrade-test-password", LOG_LEVEL: "warn" };
       try {
         // The previous release's data: its schema, with what it seeds at its start.
         await (await directService(domain, env, dir)).stop({ keepSchema: true });
