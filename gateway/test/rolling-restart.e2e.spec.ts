@@ -57,7 +57,13 @@ beforeAll(async () => {
 }, 200_000);
 
 afterAll(async () => {
-  await launcher?.stop("SIGTERM");
+  // Every process drained and gone before their data goes (Proc.stop would kill the launcher after 5 s).
+  if (launcher && launcher.child.exitCode === null) {
+    const exited = new Promise((r) => launcher.child.once("exit", r));
+    launcher.child.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+  }
+  await launcher?.stop("SIGKILL");
   await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   const nc = await connect({ servers: DEPS.natsUrl });
   await deleteStreams(nc, id);
@@ -66,7 +72,7 @@ afterAll(async () => {
   const keys = await redis.keys(`${id}:*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
-}, 30_000);
+}, 60_000);
 
 interface Load {
   latencies: number[];
