@@ -2,17 +2,19 @@
 // - With none of DATABASE_URL, NATS_URL, REDIS_URL (a first run anywhere): the gateway and every
 //   service in this one process, each service still behind its own gRPC server on loopback, on
 //   an embedded PostgreSQL, with the in-process bus and cache they all share.
-// - With any of them given, or `--split`: one process per service and one for the gateway,
-//   restarted when they die; an embedded PostgreSQL still stands in when DATABASE_URL is unset.
+// - With any of them given, or `--split`: a process per service and one for the gateway
+//   (`--replicas N`: N of each, the gateway's sharing PORT), each replaced whenever it exits;
+//   SIGHUP replaces them all one at a time (a rolling restart, see supervisor.ts). An embedded
+//   PostgreSQL still stands in when DATABASE_URL is unset.
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
-import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, NODE_FLAGS, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, freePort, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
 import { serviceDatabases } from "./database-roles.ts";
 import { embeddedPostgres } from "./postgres.ts";
+import { type Part, Supervisor } from "./supervisor.ts";
 
 const say = (msg: string) => process.stdout.write(`[launcher] ${msg}\n`);
 
@@ -41,10 +43,17 @@ function partCredentials(): (part: string) => NodeJS.ProcessEnv {
   return (part) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
 }
 
-/** A free loopback address for every service, for the gateway and for services calling each other. */
-async function serviceAddresses(env: NodeJS.ProcessEnv): Promise<Record<string, string>> {
+/**
+ * Loopback addresses for every service, for the gateway and for services calling each other:
+ * `count` free ones each (a process per address), unless VNM_<DOMAIN>_ADDR names them.
+ */
+async function serviceAddresses(env: NodeJS.ProcessEnv, count: number): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const d of serviceDomains()) out[addressVariable(d)] = env[addressVariable(d)] ?? `127.0.0.1:${await freePort()}`;
+  for (const d of serviceDomains()) {
+    const free: string[] = [];
+    for (let i = 0; i < count; i++) free.push(`127.0.0.1:${await freePort()}`);
+    out[addressVariable(d)] = env[addressVariable(d)] ?? free.join(",");
+  }
   return out;
 }
 
@@ -54,13 +63,16 @@ interface PartSecrets {
   credential: (part: string) => NodeJS.ProcessEnv;
 }
 
+/** The ports of an address list ("127.0.0.1:5001,127.0.0.1:5002"). */
+const portsOf = (addresses: string) => addresses.split(",").map((a) => a.split(":").pop()!);
+
 const serviceEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, domain: string, secrets: PartSecrets): NodeJS.ProcessEnv => ({
   ...partEnv(env, domain),
   ...addresses,
   DATABASE_URL: secrets.databases[domain],
   ...secrets.credential(domain),
   GRPC_HOST: "127.0.0.1",
-  GRPC_PORT: addresses[addressVariable(domain)]!.split(":").pop(),
+  GRPC_PORT: portsOf(addresses[addressVariable(domain)]!)[0],
 });
 
 const gatewayEnv = (env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets): NodeJS.ProcessEnv => ({
@@ -121,41 +133,48 @@ async function summary(url: string, user: string, notices: string[]): Promise<vo
   writeOut(`\n${lines.join("\n")}\n\n`);
 }
 
-/** One child per process, restarted when it dies; it exits when this launcher does (IPC channel). */
-function supervise(name: string, script: string, env: NodeJS.ProcessEnv, children: Set<ChildProcess>, stopping: () => boolean) {
-  let restarts = 0;
-  const start = () => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, script], { cwd: ROOT, env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
-    children.add(child);
-    child.on("exit", (code, signal) => {
-      children.delete(child);
-      if (stopping()) return;
-      const delay = Math.min(500 * ++restarts, 5_000);
-      say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
-      setTimeout(start, delay);
-    });
-  };
-  start();
+/** The number after --replicas (1 when absent); anything but a whole number from 1 to 16 is refused. */
+function replicasArgument(argv: string[]): number {
+  const i = argv.indexOf("--replicas");
+  if (i < 0) return 1;
+  const n = Number(argv[i + 1]);
+  if (!Number.isInteger(n) || n < 1 || n > 16) fail(`--replicas takes a whole number from 1 to 16, got ${argv[i + 1] ?? "nothing"}`);
+  return n;
 }
 
-async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets, stopDatabase?: () => Promise<void>): Promise<void> {
-  const children = new Set<ChildProcess>();
+/**
+ * Every service, then the gateway, `replicas` processes each. A service's address list holds
+ * one spare address for a rolling restart's replacement. The gateway processes share PORT where
+ * the system allows it (Linux's SO_REUSEPORT); elsewhere there is one.
+ */
+function splitParts(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets, replicas: number): Part[] {
+  const parts: Part[] = serviceDomains().map((d) => {
+    const slots = portsOf(addresses[addressVariable(d)]!);
+    return { name: d, script: join("services", d, "src", "main.ts"), env: serviceEnv(env, addresses, d, secrets), replicas: Math.min(replicas, slots.length), slots };
+  });
+  const sharedPort = process.platform === "linux";
+  if (!sharedPort && replicas > 1) say(`one gateway process: ${process.platform} cannot share PORT between processes`);
+  const gateway = { ...gatewayEnv(env, addresses, secrets), VNM_REUSE_PORT: String(sharedPort) };
+  parts.push({ name: "gateway", script: join("gateway", "src", "main.ts"), env: gateway, replicas: sharedPort ? replicas : 1 });
+  return parts;
+}
+
+async function runSplit(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets, replicas: number, stopDatabase?: () => Promise<void>): Promise<void> {
+  const supervisor = new Supervisor(say);
+  for (const part of splitParts(env, addresses, secrets, replicas)) supervisor.start(part);
   let stopping = false;
-  for (const d of serviceDomains()) supervise(d, join("services", d, "src", "main.ts"), serviceEnv(env, addresses, d, secrets), children, () => stopping);
-  supervise("gateway", join("gateway", "src", "main.ts"), gatewayEnv(env, addresses, secrets), children, () => stopping);
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     say(`${signal}: stopping`);
-    const exits = [...children].map((c) => new Promise<void>((resolve) => c.once("exit", () => resolve())));
-    for (const c of children) c.kill("SIGTERM");
-    await Promise.all(exits);
+    await supervisor.stop();
     await stopDatabase?.();
     process.exit(0);
   };
   // Repeats are ignored (see the kit's shutdown: Ctrl-C under npm arrives twice).
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGHUP", () => void supervisor.roll());
 }
 
 /**
@@ -191,6 +210,8 @@ async function main(): Promise<void> {
   followParent();
   const env: NodeJS.ProcessEnv = { ...process.env };
   const split = process.argv.includes("--split") || ["DATABASE_URL", "NATS_URL", "REDIS_URL"].some((v) => env[v]);
+  const replicas = replicasArgument(process.argv);
+  if (!split && replicas > 1) fail("--replicas needs --split (one process per part): npm start -- --split --replicas N");
   const host = env["HOST"] ?? "127.0.0.1";
   const port = Number(env["PORT"] ?? 8080);
   say(split ? "mode: one process per service (--split, or backing services given)" : "mode: everything in this one process");
@@ -201,13 +222,14 @@ async function main(): Promise<void> {
     say(split ? "bus: none shared between processes (set NATS_URL): /events and cross-service reactions need one; tokens' revocation is asked of identity every second" : "bus: in-process, shared by every service (set NATS_URL for NATS JetStream)");
   }
   if (!env["REDIS_URL"]) say("cache: in-process (set REDIS_URL for Redis)");
-  const addresses = await serviceAddresses(env);
+  // With --split, a spare address per service for the replacement of a rolling restart.
+  const addresses = await serviceAddresses(env, split ? replicas + 1 : 1);
   const url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`;
   const user = env["VNM_ADMIN_USER"] || "admin";
   if (split) {
-    await runSplit(env, addresses, secrets, stopDatabase);
+    await runSplit(env, addresses, secrets, replicas, stopDatabase);
     if (!(await gatewayUp(url))) say(`the gateway does not answer at ${url} yet; its lines above say why`);
-    await summary(url, user, []);
+    await summary(url, user, [`restart:   kill -HUP ${process.pid}   (every process, one at a time)`]);
     return;
   }
   const { createLogger, holdNotices, onShutdown } = await import("@vnm/kit");

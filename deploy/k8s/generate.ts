@@ -12,7 +12,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
 import { databasesYaml } from "./databases.ts";
 import { GRPC_PORT, METRICS_PORT, natsAuthYaml, networkYaml } from "./network.ts";
-import { fromSecret, headlessService, labels, restrictedContainer, restrictedPod } from "./objects.ts";
+import { fromSecret, GRACE_SECONDS, headlessService, labels, PRE_STOP, restrictedContainer, restrictedPod, ROLLING_UPDATE } from "./objects.ts";
 import { secretFiles, workload } from "./secrets.ts";
 
 /** Every service's address, as the gateway and the services reach each other. */
@@ -76,6 +76,7 @@ function deployment(domain: string) {
     resources: { requests: { cpu: "100m", memory: "192Mi" }, limits: { memory: "384Mi" } },
     securityContext: restrictedContainer,
     volumeMounts,
+    lifecycle: PRE_STOP,
   };
   return {
     apiVersion: "apps/v1",
@@ -83,6 +84,7 @@ function deployment(domain: string) {
     metadata: { name, labels: labels(name) },
     spec: {
       replicas: 2,
+      strategy: ROLLING_UPDATE,
       selector: { matchLabels: labels(name) },
       template: {
         metadata: { labels: labels(name), annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) } },
@@ -91,7 +93,7 @@ function deployment(domain: string) {
           initContainers: [migrations(domain, volumeMounts)],
           containers: [container],
           volumes: [{ name: "tmp", emptyDir: {} }],
-          terminationGracePeriodSeconds: 15,
+          terminationGracePeriodSeconds: GRACE_SECONDS,
         },
       },
     },

@@ -55,3 +55,13 @@ export const restrictedContainer = {
 
 /** An environment variable read from one key of a Secret. */
 export const fromSecret = (name: string, secret: string, key = name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
+
+/**
+ * How a Deployment of the system is replaced: one pod more at a time, none taken away before its
+ * replacement is ready; a stopping pod first waits 5 s (preStop: the Service's endpoints drop
+ * it) and then drains within VNM_DRAIN_MS (10 s), inside a grace period of 20 s.
+ */
+export const ROLLING_UPDATE = { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } };
+export const PRE_STOP = { preStop: { exec: { command: ["sleep", "5"] } } };
+export const GRACE_SECONDS = 20;
+

@@ -131,6 +131,18 @@ describe("production overlay: secrets, pod security, network", () => {
     expect(rendered).not.toContain("VNM_TOKEN_SECRET");
   });
 
+  it("replaces every vnm Deployment without a gap: a new pod before an old one goes, which leaves the endpoints and drains within its grace period", () => {
+    const deployments = docs.filter((d) => d.kind === "Deployment" && d.metadata.name.startsWith("vnm-"));
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(["vnm-gateway", ...serviceDomains().map((d) => `vnm-${d}`)].sort());
+    for (const d of deployments) {
+      const spec = d.spec as { strategy: unknown; template: { spec: { terminationGracePeriodSeconds: number; containers: { lifecycle?: unknown }[] } } };
+      expect(spec.strategy, d.metadata.name).toEqual({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+      expect(spec.template.spec.containers[0]!.lifecycle, d.metadata.name).toEqual({ preStop: { exec: { command: ["sleep", "5"] } } });
+      // 5 s out of the endpoints, then the drain (VNM_DRAIN_MS, 10 s by default), then a margin.
+      expect(spec.template.spec.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThanOrEqual(5 + 10 + 5);
+    }
+  });
+
   it("runs every pod under the restricted Pod Security Standard, in a namespace that enforces it", () => {
     const ns = docs.find((d) => d.kind === "Namespace")!;
     expect(ns.metadata).toMatchObject({ name: "vnm", labels: { "pod-security.kubernetes.io/enforce": "restricted" } });

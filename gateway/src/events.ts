@@ -17,10 +17,15 @@ const DRAIN_MS = 30_000;
 /** Events all the streams of a gateway write together in one turn of the event loop. */
 const EVENTS_PER_TURN = 64;
 const KEEPALIVE_MS = 15_000;
+/** How soon a client reconnects after this gateway ended its stream to stop (the SSE `retry:`). */
+const RESUME_MS = 250;
 
 export interface EventFeed {
   serve(req: ApiRequest, res: ApiResponse, who: Identity, base: string): Promise<void>;
-  /** Ends every open stream (the gateway is stopping; clients resume with Last-Event-ID). */
+  /**
+   * Ends every open stream, telling its client to reconnect in RESUME_MS (the gateway is
+   * stopping; the client resumes at another with Last-Event-ID).
+   */
   closeAll(): void;
 }
 
@@ -72,14 +77,17 @@ function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => 
   res.write("retry: 2000\n\n");
   let open = true;
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
-  const close = () => {
+  const close = (retryMs?: number) => {
     if (!open) return;
     open = false;
     clearInterval(keepalive);
     onClose();
-    res.end();
+    if (retryMs === undefined) return void res.end();
+    // The connection goes too, so the client's next request goes to another gateway.
+    const socket = res.socket;
+    res.end(`retry: ${retryMs}\n\n`, () => socket?.end());
   };
-  res.on("close", close);
+  res.on("close", () => close());
   /** Writes in its turn; waits for 'drain' when the socket is full (closing a client that never reads). */
   const write = async (chunk: string): Promise<void> => {
     await turn();
@@ -140,10 +148,13 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   const perUser = streamCounter(maxPerUser);
   const turn = turns(EVENTS_PER_TURN);
 
-  const open = new Set<() => void>();
+  const open = new Set<(retryMs?: number) => void>();
+  let ending = false;
   return {
     async serve(req, res, who, base) {
       const after = resumeAfter(req);
+      // A request that reached this gateway after closeAll: the client comes back at another one.
+      if (ending) return openStream(res, turn, () => {}).close(RESUME_MS);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
       if (after !== undefined) await resumable(bus, after);
       perUser.take(who.userId);
@@ -174,7 +185,8 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       }
     },
     closeAll() {
-      for (const close of [...open]) close();
+      ending = true;
+      for (const close of [...open]) close(RESUME_MS);
     },
   };
 }

@@ -2,14 +2,17 @@
 // the bus, connect the upstream services, build the app, listen.
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { Server as NetServer } from "node:net";
 import type { Duplex } from "node:stream";
 import {
   addressVariable,
+  announceReady,
   type Bus,
   type Catalog,
   type Contract,
   createLogger,
   createUpstream,
+  DEFAULT_DRAIN_MS,
   type Logger,
   loadConfig,
   loadContract,
@@ -67,6 +70,8 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
       itemCache: { env: "VNM_ITEM_CACHE", default: "true", parse: parseBool },
       protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
+      drainMs: { env: "VNM_DRAIN_MS", default: String(DEFAULT_DRAIN_MS), parse: parsePositiveInt },
+      reusePort: { env: "VNM_REUSE_PORT", default: "false", parse: parseBool },
     },
     env,
   );
@@ -105,15 +110,34 @@ function connectUpstreams({ catalog, pkg }: Contract, env: NodeJS.ProcessEnv, lo
   return createUpstream(pkg, catalog.services, (d) => env[addressVariable(d)] || undefined, metrics);
 }
 
-async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config): Promise<{ server: Server; port: number }> {
+/**
+ * How long clients are told an idle connection is kept (the Keep-Alive header): well under what
+ * the server keeps it (65 s, longer than a load balancer's idle timeout), so a client that reads
+ * the hint drops an idle connection before the gateway closes it, never sending a request on
+ * a connection being closed. Short, because a stopping gateway waits that long for them (Node's
+ * fetch drops an idle connection 2 s before the hint says).
+ */
+const KEEP_ALIVE_HINT_S = 3;
+
+/**
+ * Listens on PORT (shared with the other gateway processes of this machine when VNM_REUSE_PORT:
+ * the kernel spreads new connections over them). While `draining`, every answer says
+ * `Connection: close`, so a keep-alive client opens its next connection to a gateway that stays.
+ */
+async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config, draining: () => boolean): Promise<{ server: Server; port: number }> {
   // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
   // wait 300 s, and looks at slow requests only every 30 s.
   const t = cfg.requestTimeoutMs;
-  const server = createServer({ headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 }, handle);
+  const options = { headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 };
+  const server = createServer(options, (req, res) => {
+    if (draining()) res.setHeader("Connection", "close");
+    else res.setHeader("Keep-Alive", `timeout=${KEEP_ALIVE_HINT_S}`);
+    handle(req, res);
+  });
   server.on("clientError", answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(cfg.port, cfg.host, () => resolve());
+    server.listen({ port: cfg.port, host: cfg.host, reusePort: cfg.reusePort }, () => resolve());
   });
   const address = server.address();
   return { server, port: typeof address === "object" && address ? address.port : cfg.port };
@@ -132,16 +156,24 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.end(rawErrorAnswer(e, randomUUID()));
 }
 
-function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed, log: Logger) {
+/**
+ * The gateway's shutdown: it stops accepting connections, ends the event streams (their clients
+ * resume elsewhere with Last-Event-ID), lets the requests under way finish for `drainMs` at most,
+ * then closes what it uses. An idle connection is closed once its client has dropped it (past
+ * the Keep-Alive hint); a busy one closes after its answer (`Connection: close`).
+ */
+function stopper(server: Server, parts: { close(): unknown }[], feed: EventFeed, log: Logger, drainMs: number) {
   return async () => {
-    feed.closeAll();
     await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
+      // net's close, not http's: that one would also close the idle connections at once, when
+      // a client may be sending its next request on one.
+      NetServer.prototype.close.call(server, () => resolve());
+      feed.closeAll();
+      setTimeout(() => server.closeIdleConnections(), Math.min(drainMs, KEEP_ALIVE_HINT_S * 1000 + 500)).unref();
       setTimeout(() => {
         server.closeAllConnections();
         resolve();
-      }, 5_000).unref();
+      }, drainMs).unref();
     });
     for (const p of parts) await p.close();
     log.info("gateway stopped");
@@ -166,11 +198,17 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   const { cache, bus, limiter } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(contract, env, log, metrics);
   const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined });
-  const { server, port } = await listen(handle, cfg);
+  let draining = false;
+  const { server, port } = await listen(handle, cfg, () => draining);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);
   // The audit records still waiting go out after the last request is answered, before the bus closes.
-  const stop = stopper(server, [{ close: audit.flush }, upstream, bus, cache, { close: stopTelemetry }], feed, log);
-  onShutdown(stop, log);
+  const drain = stopper(server, [{ close: audit.flush }, upstream, bus, cache, { close: stopTelemetry }], feed, log, cfg.drainMs);
+  const stop = () => {
+    draining = true;
+    return drain();
+  };
+  onShutdown(stop, log, cfg.drainMs);
+  announceReady();
   return { port, server, cache, bus, stop };
 }

@@ -12,7 +12,7 @@ export { clientConstructor, loadGrpc, loadReflection, PROTO_DIR } from "./proto.
 export { etagMatches, etagOf } from "./etag.ts";
 export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
-export { onShutdown } from "./shutdown.ts";
+export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
 export { buildCatalog, type Contract, loadCatalog, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export {

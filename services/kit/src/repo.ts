@@ -21,6 +21,9 @@ export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
  */
 export const NODE_FLAGS = ["--max-semi-space-size=8", "--heap-growing-percent=50"];
 
+/** What a process sends its launcher (over the IPC channel) once it takes requests (the kit's announceReady). */
+export const READY_MESSAGE = "vnm:ready";
+
 /** Every service: a folder under services/ with a src/main.ts, in name order. */
 export function serviceDomains(): string[] {
   return readdirSync(join(ROOT, "services"))

@@ -18,7 +18,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { clientConstructor, PROTO_DIR } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
-import { onShutdown } from "./shutdown.ts";
+import { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
 
@@ -301,9 +301,13 @@ function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, e
   return server;
 }
 
-/** The standard health service: SERVING while the database answers (checked at most once a second). */
-function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
+/**
+ * The standard health service: SERVING while the database answers (checked at most once a
+ * second) and until the service starts stopping (`stopServing`), NOT_SERVING after.
+ */
+function healthService(pool: pg.Pool): { impl: grpc.UntypedServiceImplementation; stopServing(): void } {
   let last = { at: 0, ok: false };
+  let stopping = false;
   const checkDb = async () => {
     if (Date.now() - last.at < 1000) return last.ok;
     const ok = await Promise.race([
@@ -316,11 +320,13 @@ function healthService(pool: pg.Pool): grpc.UntypedServiceImplementation {
     last = { at: Date.now(), ok };
     return ok;
   };
-  return {
+  const impl = {
     Check: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      if (stopping) return cb(null, { status: "NOT_SERVING" });
       checkDb().then((ok) => cb(null, { status: ok ? "SERVING" : "NOT_SERVING" }));
     },
   };
+  return { impl, stopServing: () => (stopping = true) };
 }
 
 /** What the migrations step reads: nothing else is needed to run it. */
@@ -362,10 +368,15 @@ function serviceConfig(env: NodeJS.ProcessEnv) {
     serviceCredential: { env: "VNM_SERVICE_CREDENTIAL", default: "", parse: optional },
     metricsPort: { env: "VNM_METRICS_PORT", default: "", parse: optional },
     protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
+    drainMs: { env: "VNM_DRAIN_MS", default: String(DEFAULT_DRAIN_MS), parse: parsePositiveInt },
   }, env);
 }
 
-/** Lets the calls under way finish, for `graceMs` at most; then ends the rest. */
+/**
+ * Takes no new calls (the listeners close, and every connection is told GOAWAY, so clients send
+ * their next calls to another replica) and lets the calls under way finish, for `graceMs` at
+ * most; then ends the rest.
+ */
 function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     const force = setTimeout(() => {
@@ -410,7 +421,8 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   // Identity's changes reach this service on NATS, or on the in-process bus when it is identity.
   const callers = callerCheck(authority, bus, { internal: true, feedReachesIdentity: bus.kind === "nats" || spec.authority !== undefined });
   const server = grpcServer(handlers, contract, env, callers.verify, log, metrics);
-  server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, healthService(pool));
+  const health = healthService(pool);
+  server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, health.impl);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -418,10 +430,14 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const metricsAddress = metricsServer?.address();
   log.info("service ready", { port, schema, bus: bus.kind, metricsPort: typeof metricsAddress === "object" ? metricsAddress?.port : undefined });
   reclaimWhenQuiet(log);
+  announceReady();
 
+  // Health answers NOT_SERVING first (load balancers that check it stop sending), then the
+  // server drains within VNM_DRAIN_MS.
   const stop = async () => {
+    health.stopServing();
     await stopWork?.();
-    await shutDown(server, 5_000);
+    await shutDown(server, cfg.drainMs);
     peers.close();
     metricsServer?.close();
     await relay.stop();
@@ -431,6 +447,6 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
     await stopTelemetry().catch(() => {});
     log.info("service stopped");
   };
-  onShutdown(stop, log);
+  onShutdown(stop, log, cfg.drainMs);
   return { port, metrics, store, relay, bus, log, stop };
 }

@@ -55,17 +55,37 @@ export function grpcTarget(addresses: string): string {
 }
 
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   "grpc.initial_reconnect_backoff_ms": 100,
   "grpc.max_reconnect_backoff_ms": 1_000,
   "grpc.keepalive_time_ms": 10_000,
   "grpc.keepalive_timeout_ms": 5_000,
   "grpc.keepalive_permit_without_calls": 1,
+  // A DNS name is looked up again when a replica goes away (30 s apart at most by default): a
+  // rolling upgrade's new replicas are then known within a second of the old ones leaving.
+  "grpc.dns_min_time_between_resolutions_ms": 1_000,
   // Whole collections come back in one message; 4 MiB (the default) is about 25,000 bridges.
   "grpc.max_receive_message_length": 512 * 1024 * 1024,
   // No channelz: nothing here reads it, and it counts every call.
   "grpc.enable_channelz": 0,
 };
+
+/** Reads: the methods a second attempt cannot change anything with. */
+const READ_METHOD = /^(Get|List)[A-Z]/;
+
+/**
+ * A channel's service config: round-robin over every address, and the reads of `def` tried up
+ * to three times on UNAVAILABLE (a replica stopping or gone between the pick and the answer).
+ * Writes are never attempted twice; grpc-js still retries any call transparently when it never
+ * left the client (its connection was refused or told GOAWAY before the call was sent).
+ */
+function channelOptions(service: string, def: grpc.ServiceDefinition | undefined): grpc.ChannelOptions {
+  const reads = Object.values(def ?? {})
+    .map((m) => m.path.slice(m.path.lastIndexOf("/") + 1))
+    .filter((m) => READ_METHOD.test(m));
+  const retryPolicy = { maxAttempts: 3, initialBackoff: "0.05s", maxBackoff: "0.5s", backoffMultiplier: 2, retryableStatusCodes: ["UNAVAILABLE"] };
+  const methodConfig = reads.length > 0 ? [{ name: reads.map((method) => ({ service, method })), retryPolicy }] : [];
+  return { ...CHANNEL_OPTIONS, "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }], methodConfig }) };
+}
 
 /** One unary call: the answer and the kinds the call changed (its trailers), or the call's error. */
 function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult> {
@@ -107,10 +127,10 @@ export function createUpstream(
     if (!address) continue;
     const target = grpcTarget(address);
     const Ctor = clientConstructor(pkg, s.name);
-    clients.set(s.name, new Ctor(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+    clients.set(s.name, new Ctor(target, grpc.credentials.createInsecure(), channelOptions(s.name, Ctor.service)));
     if (!health.has(s.domain)) {
       const H = clientConstructor(pkg, "grpc.health.v1.Health");
-      health.set(s.domain, new H(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+      health.set(s.domain, new H(target, grpc.credentials.createInsecure(), channelOptions("grpc.health.v1.Health", undefined)));
     }
   }
 
