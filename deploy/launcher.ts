@@ -8,6 +8,7 @@
 //   PostgreSQL still stands in when DATABASE_URL is unset.
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -62,6 +63,9 @@ interface PartSecrets {
   databases: Record<string, string>;
   credential: (part: string) => NodeJS.ProcessEnv;
 }
+
+/** A kernel setting's value, when this system has it. */
+const sysctl = (name: string) => (existsSync(`/proc/sys/${name}`) ? readFileSync(`/proc/sys/${name}`, "utf8").trim() : undefined);
 
 /** The ports of an address list ("127.0.0.1:5001,127.0.0.1:5002"). */
 const portsOf = (addresses: string) => addresses.split(",").map((a) => a.split(":").pop()!);
@@ -154,6 +158,9 @@ function splitParts(env: NodeJS.ProcessEnv, addresses: Record<string, string>, s
   });
   const sharedPort = process.platform === "linux";
   if (!sharedPort && replicas > 1) say(`one gateway process: ${process.platform} cannot share PORT between processes`);
+  if (sharedPort && replicas > 1 && sysctl("net/ipv4/tcp_migrate_req") === "0") {
+    say("net.ipv4.tcp_migrate_req is 0: a gateway process that stops resets the connections queued for it; sysctl -w net.ipv4.tcp_migrate_req=1 moves them to another");
+  }
   const gateway = { ...gatewayEnv(env, addresses, secrets), VNM_REUSE_PORT: String(sharedPort) };
   parts.push({ name: "gateway", script: join("gateway", "src", "main.ts"), env: gateway, replicas: sharedPort ? replicas : 1 });
   return parts;
