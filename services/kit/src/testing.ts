@@ -193,7 +193,7 @@ export interface TestIdentity {
 }
 
 /** A compact JWS (EdDSA) of `claims`, signed synchronously with node:crypto. */
-function signEdDsa(claims: Record<string, unknown>, key: KeyObject, kid: string): string {
+export function signEdDsa(claims: Record<string, unknown>, key: KeyObject, kid: string): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
   const input = `${b64({ alg: "EdDSA", typ: "JWT", kid })}.${b64(claims)}`;
   return `${input}.${signBytes(null, Buffer.from(input), key).toString("base64url")}`;

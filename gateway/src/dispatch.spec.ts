@@ -1,0 +1,183 @@
+// The API's handling of one request, end to end inside the gateway and nothing else: the app
+// (createApp) with the real catalog, in front of an upstream that records each call and answers
+// as a service would. What reaches the service (the RPC, its request, the caller's token, the
+// filters), what is refused before it is called, and how its answers and errors become HTTP.
+import { generateKeyPairSync } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ApiError, createLogger, FILTER_KEY, localBus, loadCatalog, Metrics, rateLimiter, tokenClaims, type Upstream, USER_AUDIENCE } from "@vnm/kit";
+import { signEdDsa } from "@vnm/kit/testing";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "./app.ts";
+import { memoryCache } from "./cache.ts";
+
+const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+const KID = "dispatch-test";
+const BRIDGES = "vnm.bridge.v1.BridgeService";
+const ID = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d11";
+/** Items the error tests ask for: never read before, so no cached copy answers for the service. */
+const MISSING = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d12";
+const BROKEN = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d13";
+
+/** A token the identity service would have signed for `role`, valid for ten minutes. */
+function token(role: "admin" | "tenant_admin" = "admin", tenantId: string | null = null): string {
+  const exp = Math.floor(Date.now() / 1000) + 600;
+  return signEdDsa(tokenClaims({ userId: `u-${role}`, name: role, role, tenantId, exp, gen: 1 }, USER_AUDIENCE) as Record<string, unknown>, privateKey, KID);
+}
+
+interface Call {
+  service: string;
+  rpc: string;
+  request: Record<string, unknown>;
+  token?: string;
+  extra?: Record<string, string>;
+}
+
+/** The services as the gateway sees them: identity's key, token and generation calls, and one answer (or error) per bridge RPC. */
+function upstream(calls: Call[], answers: Map<string, () => Record<string, unknown>>): Upstream {
+  const x = (publicKey.export({ format: "jwk" }) as { x: string }).x;
+  const identity: Record<string, () => Record<string, unknown>> = {
+    GetSigningKeys: () => ({ keys: [{ kid: KID, x }] }),
+    IssueServiceToken: () => ({ token: "service-token", expires: Math.floor(Date.now() / 1000) + 600 }),
+    GetTokenGeneration: () => ({ generation: 1 }),
+  };
+  return {
+    async call(service, rpc, request, _timeoutMs, tok, _requestId, extra) {
+      const answer = service === BRIDGES ? answers.get(rpc) : identity[rpc];
+      if (service === BRIDGES) calls.push({ service, rpc, request: request as Record<string, unknown>, token: tok, extra });
+      if (!answer) throw new Error(`no answer for ${service}/${rpc}`);
+      return { response: answer(), changes: [], filtered: true };
+    },
+    health: async () => true,
+    close() {},
+  };
+}
+
+const calls: Call[] = [];
+const answers = new Map<string, () => Record<string, unknown>>();
+let server: Server;
+let base = "";
+
+beforeAll(async () => {
+  const catalog = loadCatalog();
+  const log = createLogger({ service: "gateway" }, "error");
+  const { handle } = createApp({
+    catalog,
+    upstream: upstream(calls, answers),
+    cache: memoryCache(),
+    log,
+    bus: localBus("dispatch"),
+    serviceCredential: "credential",
+    feedReachesIdentity: true,
+    tokenTtlSeconds: 3600,
+    limiter: rateLimiter(0, 10, undefined, "dispatch"),
+    bodyLimit: 1024 * 1024,
+    callTimeoutMs: 5_000,
+    trustProxy: false,
+    metrics: new Metrics("gateway"),
+  });
+  server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+beforeEach(() => {
+  calls.length = 0;
+  answers.clear();
+});
+
+const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}${path}`, {
+    method,
+    headers: { "x-auth-token": token(), ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+describe("what reaches the service", () => {
+  it("an item GET calls its RPC with the path's variable and the caller's own token, and answers the item with its media type and tag", async () => {
+    answers.set("GetBridge", () => ({ id: ID, name: "blue", adminStateUp: true }));
+    const caller = token();
+    const r = await send("GET", `/bridges/${ID}`, undefined, { "x-auth-token": caller });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toContain("application/vnd.org.service.Bridge");
+    expect(r.headers.get("etag")).toMatch(/^"/);
+    expect(await r.json()).toMatchObject({ id: ID, name: "blue" });
+    expect(calls).toEqual([expect.objectContaining({ rpc: "GetBridge", request: { id: ID } })]);
+    expect(calls[0]!.token).toBe(caller);
+  });
+
+  it("a POST sends the body as the create request's message and answers 201 with the new item's Location", async () => {
+    answers.set("CreateBridge", () => ({ id: ID, name: "green" }));
+    const r = await send("POST", "/bridges", { name: "green", adminStateUp: false });
+    expect(r.status).toBe(201);
+    expect(r.headers.get("location")).toBe(`${base}/bridges/${ID}`);
+    expect(calls).toEqual([expect.objectContaining({ rpc: "CreateBridge", request: { bridge: { name: "green", adminStateUp: false } } })]);
+  });
+
+  it("a list's filter travels to the service as metadata, typed by its field", async () => {
+    answers.set("ListBridges", () => ({ items: [] }));
+    const r = await send("GET", "/bridges?name=blue&adminStateUp=false");
+    expect(r.status).toBe(200);
+    expect(calls).toHaveLength(1);
+    expect(JSON.parse(calls[0]!.extra?.[FILTER_KEY] ?? "{}")).toEqual({ name: "blue", adminStateUp: false });
+  });
+});
+
+describe("what is refused before any service is called", () => {
+  it("no token: 401 with WWW-Authenticate", async () => {
+    const r = await fetch(`${base}/bridges`);
+    expect(r.status).toBe(401);
+    expect(r.headers.get("www-authenticate")).toBeTruthy();
+    expect(calls).toEqual([]);
+  });
+
+  it("a query parameter the route does not know: 400 naming it", async () => {
+    const r = await send("GET", "/bridges?nmae=blue");
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { violations: { property: string }[] }).violations.map((v) => v.property)).toEqual(["nmae"]);
+    expect(calls).toEqual([]);
+  });
+
+  it("a body field of the wrong JSON type: 400 naming the field", async () => {
+    const r = await send("POST", "/bridges", { name: 7 });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { violations: { property: string }[] }).violations.map((v) => v.property)).toContain("name");
+    expect(calls).toEqual([]);
+  });
+
+  it("a body that is not JSON: 400; a media type the route does not take: 415", async () => {
+    const broken = await fetch(`${base}/bridges`, { method: "POST", headers: { "x-auth-token": token(), "content-type": "application/json" }, body: "{" });
+    expect(broken.status).toBe(400);
+    const xml = await fetch(`${base}/bridges`, { method: "POST", headers: { "x-auth-token": token(), "content-type": "application/xml" }, body: "<a/>" });
+    expect(xml.status).toBe(415);
+    expect(calls).toEqual([]);
+  });
+});
+
+describe("a service's error as HTTP", () => {
+  it("NOT_FOUND is a 404 and INVALID_ARGUMENT a 400 with the service's violations, in the error body", async () => {
+    answers.set("GetBridge", () => {
+      throw ApiError.notFound(`There is no Bridge with ID ${MISSING}.`);
+    });
+    const missing = await send("GET", `/bridges/${MISSING}`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ code: 404, message: `There is no Bridge with ID ${MISSING}.` });
+    answers.set("CreateBridge", () => {
+      throw ApiError.invalid([{ property: "name", message: "is taken" }]);
+    });
+    const invalid = await send("POST", "/bridges", { name: "x" });
+    expect(invalid.status).toBe(400);
+    expect(await invalid.json()).toMatchObject({ code: 400, violations: [{ property: "name", message: "is taken" }] });
+  });
+
+  it("an unforeseen failure is a 500 that says nothing of its cause", async () => {
+    answers.set("GetBridge", () => {
+      throw new Error("secret detail of a crash");
+    });
+    const r = await send("GET", `/bridges/${BROKEN}`);
+    expect(r.status).toBe(500);
+    expect(await r.text()).not.toContain("secret detail");
+  });
+});
