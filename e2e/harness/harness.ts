@@ -1,5 +1,6 @@
 // The suites' harness: isolated stacks of real processes (stack.ts) and the vitest fixtures and
 // assertions built on them.
+import { request } from "node:http";
 import { DEPS, dropSchema, freePort, type Proc, ROOT, startProcess, waitFor } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect } from "vitest";
 import { type ChangeSeen, type HttpResult, httpClient, Stack } from "./stack.ts";
@@ -96,4 +97,19 @@ export async function expectServiceLossAndReturn(fx: StackFixture, domain: strin
   expect((await http("GET", "/bridges")).status).toBe(200);
   await fx.stack.startServices(domain);
   await waitFor(`the ${domain} service back`, async () => (await http("GET", path)).status === 200, 20_000);
+}
+
+/** A GET sent with node:http, so that headers fetch will not send as given (Host) go as written. */
+export function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(url), { headers }, (res) => {
+      let body = "";
+      res.on("data", (d) => {
+        body += d;
+      });
+      res.on("end", () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }

@@ -3,11 +3,10 @@
 // and Host headers leave Redis as it was), If-Match checked in the write's own transaction (of
 // concurrent conditional writes exactly one wins), read-only compat fields judged by their type,
 // and a whole list longer than a page streamed.
-import { request } from "node:http";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, expectError, httpClient, openFeed, Stack, waitFor } from "../harness/harness.ts";
+import { DEPS, expectError, httpClient, openFeed, rawGet, Stack, waitFor } from "../harness/harness.ts";
 
 const stack = new Stack();
 let gw = "";
@@ -116,19 +115,7 @@ describe("filters", () => {
 });
 
 /** GET with a Host header of our choosing (fetch does not let a client set it). */
-function getWithHost(path: string, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(path, gw), { headers: { host, "x-auth-token": stack.adminToken, accept: "application/json" } }, (res) => {
-      let body = "";
-      res.on("data", (d) => {
-        body += d;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const getWithHost = (path: string, host: string) => rawGet(new URL(path, gw).href, { host, "x-auth-token": stack.adminToken, accept: "application/json" });
 
 /** Keys of this stack in Redis, and the bytes they take. */
 async function redisFootprint(): Promise<{ keys: number; bytes: number }> {

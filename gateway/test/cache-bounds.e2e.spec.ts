@@ -2,10 +2,9 @@
 // (no Host header, no parameter the route does not read: those are 400s), a per-kind byte budget
 // holds whatever a client sends, and after Redis stalls (commands time out while the connection
 // stays open) the cache is trusted again by itself once Redis answers.
-import { request } from "node:http";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEPS, freePort, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
+import { DEPS, freePort, httpClient, openFeed, rawGet, Stack, waitFor } from "@vnm/e2e/harness";
 import { TcpProxy } from "@vnm/e2e/tcp-proxy";
 
 const CAP = 40_000;
@@ -74,20 +73,7 @@ async function seed(tenantId: string, n: number): Promise<string[]> {
 const idsOf = (r: { json: { id: string }[] }) => r.json.map((b) => b.id);
 
 /** GET with a Host header of our choosing (fetch does not let a client set it). */
-function getWithHost(path: string, host: string): Promise<{ status: number; body: string }> {
-  const url = new URL(path, gw);
-  return new Promise((resolve, reject) => {
-    const req = request(url, { headers: { host, "x-auth-token": stack.adminToken, accept: "application/json" } }, (res) => {
-      let body = "";
-      res.on("data", (d) => {
-        body += d;
-      });
-      res.on("end", () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
+const getWithHost = (path: string, host: string) => rawGet(new URL(path, gw).href, { host, "x-auth-token": stack.adminToken, accept: "application/json" });
 
 it("query parameters the route does not read are refused (400) and make no cache entry", async () => {
   const ids = await seed("keys", 2);
