@@ -13,7 +13,8 @@ import { probeMemory, rssMb, settledRss } from "./memory.ts";
 import { Publications } from "./publish.ts";
 import { goals, print, type Run, save } from "./report.ts";
 import { load, Runner } from "./scenario.ts";
-import { CONNECTIONS, CPU_PROF, GROWTH_SIZES, MEM_PROBE, ONLY, PROF_DIR, SECONDS, TMP, WARMUP, want } from "./settings.ts";
+import { type BigList, bigListRow } from "./big-list.ts";
+import { BIG_LIST, CONNECTIONS, CPU_PROF, GROWTH_SIZES, MEM_PROBE, ONLY, PROF_DIR, SECONDS, TMP, WARMUP, want } from "./settings.ts";
 import { BenchStack, stackDescription } from "./stack.ts";
 import { collectionRows, type Ctx, growthRows, itemRows, replicaRows, type Step, writeRows } from "./steps.ts";
 import { fmt, hold } from "./table.ts";
@@ -99,13 +100,15 @@ async function measureIdle(s: SetUp): Promise<Pick<Run["rss"], "idle"> & { memor
 }
 
 /** Every measured path; gives the rows' growth steps and the second gateway's RSS. */
-async function runPaths(ctx: Ctx): Promise<{ growth: Step[]; gateway2?: number }> {
+async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promise<{ growth: Step[]; gateway2?: number; bigList?: BigList }> {
   const hit = await itemRows(ctx);
   if (want("collection")) await collectionRows(ctx);
   const gateway2 = want("replicas") ? await replicaRows(ctx, hit) : undefined;
   const growth = want("growth") ? await growthRows(ctx) : [];
   await writeRows(ctx);
-  return { growth, gateway2 };
+  // Last: it grows the table to BENCH_BIG_LIST bridges.
+  const bigList = want("biglist") ? await bigListRow(ctx.bridges, BIG_LIST, ctx.base, (u) => bench.api(u), procs) : undefined;
+  return { growth, gateway2, bigList };
 }
 
 async function main(): Promise<void> {
@@ -120,7 +123,7 @@ async function main(): Promise<void> {
   await s.ctx.runner.cannon({ url: s.ctx.collUrl }, stackWarmup / 2);
   const afterFirstWarmup = { gateway: rssMb(s.gateway), bridge: rssMb(s.bridge) };
   const ctx: Ctx = { ...s.ctx, baselines, stackWarmup };
-  const { growth, gateway2 } = await runPaths(ctx);
+  const { growth, gateway2, bigList } = await runPaths(ctx, s);
   const memoryAfterLoad = MEM_PROBE ? { gateway: await probeMemory(s.gateway), bridge: await probeMemory(s.bridge) } : undefined;
   if (memoryAfterLoad) console.error(`# memory after the load: ${JSON.stringify(memoryAfterLoad)}`);
   const otherServices = Object.fromEntries(bench.otherServices().map((m) => [m.label, rssMb(m.proc)]));
@@ -131,6 +134,7 @@ async function main(): Promise<void> {
     express: baselines.express.result,
     floor: baselines.floor.result,
     growth,
+    bigList,
     publications: s.ctx.publications.list,
     stream: s.ctx.publications.stream,
     streamMessages: await s.ctx.publications.stored().catch(() => undefined),

@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { NODE_FLAGS } from "@vnm/kit/repo";
+import { type BigList, bigListGoals } from "./big-list.ts";
 import { describeCpu } from "./cpu.ts";
 import type { Publication } from "./publish.ts";
 import { load, type Result } from "./scenario.ts";
@@ -20,6 +21,8 @@ export interface Run {
   express: Result;
   floor: Result;
   growth: Step[];
+  /** The unpaged list over a big table, when it ran. */
+  bigList?: BigList;
   publications: Publication[];
   stream: string;
   streamMessages?: number;
@@ -49,6 +52,7 @@ export function goals(run: Run): Goal[] {
       pass: publications.every((p) => p.match),
       detail: publications.map((p) => `${p.scenario} ${p.committed} committed / ${p.published} published`).join(", ") || "no writes run",
     },
+    ...(run.bigList ? bigListGoals(run.bigList) : []),
   ];
 }
 

@@ -14,6 +14,8 @@ function count(name: string, fallback: number, min: number): number {
   return n;
 }
 
+/** Bridges in the table for the unpaged list's row (the last one: it grows the table). */
+export const BIG_LIST = count("BIG_LIST", 100_000, 1);
 /** Recorded seconds per scenario. */
 export const SECONDS = count("SECONDS", 10, 1);
 export const CONNECTIONS = count("CONNECTIONS", 32, 1);
@@ -58,7 +60,7 @@ export const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 export const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
 
 /** The paths `--only` selects (comma-separated or repeated); the express and design-floor baselines always run. */
-export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "mixed"] as const;
+export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "mixed", "biglist"] as const;
 export type Path = (typeof PATHS)[number];
 
 function onlyArg(argv: string[]): Path[] | undefined {
