@@ -34,13 +34,14 @@ function allowedValues(schema: unknown): string[] | undefined {
 /**
  * Each kind's declaration in its service: the services' modules are loaded (nothing runs) and
  * the Resources they declare outright are read (a kind whose Resource its service makes when it
- * starts, or that no Resource serves, has no defaults or choices here).
+ * starts, a VTEP's or a trace's, or that no Resource serves, has no defaults or choices here).
  */
 async function declarations(c: Catalog): Promise<Map<string, Declared>> {
   const resources: AnyResource[] = [];
   for (const d of serviceDomains()) {
     const { service } = (await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href)) as { service: ServiceSpec };
-    if (Array.isArray(service.resources)) resources.push(...service.resources);
+    // A kind whose Resource is made from the service's context (a function here) is left out.
+    for (const r of service.resources ?? []) if (typeof r !== "function") resources.push(r);
   }
   const out = new Map<string, Declared>();
   for (const declared of new ResourceSet(c, resources).all()) {

@@ -384,7 +384,7 @@ describe("when the gateway restarts", () => {
     const other = await fx.stack.startGateway();
     const name = `while-away-${randomBytes(3).toString("hex")}`;
     expect((await http("POST", `${other}/bridges`, { name, tenantId })).status).toBe(201);
-    fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.env({ PORT: new URL(fx.gw).port, ...fx.stack.addressEnv() })));
+    fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.gatewayEnv(Number(new URL(fx.gw).port))));
     await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
     await page.getByText("Live", { exact: true }).waitFor({ timeout: 15_000 });
     await row(page, name).waitFor({ timeout: 10_000 });

@@ -186,10 +186,15 @@ export class Stack {
     return Object.fromEntries([...this.addrs].map(([d, a]) => [addressVariable(d), a]));
   }
 
+  /** A gateway's whole environment on `port`: the stack's, every address, its NATS user and its credential. */
+  gatewayEnv(port: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    return this.env({ PORT: String(port), ...this.addressEnv(), ...natsCredentials(this.natsPasswords, "gateway"), ...this.credentialEnv("gateway"), ...extra });
+  }
+
   /** Starts a gateway replica and waits until it is ready; returns its base URL. */
   async startGateway(extra: NodeJS.ProcessEnv = {}, waitReady = true): Promise<string> {
     const port = await freePort();
-    const proc = this.launch("gateway/src/main.ts", this.env({ PORT: String(port), ...this.addressEnv(), ...natsCredentials(this.natsPasswords, "gateway"), ...this.credentialEnv("gateway"), ...extra }));
+    const proc = this.launch("gateway/src/main.ts", this.gatewayEnv(port, extra));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
     // Every service of a stack starts at once on a machine of two cores: give them room.

@@ -108,9 +108,10 @@ export interface ServiceSpec {
   migrations: Migration[];
   /**
    * The kinds served from their declarations: their RPCs go to the gRPC service the proto
-   * names. A function when their hooks need the service's context (to call another service).
+   * names. A kind whose declaration needs the service's context (its hooks call another
+   * service, its checks read the service's settings) is given as a function making it.
    */
-  resources?: AnyResource[] | ((svc: Omit<ServiceContext, "resources">) => AnyResource[]);
+  resources?: (AnyResource | ((svc: Omit<ServiceContext, "resources">) => AnyResource))[];
   /** Other handlers per full gRPC service name, built once the store exists. */
   services?: (svc: ServiceContext) => Record<string, Handlers>;
   /**
@@ -260,7 +261,7 @@ function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Hand
 
 /** The service's context, its declared kinds bound to the catalog it was started with. */
 function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">, pkg: grpc.GrpcObject): ServiceContext {
-  const declared = typeof spec.resources === "function" ? spec.resources(base) : (spec.resources ?? []);
+  const declared = (spec.resources ?? []).map((r) => (typeof r === "function" ? r(base) : r));
   return { ...base, resources: new ResourceSet(base.catalog, declared, pkg) };
 }
 

@@ -10,7 +10,7 @@ export const service: ServiceSpec = {
   domain: "tracing",
   migrations,
   // Their checks call the bridge service: they need this service's context.
-  resources: (svc) => [traceRequests(svc)],
+  resources: [(svc) => traceRequests(svc)],
   onStart: async (svc) => {
     svc.bus.consume("tracing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
   },

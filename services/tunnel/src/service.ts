@@ -13,7 +13,7 @@ const configOf = (env: NodeJS.ProcessEnv) =>
 export const service: ServiceSpec = {
   domain: "tunnel",
   migrations,
-  resources: (svc) => [tunnelZones, vtepKind(configOf(svc.env).policy)],
+  resources: [tunnelZones, (svc) => vtepKind(configOf(svc.env).policy)],
   services: (svc) => {
     const vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
     return mergeHandlers(tunnelZones.referencedLists(svc.store, "ListTunnelZoneHosts"), vteps.referencedLists(svc.store, "ListVtepBindings"), {
