@@ -58,9 +58,10 @@ export async function bigListRow(bridges: Bridges, size: number, base: string, a
 }
 
 export function bigListGoals(b: BigList): Goal[] {
-  const what = `unpaged GET /bridges over ${fmt(b.bridges)} bridges`;
+  const what = `unpaged GET /bridges over ${fmt(b.items)} bridges`;
   return [
-    { goal: `${what}: first byte < ${FIRST_BYTE_MS} ms`, pass: b.firstByteMs < FIRST_BYTE_MS && b.items === b.bridges, detail: `${fmt(b.firstByteMs)} ms (last byte ${fmt(b.lastByteMs)} ms, ${fmt(b.items)} items, ${fmt(b.bytes / 1e6, 1)} MB)` },
+    // The list also holds what the write rows created before it: at least the bridges made for it.
+    { goal: `${what}: first byte < ${FIRST_BYTE_MS} ms`, pass: b.firstByteMs < FIRST_BYTE_MS && b.items >= b.bridges, detail: `${fmt(b.firstByteMs)} ms (last byte ${fmt(b.lastByteMs)} ms, ${fmt(b.items)} items, ${fmt(b.bytes / 1e6, 1)} MB)` },
     { goal: `${what}: RSS rise < ${RISE_MIB} MiB`, pass: b.rise.gateway < RISE_MIB && b.rise.bridge < RISE_MIB, detail: `gateway +${fmt(b.rise.gateway, 1)} MiB, bridge service +${fmt(b.rise.bridge, 1)} MiB` },
   ];
 }
