@@ -73,7 +73,11 @@ function turns(perTurn: number): () => Promise<void> {
 
 /** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
 function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => void) {
-  res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+  // The stream's connection carries nothing after it: when the stream ends (a token expired, a
+  // client too slow, the gateway stopping), the gateway closes it, so the client must not take
+  // it for its next request (it would find it closed under that request).
+  res.removeHeader("Keep-Alive");
+  res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "close", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);

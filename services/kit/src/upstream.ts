@@ -73,17 +73,23 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 const READ_METHOD = /^(Get|List)[A-Z]/;
 
 /**
- * A channel's service config: round-robin over every address, and the reads of `def` tried up
- * to three times on UNAVAILABLE (a replica stopping or gone between the pick and the answer).
- * Writes are never attempted twice; grpc-js still retries any call transparently when it never
- * left the client (its connection was refused or told GOAWAY before the call was sent).
+ * The channel options of a domain's services: round-robin over every address, and the reads of
+ * each service (`defs`, by full name) tried up to three times on UNAVAILABLE (a replica stopping
+ * or gone between the pick and the answer). Writes are never attempted twice; grpc-js still
+ * retries any call transparently when it never left the client (its connection was refused or
+ * told GOAWAY before the call was sent). Every client of a domain, its health check's included,
+ * gets the same options, so they share its connections (grpc-js pools subchannels by options):
+ * the health check sees a replica back as soon as the calls do.
  */
-function channelOptions(service: string, def: grpc.ServiceDefinition | undefined): grpc.ChannelOptions {
-  const reads = Object.values(def ?? {})
-    .map((m) => m.path.slice(m.path.lastIndexOf("/") + 1))
-    .filter((m) => READ_METHOD.test(m));
+function domainChannelOptions(defs: Map<string, grpc.ServiceDefinition>): grpc.ChannelOptions {
+  const name = [...defs].flatMap(([service, def]) =>
+    Object.values(def)
+      .map((m) => m.path.slice(m.path.lastIndexOf("/") + 1))
+      .filter((m) => READ_METHOD.test(m))
+      .map((method) => ({ service, method })),
+  );
   const retryPolicy = { maxAttempts: 3, initialBackoff: "0.05s", maxBackoff: "0.5s", backoffMultiplier: 2, retryableStatusCodes: ["UNAVAILABLE"] };
-  const methodConfig = reads.length > 0 ? [{ name: reads.map((method) => ({ service, method })), retryPolicy }] : [];
+  const methodConfig = name.length > 0 ? [{ name, retryPolicy }] : [];
   return { ...CHANNEL_OPTIONS, "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }], methodConfig }) };
 }
 
@@ -122,16 +128,15 @@ export function createUpstream(
   const clients = new Map<string, grpc.Client>();
   const health = new Map<string, grpc.Client>();
   const domainOf = new Map(services.map((s) => [s.name, s.domain]));
-  for (const s of services) {
-    const address = addressOf(s.domain);
+  for (const domain of new Set(services.map((s) => s.domain))) {
+    const address = addressOf(domain);
     if (!address) continue;
     const target = grpcTarget(address);
-    const Ctor = clientConstructor(pkg, s.name);
-    clients.set(s.name, new Ctor(target, grpc.credentials.createInsecure(), channelOptions(s.name, Ctor.service)));
-    if (!health.has(s.domain)) {
-      const H = clientConstructor(pkg, "grpc.health.v1.Health");
-      health.set(s.domain, new H(target, grpc.credentials.createInsecure(), channelOptions("grpc.health.v1.Health", undefined)));
-    }
+    const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, clientConstructor(pkg, s.name)]));
+    const options = domainChannelOptions(new Map([...ctors].map(([n, c]) => [n, c.service])));
+    for (const [name, Ctor] of ctors) clients.set(name, new Ctor(target, grpc.credentials.createInsecure(), options));
+    const H = clientConstructor(pkg, "grpc.health.v1.Health");
+    health.set(domain, new H(target, grpc.credentials.createInsecure(), options));
   }
 
   return {
