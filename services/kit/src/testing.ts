@@ -285,7 +285,17 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {},
     identityRole = started.role;
   }
   const own = { VNM_SERVICE_CLIENTS: serviceClients, ...identity?.envFor(domain), ...env, VNM_DB_SCHEMA: schema };
-  const { proc, port, role, clients: { clients, clientOf } } = await startAnswering(domain, own, env["VNM_DB_SCHEMA"] !== undefined);
+  const dropIdentity = async () => {
+    if (!identity?.proc) return;
+    await identity.proc.stop();
+    await dropSchema(identity.schema, identityRole);
+  };
+  // A service that does not start takes the identity service started for it along.
+  const started = await startAnswering(domain, own, env["VNM_DB_SCHEMA"] !== undefined).catch(async (err: Error) => {
+    await dropIdentity();
+    throw err;
+  });
+  const { proc, port, role, clients: { clients, clientOf } } = started;
   identity ??= await testIdentity(schema, `127.0.0.1:${port}`, credentials);
   const token = identity.token;
   const admin = token();
@@ -314,10 +324,7 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {},
       for (const c of clients.values()) c.close();
       await proc.stop();
       if (!opts.keepSchema) await dropSchema(schema, role);
-      if (identity.proc) {
-        await identity.proc.stop();
-        await dropSchema(identity.schema, identityRole);
-      }
+      await dropIdentity();
     },
   };
 }
