@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { natsPasswordVariable, ROOT, serviceClients, serviceDomains } from "@vnm/kit/repo";
+import { credentialParts, natsPasswordVariable, ROOT, serviceClients, serviceDomains } from "@vnm/kit/repo";
 
 /**
  * A secret that is safe everywhere it goes: in a URL's user part, and as a value of the NATS
@@ -19,8 +19,6 @@ export function composePassword(): string {
   return `p${randomBytes(16).toString("hex")}`;
 }
 
-/** The parts that exchange a client credential for their service token. */
-const credentialParts = () => [...serviceDomains().filter((d) => d !== "identity"), "gateway"];
 const credentialVariable = (part: string) => `VNM_${part.toUpperCase()}_CREDENTIAL`;
 
 /** Every variable compose needs a generated secret for. */

@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, freePort, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, credentialEnv, freePort, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
 import { serviceDatabases } from "./database-roles.ts";
 import { embeddedPostgres } from "./postgres.ts";
 import { type Part, Supervisor } from "./supervisor.ts";
@@ -40,8 +40,8 @@ function portFree(port: number, host: string): Promise<boolean> {
  * only its own VNM_SERVICE_CREDENTIAL, the identity service only their hashes.
  */
 function partCredentials(): (part: string) => NodeJS.ProcessEnv {
-  const { credentials, clients } = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
-  return (part) => (part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) });
+  const made = serviceCredentials();
+  return (part) => credentialEnv(made, part);
 }
 
 /**

@@ -25,7 +25,7 @@ const RISE_MIB = 48;
 const rssMib = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
 
 /** Reads the whole unpaged list once as the admin, sampling both processes' RSS. */
-async function readAll(url: string, api: (u: string) => Promise<Response>, pids: { gateway: number; bridge: number }): Promise<Omit<BigList, "bridges">> {
+export async function readAll(url: string, api: (u: string) => Promise<Response>, pids: { gateway: number; bridge: number }): Promise<Omit<BigList, "bridges">> {
   const start = { gateway: rssMib(pids.gateway), bridge: rssMib(pids.bridge) };
   const peak = { ...start };
   const sampler = setInterval(() => {

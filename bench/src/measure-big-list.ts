@@ -1,14 +1,16 @@
-// A measurement, not a test (docs/decisions.md, "Paging": a whole list is read a page at a time):
+// A measurement, not a test (docs/decisions.md, "Paging": a whole list is read a page at a time);
+// the bench's big-list row (`npm run bench -- --only biglist`) makes the same reading over bridges
+// made through the API, this one at any sizes in seconds:
 // an administrator's unpaged GET /bridges over many bridges. Starts identity, bridge and a gateway
 // (a test stack: schemas, roles and prefixes of their own, gone at the end), inserts bridges straight into the table up to each count
 // asked for, then reads the whole list as fast as it comes; prints the time to the first byte
 // and to the last, the body's size, and how far the gateway's and the bridge service's resident
 // memory rose above where it stood before the request (sampled every 5 ms).
 // Run: ./node_modules/.bin/node bench/src/measure-big-list.ts [count,count,...]
-import { readFileSync } from "node:fs";
 import { Stack } from "@vnm/e2e/stack";
 import { DEPS } from "@vnm/kit/testing";
 import pg from "pg";
+import { readAll } from "./big-list.ts";
 
 const COUNTS = (process.argv[2] ?? "20000,100000").split(",").map(Number);
 // Identity, bridge and a gateway of a stack of their own (the test harness's); no rate limit.
@@ -18,35 +20,8 @@ const bridgeService = stack.procs.at(-1)!;
 const base = await stack.startGateway({}, false);
 const gateway = stack.procs.at(-1)!;
 const token = stack.adminToken;
-/** Resident memory of a process, in MiB. */
-const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
-
-/** Reads the whole list; the time to its first and last byte, its size, and the peak RSS of each process above its start. */
-async function measure(): Promise<{ first: number; last: number; bytes: number; items: number; rise: Record<string, number> }> {
-  const pids = { gateway: gateway.child.pid!, bridge: bridgeService.child.pid! };
-  const start = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, rssOf(pid)]));
-  const peak = { ...start };
-  const sampler = setInterval(() => {
-    for (const [k, pid] of Object.entries(pids)) peak[k] = Math.max(peak[k]!, rssOf(pid));
-  }, 5);
-  const t0 = performance.now();
-  const r = await fetch(`${base}/bridges`, { headers: { "x-auth-token": token, accept: "application/json" } });
-  const reader = r.body!.getReader();
-  let first = 0;
-  const chunks: Buffer[] = [];
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    if (!first) first = performance.now() - t0;
-    chunks.push(Buffer.from(value));
-  }
-  const last = performance.now() - t0;
-  clearInterval(sampler);
-  const body = Buffer.concat(chunks);
-  const items = (JSON.parse(body.toString()) as unknown[]).length;
-  const rise = Object.fromEntries(Object.keys(pids).map((k) => [k, peak[k]! - start[k]!]));
-  return { first, last, bytes: body.length, items, rise };
-}
+const pids = { gateway: gateway.child.pid!, bridge: bridgeService.child.pid! };
+const api = (url: string) => fetch(url, { headers: { "x-auth-token": token, accept: "application/json" } });
 
 const db = new pg.Client({ connectionString: DEPS.databaseUrl });
 await db.connect();
@@ -57,10 +32,10 @@ for (const count of COUNTS) {
   have = count;
   await new Promise((r) => setTimeout(r, 3_000));
   for (let run = 1; run <= 2; run++) {
-    const m = await measure();
+    const m = await readAll(`${base}/bridges`, api, pids);
     const mib = (n: number) => `${n.toFixed(1)} MiB`;
     console.log(
-      `${count} bridges, run ${run}: ${m.items} items, ${(m.bytes / 1e6).toFixed(1)} MB; first byte ${m.first.toFixed(0)} ms, last ${m.last.toFixed(0)} ms; RSS rise: gateway ${mib(m.rise["gateway"]!)}, bridge service ${mib(m.rise["bridge"]!)}`,
+      `${count} bridges, run ${run}: ${m.items} items, ${(m.bytes / 1e6).toFixed(1)} MB; first byte ${m.firstByteMs.toFixed(0)} ms, last ${m.lastByteMs.toFixed(0)} ms; RSS rise: gateway ${mib(m.rise.gateway)}, bridge service ${mib(m.rise.bridge)}`,
     );
     await new Promise((r) => setTimeout(r, 2_000));
   }

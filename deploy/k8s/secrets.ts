@@ -3,8 +3,7 @@
 // (deploy/k8s/base/secrets/) from one env file per Secret whose values are placeholders that
 // agree with each other (a developer's cluster runs as it is); an operator replaces every file
 // in an overlay of their own (`behavior: replace`, see docs/operations.md, "Kubernetes").
-import { createHash } from "node:crypto";
-import { natsPasswordVariable, serviceDomains } from "@vnm/kit/repo";
+import { credentialParts, natsPasswordVariable, serviceClients, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
 
 /** The processes holding credentials of their own: the gateway and every domain service. */
@@ -26,18 +25,15 @@ function databaseUrls(domain: string) {
   };
 }
 
-/** Identity's list of the parts that may ask it for a service token: name:sha256hex(credential). */
-function serviceClients(): string {
-  const others = parts().filter((p) => p !== "identity");
-  return others.map((p) => `${p}:${createHash("sha256").update(credential(p)).digest("hex")}`).join(",");
-}
+/** Identity's list of the parts that may ask it for a service token, for the placeholder credentials. */
+const clients = () => serviceClients(new Map(credentialParts().map((p) => [p, credential(p)])));
 
 /** Every Secret: its name and the keys and (placeholder) values it holds. */
 export function secrets(): { name: string; values: Record<string, string> }[] {
   const own = (part: string): Record<string, string> => {
     const values: Record<string, string> = { VNM_NATS_PASSWORD: natsPassword(part) };
     if (part !== "gateway") Object.assign(values, databaseUrls(part));
-    if (part === "identity") Object.assign(values, { VNM_SERVICE_CLIENTS: serviceClients(), VNM_ADMIN_PASSWORD: placeholder("admin") });
+    if (part === "identity") Object.assign(values, { VNM_SERVICE_CLIENTS: clients(), VNM_ADMIN_PASSWORD: placeholder("admin") });
     else values["VNM_SERVICE_CREDENTIAL"] = credential(part);
     return values;
   };

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import { addressVariable, natsCredentials, natsPasswordVariable, provisionRole, roleName, type ServiceRole, serviceDatabaseUrl } from "@vnm/kit";
+import { credentialEnv } from "@vnm/kit/repo";
 import { DEPS, deleteStreams, freePort, type Proc, serviceCredentials, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
@@ -31,7 +32,7 @@ export class Stack {
   private readonly nats: NatsConnection[] = [];
 
   /** Each part's client credential (VNM_SERVICE_CREDENTIAL), and their hashes for identity. */
-  readonly credentials = serviceCredentials([...serviceDomains().filter((d) => d !== "identity"), "gateway"]);
+  readonly credentials = serviceCredentials();
   /** The NATS this stack's processes use (a test may run its own server to stop and restart). */
   natsUrl = DEPS.natsUrl;
   /**
@@ -75,9 +76,7 @@ export class Stack {
 
   /** The part's own credential; identity gets the hashes of every part's. */
   credentialEnv(part: string): NodeJS.ProcessEnv {
-    const own: NodeJS.ProcessEnv = { VNM_SERVICE_CREDENTIAL: this.credentials.credentials.get(part) };
-    if (part === "identity") own["VNM_SERVICE_CLIENTS"] = this.credentials.clients;
-    return own;
+    return credentialEnv(this.credentials, part);
   }
 
   /** Logs in at a gateway; returns the token. */

@@ -71,10 +71,27 @@ export async function freePort(): Promise<number> {
   }
 }
 
-/** Client credentials for the parts of a deployment (the launcher's, a test's): each one's secret, and identity's VNM_SERVICE_CLIENTS. */
-export function serviceCredentials(names: readonly string[]): { credentials: Map<string, string>; clients: string } {
+/** The parts that exchange a client credential for their service token: every one but identity, which signs its own. */
+export function credentialParts(): string[] {
+  return [...serviceDomains().filter((d) => d !== "identity"), "gateway"];
+}
+
+export interface ServiceCredentials {
+  /** Each part's secret, by part. */
+  credentials: Map<string, string>;
+  /** Identity's VNM_SERVICE_CLIENTS. */
+  clients: string;
+}
+
+/** Client credentials for the parts of a deployment (the launcher's, a test's; every part's by default). */
+export function serviceCredentials(names: readonly string[] = credentialParts()): ServiceCredentials {
   const credentials = new Map(names.map((n) => [n, randomBytes(32).toString("base64url")]));
   return { credentials, clients: serviceClients(credentials) };
+}
+
+/** What one part is given of a deployment's credentials: identity the hashes, every other part its own credential. */
+export function credentialEnv({ credentials, clients }: ServiceCredentials, part: string): NodeJS.ProcessEnv {
+  return part === "identity" ? { VNM_SERVICE_CLIENTS: clients } : { VNM_SERVICE_CREDENTIAL: credentials.get(part) };
 }
 
 /** Identity's VNM_SERVICE_CLIENTS for these parts' credentials: each part's name and the SHA-256 of its credential. */
