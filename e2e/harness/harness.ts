@@ -55,6 +55,7 @@ export async function openFeed(gw: string, token: string, lastEventId?: string) 
   const headers: Record<string, string> = { "x-auth-token": token, accept: "text/event-stream" };
   if (lastEventId) headers["last-event-id"] = lastEventId;
   const res = await fetch(`${gw}/events`, { headers, signal: ac.signal });
+  if (res.status !== 200) throw new Error(`GET /events answered ${res.status}: ${await res.text()}`);
   const events: FeedEvent[] = [];
   let buffer = "";
   const reading = (async () => {

@@ -103,7 +103,6 @@ describe("bus: a NATS user per part", () => {
 
   it("a change flows from the bridge service to the gateway's /events through the server", async () => {
     const feed = await openFeed(gw, stack.adminToken);
-    await new Promise((r) => setTimeout(r, 300));
     const b = await http("POST", "/bridges", { name: "watched" });
     expect(b.status).toBe(201);
     // A service still connecting to NATS (a loaded machine) publishes once it is connected.

@@ -162,31 +162,47 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
       if (after !== undefined) await resumable(bus, after);
       perUser.take(who.userId);
-      let stop: (() => void) | undefined;
-      let untie: (() => void) | undefined;
-      const stream = openStream(res, turn, () => {
-        open.delete(stream.close);
-        perUser.release(who.userId);
-        metrics.eventStreams.dec();
-        untie?.();
-        stop?.();
-      });
-      open.add(stream.close);
-      metrics.eventStreams.inc();
-      untie = endWithToken(who, revoked, stream.close);
+      // The consumer exists before the client hears the stream is open: a change the client
+      // makes once it has the headers is always on its stream. Events arriving meanwhile wait
+      // for the headers to be written.
+      let stream: ReturnType<typeof openStream> | undefined;
+      let opened!: () => void;
+      const headersSent = new Promise<void>((resolve) => (opened = resolve));
+      let stop: () => void;
       try {
         stop = await bus.follow(after, async (seq, msg) => {
+          await headersSent;
           const c = msg.data as ChangeMessage | null;
-          if (!stream.isOpen() || !c || typeof c.kind !== "string" || !visible(who, c)) return;
+          if (!stream?.isOpen() || !c || typeof c.kind !== "string" || !visible(who, c)) return;
           const data = { kind: names.get(`${c.domain}.${c.kind}`) ?? c.kind, id: c.id, uri: base + c.path };
           await stream.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
           if (!stream.isOpen()) log.warn("event stream closed: client too slow", { user: who.name });
         });
-        if (!stream.isOpen()) stop();
       } catch (err) {
+        perUser.release(who.userId);
         log.warn("event stream could not start", { err: (err as Error).message });
-        stream.close();
+        throw EdgeError.unavailable("The change feed is unavailable; try again later");
       }
+      // The client left, or the gateway began to stop, while the consumer was being made.
+      if (res.destroyed || req.socket.destroyed || ending) {
+        perUser.release(who.userId);
+        stop();
+        opened();
+        if (ending && !res.destroyed) openStream(res, turn, () => {}).close(RESUME_MS);
+        return;
+      }
+      let untie: (() => void) | undefined;
+      stream = openStream(res, turn, () => {
+        open.delete(stream!.close);
+        perUser.release(who.userId);
+        metrics.eventStreams.dec();
+        untie?.();
+        stop();
+      });
+      open.add(stream.close);
+      metrics.eventStreams.inc();
+      untie = endWithToken(who, revoked, stream.close);
+      opened();
     },
     closeAll() {
       ending = true;

@@ -1,7 +1,8 @@
 // GET /events (docs/api.md, "Change feed"): the change feed as Server-Sent Events, filtered to what the
 // caller may see, resumable with Last-Event-ID. Real processes, NATS JetStream underneath.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
+import { DEPS, expectError, freePort, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
+import { TcpProxy } from "@vnm/e2e/tcp-proxy";
 
 const stack = new Stack();
 let gw = "";
@@ -37,7 +38,6 @@ describe("GET /events", () => {
     const feed = await open(stack.adminToken);
     expect(feed.res.status).toBe(200);
     expect(feed.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    await new Promise((r) => setTimeout(r, 300));
     const b = await http("POST", "/bridges", { name: "fed" });
     await http("PUT", b.json.uri, { name: "fed2" });
     await http("POST", `${b.json.uri}/dhcp`, { subnetPrefix: "10.0.0.0", subnetLength: 24 });
@@ -57,10 +57,33 @@ describe("GET /events", () => {
     expect(ids.every((n, i) => Number.isInteger(n) && (i === 0 || n > ids[i - 1]!))).toBe(true);
   });
 
+  it("a change made as soon as the stream's headers arrive is on it, however slow the bus is to answer", async () => {
+    // This gateway reaches NATS through a proxy that holds its bytes for a while: the stream's
+    // consumer is made late. The bridge service publishes straight to NATS meanwhile.
+    const proxy = new TcpProxy(await freePort(), DEPS.natsUrl);
+    await proxy.open();
+    try {
+      const slow = await stack.startGateway({ NATS_URL: `nats://127.0.0.1:${proxy.port}` });
+      proxy.stall();
+      const opening = openFeed(slow, stack.adminToken).then(async (feed) => {
+        // The client writes the moment it has the headers.
+        const made = await http("POST", "/bridges", { name: "at-once" });
+        expect(made.status).toBe(201);
+        return { feed, id: made.json.id as string };
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      proxy.resume();
+      const { feed, id } = await opening;
+      await waitFor("the bridge's creation on the stream", async () => feed.events.some((e) => e.data.id === id), 10_000);
+      await feed.close();
+    } finally {
+      await proxy.cut();
+    }
+  });
+
   it("shows a tenant only its own tenant's changes, and no admin-only kinds", async () => {
     const a = await open(tokenA);
     const b = await open(tokenB);
-    await new Promise((r) => setTimeout(r, 300));
     const ofA = await http("POST", "/bridges", { name: "a's", tenantId: `A-${stack.id}` }, { "x-auth-token": tokenA });
     const ofB = await http("POST", "/bridges", { name: "b's", tenantId: `B-${stack.id}` }, { "x-auth-token": tokenB });
     await http("POST", "/load_balancers", {});
@@ -75,7 +98,6 @@ describe("GET /events", () => {
 
   it("resumes after Last-Event-ID", async () => {
     const first = await open(stack.adminToken);
-    await new Promise((r) => setTimeout(r, 300));
     const one = await http("POST", "/bridges", { name: "one" });
     await waitFor("one", async () => first.events.some((e) => e.data.id === one.json.id), 10_000);
     await first.close();
