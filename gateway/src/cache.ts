@@ -7,6 +7,7 @@
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import { connectRedis as failFastRedis, type Logger } from "@vnm/kit";
+import { TrackedGenerations } from "./generations.ts";
 
 /**
  * Bodies are kept as UTF-8 bytes: a hit is written to the socket without re-encoding. `kept`:
@@ -164,7 +165,18 @@ class RedisCache implements CollectionCache {
    * event loop at once: one MGET for every kind asked, after those requests arrived, so after
    * any write their clients saw answered.
    */
-  private readonly generation = perTurn((kinds) => this.redis.mget(kinds.map((k) => this.genKey(k))).then((gens) => gens.map((g) => g ?? "0")));
+  private readonly generation = perTurn((kinds) => {
+    const marks = kinds.map((k) => this.tracked.mark(k));
+    return this.redis.mget(kinds.map((k) => this.genKey(k))).then((gens) =>
+      gens.map((g, i) => {
+        const gen = g ?? "0";
+        this.tracked.learn(kinds[i]!, marks[i]!, gen);
+        return gen;
+      }),
+    );
+  });
+  /** Generations Redis tells this gateway of when they change: a hit on a local copy asks Redis nothing. */
+  private readonly tracked: TrackedGenerations;
   /**
    * A kind dropped from Redis, together with every kind invalidated in the same turn: one script
    * call for every write answered and every change heard in that turn (under load, a change
@@ -184,6 +196,7 @@ class RedisCache implements CollectionCache {
     this.redis.defineCommand("vnmRead", { numberOfKeys: 2, lua: READ_LUA });
     this.redis.defineCommand("vnmInvalidate", { lua: INVALIDATE_LUA });
     this.local = localCopies(limits.localBytes);
+    this.tracked = new TrackedGenerations(this.redis, this.genKey(""), log);
     this.redis.on("ready", () => void this.reset());
     this.redis.on("close", () => {
       this.dirty = true;
@@ -202,9 +215,19 @@ class RedisCache implements CollectionCache {
     return `${this.prefix}:bytes:${kind}`;
   }
 
-  private invalidateAll(kinds: string[]) {
+  /**
+   * Moves the kinds' generations on and drops their entries. What this gateway knew of those
+   * generations is forgotten before (reads in flight must not keep the old one) and again after
+   * (one read just before the change could have brought the old one back meanwhile).
+   */
+  private async invalidateAll(kinds: string[]) {
+    for (const k of kinds) this.tracked.forget(k);
     const keys = kinds.flatMap((k) => [this.genKey(k), this.hashKey(k), this.bytesKey(k)]);
-    return this.redis.vnmInvalidate(keys.length, ...keys);
+    try {
+      return await this.redis.vnmInvalidate(keys.length, ...keys);
+    } finally {
+      for (const k of kinds) this.tracked.forget(k);
+    }
   }
 
   /** Drops every kind's entries and generation, then trusts the cache again; retried with back-off until it succeeds. */
@@ -263,7 +286,7 @@ class RedisCache implements CollectionCache {
     try {
       const mine = this.local.get(localKey);
       if (mine) {
-        const gen = await this.generation(kind);
+        const gen = this.tracked.get(kind) ?? (await this.generation(kind));
         if (gen === mine.gen) return { hit: true, body: mine.body, kept: true };
         this.local.delete(localKey);
       }
@@ -323,6 +346,7 @@ class RedisCache implements CollectionCache {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    this.tracked.close();
     this.redis.disconnect();
   }
 }

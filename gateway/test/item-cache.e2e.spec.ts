@@ -1,8 +1,9 @@
 // Item GETs answered from the cache (docs/decisions.md, "Cache: item reads, bounds, recovery"): no gRPC hop for a cached item, read-your-writes
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
+import { DEPS, expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
 
 const PASSWORD = "item-cache-passw0rd-long";
 const stack = new Stack();
@@ -113,6 +114,60 @@ it("read-your-writes through two gateways: a write through either is seen at onc
   expect((await http("DELETE", `${gwA}/bridges/${id}`)).status).toBe(204);
   expectError(await http("GET", `${gwA}/bridges/${id}`), 404);
   await waitFor("gateway B to see the delete", async () => (await http("GET", `${gwB}/bridges/${id}`)).status === 404, 5_000);
+});
+
+/** The commands Redis runs on this stack's keys while `run` runs (MONITOR). */
+async function commandsDuring(run: () => Promise<void>): Promise<string[]> {
+  const admin = new Redis(DEPS.redisUrl);
+  const monitor = await admin.monitor();
+  const seen: string[] = [];
+  monitor.on("monitor", (_time: string, args: string[]) => {
+    if (args.some((a) => a.startsWith(`${stack.prefix}:`))) seen.push(args.join(" "));
+  });
+  try {
+    await run();
+    // MONITOR's lines trail the commands a little.
+    await new Promise((r) => setTimeout(r, 200));
+  } finally {
+    monitor.disconnect();
+    admin.disconnect();
+  }
+  return seen;
+}
+
+it("a hit asks Redis nothing, and a write through one gateway is read through the other at once, also after the connection that hears changes was cut", async () => {
+  const { id } = await create("tracked", "tenant-a");
+  await cachedAt(gwB, id);
+  // Hits on B's own copy: Redis tells B when the bridges' generation moves, so B asks it nothing.
+  const asked = await commandsDuring(async () => {
+    for (let i = 0; i < 50; i++) expect((await http("GET", `${gwB}/bridges/${id}`)).json.name).toBe("tracked");
+  });
+  // At most one read of the generation (one is known for a second at most).
+  expect(asked.length, asked.join("\n")).toBeLessThanOrEqual(1);
+
+  const rounds = async (from: number) => {
+    for (let i = from; i < from + 10; i++) {
+      expect((await http("PUT", `${gwA}/bridges/${id}`, { name: `v${i}`, tenantId: "tenant-a" })).status).toBe(200);
+      // No wait: the first read through B after A answered sees the write; the second is B's copy.
+      expect((await http("GET", `${gwB}/bridges/${id}`)).json.name, `round ${i}`).toBe(`v${i}`);
+      expect((await http("GET", `${gwB}/bridges/${id}`)).json.name, `round ${i}`).toBe(`v${i}`);
+    }
+  };
+  await rounds(0);
+  // Every gateway's connection that hears the changes is cut: B reads generations from Redis
+  // until it has heard from it again, and still never serves what A replaced.
+  const admin = new Redis(DEPS.redisUrl);
+  try {
+    const list = String(await admin.client("LIST"));
+    const ids = [...list.matchAll(/^id=(\d+) .*name=invalidations:(\S+)/gm)].filter((m) => m[2]!.startsWith(`${stack.prefix}:`)).map((m) => m[1]!);
+    expect(ids.length).toBe(2);
+    for (const cid of ids) await admin.client("KILL", "ID", cid);
+  } finally {
+    admin.disconnect();
+  }
+  await rounds(10);
+  await waitFor("B asking Redis nothing for its hits again", async () => (await commandsDuring(async () => void (await http("GET", `${gwB}/bridges/${id}`)))).length === 0, 10_000);
+  await rounds(20);
 });
 
 it("a non-admin never gets another tenant's cached item: the same 404 as a missing one", async () => {
