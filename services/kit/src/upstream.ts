@@ -93,29 +93,58 @@ function domainChannelOptions(defs: Map<string, grpc.ServiceDefinition>): grpc.C
   return { ...CHANNEL_OPTIONS, "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }], methodConfig }) };
 }
 
-/** One unary call: the answer and the kinds the call changed (its trailers), or the call's error. */
+/** A call's failure as grpc-js reports one (code, details, trailers), for ApiError.from. */
+function callError(st: grpc.StatusObject): grpc.ServiceError {
+  return Object.assign(new Error(`${st.code} ${grpc.status[st.code] ?? ""}: ${st.details}`), { code: st.code, details: st.details, metadata: st.metadata });
+}
+
+/**
+ * One unary call: the answer and the kinds the call changed (its trailers), or the call's error.
+ * Made on the client's channel directly (what grpc-js's generated method does beneath its
+ * interceptor layer, which this code never uses): that method also captures the caller's stack
+ * on every call, for the message of one that fails, which an API error never shows.
+ */
 function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult> {
   return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[rpc];
-    if (typeof fn !== "function") return reject(new Error(`no RPC ${rpc}`));
+    const def = (client.constructor as grpc.ServiceClientConstructor).service?.[rpc];
+    if (!def || def.requestStream || def.responseStream) return reject(new Error(`no unary RPC ${rpc}`));
     let response: Record<string, unknown> | undefined;
-    let failure: unknown;
+    let broken: grpc.StatusObject | undefined;
     const metadata = new grpc.Metadata();
     if (token) metadata.set("authorization", `Bearer ${token}`);
     if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
     for (const [k, v] of Object.entries(extra ?? {})) metadata.set(k, v);
     if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
-    const call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: Record<string, unknown>) => {
-      if (err) failure = err;
-      else response = res;
-    }) as grpc.ClientUnaryCall;
-    // The callback runs before the status event, which carries the trailing metadata.
-    call.on("status", (st: grpc.StatusObject) => {
-      if (failure || !response) return reject(failure ?? new Error("no response"));
-      const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
-      const changes = typeof changed === "string" && changed ? changed.split(",") : [];
-      resolve({ response, changes, filtered: st.metadata.get(FILTERED_KEY)[0] === "1" });
+    const call = client.getChannel().createCall(def.path, Date.now() + timeoutMs, undefined, null, undefined);
+    call.start(metadata, {
+      onReceiveMetadata: () => {},
+      onReceiveMessage: (message: Buffer) => {
+        try {
+          response = def.responseDeserialize(message) as Record<string, unknown>;
+        } catch (err) {
+          broken = { code: grpc.status.INTERNAL, details: `Response message parsing error: ${(err as Error).message}`, metadata: new grpc.Metadata() };
+          call.cancelWithStatus(broken.code, broken.details);
+        }
+      },
+      onReceiveStatus: (st: grpc.StatusObject) => {
+        const status = broken ?? st;
+        if (status.code !== grpc.status.OK) return reject(callError(status));
+        if (!response) return reject(callError({ code: grpc.status.UNIMPLEMENTED, details: "No message received", metadata: st.metadata }));
+        const changed = st.metadata.get(CHANGED_KINDS_KEY)[0];
+        const changes = typeof changed === "string" && changed ? changed.split(",") : [];
+        resolve({ response, changes, filtered: st.metadata.get(FILTERED_KEY)[0] === "1" });
+      },
     });
+    call.startRead();
+    let bytes: Buffer;
+    try {
+      bytes = def.requestSerialize(request);
+    } catch (err) {
+      call.cancelWithStatus(grpc.status.INTERNAL, `Request message serialization failure: ${(err as Error).message}`);
+      return;
+    }
+    call.sendMessageWithContext({}, bytes);
+    call.halfClose();
   });
 }
 
