@@ -48,13 +48,14 @@ async function burst(bases: string[], token: string, rounds: number, perGateway:
 }
 
 describe("a limit counted in blocks", () => {
-  it("is shared by two gateways: at most the limit, at least the limit less a block per other gateway; then 429 with Retry-After", async () => {
+  it("is shared by two gateways: never past the limit, at most a block short of it; then 429 with Retry-After", async () => {
     const token = await login(one);
     // 1,100 requests, ten at once at each gateway: those arriving together wait for one block.
     const answers = await burst([one, two], token, 55, 10);
     const allowed = answers.filter((r) => r.status === 200).length;
     expect(allowed).toBeLessThanOrEqual(LIMIT);
-    expect(allowed).toBeGreaterThanOrEqual(LIMIT - (BLOCK - 1));
+    // Short by at most a block per other gateway: the requests it holds unspent (docs/api.md).
+    expect(allowed).toBeGreaterThanOrEqual(LIMIT - BLOCK);
     const refused = answers.filter((r) => r.status !== 200);
     for (const r of refused) expectError(r, 429);
     const retryAfter = Number(refused[0]!.headers.get("retry-after"));
