@@ -30,7 +30,7 @@ function flexible(points: number, duration: number, redis: Redis | undefined, na
 }
 
 /** The share of a limit a process takes from the shared count at once: a hundredth (at least one). */
-export const rateBlockOf = (limit: number): number => Math.max(1, Math.floor(limit / 100));
+const rateBlockOf = (limit: number): number => Math.max(1, Math.floor(limit / 100));
 
 /** Keys whose allowance a process keeps at most; the least recently used is dropped first. */
 const MAX_ALLOWANCES = 10_000;
@@ -59,7 +59,7 @@ function granted(res: RateLimiterRes, asked: number, limit: number): number {
  * in blocks (rateBlockOf): a process spends a block's requests without asking Redis again, and
  * only within the window the block was counted in, so no request is let through past the limit;
  * the price is that a key may be refused while other processes still hold unspent requests of
- * theirs (up to a block less one each). A key whose count reaches the limit is refused in this
+ * theirs (up to a block each). A key whose count reaches the limit is refused in this
  * process until its window ends (rate-limiter-flexible's in-memory block), again without Redis.
  */
 export function rateLimiter(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): RateLimiter {
