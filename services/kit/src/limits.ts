@@ -3,7 +3,9 @@
 // per-token request limit, and the login limits the identity service applies to every password
 // check, whoever asks (the gateway's /login or a caller at identity's own gRPC port).
 import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { Redis } from "ioredis";
+import { LRUCache } from "lru-cache";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { ApiError } from "./errors.ts";
 
@@ -16,26 +18,88 @@ export interface RateLimiter {
 
 const retryAfterOf = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
+/** RateLimiterRedis's own options, used only with Redis. */
+type StoreOptions = { inMemoryBlockOnConsumed?: number };
+
 /** A fixed-window limiter: in Redis when given, with a per-process stand-in when it does not answer. */
-function flexible(points: number, duration: number, redis: Redis | undefined, name: string): RateLimiterAbstract {
+function flexible(points: number, duration: number, redis: Redis | undefined, name: string, store: StoreOptions = {}): RateLimiterAbstract {
   // Replicas configured alike share counters; a part with other limits keeps its own.
   const keyPrefix = `${name}:${points}:${duration}`;
   const memory = new RateLimiterMemory({ points, duration, keyPrefix });
-  return redis ? new RateLimiterRedis({ storeClient: redis, points, duration, keyPrefix, insuranceLimiter: memory }) : memory;
+  return redis ? new RateLimiterRedis({ storeClient: redis, points, duration, keyPrefix, insuranceLimiter: memory, ...store }) : memory;
 }
 
-/** Counts requests per key; the count resets each window. */
+/** The share of a limit a process takes from the shared count at once: a hundredth (at least one). */
+const rateBlockOf = (limit: number): number => Math.max(1, Math.floor(limit / 100));
+
+/** Keys whose allowance a process keeps at most; the least recently used is dropped first. */
+const MAX_ALLOWANCES = 10_000;
+
+/** A key's requests taken from the shared count and not yet spent by this process. */
+interface Allowance {
+  left: number;
+  /** When the window they were counted in ends (performance.now()). */
+  until: number;
+  /** The block being taken; requests arriving meanwhile wait for it instead of taking their own. */
+  taking?: Promise<RateLimiterRes | undefined>;
+}
+
+/**
+ * The points of a block of `asked` that fall within `limit`: all of it when allowed, what was
+ * left under the limit when the block crossed it, none when the key was already refused (or
+ * refused in this process, which reports no count).
+ */
+function granted(res: RateLimiterRes, asked: number, limit: number): number {
+  const before = res.consumedPoints - asked;
+  return before < 0 ? 0 : Math.min(asked, Math.max(0, limit - before));
+}
+
+/**
+ * Counts requests per key; the count resets each window. The count is shared (Redis) but taken
+ * in blocks (rateBlockOf): a process spends a block's requests without asking Redis again, and
+ * only within the window the block was counted in, so no request is let through past the limit;
+ * the price is that a key may be refused while other processes still hold unspent requests of
+ * theirs (up to a block each). A key whose count reaches the limit is refused in this
+ * process until its window ends (rate-limiter-flexible's in-memory block), again without Redis.
+ */
 export function rateLimiter(limit: number, windowSeconds: number, redis: Redis | undefined, prefix: string): RateLimiter {
   if (limit <= 0) return { enabled: false, hit: async () => ({ allowed: true, retryAfter: 0 }) };
-  const limiter = flexible(limit, windowSeconds, redis, `${prefix}:rl`);
+  const limiter = flexible(limit, windowSeconds, redis, `${prefix}:rl`, { inMemoryBlockOnConsumed: limit });
+  const block = rateBlockOf(limit);
+  const allowances = new LRUCache<string, Allowance>({ max: MAX_ALLOWANCES });
+  /** Takes `key`'s next block into `a`; resolves with the refusal when none of it was granted. */
+  const take = async (key: string, a: Allowance): Promise<RateLimiterRes | undefined> => {
+    // Timed from before the ask: the block ends no later than Redis's window does.
+    const asked = performance.now();
+    const res = await limiter.consume(key, block).catch((err: unknown) => {
+      if (err instanceof RateLimiterRes) return err;
+      throw err;
+    });
+    a.left = granted(res, block, limit);
+    a.until = asked + res.msBeforeNext;
+    return a.left > 0 ? undefined : res;
+  };
   return {
     enabled: true,
     async hit(key) {
       try {
-        await limiter.consume(key);
-        return { allowed: true, retryAfter: 0 };
-      } catch (res) {
-        if (res instanceof RateLimiterRes) return { allowed: false, retryAfter: retryAfterOf(res.msBeforeNext) };
+        for (;;) {
+          const a = allowances.get(key) ?? { left: 0, until: 0 };
+          if (a.left > 0 && a.until > performance.now()) {
+            a.left--;
+            return { allowed: true, retryAfter: 0 };
+          }
+          if (!a.taking) {
+            a.taking = take(key, a).finally(() => {
+              a.taking = undefined;
+            });
+            allowances.set(key, a);
+          }
+          const refused = await a.taking;
+          if (refused) return { allowed: false, retryAfter: retryAfterOf(refused.msBeforeNext) };
+        }
+      } catch {
+        // Neither Redis nor the stand-in answered: let the request through.
         return { allowed: true, retryAfter: 0 };
       }
     },
