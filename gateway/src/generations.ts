@@ -98,7 +98,10 @@ export class TrackedGenerations {
 
   /** A message from Redis: the keys that changed, or null when the whole database may have. */
   private heard(keys: unknown): void {
-    if (!Array.isArray(keys)) return this.flush();
+    if (!Array.isArray(keys)) {
+      this.flush();
+      return;
+    }
     for (const key of keys) {
       const name = Buffer.isBuffer(key) ? key.toString() : String(key);
       if (!name.startsWith(this.keyPrefix)) continue;
