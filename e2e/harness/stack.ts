@@ -4,7 +4,7 @@
 // package exports it as @vnm/e2e/stack.
 import { randomBytes } from "node:crypto";
 import { connect as connectTcp } from "node:net";
-import { addressVariable, natsCredentials, natsPasswordVariable, provisionRole, roleName, type ServiceRole, serviceDatabaseUrl } from "@vnm/kit";
+import { addressVariable, natsCredentials, natsPasswordVariable, provisionRole, roleName, type ServiceRole, serviceDatabaseUrl, streamNames } from "@vnm/kit";
 import { credentialEnv } from "@vnm/kit/repo";
 import { DEPS, deleteStreams, freePort, type Proc, serviceCredentials, serviceDomains, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect, type NatsConnection, StringCodec } from "nats";
@@ -168,6 +168,29 @@ export class Stack {
   /** The DATABASE_URL of a service of this stack: its own role. */
   databaseUrl(domain: string): string {
     return serviceDatabaseUrl(DEPS.databaseUrl, this.role(domain));
+  }
+
+  /**
+   * Every change notification this stack's JetStream stream holds, oldest first: what was
+   * published, whoever was listening at the time (a live subscriber misses what is published
+   * while it reconnects).
+   */
+  async storedChanges(): Promise<ChangeSeen[]> {
+    const nc = await this.natsAdmin();
+    try {
+      const stream = streamNames(this.prefix)[0];
+      const { state } = await (await nc.jetstreamManager()).streams.info(stream);
+      const stored: ChangeSeen[] = [];
+      if (state.messages === 0) return stored;
+      const messages = await (await nc.jetstream().consumers.get(stream)).consume();
+      for await (const m of messages) {
+        stored.push({ subject: m.subject, data: m.json(), requestIdHeader: m.headers?.get("X-Request-Id") || undefined });
+        if (m.seq >= state.last_seq) break;
+      }
+      return stored;
+    } finally {
+      await nc.close();
+    }
   }
 
   /** A connection to this stack's NATS with every right (as admin on a server with users). */
