@@ -142,7 +142,8 @@ function creator(pool: import("pg").Pool, schema: string) {
 function serveEcho(): void {
   const Echo = loadEcho();
   const db = cfg.pg ?? cfg.write;
-  const pool = db ? new pg.Pool({ connectionString: db.databaseUrl, max: 10 }) : undefined;
+  // Named, so its Postgres backends can be told apart from the stack's (and other users').
+  const pool = db ? new pg.Pool({ connectionString: db.databaseUrl, max: 10, application_name: `vnm-bench-${mode}` }) : undefined;
   const server = new grpc.Server();
   server.addService(Echo.service, {
     Get(call: { request: { id: string } }, cb: Callback<{ body: string }>) {
