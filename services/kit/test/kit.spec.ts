@@ -289,7 +289,11 @@ describe("outbox relay", () => {
     bus.subscribe([">"], (m) => heard.push({ id: (m.data as Change).id, at: Date.now() }));
     // A round takes one connection from the pool.
     let rounds = 0;
-    const counted = new Proxy(pool, { get: (t, k) => (k === "connect" ? () => (rounds++, t.connect()) : Reflect.get(t, k)) });
+    const connect = () => {
+      rounds++;
+      return pool.connect();
+    };
+    const counted = new Proxy(pool, { get: (t, k) => (k === "connect" ? connect : Reflect.get(t, k)) });
     const spacing = 1000;
     const relay = new OutboxRelay(counted, schema, bus, log, 60_000, spacing);
     const c = await pool.connect();
