@@ -2,9 +2,12 @@
 // event loop with the bench. Usage: node baseline-server.ts <mode> <config.json>
 //   http          bare node:http returning the recorded body
 //   express       bare express returning it
-//   echo          a grpc-js Echo service (config.pg: also one indexed Postgres read per call)
-//   express-grpc  express making one grpc-js unary call to config.echoAddr per request
+//   echo          a grpc-js Echo service (config.pg: also one indexed Postgres read per call;
+//                 config.write: Create inserts a bridge and its outbox row in one statement)
+//   express-grpc  express making one grpc-js unary call to config.echoAddr per request (GET
+//                 /bridges/:id: Get; POST /bridges: Create, answered 201 with the bridge's JSON)
 // Prints "READY <port>" on stdout once listening.
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -22,6 +25,8 @@ interface Config {
   protoPath: string;
   echoAddr?: string;
   pg?: { databaseUrl: string; schema: string; id: string };
+  /** A schema of the bench's own holding a bridges table like the bridge service's and an outbox. */
+  write?: { databaseUrl: string; schema: string };
 }
 
 const mode = process.argv[2];
@@ -81,19 +86,74 @@ function serveExpress(): void {
   listen(app);
 }
 
-/** The Echo service; with config.pg, each call first reads the bridge by its primary key, as the bridge service's GetBridge does. */
+type Callback<T> = (err: Error | null, res?: T) => void;
+
+/** A bridge as the Echo service carries it (proto-loader's camelCase names). */
+interface Bridge {
+  id: string;
+  tenantId: string;
+  name: string;
+  adminStateUp: boolean;
+  inboundFilterId: string;
+  outboundFilterId: string;
+  inboundMirrorIds: string[];
+  outboundMirrorIds: string[];
+  vxlanPortIds: string[];
+}
+
+/**
+ * The durable write's one statement, as the bridge service writes a create: the row and its
+ * outbox row in one data-modifying CTE, committed on its own (no BEGIN, no COMMIT), run as a
+ * named statement so each connection parses and plans it once.
+ */
+function createStatement(schema: string): string {
+  const written = `INSERT INTO ${schema}.bridges (id, tenant_id, name, admin_state_up, inbound_filter_id, outbound_filter_id, inbound_mirror_ids, outbound_mirror_ids)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`;
+  return `WITH written AS (${written}), announced AS (INSERT INTO ${schema}.outbox (subject, payload) VALUES ($9, $10::jsonb)) SELECT * FROM written`;
+}
+
+/** A row as the Echo service's Bridge: columns by their camelCase names, NULL as proto3's empty value. */
+function asMessage(row: Record<string, unknown>): Bridge {
+  const camel = (k: string) => k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [camel(k), v ?? ""])) as unknown as Bridge;
+}
+
+/** Create: the bridge asked for, under a new id, and its change notification, written together; answers the row. */
+function creator(pool: import("pg").Pool, schema: string) {
+  const text = createStatement(schema);
+  const orNull = (s: string) => (s === "" ? null : s);
+  return (call: { request: Bridge }, cb: Callback<Bridge>) => {
+    const b = call.request;
+    const id = randomUUID();
+    const tenantId = orNull(b.tenantId);
+    const payload = JSON.stringify({ kind: "Bridge", event: "created", id, path: `/bridges/${id}`, tenantId, domain: "bench", at: new Date().toISOString() });
+    const values = [id, tenantId, orNull(b.name), b.adminStateUp, orNull(b.inboundFilterId), orNull(b.outboundFilterId), b.inboundMirrorIds, b.outboundMirrorIds, "bench.bridge.Bridge.created", payload];
+    pool
+      .query({ name: "create_bridge", text, values })
+      .then((r: { rows: Record<string, unknown>[] }) => cb(null, asMessage(r.rows[0]!)))
+      .catch((err: Error) => cb(err));
+  };
+}
+
+/**
+ * The Echo service; with config.pg, each Get first reads the bridge by its primary key, as the
+ * bridge service's GetBridge does; with config.write, Create writes one (see `creator`).
+ */
 function serveEcho(): void {
   const Echo = loadEcho();
-  const pool = cfg.pg ? new pg.Pool({ connectionString: cfg.pg.databaseUrl, max: 10 }) : undefined;
+  const db = cfg.pg ?? cfg.write;
+  // Named, so its Postgres backends can be told apart from the stack's (and other users').
+  const pool = db ? new pg.Pool({ connectionString: db.databaseUrl, max: 10, application_name: `vnm-bench-${mode}` }) : undefined;
   const server = new grpc.Server();
   server.addService(Echo.service, {
-    Get(call: { request: { id: string } }, cb: (err: Error | null, res?: { body: string }) => void) {
-      if (!pool) return cb(null, { body: cfg.body });
+    Get(call: { request: { id: string } }, cb: Callback<{ body: string }>) {
+      if (!pool || !cfg.pg) return cb(null, { body: cfg.body });
       pool
-        .query(`SELECT ${COLUMNS} FROM ${cfg.pg!.schema}.bridges WHERE id = $1`, [call.request.id])
+        .query(`SELECT ${COLUMNS} FROM ${cfg.pg.schema}.bridges WHERE id = $1`, [call.request.id])
         .then((r: { rows: unknown[] }) => (r.rows.length === 1 ? cb(null, { body: cfg.body }) : cb(Object.assign(new Error("not found"), { code: 5 }))))
         .catch((err: Error) => cb(err));
     },
+    Create: pool && cfg.write ? creator(pool, cfg.write.schema) : (_call: unknown, cb: Callback<Bridge>) => cb(Object.assign(new Error("no write schema"), { code: 12 })),
   });
   server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err: Error | null, port: number) => {
     if (err) throw err;
@@ -101,21 +161,32 @@ function serveEcho(): void {
   });
 }
 
+/** A gRPC error as the bare 500 a baseline answers it with. */
+function failed(res: Res): void {
+  res.statusCode = 500;
+  res.end();
+}
+
 function serveExpressGrpc(): void {
   const Echo = loadEcho();
   const client = new Echo(`dns:${cfg.echoAddr}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   const app = bareExpress();
+  const deadline = () => ({ deadline: Date.now() + 10_000 });
   app.get("/bridges/:id", (req: { params: { id: string } }, res: Res) => {
-    client.Get({ id: req.params.id }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err: Error | null, r: { body: string }) => {
-      if (err) {
-        res.statusCode = 500;
-        res.end();
-        return;
-      }
+    client.Get({ id: req.params.id }, new grpc.Metadata(), deadline(), (err: Error | null, r: { body: string }) => {
+      if (err) return failed(res);
       res.statusCode = 200;
       res.setHeader("Content-Type", cfg.contentType);
       res.setHeader("Content-Length", Buffer.byteLength(r.body));
       res.end(r.body);
+    });
+  });
+  // The obvious durable write: the JSON body parsed, one Create (adminStateUp true unless the
+  // body says otherwise, as the API's default), the bridge written back as JSON.
+  app.post("/bridges", express.json(), (req: { body: object }, res: Res & { status(n: number): { location(l: string): { json(b: unknown): void } } }) => {
+    client.Create({ adminStateUp: true, ...req.body }, new grpc.Metadata(), deadline(), (err: Error | null, b: Bridge) => {
+      if (err) return failed(res);
+      res.status(201).location(`/bridges/${b.id}`).json(b);
     });
   });
   listen(app);

@@ -1,11 +1,17 @@
 // The baselines every ratio is taken against, measured in the same run: bare node:http and
-// express returning the bytes of one bridge, express making one grpc-js call, and the design
-// floor, express + one grpc-js call + one indexed Postgres read of that bridge.
+// express returning the bytes of one bridge, express making one grpc-js call, the design
+// floor, express + one grpc-js call + one indexed Postgres read of that bridge, and the
+// durable-write floor, express + one grpc-js call + one Postgres statement writing a bridge and
+// its outbox row, committed with the default synchronous_commit.
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { OUTBOX_MIGRATION } from "@vnm/kit";
 import { DEPS, type Proc, startProcess, waitFor } from "@vnm/kit/testing";
-import type { Baseline, Result, Runner } from "./scenario.ts";
+import pg from "pg";
+import { migrations as bridgeMigrations } from "../../services/bridge/src/migrations.ts";
+import { JSON_TYPE } from "./bridges.ts";
+import type { Baseline, Load, Result, Runner } from "./scenario.ts";
 import { TMP, want } from "./settings.ts";
 import type { BenchStack } from "./stack.ts";
 
@@ -23,16 +29,71 @@ export interface Item {
 export interface Baselines {
   express: Baseline;
   floor: Baseline;
+  /** The durable-write floor (when POST or the baselines run). */
+  writeFloor?: Baseline;
   /** Bare express sending the cached 100-item collection's bytes (when the collection or the baselines run). */
   collBody?: Result;
 }
 
 const ECHO_PROTO = `syntax = "proto3";
 package bench;
-service Echo { rpc Get(Req) returns (Res); }
+service Echo {
+  rpc Get(Req) returns (Res);
+  rpc Create(Bridge) returns (Bridge);
+}
 message Req { string id = 1; }
 message Res { string body = 1; }
+message Bridge {
+  string id = 1;
+  string tenant_id = 2;
+  string name = 3;
+  bool admin_state_up = 4;
+  string inbound_filter_id = 5;
+  string outbound_filter_id = 6;
+  repeated string inbound_mirror_ids = 7;
+  repeated string outbound_mirror_ids = 8;
+  repeated string vxlan_port_ids = 9;
+}
 `;
+
+/** What the durable-write floor is sent: the body the POST row sends. */
+export const POST_BODY = JSON.stringify({ name: "b", tenantId: "bench" });
+
+/** What a baseline's Echo server does behind it: answer at once, read the item, or write bridges. */
+type EchoWork = { pg: boolean } | { write: true };
+
+/**
+ * A schema of the bench's own for the durable-write floor: the bridge service's tables, made by
+ * its migrations (the same columns and indexes), and an outbox. The bench drops it at the end.
+ */
+async function writeSchema(bench: BenchStack): Promise<string> {
+  const schema = bench.ownSchema("writefloor");
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    const sql = [OUTBOX_MIGRATION, ...bridgeMigrations].map((m) => m.sql).join(";\n");
+    await db.query(`BEGIN; CREATE SCHEMA ${schema}; SET LOCAL search_path = ${schema}; ${sql}; COMMIT`);
+  } finally {
+    await db.end();
+  }
+  return schema;
+}
+
+/**
+ * A baseline's answer before it is measured: the item's very bytes (200), or for a POST a 201
+ * with the bridge it was sent, under a new id.
+ */
+async function checkBaseline(name: string, l: Load, itemBody: string | undefined): Promise<void> {
+  const r = await fetch(l.url as string, { method: l.method ?? "GET", headers: l.headers, body: l.body });
+  const text = await r.text();
+  if (itemBody !== undefined && r.status === 200 && text === itemBody) return;
+  if (itemBody === undefined && r.status === 201) {
+    const sent = JSON.parse(l.body!) as Record<string, unknown>;
+    const got = JSON.parse(text) as Record<string, unknown>;
+    if (typeof got["id"] === "string" && Object.entries(sent).every(([k, v]) => got[k] === v)) return;
+  }
+  throw new Error(`baseline ${name} answers ${r.status} with other bytes: ${text.slice(0, 200)}`);
+}
 
 export class BaselineRunner {
   private readonly bench: BenchStack;
@@ -63,25 +124,33 @@ export class BaselineRunner {
     return { proc, port };
   }
 
-  /** Measures a baseline; with `keep`, its processes stay up for the rows measured in turns with it. */
-  async run(name: string, mode: string, opts: { echo?: { pg: boolean }; body?: string; keep?: boolean } = {}): Promise<Baseline> {
+  /** The Echo server's configuration for `work`. */
+  private async echoConfig(work: EchoWork): Promise<Record<string, unknown>> {
+    if ("write" in work) return { write: { databaseUrl: DEPS.databaseUrl, schema: await writeSchema(this.bench) } };
+    return work.pg ? { pg: { databaseUrl: DEPS.databaseUrl, schema: this.item.schema, id: this.item.id } } : {};
+  }
+
+  /**
+   * Measures a baseline: the item GET, or with `post` a POST /bridges of that JSON (answered
+   * 201); with `keep`, its processes stay up for the rows measured in turns with it.
+   */
+  async run(name: string, mode: string, opts: { echo?: EchoWork; body?: string; keep?: boolean; post?: string } = {}): Promise<Baseline> {
     const started: Proc[] = [];
     let echoAddr: string | undefined;
     if (opts.echo) {
-      const pg = opts.echo.pg ? { databaseUrl: DEPS.databaseUrl, schema: this.item.schema, id: this.item.id } : undefined;
-      const e = await this.start("echo", { pg });
+      const e = await this.start("echo", await this.echoConfig(opts.echo));
       started.push(e.proc);
       echoAddr = `127.0.0.1:${e.port}`;
     }
     const body = opts.body ?? this.item.body;
     const b = await this.start(mode, { body, echoAddr });
     started.push(b.proc);
-    const url = `http://127.0.0.1:${b.port}${this.item.path}`;
-    const check = await fetch(url);
-    if (check.status !== 200 || (await check.text()) !== body) throw new Error(`baseline ${name} answers ${check.status} with other bytes`);
-    const result = await this.runner.scenario(name, "baseline", { url });
+    const origin = `http://127.0.0.1:${b.port}`;
+    const load = opts.post ? { url: `${origin}/bridges`, method: "POST", headers: JSON_TYPE, body: opts.post } : { url: `${origin}${this.item.path}` };
+    await checkBaseline(name, load, opts.post ? undefined : body);
+    const result = await this.runner.scenario(name, "baseline", load);
     if (!opts.keep) for (const p of started) await this.bench.stopProc(p);
-    return { result, load: { url } };
+    return { result, load };
   }
 
   /** Every baseline (--only leaves out those no row is held to); express and the floor stay up. */
@@ -90,12 +159,16 @@ export class BaselineRunner {
     const express = await this.run("baseline: express", "express", { keep: true });
     if (want("baselines")) await this.run("baseline: express+grpc", "express-grpc", { echo: { pg: false } });
     const floor = await this.run("baseline: express+grpc+pg (the design floor)", "express-grpc", { echo: { pg: true }, keep: true });
+    const writeFloor =
+      want("baselines") || want("post")
+        ? await this.run("baseline: express+grpc+pg write (the durable-write floor)", "express-grpc", { echo: { write: true }, keep: true, post: POST_BODY })
+        : undefined;
     let collBody: Result | undefined;
     if (want("baselines") || wantCollection) {
       // The very bytes of the cached 100-item collection: what the body's size alone costs.
       const body = await collectionBody();
       collBody = (await this.run(`baseline: express, 100-item body (${body.length} B)`, "express", { body })).result;
     }
-    return { express, floor, ...(collBody ? { collBody } : {}) };
+    return { express, floor, ...(writeFloor ? { writeFloor } : {}), ...(collBody ? { collBody } : {}) };
   }
 }

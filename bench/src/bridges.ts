@@ -8,7 +8,7 @@ import { fmt } from "./table.ts";
 /** Requests in flight while the table grows or shrinks. */
 const CONCURRENCY = 16;
 const GROWTH_TENANTS = 1000;
-const JSON_TYPE = { "content-type": "application/json" };
+export const JSON_TYPE = { "content-type": "application/json" };
 
 export const COLL_TENANT = "bench-coll";
 export const FIXED_TENANT = "bench-fixed";

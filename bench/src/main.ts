@@ -133,6 +133,7 @@ async function main(): Promise<void> {
     results: s.ctx.runner.results,
     express: baselines.express.result,
     floor: baselines.floor.result,
+    ...(baselines.writeFloor ? { writeFloor: baselines.writeFloor.result } : {}),
     growth,
     bigList,
     publications: s.ctx.publications.list,

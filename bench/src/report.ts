@@ -20,6 +20,8 @@ export interface Run {
   results: Result[];
   express: Result;
   floor: Result;
+  /** The durable-write floor, when POST or the baselines ran. */
+  writeFloor?: Result;
   growth: Step[];
   /** The unpaged list over a big table, when it ran. */
   bigList?: BigList;
@@ -72,7 +74,8 @@ function cpuLines(results: Result[]): string[] {
 export function print(run: Run, all: Goal[]): void {
   const { rss, growth, publications } = run;
   const lines = ["", table(run.results), ""];
-  lines.push(`bare express on this machine, this run: ${fmt(run.express.rps)} req/s; design floor (express+grpc+pg): ${fmt(run.floor.rps)} req/s; ${load()} at the end`);
+  const writeFloor = run.writeFloor ? `; durable-write floor (express+grpc+pg insert and outbox row, synchronous commit): ${fmt(run.writeFloor.rps)} req/s` : "";
+  lines.push(`bare express on this machine, this run: ${fmt(run.express.rps)} req/s; design floor (express+grpc+pg): ${fmt(run.floor.rps)} req/s${writeFloor}; ${load()} at the end`);
   if (growth.length > 0)
     lines.push(
       `growth: ${growth.map((g) => `${fmt(g.rows)} rows`).join(" -> ")}; the fixed tenant always has 10 bridges, the page is the first 100 of all; @${(growth[1]?.size ?? 0) / 1000}k is held to the @1k repeat after shrinking, each row as its share of its baseline in the same turns.`,

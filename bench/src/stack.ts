@@ -6,7 +6,7 @@ import { stripTypeScriptTypes } from "node:module";
 import { join } from "node:path";
 import { Stack } from "@vnm/e2e/stack";
 import { NODE_FLAGS } from "@vnm/kit/repo";
-import { type Proc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
+import { dropSchema, type Proc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../../deploy/build.ts";
 import { CPU_PROF, EXTRA_FLAGS, FROM, MEM_PROBE, PROF_DIR, TMP } from "./settings.ts";
 
@@ -40,6 +40,8 @@ export class BenchStack {
   /** The admin token every request carries, once the first gateway is up. */
   token = "";
   private gatewayLabel = "gateway";
+  /** Schemas of the bench's own (the durable-write floor's), dropped at the end. */
+  private readonly ownSchemas: string[] = [];
 
   /** Builds the stack as the image does (deploy/build.ts) when it runs compiled. */
   prepare(): void {
@@ -122,10 +124,18 @@ export class BenchStack {
     return (await fetch(`http://${this.stack.metricsAddrs.get("bridge")}/metrics`)).text();
   }
 
-  /** Stops every process; the stack's schemas, stream and cache keys go too. */
+  /** The name of a schema of the bench's own, `<name>_<stack id>`, dropped by `stop`; the caller makes it. */
+  ownSchema(name: string): string {
+    const schema = `${name}_${this.stack.id}`;
+    this.ownSchemas.push(schema);
+    return schema;
+  }
+
+  /** Stops every process; the stack's schemas, stream and cache keys go too, and the bench's own schemas. */
   async stop(): Promise<void> {
     await Promise.all(this.members.map((m) => m.proc.stop()));
     this.members.length = 0;
+    for (const s of this.ownSchemas.splice(0)) await dropSchema(s);
     await this.stack.stop();
   }
 }

@@ -2,8 +2,8 @@
 // collection, two gateway replicas, the table's growth, then the writes (last, so they do not
 // change the growth sizes).
 import { get as httpGet } from "node:http";
-import type { Baselines } from "./baselines.ts";
-import { type Bridges, COLL_TENANT, FIXED_TENANT } from "./bridges.ts";
+import { type Baselines, POST_BODY } from "./baselines.ts";
+import { type Bridges, COLL_TENANT, FIXED_TENANT, JSON_TYPE } from "./bridges.ts";
 import { rssMb } from "./memory.ts";
 import type { Publications } from "./publish.ts";
 import { load, ok, type Result, type Runner } from "./scenario.ts";
@@ -37,8 +37,6 @@ export interface Step {
   page: Result;
   fixed: Result;
 }
-
-const JSON_TYPE = { "content-type": "application/json" };
 
 /** The bytes a GET's answer carries on the wire (content coding kept) and its Content-Encoding. */
 function wireBytes(url: string, headers: Record<string, string>): Promise<{ bytes: number; coding?: string }> {
@@ -156,20 +154,24 @@ export async function growthRows(c: Ctx): Promise<Step[]> {
   return growth;
 }
 
-/** POST, PUT and a 90/10 mix of item GETs and PUTs, each checked for its notifications on NATS. */
+/**
+ * POST, PUT and a 90/10 mix of item GETs and PUTs, each checked for its notifications on NATS.
+ * POST is held to the durable-write floor in turns with it: both write a bridge and its change
+ * notification durably before answering 201.
+ */
 export async function writeRows(c: Ctx): Promise<void> {
-  const { floor } = c.baselines;
+  const { floor, writeFloor } = c.baselines;
   const pg = floor.result;
   if (want("post")) {
+    if (!writeFloor) throw new Error("POST runs without the durable-write floor");
     let post!: Result;
     let warm = 0;
-    const body = JSON.stringify({ name: "b", tenantId: "bench" });
     await c.publications.check("POST bridge", "created", "CreateBridge", async () => {
-      const l = { url: `${c.base}/bridges`, method: "POST", headers: JSON_TYPE, body };
-      post = await c.runner.scenario("POST /bridges (outbox row + NATS publish)", "writes", l, { paired: floor, onWarmup: (w) => (warm = ok(w)) });
+      const l = { url: `${c.base}/bridges`, method: "POST", headers: JSON_TYPE, body: POST_BODY };
+      post = await c.runner.scenario("POST /bridges (outbox row + NATS publish)", "writes", l, { paired: writeFloor, onWarmup: (w) => (warm = ok(w)) });
       return warm + post.ok2xx;
     });
-    hold(post, pg, 0.5);
+    hold(post, writeFloor.result, 0.7);
   }
   const puts: WrkRequest[] = c.bridges.collection.map((id) => ({
     method: "PUT",

@@ -5,7 +5,7 @@ export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } 
 export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
 export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
-export { type Migration, PG, pgCode, type Queryable } from "./db.ts";
+export { type Migration, OUTBOX_MIGRATION, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
 export { clientConstructor, loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";

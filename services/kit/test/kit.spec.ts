@@ -283,6 +283,46 @@ describe("outbox relay", () => {
     await pool.query(`DELETE FROM ${schema}.outbox`);
   });
 
+  it("publishes a change after a quiet spell at once, and the changes of a busy spell together, one spacing after the last round began", async () => {
+    const bus = localBus(`spaced${id}`);
+    const heard: { id: string; at: number }[] = [];
+    bus.subscribe([">"], (m) => heard.push({ id: (m.data as Change).id, at: Date.now() }));
+    // A round takes one connection from the pool.
+    let rounds = 0;
+    const connect = () => {
+      rounds++;
+      return pool.connect();
+    };
+    const counted = new Proxy(pool, { get: (t, k) => (k === "connect" ? connect : Reflect.get(t, k)) });
+    const spacing = 1000;
+    const relay = new OutboxRelay(counted, schema, bus, log, 60_000, spacing);
+    const c = await pool.connect();
+    const write = async (thing: string) => {
+      await c.query(`BEGIN; ${commitStatements(c, `spaced${id}`, "demo", [{ kind: "Thing", event: "created", id: thing, path: `/things/${thing}`, tenantId: null }])}`);
+      relay.kick();
+    };
+    const heardAll = async (n: number) => {
+      while (heard.length < n) await new Promise((r) => setTimeout(r, 10));
+    };
+    try {
+      const first = Date.now();
+      await write("a");
+      await heardAll(1);
+      // Within the spacing of the first round: both wait for the next one, and share it.
+      await write("b");
+      await write("c");
+      await heardAll(3);
+      expect(heard.map((h) => h.id)).toEqual(["a", "b", "c"]);
+      expect(heard[0]!.at - first).toBeLessThan(spacing);
+      expect(heard[1]!.at - first).toBeGreaterThanOrEqual(spacing - 5);
+      expect(rounds).toBe(2);
+    } finally {
+      c.release();
+      await relay.stop();
+      await bus.close();
+    }
+  });
+
   it("keeps changes while NATS is unreachable and leaves them for later", async () => {
     const bus = natsBus({ url: "nats://127.0.0.1:1", prefix, log, name: "kit-test-down" });
     const c = await pool.connect();
