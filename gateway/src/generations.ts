@@ -42,8 +42,10 @@ export class TrackedGenerations {
     this.main = main;
     this.keyPrefix = keyPrefix;
     this.log = log;
-    // Named, so an operator (and a test) can find it in CLIENT LIST.
-    this.sub = main.duplicate({ autoResubscribe: false, enableAutoPipelining: false, connectionName: `invalidations:${keyPrefix}` });
+    // Named, so an operator (and a test) can find it in CLIENT LIST. RESP2: Redis sends a RESP3
+    // redirect target its messages as "invalidate" pushes, which ioredis drops; to a RESP2 one
+    // they are Pub/Sub messages on the channel.
+    this.sub = main.duplicate({ protocol: 2, autoResubscribe: false, enableAutoPipelining: false, connectionName: `invalidations:${keyPrefix}` });
     this.sub.on("error", () => {});
     this.sub.on("messageBuffer", (_channel: Buffer, keys: unknown) => this.heard(keys));
     this.sub.on("ready", () => {

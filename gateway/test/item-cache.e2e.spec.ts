@@ -2,6 +2,7 @@
 // through either of two gateway replicas, ETag / If-None-Match from the cached copy, and the
 // tenancy rule applied to cached items.
 import { Redis } from "ioredis";
+import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEPS, expectError, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
 
@@ -168,6 +169,28 @@ it("a hit asks Redis nothing, and a write through one gateway is read through th
   await rounds(10);
   await waitFor("B asking Redis nothing for its hits again", async () => (await commandsDuring(async () => void (await http("GET", `${gwB}/bridges/${id}`)))).length === 0, 10_000);
   await rounds(20);
+});
+
+it("a generation moved elsewhere is heard from Redis itself: no change notification needed", async () => {
+  const { id } = await create("heard", "tenant-a");
+  await cachedAt(gwB, id);
+  const redis = new Redis(DEPS.redisUrl);
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    for (let i = 0; i < 5; i++) {
+      // A hit: B knows the bridges' generation now.
+      expect((await http("GET", `${gwB}/bridges/${id}`)).json.name).not.toBe(`moved-${i}`);
+      // The bridge changes behind every gateway's back (no notification on the bus), and its
+      // generation moves as a gateway's invalidation moves it.
+      await db.query(`UPDATE ${stack.schema("bridge")}.bridges SET name = $1 WHERE id = $2`, [`moved-${i}`, id]);
+      await redis.eval("redis.call('INCR', KEYS[1]) redis.call('DEL', KEYS[2]) return 1", 2, `${stack.prefix}:gen:bridge.Bridge`, `${stack.prefix}:coll:bridge.Bridge`);
+      expect((await http("GET", `${gwB}/bridges/${id}`)).json.name, `round ${i}`).toBe(`moved-${i}`);
+    }
+  } finally {
+    redis.disconnect();
+    await db.end();
+  }
 });
 
 it("a non-admin never gets another tenant's cached item: the same 404 as a missing one", async () => {
