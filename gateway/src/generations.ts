@@ -76,7 +76,7 @@ export class TrackedGenerations {
     if (this.up && mark.session === this.session && mark.epoch === (this.epochs.get(kind) ?? 0)) this.known.set(kind, { gen, at: Date.now() });
   }
 
-  /** This gateway moves the kind's generation: what it knew, and reads in flight, no longer count. */
+  /** The kind's generation moves (here or elsewhere): what was known, and reads in flight, no longer count. */
   forget(kind: string): void {
     this.known.delete(kind);
     this.bump(kind);
@@ -107,9 +107,7 @@ export class TrackedGenerations {
     for (const key of keys) {
       const name = Buffer.isBuffer(key) ? key.toString() : String(key);
       if (!name.startsWith(this.keyPrefix)) continue;
-      const kind = name.slice(this.keyPrefix.length);
-      this.known.delete(kind);
-      this.bump(kind);
+      this.forget(name.slice(this.keyPrefix.length));
     }
   }
 
