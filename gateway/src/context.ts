@@ -28,6 +28,8 @@ export interface GatewayOptions {
   trustProxy: boolean;
   /** The gateway's Prometheus registry (served at /metrics). */
   metrics: Metrics;
+  /** Whether the gateway is stopping: its answers then close their connections. */
+  draining?: () => boolean;
 }
 
 export interface Gateway extends GatewayOptions {
@@ -65,6 +67,8 @@ export type RequestState = {
   domain: string | undefined;
   /** The path of an item a POST created. */
   created: string | undefined;
+  /** Headers the route adds to whatever answer it gives (a flat name, value list; the edge writes them). */
+  headers: readonly string[] | undefined;
 };
 
 // express keeps the same state in its responses' `locals`.
@@ -104,6 +108,6 @@ export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustPr
   // Every key the API's stages set, from the start: one object shape for every request (an
   // object made by Object.create(null) is a hash table, each key a lookup): 174.0k instructions
   // per item hit against 176.7k (callgrind).
-  (res as ApiResponse).locals = { requestId: "", caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined };
+  (res as ApiResponse).locals = { requestId: "", caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined };
   return true;
 }

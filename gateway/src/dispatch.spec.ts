@@ -3,7 +3,7 @@
 // as a service would. What reaches the service (the RPC, its request, the caller's token, the
 // filters), what is refused before it is called, and how its answers and errors become HTTP.
 import { generateKeyPairSync } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApiError, createLogger, FILTER_KEY, localBus, loadCatalog, Metrics, rateLimiter, tokenClaims, type Upstream, USER_AUDIENCE } from "@vnm/kit";
 import { signEdDsa } from "@vnm/kit/testing";
@@ -57,6 +57,7 @@ const calls: Call[] = [];
 const answers = new Map<string, () => Record<string, unknown>>();
 let server: Server;
 let base = "";
+let draining = false;
 
 beforeAll(async () => {
   const catalog = loadCatalog();
@@ -75,6 +76,7 @@ beforeAll(async () => {
     callTimeoutMs: 5_000,
     trustProxy: false,
     metrics: new Metrics("gateway"),
+    draining: () => draining,
   });
   server = createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -86,6 +88,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 beforeEach(() => {
   calls.length = 0;
   answers.clear();
+  draining = false;
 });
 
 const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -179,5 +182,63 @@ describe("a service's error as HTTP", () => {
     const r = await send("GET", `/bridges/${BROKEN}`);
     expect(r.status).toBe(500);
     expect(await r.text()).not.toContain("secret detail");
+  });
+});
+
+describe("the edge's headers, on every way an answer is written", () => {
+  /** The headers every answer carries, each once (a header written twice reads "a, a" here). */
+  const expectEdge = (r: Response) => {
+    expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.headers.get("access-control-allow-origin")).toBe("*");
+    expect(r.headers.get("cache-control")).toMatch(/^[a-z-]+(, [a-z-]+)*$/);
+  };
+
+  it("an item's answer, from the service and then from the cache: the connection hint and Accept-Patch, once each", async () => {
+    const item = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d14";
+    answers.set("GetBridge", () => ({ id: item, name: "blue", adminStateUp: true }));
+    for (const from of ["service", "cache"]) {
+      const r = await send("GET", `/bridges/${item}`);
+      expect(r.status, from).toBe(200);
+      expectEdge(r);
+      expect(r.headers.get("keep-alive"), from).toBe("timeout=3");
+      expect(r.headers.get("accept-patch"), from).toBe("application/merge-patch+json");
+      expect(r.headers.get("connection"), from).toBe("keep-alive");
+    }
+    expect(calls).toHaveLength(1);
+    // An error answer about the item says the same.
+    answers.set("GetBridge", () => {
+      throw new ApiError(5, "no such bridge");
+    });
+    const missing = await send("GET", `/bridges/${MISSING}`);
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("accept-patch")).toBe("application/merge-patch+json");
+    // A collection takes no PATCH.
+    answers.set("ListBridges", () => ({ items: [] }));
+    expect((await send("GET", "/bridges")).headers.get("accept-patch")).toBeNull();
+  });
+
+  it("while the gateway drains, every answer closes its connection and gives no Keep-Alive hint", async () => {
+    answers.set("GetBridge", () => ({ id: ID, name: "blue" }));
+    draining = true;
+    for (const r of [await send("GET", `/bridges/${ID}`), await send("GET", "/healthz"), await send("GET", `/bridges/${ID}`, undefined, { "x-auth-token": "junk" })]) {
+      expect(r.headers.get("connection")).toBe("close");
+      expect(r.headers.get("keep-alive")).toBeNull();
+      expectEdge(r);
+    }
+  });
+
+  it("an /events stream closes its connection when it ends, so it says so and gives no Keep-Alive hint", async () => {
+    const head = await new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+      const req = request(`${base}/events`, { headers: { "x-auth-token": token(), accept: "text/event-stream" } }, (res) => {
+        resolve(res.headers);
+        res.destroy();
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(head["content-type"]).toContain("text/event-stream");
+    expect(head["connection"]).toBe("close");
+    expect(head["keep-alive"]).toBeUndefined();
+    expect(head["x-request-id"]).toBeDefined();
   });
 });

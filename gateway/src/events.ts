@@ -75,8 +75,8 @@ function turns(perTurn: number): () => Promise<void> {
 function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => void) {
   // The stream's connection carries nothing after it: when the stream ends (a token expired, a
   // client too slow, the gateway stopping), the gateway closes it, so the client must not take
-  // it for its next request (it would find it closed under that request).
-  res.removeHeader("Keep-Alive");
+  // it for its next request (it would find it closed under that request). Naming Connection
+  // keeps the edge's Keep-Alive hint off it.
   res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "close", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;

@@ -31,7 +31,7 @@ import {
   PROTO_DIR,
   rateLimiter,
 } from "@vnm/kit";
-import { createApp } from "./app.ts";
+import { createApp, KEEP_ALIVE_HINT_S } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { EdgeError, rawErrorAnswer } from "./http-error.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
@@ -111,29 +111,17 @@ function connectUpstreams({ catalog, pkg }: Contract, env: NodeJS.ProcessEnv, lo
 }
 
 /**
- * How long clients are told an idle connection is kept (the Keep-Alive header): well under what
- * the server keeps it (65 s, longer than a load balancer's idle timeout), so a client that reads
- * the hint drops an idle connection before the gateway closes it, never sending a request on
- * a connection being closed. Short, because a stopping gateway waits that long for them (Node's
- * fetch drops an idle connection 2 s before the hint says).
- */
-const KEEP_ALIVE_HINT_S = 3;
-
-/**
  * Listens on PORT (shared with the other gateway processes of this machine when VNM_REUSE_PORT:
- * the kernel spreads new connections over them). While `draining`, every answer says
- * `Connection: close`, so a keep-alive client opens its next connection to a gateway that stays.
+ * the kernel spreads new connections over them). While the gateway drains, every answer says
+ * `Connection: close` (the edge's writeHead, app.ts), so a keep-alive client opens its next
+ * connection to a gateway that stays.
  */
-async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config, draining: () => boolean): Promise<{ server: Server; port: number }> {
+async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config): Promise<{ server: Server; port: number }> {
   // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
   // wait 300 s, and looks at slow requests only every 30 s.
   const t = cfg.requestTimeoutMs;
   const options = { headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 };
-  const server = createServer(options, (req, res) => {
-    if (draining()) res.setHeader("Connection", "close");
-    else res.setHeader("Keep-Alive", `timeout=${KEEP_ALIVE_HINT_S}`);
-    handle(req, res);
-  });
+  const server = createServer(options, handle);
   server.on("clientError", answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -197,9 +185,9 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   for (const m of parts.serviceMetrics ?? []) metrics.include(m);
   const { cache, bus, limiter } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(contract, env, log, metrics);
-  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined });
   let draining = false;
-  const { server, port } = await listen(handle, cfg, () => draining);
+  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
+  const { server, port } = await listen(handle, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);
   // The audit records still waiting go out after the last request is answered, before the bus closes.
