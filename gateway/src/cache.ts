@@ -6,7 +6,8 @@
 // the services, and everything is dropped before the cache is trusted again.
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
-import { connectRedis as failFastRedis, type Logger } from "@vnm/kit";
+import type { Logger } from "@vnm/kit";
+import { connectRedis as failFastRedis } from "@vnm/kit/limits";
 import { TrackedGenerations } from "./generations.ts";
 
 /**

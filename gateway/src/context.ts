@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import type { Bus, Catalog, Identity, Logger, Metrics, Route, Upstream } from "@vnm/kit";
 import type { RoutePlan } from "./dispatch.ts";
-import type { RateLimiter } from "@vnm/kit";
+import type { RateLimiter } from "@vnm/kit/limits";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
 

@@ -5,7 +5,8 @@
 import { generateKeyPairSync } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, createLogger, FILTER_KEY, localBus, loadCatalog, Metrics, rateLimiter, tokenClaims, type Upstream, USER_AUDIENCE } from "@vnm/kit";
+import { ApiError, createLogger, FILTER_KEY, localBus, loadCatalog, Metrics, tokenClaims, type Upstream, USER_AUDIENCE } from "@vnm/kit";
+import { rateLimiter } from "@vnm/kit/limits";
 import { signEdDsa } from "@vnm/kit/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "./app.ts";

@@ -29,8 +29,8 @@ import {
   parsePort,
   parsePositiveInt,
   PROTO_DIR,
-  rateLimiter,
 } from "@vnm/kit";
+import { rateLimiter } from "@vnm/kit/limits";
 import { createApp, KEEP_ALIVE_HINT_S } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { EdgeError, rawErrorAnswer } from "./http-error.ts";

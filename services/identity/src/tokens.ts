@@ -7,12 +7,9 @@ import {
   ApiError,
   type Authority,
   type CallContext,
-  connectRedis,
   type Handlers,
   type Identity,
   isUuid,
-  type LoginLimits,
-  loginLimits,
   MAX_TOKEN_SECONDS,
   parseNonNegativeInt,
   parsePositiveInt,
@@ -21,6 +18,7 @@ import {
   type ServiceContext,
   serviceTokenSource,
 } from "@vnm/kit";
+import { type LoginLimits, connectRedis, loginLimits } from "@vnm/kit/limits";
 import type { JSONWebKeySet } from "jose";
 import { type SigningKeys, signingKeys } from "./keys.ts";
 

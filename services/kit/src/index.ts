@@ -1,5 +1,6 @@
 // What the kit offers the services, the gateway, the CLI and the tools, named; each module's other
-// exports are the kit's own.
+// exports are the kit's own. The limiters (limits.ts: Redis and rate-limiter-flexible, some 130
+// modules) are "@vnm/kit/limits", so only the parts that limit (the gateway, identity) load them.
 
 export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
 export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
@@ -33,7 +34,6 @@ export {
 } from "./auth.ts";
 export { AUTH_SERVICE, type Authority, type CallerCheck, callerCheck, type IdentityCall, jwksOf, remoteAuthority } from "./authority.ts";
 export { revocations, type Revocations } from "./revocation.ts";
-export { connectRedis, type LoginLimits, loginLimits, type RateLimiter, rateLimiter } from "./limits.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";
