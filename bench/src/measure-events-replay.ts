@@ -1,7 +1,7 @@
 // A measurement, not a test (docs/decisions.md, "Logins, tokens and passwords under hostile use"): /healthz latency while 40 clients replay /events from 0.
 // Starts identity, bridge and a gateway in a schema and prefix of their own, makes CHANGES
 // changes, then polls /healthz while the clients read their replays; prints p50/p99/max.
-// Run: ./node_modules/.bin/node gateway/test/measure-events-replay.ts [changes] [clients]
+// Run: ./node_modules/.bin/node bench/src/measure-events-replay.ts [changes] [clients]
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";

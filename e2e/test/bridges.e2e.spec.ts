@@ -25,6 +25,23 @@ describe("root document (api.md: Addresses and links)", () => {
     expect(r.headers.get("content-type")).toBe("application/vnd.org.service.Application-v5+json");
     expect(r.json).toMatchObject({ uri: `${fx.gw}/`, version: "v5.0", bridges: `${fx.gw}/bridges`, bridgeTemplate: `${fx.gw}/bridges/{id}` });
   });
+
+  it("names the patch format beside the template of each item that takes a PATCH (those with a PUT), and of no other", async () => {
+    const root = (await http("GET", "/")).json;
+    expect(root).toMatchObject({ bridgeAcceptPatch: "application/merge-patch+json", userAcceptPatch: "application/merge-patch+json" });
+    // A client following it: the PATCH is made.
+    const b = await create({ name: "before" });
+    const p = await http("PATCH", `/bridges/${b.json.id}`, { name: "after" }, { "content-type": root.bridgeAcceptPatch });
+    expect(p.status, p.text).toBe(200);
+    expect(p.json.name).toBe("after");
+    // VTEPs and routes have an item template but no PUT: nothing named, and a PATCH is a 405.
+    expect(root).toMatchObject({ vtepTemplate: `${fx.gw}/vteps/{id}`, routeTemplate: `${fx.gw}/routes/{id}` });
+    expect(root).not.toHaveProperty("vtepAcceptPatch");
+    expect(root).not.toHaveProperty("routeAcceptPatch");
+    const v = await http("PATCH", "/vteps/00000000-0000-4000-8000-000000000001", { name: "x" }, { "content-type": "application/merge-patch+json" });
+    expectError(v, 405);
+    expect(v.headers.get("allow")).not.toContain("PATCH");
+  });
 });
 
 describe("Bridge (v4) representation", () => {

@@ -37,6 +37,8 @@ describe("the family", () => {
     expect(r.headers.get("content-type")).toBe(T("Compat-v1"));
     expect(r.json.load_balancer).toMatchObject({ pools: `${fx.gw}/compat/lb/pools`, pool_template: `${fx.gw}/compat/lb/pools/{id}`, vips: `${fx.gw}/compat/lb/vips` });
     expect(r.json.security_group_rules).toBe(`${fx.gw}/compat/security_group_rules`);
+    // No compat item takes a PUT, so none names a patch format.
+    expect(JSON.stringify(r.json)).not.toContain("accept_patch");
     expect(main.pools).toBe(`${fx.gw}/pools`); // the v5 pools stay in the main document
   });
 

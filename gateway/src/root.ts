@@ -2,10 +2,12 @@
 // family's, compat.Compat-v1 at /compat), each with an absolute URL for every top-level
 // collection and an item template for each kind it lists (vnm.api.resource root_*), and a
 // query template naming the parameters each collection takes (its paging, tenant and field
-// filters: RFC 6570's `{?name,...}`). Dotted keys ("load_balancer.pools") nest; the main document
-// links to the others by their name.
-import type { Catalog, ResourceInfo, RootDocumentInfo } from "@vnm/kit";
+// filters: RFC 6570's `{?name,...}`), and beside the template of each item that takes a PATCH
+// the patch format it accepts (RFC 5789's Accept-Patch: `bridgeAcceptPatch`). Dotted keys
+// ("load_balancer.pools") nest; the main document links to the others by their name.
+import { type Catalog, type ResourceInfo, type RootDocumentInfo, templateShape } from "@vnm/kit";
 import { listFilters } from "./lists.ts";
+import { MERGE_PATCH } from "./patch.ts";
 
 /** Sets a dotted key in a nested object. */
 function put(doc: Record<string, unknown>, key: string, value: string): void {
@@ -18,6 +20,9 @@ function put(doc: Record<string, unknown>, key: string, value: string): void {
   at[parts[parts.length - 1]!] = value;
 }
 
+/** Whether a kind's keys are snake_case ("load_balancer.pool_template"), else camelCase. */
+const snakeCase = (r: ResourceInfo) => r.rootTemplate?.includes("_") ?? false;
+
 /**
  * The query template of a kind's collection ("<url>{?tenant_id,limit,marker,name,...}") under a
  * key in the document's own style ("bridgesQuery", "load_balancer.pools_query"); undefined when
@@ -28,8 +33,21 @@ function queryTemplate(catalog: Catalog, r: ResourceInfo, url: string): [string,
   if (!list || !r.rootCollection) return undefined;
   const names = [...list.queryFields.keys(), ...listFilters(list).keys()];
   if (names.length === 0) return undefined;
-  const key = r.rootTemplate?.includes("_") ? `${r.rootCollection}_query` : `${r.rootCollection}Query`;
+  const key = snakeCase(r) ? `${r.rootCollection}_query` : `${r.rootCollection}Query`;
   return [key, `${url}{?${names.join(",")}}`];
+}
+
+/**
+ * The patch format an item of the kind accepts, under a key beside its template
+ * ("bridgeAcceptPatch", "load_balancer.pool_accept_patch"): items that take a PUT take a PATCH
+ * (patch.ts); undefined for the others.
+ */
+function acceptPatch(catalog: Catalog, r: ResourceInfo): [string, string] | undefined {
+  if (!r.rootTemplate) return undefined;
+  const item = templateShape(`${r.rootPath}/{id}`);
+  if (!catalog.routes.some((route) => route.method === "PUT" && templateShape(route.template) === item)) return undefined;
+  const stem = r.rootTemplate.replace(/_?[Tt]emplate$/, "");
+  return [snakeCase(r) ? `${stem}_accept_patch` : `${stem}AcceptPatch`, MERGE_PATCH];
 }
 
 export function rootDocument(catalog: Catalog, base: string, which?: RootDocumentInfo): string {
@@ -45,6 +63,8 @@ export function rootDocument(catalog: Catalog, base: string, which?: RootDocumen
     const query = queryTemplate(catalog, r, base + r.rootPath);
     if (query) put(doc, ...query);
     if (r.rootTemplate) put(doc, r.rootTemplate, `${base}${r.rootPath}/{id}`);
+    const patch = acceptPatch(catalog, r);
+    if (patch) put(doc, ...patch);
   }
   return JSON.stringify(doc);
 }

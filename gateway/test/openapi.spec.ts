@@ -10,6 +10,7 @@ import { validate } from "@readme/openapi-parser";
 import { buildCatalog, templateShape } from "@vnm/kit";
 import { describe, expect, it } from "vitest";
 import { openApi } from "../src/openapi.ts";
+import { rootDocument } from "../src/root.ts";
 import { ROOT } from "@vnm/e2e/harness";
 
 type Operation = { operationId: string; summary?: string; security?: unknown[]; parameters?: { name?: string }[]; requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
@@ -60,6 +61,17 @@ describe("GET /openapi.json", () => {
     const post = doc.paths["/bridges"]!["post"]!;
     expect(post.requestBody).toBeDefined();
     expect(Object.keys(post.responses)).toEqual(expect.arrayContaining(["201", "400", "404", "409"]));
+  });
+
+  it("agrees with the root document: a patch format beside exactly the item templates that have a PATCH here", () => {
+    const root = JSON.parse(rootDocument(catalog, "")) as Record<string, unknown>;
+    const templates = Object.entries(root).filter(([key]) => key.endsWith("Template"));
+    expect(templates.length).toBeGreaterThan(5);
+    for (const [key, template] of templates) {
+      const path = Object.keys(doc.paths).find((p) => templateShape(p) === templateShape(String(template)));
+      const patch = path ? doc.paths[path]!["patch"] : undefined;
+      expect(root[key.replace(/Template$/, "AcceptPatch")], key).toBe(patch ? "application/merge-patch+json" : undefined);
+    }
   });
 
   it("gives every operation a unique id and a summary from the proto comments", () => {

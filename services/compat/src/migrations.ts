@@ -86,4 +86,19 @@ export const migrations: Migration[] = [
       CREATE INDEX security_group_rules_name_seq ON security_group_rules (name, seq);
     `,
   },
+  {
+    version: 4,
+    name: "reference filter indexes",
+    // A list filtered by an id it refers to reads the index, in list order, instead of every
+    // row. A member's and a VIP's pool_id have theirs (members_endpoint, vips_pool); a rule's
+    // security_group_id has one only after its tenant (security_group_rules_same).
+    sql: `
+      CREATE INDEX IF NOT EXISTS pools_router_seq ON pools (router_id, seq);
+      CREATE INDEX IF NOT EXISTS pools_subnet_seq ON pools (subnet_id, seq);
+      CREATE INDEX IF NOT EXISTS vips_port_seq ON vips (port_id, seq);
+      CREATE INDEX IF NOT EXISTS vips_subnet_seq ON vips (subnet_id, seq);
+      CREATE INDEX IF NOT EXISTS security_group_rules_group_seq ON security_group_rules (security_group_id, seq);
+      CREATE INDEX IF NOT EXISTS security_group_rules_remote_group_seq ON security_group_rules (remote_group_id, seq);
+    `,
+  },
 ];

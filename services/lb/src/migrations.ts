@@ -36,4 +36,11 @@ export const migrations: Migration[] = [
       CREATE INDEX pools_health_monitor ON pools (health_monitor_id, seq);
     `,
   },
+  {
+    version: 2,
+    name: "reference filter indexes",
+    // Load balancers filtered by their router (?routerId=) read the index, in list order, instead
+    // of every row (a pool's load balancer and health monitor have theirs above).
+    sql: "CREATE INDEX IF NOT EXISTS load_balancers_router_seq ON load_balancers (router_id, seq);",
+  },
 ];
