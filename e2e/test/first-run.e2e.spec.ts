@@ -1,14 +1,15 @@
 // `npm start` as a new user runs it: in a fresh private copy of the repository (mode 700, as
 // mktemp -d makes it; as root in CI), with nothing configured, twice side by side on different
-// PORTs. Each runs everything in one process on its own embedded PostgreSQL and free ports,
-// says where the console and the API reference are and the generated admin password, serves
-// the API (services reacting to each other's changes included) and every part's metrics, and
-// stops on SIGTERM, and on Ctrl-C every time, with exit status 0, no stack trace and no process
-// left.
+// PORTs. Each runs everything in one process on its own embedded PostgreSQL (each service
+// logged in as its own role) and free ports, says where the console and the API reference are
+// and the generated admin password, serves the API (services reacting to each other's changes
+// included) and every part's metrics, and stops on SIGTERM, and on Ctrl-C every time, with exit
+// status 0, no stack trace and no process left.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, ROOT, waitFor } from "../harness/harness.ts";
 
@@ -68,6 +69,24 @@ function follow(run: Run, token: string): { events: string[]; stop: () => void }
     })
     .catch(() => {});
   return { events, stop: () => controller.abort() };
+}
+
+/**
+ * The sessions of the embedded database of `run` (but the one asking): their application and
+ * role. Asked as its superuser, with the password and port the server keeps in its directory.
+ */
+async function databaseSessions(run: Run): Promise<{ application_name: string; usename: string }[]> {
+  const base = /kept in (\S+)\/postgres/.exec(run.out)![1]!;
+  const password = readFileSync(join(base, "postgres-password"), "utf8").trim();
+  const port = readFileSync(join(base, "postgres", "postmaster.pid"), "utf8").split("\n")[3]!.trim();
+  const db = new pg.Client({ connectionString: `postgres://vnm:${encodeURIComponent(password)}@127.0.0.1:${port}/vnm` });
+  await db.connect();
+  try {
+    const r = await db.query("SELECT application_name, usename FROM pg_stat_activity WHERE datname = 'vnm' AND pid <> pg_backend_pid()");
+    return r.rows;
+  } finally {
+    await db.end();
+  }
 }
 
 const runs: Run[] = [];
@@ -132,6 +151,20 @@ describe("a first run, twice side by side", () => {
     expect(samples("vnm_outbox_backlog", 'part="tracing"')).toHaveLength(1);
     const types = text.split("\n").filter((l) => l.startsWith("# TYPE "));
     expect(new Set(types).size).toBe(types.length);
+  });
+
+  it("connects each service to its database as the service's own role, and nothing as the administrator", async () => {
+    const run = runs[0]!;
+    // Ready: every service answered a health check, which asks its database, so each has a session.
+    expect((await fetch(`http://127.0.0.1:${run.port}/readyz`)).status).toBe(200);
+    const sessions = await databaseSessions(run);
+    for (const d of readdirSync(join(run.dir, "services")).filter((x) => x !== "kit")) {
+      const roles = sessions.filter((s) => s.application_name === `vnm-${d}`).map((s) => s.usename);
+      expect(roles.length, d).toBeGreaterThan(0);
+      expect(new Set(roles), d).toEqual(new Set([`vnm_${d}`]));
+    }
+    // The launcher made the roles as the embedded server's superuser, and holds no session of it.
+    expect(sessions.filter((s) => s.usename === "vnm")).toEqual([]);
   });
 
   it("serves each API on its own data: a bridge's trace goes with it, both deletions on its own /events", async () => {

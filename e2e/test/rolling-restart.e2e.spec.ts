@@ -2,7 +2,8 @@
 // sharing PORT, and of every service) on the machine's Postgres (a database of its own), NATS
 // and Redis. Under a mixed read/write load, with event streams open, SIGHUP to the launcher
 // replaces every process one at a time: no request fails, and every stream, ended by the
-// gateway that stops, resumes at the other with Last-Event-ID and misses no event.
+// gateway that stops, resumes at the other with Last-Event-ID and misses no event. A process
+// that exits, killed or stopped with SIGTERM, is started again.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
@@ -210,4 +211,22 @@ it("a process that dies, whatever the cause, is replaced", async () => {
   await waitFor("its replacement", async () => /\[launcher\] tracing exited \(SIGKILL\); starting another/.test(said.slice(from)), 10_000);
   await waitFor("two tracing processes again", async () => processesOf("services/tracing/").length === 2 && !processesOf("services/tracing/").includes(tracing!));
   await waitFor("every part ready", async () => ((await (await fetch(`${base}/readyz`)).json()) as { status: string }).status === "ok", 30_000);
+}, 60_000);
+
+it("a gateway process stopped with SIGTERM is replaced: the shared port answers again", async () => {
+  const before = processesOf("gateway/");
+  expect(before).toHaveLength(2);
+  const from = said.length;
+  // Both: with one left, the port would answer whether or not the other came back.
+  for (const pid of before) process.kill(pid, "SIGTERM");
+  const exits = () => [...said.slice(from).matchAll(/\[launcher\] gateway exited \((\w+)\); starting another/g)].map((m) => m[1]);
+  await waitFor("both gateway processes to exit", async () => exits().length === 2, 15_000);
+  // They drained and stopped on their own (status 0), and were started again all the same.
+  expect(exits()).toEqual(["0", "0"]);
+  await waitFor("the gateway answering again", async () => (await fetch(`${base}/bridges?limit=1`, { headers: { "x-auth-token": token } })).status === 200, 15_000);
+  // The second one starts a little later (the launcher waits longer after each exit of a part).
+  await waitFor("two new gateway processes", async () => {
+    const now = processesOf("gateway/");
+    return now.length === 2 && !now.some((pid) => before.includes(pid));
+  }, 15_000);
 }, 60_000);

@@ -193,11 +193,15 @@ describe("tokens at every hop", () => {
     expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, u.token)).code).toBe(0);
   });
 
-  it("a service token works at a service and is refused at the public gateway", async () => {
+  it("a service token works where its part is a caller, nowhere else, and is refused at the public gateway", async () => {
     const issued = await grpcAt("identity", AUTH, "IssueServiceToken", { name: "gateway", credential: stack.credentials.credentials.get("gateway") });
     const token = String(issued.response?.["token"]);
     expect(JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString())).toMatchObject({ aud: "vnm-internal", sub: "service:gateway" });
-    expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, token)).code).toBe(0);
+    // The gateway asks identity for users' token generations as itself; it reads bridges only with its callers' tokens.
+    const u = await newUser();
+    expect((await grpcAt("identity", AUTH, "GetTokenGeneration", { id: u.id }, token)).code).toBe(0);
+    expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, token)).code).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, u.token)).code).toBe(0);
     for (const base of gws) expectError(await http("GET", `${base}/`, undefined, as(token)), 401);
     // A part may not rotate the signing key: only an administrator (a user) may.
     expect((await grpcAt("identity", AUTH, "RotateSigningKey", {}, token)).code).toBe(grpc.status.PERMISSION_DENIED);

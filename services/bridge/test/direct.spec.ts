@@ -1,7 +1,9 @@
 // The bridge service reached directly over gRPC (no gateway) still validates its input and
-// refuses callers without a valid token.
+// refuses callers without a valid token, and parts calling as themselves where its methods do
+// not name them (vnm.api.callers).
 import { generateKeyPairSync } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
+import { AUTH_SERVICE, createUpstream, loadGrpc } from "@vnm/kit";
 import { type DirectService, directService } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
@@ -10,7 +12,8 @@ const call = (rpc: string, req: unknown, bearer?: string | null) => svc.call("vn
 const token: DirectService["token"] = (who, key) => svc.token(who, key);
 
 beforeAll(async () => {
-  svc = await directService("bridge");
+  // Two parts with credentials at its identity service: tracing, which reads bridges, and tunnel, which does not.
+  svc = await directService("bridge", {}, ["tracing", "tunnel"]);
 });
 
 afterAll(async () => {
@@ -48,4 +51,35 @@ it("applies tenancy to a caller reached directly: other tenants' bridges are hid
   const asUserA = token({ role: "tenant_user", tenantId: "A" });
   expect((await call("GetBridge", { id: a.id }, asUserA)).err).toBeNull();
   expect((await call("DeleteBridge", { id: a.id }, asUserA)).err?.code).toBe(grpc.status.PERMISSION_DENIED);
+});
+
+/** A part's own token, for its credential, from the identity service the bridge service trusts. */
+async function partToken(part: string): Promise<string> {
+  const up = createUpstream(loadGrpc(), [{ name: AUTH_SERVICE, domain: "identity" }], () => svc.identity.address);
+  try {
+    const credential = svc.identity.envFor(part)["VNM_SERVICE_CREDENTIAL"];
+    return String((await up.call(AUTH_SERVICE, "IssueServiceToken", { name: part, credential }, 5_000)).response["token"]);
+  } finally {
+    up.close();
+  }
+}
+
+it("answers a part calling as itself only where the method names it: tracing reads a bridge, nothing else; tunnel nothing", async () => {
+  const made = (await call("CreateBridge", { bridge: { name: "called" } })).res as { id: string };
+  const tracing = await partToken("tracing");
+  const tunnel = await partToken("tunnel");
+  expect((await call("GetBridge", { id: made.id }, tracing)).res).toMatchObject({ id: made.id, name: "called" });
+  const refused: [string, unknown, string][] = [
+    ["GetBridge", { id: made.id }, tunnel],
+    ["ListBridges", {}, tunnel],
+    ["ListBridges", {}, tracing],
+    ["DeleteBridge", { id: made.id }, tracing],
+  ];
+  for (const [rpc, request, bearer] of refused) {
+    const { err } = await call(rpc, request, bearer);
+    expect(err?.code, rpc).toBe(grpc.status.PERMISSION_DENIED);
+    expect(err?.details).toMatch(new RegExp(`The (tracing|tunnel) part may not call vnm.bridge.v1.BridgeService/${rpc}`));
+  }
+  // A user's token is not concerned, and the refused deletion did not happen.
+  expect((await call("GetBridge", { id: made.id })).res).toMatchObject({ id: made.id });
 });

@@ -32,6 +32,11 @@ export interface Identity {
   gen?: number;
 }
 
+/** The part a service token speaks for (`sub: "service:<name>"`); undefined for a user's token. */
+export function partOf(identity: Identity): string | undefined {
+  return identity.userId.startsWith("service:") ? identity.userId.slice("service:".length) : undefined;
+}
+
 /** The strongest of a user's roles (admin > tenant_admin > tenant_user). */
 export function strongestRole(roles: readonly string[]): Role | undefined {
   return ROLES.find((r) => roles.includes(r));

@@ -2,7 +2,7 @@
 // its tenant rule, the paths links lead to that nothing serves, and the lists a change affects.
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
-import { buildCatalog, domainOf } from "./catalog.ts";
+import { buildCatalog, domainOf, peersOf } from "./catalog.ts";
 import { loadReflection } from "./proto.ts";
 
 /** A catalog of one extra proto file, parsed beside the real options. */
@@ -116,5 +116,30 @@ service BasketService {
     expect(basket.byName.get("payment")!.values).toEqual(["card", "cash"]);
     expect(basket.byName.get("tags")!.values).toEqual(["gift"]);
     expect(basket.byName.get("id")!.values).toBeUndefined();
+  });
+});
+
+describe("the parts that call a method as themselves (vnm.api.callers)", () => {
+  const callersOf = (names: string[]) => `
+syntax = "proto3";
+package vnm.kennel.v1;
+import "google/protobuf/empty.proto";
+service KennelService {
+  rpc Feed(google.protobuf.Empty) returns (google.protobuf.Empty) {
+${names.map((n) => `    option (vnm.api.callers) = "${n}";`).join("\n")}
+  }
+}
+`;
+
+  it("are read once or several times, and make the call graph between parts", () => {
+    const c = catalogOf(callersOf(["tracing", "gateway"]));
+    expect([...c.callers.get("vnm.kennel.v1.KennelService/Feed")!]).toEqual(["tracing", "gateway"]);
+    expect(peersOf(c, "tracing")).toEqual(["bridge", "identity", "kennel"]);
+    expect(peersOf(c, "tunnel")).toEqual(["identity"]);
+    expect(peersOf(c, "identity")).toEqual([]);
+  });
+
+  it("name only parts: a name that is none is refused when the contract is read", () => {
+    expect(() => catalogOf(callersOf(["tracng"]))).toThrow(/KennelService\/Feed: vnm.api.callers names "tracng", which is no part/);
   });
 });

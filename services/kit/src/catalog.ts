@@ -176,6 +176,11 @@ export interface Catalog {
   /** "<service>/<rpc>" of the methods callable without a caller identity. */
   publicMethods: Set<string>;
   /**
+   * The parts that call a method as themselves (vnm.api.callers), by "<service>/<rpc>": part
+   * names, or EVERY_PART. A method absent here is called by no part with its own token.
+   */
+  callers: Map<string, ReadonlySet<string>>;
+  /**
    * Paths that links lead to but no route serves: kinds this interface only references (a
    * bridge's filter chains, a load balancer's router).
    */
@@ -207,9 +212,9 @@ function behaviorsOf(field: protobuf.Field): Set<Behavior> {
 }
 
 /** The values of a repeated string option, given once or several times. */
-function stringsOf(field: protobuf.Field, option: string): string[] | undefined {
+function stringsOf(obj: protobuf.ReflectionObject, option: string): string[] | undefined {
   const out: string[] = [];
-  for (const opt of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
+  for (const opt of (obj.parsedOptions ?? []) as Record<string, unknown>[]) {
     const v = opt[option];
     if (Array.isArray(v)) out.push(...v.map(String));
     else if (typeof v === "string") out.push(v);
@@ -365,6 +370,7 @@ function readServices(root: protobuf.NamespaceBase, messages: Messages) {
   const routes: Route[] = [];
   const services: Catalog["services"] = [];
   const publicMethods = new Set<string>();
+  const callers = new Map<string, ReadonlySet<string>>();
   const visit = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
       if (obj instanceof protobuf.Service) {
@@ -375,6 +381,8 @@ function readServices(root: protobuf.NamespaceBase, messages: Messages) {
         services.push({ name, domain, comment: commentOf(obj) });
         for (const m of obj.methodsArray) {
           if (m.options?.["(vnm.api.public)"] === true) publicMethods.add(`${name}/${m.name}`);
+          const named = stringsOf(m, "(vnm.api.callers)");
+          if (named) callers.set(`${name}/${m.name}`, new Set(named));
           routes.push(...methodRoutes(messages, name, domain, m));
         }
       } else if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) {
@@ -386,7 +394,33 @@ function readServices(root: protobuf.NamespaceBase, messages: Messages) {
   // Most literal segments first, so /x/literal wins over /x/{var}.
   const literals = (r: Route) => r.segments.filter((s) => "literal" in s).length;
   routes.sort((a, b) => literals(b) - literals(a));
-  return { routes, services, publicMethods };
+  checkCallers(callers, services);
+  return { routes, services, publicMethods, callers };
+}
+
+/** Names every part, in vnm.api.callers. */
+export const EVERY_PART = "*";
+
+/** Every name in vnm.api.callers is a part (the gateway or a domain of these services), or EVERY_PART. */
+function checkCallers(callers: Map<string, ReadonlySet<string>>, services: Catalog["services"]): void {
+  const parts = new Set(["gateway", EVERY_PART, ...services.map((s) => s.domain)]);
+  for (const [method, names] of callers) {
+    for (const n of names) if (!parts.has(n)) throw new Error(`${method}: vnm.api.callers names "${n}", which is no part (the gateway, a domain or "${EVERY_PART}")`);
+  }
+}
+
+/**
+ * The domains `part` calls as itself: those with a method naming it (or every part) among its
+ * callers, itself aside. The call graph the network policies admit (deploy/k8s/network.ts).
+ */
+export function peersOf(catalog: Pick<Catalog, "callers" | "services">, part: string): string[] {
+  const domainOf = new Map(catalog.services.map((s) => [s.name, s.domain]));
+  const out = new Set<string>();
+  for (const [method, names] of catalog.callers) {
+    const domain = domainOf.get(method.slice(0, method.indexOf("/")))!;
+    if (domain !== part && (names.has(part) || names.has(EVERY_PART))) out.add(domain);
+  }
+  return [...out].sort();
 }
 
 /** The kinds: each resource with an item GET route, its own RPCs, parent and tenant rule. */
@@ -475,7 +509,7 @@ function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<s
 
 export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
   const messages = new Messages();
-  const { routes, services, publicMethods } = readServices(root, messages);
+  const { routes, services, publicMethods, callers } = readServices(root, messages);
   const resources = [...messages.all.values()].filter((m) => m.resource);
   const tree = resourceTree(routes);
   const kinds = readKinds(routes, tree);
@@ -490,7 +524,7 @@ export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
     const doc = m.resource!.rootDocument;
     if (doc && !rootDocuments.some((d) => d.name === doc)) throw new Error(`${m.fullName}: no root document named ${doc}`);
   }
-  return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes, tree) };
+  return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, callers, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes, tree) };
 }
 
 /**

@@ -15,13 +15,14 @@ export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resour
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
 export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
-export { buildCatalog, type Contract, loadCatalog, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
+export { buildCatalog, type Contract, EVERY_PART, loadCatalog, peersOf, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export {
   bearer,
   type Identity,
   type KeyRing,
   keyRing,
   MAX_TOKEN_SECONDS,
+  partOf,
   ROLES,
   SERVICE_AUDIENCE,
   SERVICE_TOKEN_SECONDS,

@@ -3,10 +3,10 @@
 // graceful shutdown. A service is its migrations, its validation rules and its handlers.
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
-import { bearer, type Identity } from "./auth.ts";
+import { bearer, type Identity, partOf } from "./auth.ts";
 import { AUTH_SERVICE, type Authority, callerCheck, remoteAuthority } from "./authority.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
-import { type Catalog, type Contract, loadContract } from "./catalog.ts";
+import { type Catalog, type Contract, EVERY_PART, loadContract } from "./catalog.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./changes.ts";
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
@@ -137,6 +137,8 @@ export interface ServiceContext {
   /**
    * Calls another service as this service (an administrator's token of its own), at the
    * address its VNM_<DOMAIN>_ADDR gives; UNAVAILABLE naming it when it is down or not given.
+   * The method must name this service among its callers (vnm.api.callers), or the other service
+   * refuses the call (PERMISSION_DENIED).
    */
   call(service: string, rpc: string, request: unknown): Promise<Record<string, unknown>>;
   /** The service's Prometheus metrics; a service registers families of its own on `metrics.registry`. */
@@ -176,10 +178,21 @@ export interface RunningService {
 }
 
 interface CallGuard {
+  /** "<service>/<rpc>". */
+  method: string;
   verify: (token: string) => Promise<Identity | undefined>;
   isPublic: boolean;
+  /** The parts that call the method with their own token (vnm.api.callers). */
+  callers: ReadonlySet<string>;
   access?: Access;
   readOwner: (service: string, rpc: string, request: Record<string, unknown>, ctx: CallContext) => Promise<Record<string, unknown>>;
+}
+
+/** A part calling as itself may call only the methods that name it among their callers; users are not concerned. */
+function refuseUndeclaredPart(identity: Identity, g: CallGuard): void {
+  const part = partOf(identity);
+  if (part === undefined || g.callers.has(part) || g.callers.has(EVERY_PART)) return;
+  throw ApiError.forbidden(`The ${part} part may not call ${g.method} with its own token: the method does not name it among its callers`);
 }
 
 /** Verifies the caller's token and applies the tenancy rules before the handler runs. */
@@ -188,10 +201,12 @@ async function guarded(handler: Handler, request: Record<string, unknown>, ctx: 
   if (g.isPublic) {
     // A public method still learns who calls when the call carries a valid token.
     const caller = token ? await g.verify(token).catch(() => undefined) : undefined;
+    if (caller) refuseUndeclaredPart(caller, g);
     return handler(request, caller ? { ...ctx, identity: caller } : ctx);
   }
   const identity = token ? await g.verify(token) : undefined;
   if (!identity) throw ApiError.unauthenticated("A valid token is required");
+  refuseUndeclaredPart(identity, g);
   const withId: CallContext = { ...ctx, identity };
   if (!g.access) {
     // An RPC no HTTP route reaches: administrators only.
@@ -281,6 +296,7 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
 }
 
 const OWNER_TIMEOUT_MS = 5_000;
+const NO_PART: ReadonlySet<string> = new Set();
 
 /** The gRPC server with every handler wrapped in the token and tenancy checks. */
 function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger, metrics: Metrics) {
@@ -295,7 +311,8 @@ function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, e
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      impl[method] = wrap(key, h, log, { verify, isPublic: catalog.publicMethods.has(key), access: rules.get(key), readOwner }, metrics);
+      const callers = catalog.callers.get(key) ?? NO_PART;
+      impl[method] = wrap(key, h, log, { method: key, verify, isPublic: catalog.publicMethods.has(key), callers, access: rules.get(key), readOwner }, metrics);
     }
     server.addService(def, impl);
   }
