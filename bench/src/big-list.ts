@@ -18,7 +18,7 @@ export interface BigList {
   rise: { gateway: number; bridge: number };
 }
 
-/** The goals the issue of big lists set: the first byte at once, memory flat. */
+/** The goals of an unpaged list (docs/perf/README.md): the first byte at once, memory flat. */
 const FIRST_BYTE_MS = 300;
 const RISE_MIB = 48;
 
