@@ -288,14 +288,13 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if ((ifMatch || ifNoneMatch) && conditional) {
     await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
   }
-  // The service checks If-Match again in the write's own transaction: the check above only
-  // spares it a write that would fail, and a write landing in between is refused there.
-  const extra = { ...filterMetadata(asked.filters), ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}) };
-
   const slot = cacheSlot(route, asked, identity);
   const item = slot ? undefined : itemSlot(plan, route, request);
   const fillToken = await fromCache(gw, req, res, type!, base, identity, slot, item);
   if (fillToken === true) return;
+  // The service checks If-Match again in the write's own transaction: the check above only
+  // spares it a write that would fail, and a write landing in between is refused there.
+  const extra = { ...filterMetadata(asked.filters), ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}) };
   const call = (r: Obj) => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);

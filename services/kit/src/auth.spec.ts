@@ -42,6 +42,15 @@ describe("token verification", () => {
     for (const t of forged) expect(await verifyToken(t, ring, [USER_AUDIENCE])).toBeUndefined();
   });
 
+  it("gives two tokens of one user in one second each their own string (each a count of its own)", async () => {
+    const k = await newKey();
+    const who = user();
+    const [a, b] = [await sign(k, who), await sign(k, who)];
+    expect(a).not.toBe(b);
+    const ring = keyRing(source([k]).fetch);
+    for (const t of [a, b]) expect(await verifyToken(t, ring, [USER_AUDIENCE])).toMatchObject({ userId: "u1" });
+  });
+
   it("fetches the key set again for an unknown key at most every few seconds, and keeps the last good one while identity is down", async () => {
     const first = await newKey();
     const src = source([first]);

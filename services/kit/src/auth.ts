@@ -4,6 +4,7 @@
 // anything that signs. Two audiences: "vnm" for users (through the public gateway) and
 // "vnm-internal" for the parts of the system themselves (`service:<name>`, ten minutes).
 // A user's token carries its token generation (`gen`); revocation.ts checks it is current.
+import { randomBytes } from "node:crypto";
 import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, type JWTPayload, jwtVerify } from "jose";
 import { ApiError } from "./errors.ts";
 
@@ -42,9 +43,14 @@ export function strongestRole(roles: readonly string[]): Role | undefined {
   return ROLES.find((r) => roles.includes(r));
 }
 
-/** The claims of a token for `identity` in `audience`, issued now (identity signs them). */
+/**
+ * The claims of a token for `identity` in `audience`, issued now (identity signs them). Each
+ * token has an id of its own (`jti`): Ed25519 signatures are deterministic, so two logins of one
+ * user in one second would otherwise get the very same token, and share what is kept per token
+ * (its request count).
+ */
 export function tokenClaims(identity: Identity, audience: string): JWTPayload {
-  const claims: JWTPayload = { sub: identity.userId, name: identity.name, role: identity.role, tid: identity.tenantId, aud: audience, iat: Math.floor(Date.now() / 1000), exp: identity.exp };
+  const claims: JWTPayload = { sub: identity.userId, name: identity.name, role: identity.role, tid: identity.tenantId, aud: audience, iat: Math.floor(Date.now() / 1000), exp: identity.exp, jti: randomBytes(12).toString("base64url") };
   if (identity.gen !== undefined) claims["gen"] = identity.gen;
   return claims;
 }
