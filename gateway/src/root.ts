@@ -38,16 +38,24 @@ function queryTemplate(catalog: Catalog, r: ResourceInfo, url: string): [string,
 }
 
 /**
- * The patch format an item of the kind accepts, under a key beside its template
- * ("bridgeAcceptPatch", "load_balancer.pool_accept_patch"): items that take a PUT take a PATCH
- * (patch.ts); undefined for the others.
+ * The patch format each kind's items accept, under a key beside its template ("bridgeAcceptPatch",
+ * "load_balancer.pool_accept_patch"): items that take a PUT take a PATCH (patch.ts). Worked out
+ * once per catalog: the document itself is made per request.
  */
-function acceptPatch(catalog: Catalog, r: ResourceInfo): [string, string] | undefined {
-  if (!r.rootTemplate) return undefined;
-  const item = templateShape(`${r.rootPath}/{id}`);
-  if (!catalog.routes.some((route) => route.method === "PUT" && templateShape(route.template) === item)) return undefined;
-  const stem = r.rootTemplate.replace(/_?[Tt]emplate$/, "");
-  return [snakeCase(r) ? `${stem}_accept_patch` : `${stem}AcceptPatch`, MERGE_PATCH];
+const patchKeysOf = new WeakMap<Catalog, Map<ResourceInfo, [string, string]>>();
+function patchKeys(catalog: Catalog): Map<ResourceInfo, [string, string]> {
+  let keys = patchKeysOf.get(catalog);
+  if (keys) return keys;
+  const putShapes = new Set(catalog.routes.filter((route) => route.method === "PUT").map((route) => templateShape(route.template)));
+  keys = new Map();
+  for (const m of catalog.resources) {
+    const r = m.resource!;
+    if (!r.rootTemplate || !putShapes.has(templateShape(`${r.rootPath}/{id}`))) continue;
+    const stem = r.rootTemplate.replace(/_?[Tt]emplate$/, "");
+    keys.set(r, [snakeCase(r) ? `${stem}_accept_patch` : `${stem}AcceptPatch`, MERGE_PATCH]);
+  }
+  patchKeysOf.set(catalog, keys);
+  return keys;
 }
 
 export function rootDocument(catalog: Catalog, base: string, which?: RootDocumentInfo): string {
@@ -63,7 +71,7 @@ export function rootDocument(catalog: Catalog, base: string, which?: RootDocumen
     const query = queryTemplate(catalog, r, base + r.rootPath);
     if (query) put(doc, ...query);
     if (r.rootTemplate) put(doc, r.rootTemplate, `${base}${r.rootPath}/{id}`);
-    const patch = acceptPatch(catalog, r);
+    const patch = patchKeys(catalog).get(r);
     if (patch) put(doc, ...patch);
   }
   return JSON.stringify(doc);
