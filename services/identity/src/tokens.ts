@@ -8,9 +8,9 @@ import {
   type Authority,
   type CallContext,
   type Handlers,
-  type Identity,
   isUuid,
   MAX_TOKEN_SECONDS,
+  partIdentity,
   partOf,
   parseNonNegativeInt,
   parsePositiveInt,
@@ -76,7 +76,7 @@ export function localAuthority(svc: ServiceContext): Authority {
   const { keys } = identityParts(svc);
   const serviceToken = serviceTokenSource(async () => {
     const expires = Math.floor(Date.now() / 1000) + SERVICE_TOKEN_SECONDS;
-    const token = await (await keys).sign({ userId: "service:identity", name: "identity", role: "admin", tenantId: null, exp: expires }, SERVICE_AUDIENCE);
+    const token = await (await keys).sign(partIdentity("identity", expires), SERVICE_AUDIENCE);
     return { token, expires };
   });
   return {
@@ -106,8 +106,7 @@ export function keyHandlers(svc: ServiceContext): Handlers {
       const given = createHash("sha256").update(req.credential ?? "").digest();
       if (!expected || !timingSafeEqual(expected, given)) throw ApiError.unauthenticated("The service credential is not valid");
       const expires = Math.floor(Date.now() / 1000) + SERVICE_TOKEN_SECONDS;
-      const who: Identity = { userId: `service:${req.name}`, name: req.name!, role: "admin", tenantId: null, exp: expires };
-      return { token: await (await p.keys).sign(who, SERVICE_AUDIENCE), expires };
+      return { token: await (await p.keys).sign(partIdentity(req.name!, expires), SERVICE_AUDIENCE), expires };
     },
   };
 }

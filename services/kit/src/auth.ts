@@ -33,9 +33,17 @@ export interface Identity {
   gen?: number;
 }
 
+/** How a part's own token names it (`sub`): "service:<name>". */
+const PART_SUBJECT = "service:";
+
+/** The identity a part's own token carries: the part by name, an administrator of no tenant, without a generation. */
+export function partIdentity(name: string, exp: number): Identity {
+  return { userId: `${PART_SUBJECT}${name}`, name, role: "admin", tenantId: null, exp };
+}
+
 /** The part a service token speaks for (`sub: "service:<name>"`); undefined for a user's token. */
 export function partOf(identity: Identity): string | undefined {
-  return identity.userId.startsWith("service:") ? identity.userId.slice("service:".length) : undefined;
+  return identity.userId.startsWith(PART_SUBJECT) ? identity.userId.slice(PART_SUBJECT.length) : undefined;
 }
 
 /** The strongest of a user's roles (admin > tenant_admin > tenant_user). */
@@ -137,7 +145,7 @@ function identityOf(p: JWTPayload): Identity | undefined {
   const role = p["role"] as Role;
   if (!ROLES.includes(role) || typeof p.sub !== "string" || typeof p["name"] !== "string" || typeof p.exp !== "number") return undefined;
   const internal = p.aud === SERVICE_AUDIENCE || (Array.isArray(p.aud) && p.aud.includes(SERVICE_AUDIENCE));
-  if (internal !== p.sub.startsWith("service:") || internal === (typeof p["gen"] === "number")) return undefined;
+  if (internal !== p.sub.startsWith(PART_SUBJECT) || internal === (typeof p["gen"] === "number")) return undefined;
   const tenantId = typeof p["tid"] === "string" ? p["tid"] : null;
   const id: Identity = { userId: p.sub, name: p["name"], role, tenantId, exp: p.exp };
   if (typeof p["gen"] === "number") id.gen = p["gen"];

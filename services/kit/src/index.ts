@@ -22,6 +22,7 @@ export {
   type KeyRing,
   keyRing,
   MAX_TOKEN_SECONDS,
+  partIdentity,
   partOf,
   ROLES,
   SERVICE_AUDIENCE,

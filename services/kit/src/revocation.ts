@@ -5,7 +5,7 @@
 // bus, so every part refuses an old token within a second of the change. Without the change
 // feed (the bus down, or a stand-in bus that does not reach other processes), what is
 // remembered lasts a second.
-import type { Identity } from "./auth.ts";
+import { type Identity, partOf } from "./auth.ts";
 import type { Bus } from "./bus.ts";
 
 /** How long a user's generation is trusted: while the feed is up, and without it. */
@@ -63,7 +63,7 @@ export function revocations(opts: Options): Revocations {
   return {
     async current(who) {
       // A part's own token (no generation) is not a user's; it expires within minutes.
-      if (who.gen === undefined) return who.userId.startsWith("service:");
+      if (who.gen === undefined) return partOf(who) !== undefined;
       const now = await generation(who.userId);
       return now !== undefined && who.gen >= now;
     },
