@@ -245,6 +245,8 @@ describe("peers that do not play along", () => {
     await new Promise((r) => setTimeout(r, 8_000));
     figures["reconnects in 8 s of a peer closing mid-message"] = String(f.sessions.length - start);
     expect(f.sessions.length - start).toBeLessThanOrEqual(8);
-    expect((await getVtep(id)).connectionState).not.toBe("connected");
+    // Each attempt is "connected" from its handshake to the peer's close, a moment: a single read
+    // can land in it (CI saw it once). What must not be is a VTEP that stays connected.
+    await waitFor(`VTEP ${id} not connected`, async () => (await getVtep(id)).connectionState !== "connected", 1_000);
   });
 });
