@@ -4,7 +4,6 @@
 // Bearer; a part's "vnm-internal" token is refused here), and is counted against a per-token
 // rate limit shared by the gateway replicas through Redis. POST /logout ends every token of the
 // caller's user.
-import { createHash } from "node:crypto";
 import { constants as H } from "node:http2";
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, AUTH_SERVICE, type CallerCheck, callerCheck, type Identity, remoteAuthority } from "@vnm/kit";
@@ -126,7 +125,12 @@ export function sendLogin(res: ApiResponse, r: { status: number; type: string; b
   send(res, r.status, r.type, r.body);
 }
 
-/** Key for a token's counter: a hash, so tokens never sit in Redis. */
+/**
+ * Key for a verified token's counter: the end of its signature (22 characters, 132 bits). Only
+ * identity signs tokens and only a signature's canonical spelling is accepted, so it names one
+ * token; and it is no credential, so tokens never sit in Redis. A SHA-256 of the whole token
+ * cost every request 4.5 us of the gateway's CPU (an item hit: 24.5 against 20 us).
+ */
 export function tokenKey(token: string): string {
-  return `token:${createHash("sha256").update(token).digest("base64url").slice(0, 22)}`;
+  return `token:${token.slice(-22)}`;
 }

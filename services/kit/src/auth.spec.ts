@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { calculateJwkThumbprint, type JSONWebKeySet, type JWK, SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { type Identity, keyRing, SERVICE_AUDIENCE, tokenClaims, USER_AUDIENCE, verifyToken } from "./auth.ts";
+import { type Identity, keyRing, SERVICE_AUDIENCE, tokenClaims, tokenVerifier, USER_AUDIENCE, verifyToken } from "./auth.ts";
 import { jwksOf } from "./authority.ts";
 
 async function newKey(): Promise<{ key: KeyObject; kid: string; x: string }> {
@@ -49,6 +49,19 @@ describe("token verification", () => {
     expect(a).not.toBe(b);
     const ring = keyRing(source([k]).fetch);
     for (const t of [a, b]) expect(await verifyToken(t, ring, [USER_AUDIENCE])).toMatchObject({ userId: "u1" });
+  });
+
+  it("remembers a verified token as that whole token: another payload under its signature is refused, and the token still verifies after", async () => {
+    const k = await newKey();
+    const verify = tokenVerifier(keyRing(source([k]).fetch), [USER_AUDIENCE]);
+    const ann = await sign(k, user());
+    expect(await verify(ann)).toMatchObject({ userId: "u1", role: "tenant_user" });
+    // The memory finds tokens by the end of their signature: a token that ends the same way must
+    // still be checked whole. Here: ann's signature on an administrator's claims.
+    const [header, , signature] = ann.split(".");
+    const claims = Buffer.from(JSON.stringify(tokenClaims(user({ role: "admin", tenantId: null }), USER_AUDIENCE))).toString("base64url");
+    expect(await verify(`${header}.${claims}.${signature}`)).toBeUndefined();
+    expect(await verify(ann)).toMatchObject({ userId: "u1", role: "tenant_user" });
   });
 
   it("fetches the key set again for an unknown key at most every few seconds, and keeps the last good one while identity is down", async () => {
