@@ -154,11 +154,22 @@ export function rawErrorAnswer(err: EdgeError, requestId: string): string {
 }
 
 /**
+ * Bytes up to this size are written as a one-byte string: Node then writes the head and the
+ * body as one string, with one `write` from a buffer on its stack (under 16 KiB in all), where
+ * a Buffer goes out with the head through its stream's queue and a `writev`. A cached item
+ * answer cost 6k instructions less in the gateway's main thread so (callgrind, 164.7k to
+ * 158.7k), the copy into the string included.
+ */
+const ONE_WRITE_BYTES = 12 * 1024;
+
+/**
  * Writes a JSON body with its media type exactly as named (vendor types keep their case), and
  * `headers` (a flat name, value list) with it.
  */
 export function send(res: ApiResponse, status: number, type: string, body: string | Buffer, headers: string[] = []): void {
   const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
   res.writeHead(status, ["Content-Type", type, "Content-Length", String(length), ...headers]);
-  res.end(body);
+  // latin1 maps each byte to one character and back: the bytes sent are the body's own.
+  if (typeof body !== "string" && length <= ONE_WRITE_BYTES) res.end(body.toString("latin1"), "latin1");
+  else res.end(body);
 }
