@@ -38,8 +38,13 @@ export function gatewayCallers(opts: GatewayOptions): Callers {
   };
 }
 
-/** The caller of an API request, or a 401 naming what is wrong. */
-export async function authenticate(req: ApiRequest, verify: (token: string) => Promise<Identity | undefined>): Promise<{ identity: Identity; token: string }> {
+type Caller = { identity: Identity; token: string };
+
+/**
+ * The caller of an API request, or a 401 naming what is wrong: at once when the token is known
+ * (checked before, its user's generation known), else once `check` has verified it.
+ */
+export function authenticate(req: ApiRequest, check: Pick<CallerCheck, "known" | "verify">): Caller | Promise<Caller> {
   const header = req.headers["x-auth-token"];
   let token = typeof header === "string" && header.trim() !== "" ? header.trim() : undefined;
   if (!token) {
@@ -47,6 +52,11 @@ export async function authenticate(req: ApiRequest, verify: (token: string) => P
     token = m?.[1];
   }
   if (!token) throw EdgeError.challenge("A token is required: log in at /login and send it in X-Auth-Token", API_CHALLENGE);
+  const identity = check.known(token);
+  return identity ? { identity, token } : verified(token, check.verify);
+}
+
+async function verified(token: string, verify: CallerCheck["verify"]): Promise<Caller> {
   const identity = await verify(token);
   if (!identity) throw EdgeError.challenge("The token is not valid, has expired or was revoked; log in again", API_CHALLENGE);
   return { identity, token };

@@ -22,6 +22,12 @@ export interface CollectionCache {
   readonly items: boolean;
   /** undefined when the cache must not be used now. */
   get(kind: string, key: string): Promise<Lookup | undefined>;
+  /**
+   * The body `get` would answer a hit with, when this gateway holds it and knows it current
+   * without asking anyone (no await: a hit answered in the turn its request came in); undefined
+   * otherwise, and then `get` decides.
+   */
+  peek(kind: string, key: string): Buffer | undefined;
   fill(kind: string, key: string, body: Buffer, token: string): Promise<void>;
   invalidate(kinds: Iterable<string>): Promise<void>;
   /** The change feed lost contact (false) or regained it (true). */
@@ -280,6 +286,12 @@ class RedisCache implements CollectionCache {
    * client reads its own write through every replica at once. The local generation only keeps
    * reads that raced an invalidation from storing what they fetched.
    */
+  peek(kind: string, key: string): Buffer | undefined {
+    if (!this.usable()) return undefined;
+    const mine = this.local.get(copyKey(kind, key));
+    return mine && this.tracked.get(kind) === mine.gen ? mine.body : undefined;
+  }
+
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
     const localKey = copyKey(kind, key);
@@ -392,6 +404,9 @@ export function memoryCache(maxEntriesPerKind = 1000, items = true): CollectionC
       const s = slot(kind);
       const body = s.entries.get(key);
       return body !== undefined ? { hit: true, body, kept: true } : { hit: false, token: String(s.gen) };
+    },
+    peek(kind, key) {
+      return feed ? kinds.get(kind)?.entries.get(key) : undefined;
     },
     async fill(kind, key, body, token) {
       const s = slot(kind);

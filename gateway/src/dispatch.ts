@@ -248,10 +248,15 @@ const unpackItem = perCopy((b): { etag: string; tenant: string; body: Buffer } =
 async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string, base: string): Promise<{ hit: false; token: string } | undefined | true> {
   const found = await gw.cache.get(slot.kind, slot.key);
   if (!found?.hit) return found;
-  const item = unpackItem(found.body);
-  const visible = identity.role === "admin" || (!slot.adminOnly && slot.tenantField !== undefined && item.tenant === identity.tenantId);
   // Not visible: the service gives the very answer a missing item gets.
-  if (!visible) return undefined;
+  return answerItem(gw, req, res, slot, identity, type, base, found.body) || undefined;
+}
+
+/** Answers an item GET with a cached copy when `identity` may see the item (true). */
+function answerItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string, base: string, copy: Buffer): boolean {
+  const item = unpackItem(copy);
+  const visible = identity.role === "admin" || (!slot.adminOnly && slot.tenantField !== undefined && item.tenant === identity.tenantId);
+  if (!visible) return false;
   gw.metrics.cacheHits.inc();
   const headers = ["ETag", item.etag, "Cache-Control", ITEM_CACHE_CONTROL];
   const ifNoneMatch = req.headers["if-none-match"];
@@ -290,6 +295,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   }
   const slot = cacheSlot(route, asked, identity);
   const item = slot ? undefined : itemSlot(plan, route, request);
+  if (answeredNow(gw, req, res, type!, base, identity, slot, item)) return;
   const fillToken = await fromCache(gw, req, res, type!, base, identity, slot, item);
   if (fillToken === true) return;
   // The service checks If-Match again in the write's own transaction: the check above only
@@ -313,6 +319,21 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     return;
   }
   await answerList(req, res, { route, type: type!, base, asked, whole, call, first: response, filtered }, slot && fillToken !== undefined ? (body) => void gw.cache.fill(slot.kind, slot.key, body, fillToken) : undefined);
+}
+
+/**
+ * Answers from a copy this gateway holds and knows to be current, within the turn the request
+ * came in (true): no await between the request and its answer. False: fromCache decides.
+ */
+function answeredNow(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: { kind: string; key: string } | undefined, item: ItemSlot | undefined): boolean {
+  if (item) {
+    const copy = gw.cache.peek(item.kind, item.key);
+    return copy !== undefined && answerItem(gw, req, res, item, identity, type, base, copy);
+  }
+  const copy = slot && gw.cache.peek(slot.kind, slot.key);
+  if (copy === undefined) return false;
+  sendCachedList(gw, req, res, type, withBase(copy, base), true);
+  return true;
 }
 
 /**

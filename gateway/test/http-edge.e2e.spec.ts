@@ -87,7 +87,15 @@ function rawGet(path: string, headers: Record<string, string>): Promise<{ status
 describe("content coding", () => {
   it("a cached collection is sent gzip-coded to a client that accepts gzip, the same JSON as uncoded; an item is not", async () => {
     const tenant = `gz-${Date.now()}`;
-    for (let i = 0; i < 20; i++) expect((await http("POST", "/bridges", { name: `gz-${i}`, tenantId: tenant })).status).toBe(201);
+    const made = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const r = await http("POST", "/bridges", { name: `gz-${i}`, tenantId: tenant });
+      expect(r.status).toBe(201);
+      made.add((r.json as { id: string }).id);
+    }
+    // Each creation's notification reaches the gateway after its 201 and drops the kind's
+    // copies again: read once they all have, so no late one undoes the copy read below.
+    await waitFor("the creations on the change feed", async () => fx.events.filter((e) => made.has((e.data as { id?: string }).id ?? "")).length >= made.size);
     const path = `/bridges?tenant_id=${tenant}`;
     const plain = await rawGet(path, { "accept-encoding": "identity" });
     expect(plain.status).toBe(200);

@@ -50,6 +50,8 @@ export function remoteAuthority(call: IdentityCall, name: string, credential: st
 export interface CallerCheck {
   /** The identity of a token whose signature, audience, expiry and generation hold. */
   verify(token: string): Promise<Identity | undefined>;
+  /** `verify`'s identity when it is known at once (a token checked before, its user's generation known); undefined: ask `verify`. */
+  known(token: string): Identity | undefined;
   /** Whether a verified identity's token is still current (revocation). */
   current(who: Identity): Promise<boolean>;
   /** Forgets what is known of a user (its tokens may have ended). */
@@ -70,6 +72,10 @@ export function callerCheck(authority: Authority, bus: Bus, opts: { internal: bo
     async verify(token) {
       const identity = await verify(token);
       return identity && (await revoked.current(identity)) ? identity : undefined;
+    },
+    known(token) {
+      const identity = verify.known(token);
+      return identity && revoked.currentNow(identity) === true ? identity : undefined;
     },
     current: revoked.current,
     forget: revoked.forget,

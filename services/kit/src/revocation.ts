@@ -14,6 +14,8 @@ const TRUST_MS = { feed: 5 * 60_000, noFeed: 1_000 };
 export interface Revocations {
   /** Whether a verified identity's token is still current (its user's generation has not moved on). */
   current(who: Identity): Promise<boolean>;
+  /** `current`'s answer when it is known without asking identity (undefined: ask `current`). */
+  currentNow(who: Identity): boolean | undefined;
   /** Forgets the user's generation and tells the listeners. */
   forget(userId: string): void;
   /** Calls `listener` with a user whose tokens may have ended; returns the unsubscriber. */
@@ -32,7 +34,9 @@ interface Options {
 }
 
 export function revocations(opts: Options): Revocations {
-  const known = new Map<string, { generation: Promise<number | undefined>; at: number }>();
+  /** A user's generation as asked of identity, and (`settled`) its answer once it came. */
+  type Entry = { generation: Promise<number | undefined>; at: number; settled?: { value: number | undefined } };
+  const known = new Map<string, Entry>();
   const listeners = new Set<(userId: string) => void>();
   let feedUp = opts.bus.state() === "connected";
   const forget = (userId: string) => {
@@ -54,18 +58,29 @@ export function revocations(opts: Options): Revocations {
   const generation = (userId: string): Promise<number | undefined> => {
     const hit = known.get(userId);
     if (hit && Date.now() - hit.at < trustMs()) return hit.generation;
-    const entry = { generation: opts.generation(userId), at: Date.now() };
+    const entry: Entry = { generation: opts.generation(userId), at: Date.now() };
     if (known.size >= 100_000) known.clear();
     known.set(userId, entry);
-    entry.generation.catch(() => known.get(userId) === entry && known.delete(userId));
+    entry.generation.then(
+      (value) => {
+        entry.settled = { value };
+      },
+      () => known.get(userId) === entry && known.delete(userId),
+    );
     return entry.generation;
   };
+  const isCurrent = (who: Identity, now: number | undefined) => now !== undefined && who.gen !== undefined && who.gen >= now;
   return {
     async current(who) {
       // A part's own token (no generation) is not a user's; it expires within minutes.
       if (who.gen === undefined) return partOf(who) !== undefined;
-      const now = await generation(who.userId);
-      return now !== undefined && who.gen >= now;
+      return isCurrent(who, await generation(who.userId));
+    },
+    currentNow(who) {
+      if (who.gen === undefined) return partOf(who) !== undefined;
+      const hit = known.get(who.userId);
+      if (!hit?.settled || Date.now() - hit.at >= trustMs()) return undefined;
+      return isCurrent(who, hit.settled.value);
     },
     forget,
     onChange(listener) {
