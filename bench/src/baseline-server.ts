@@ -21,6 +21,8 @@ const pg = require("pg");
 
 interface Config {
   body: string;
+  /** The bytes to send instead of `body` (base64), with `contentEncoding` (a gzip-coded body). */
+  coded?: { base64: string; contentEncoding: string };
   contentType: string;
   protoPath: string;
   echoAddr?: string;
@@ -31,7 +33,7 @@ interface Config {
 
 const mode = process.argv[2];
 const cfg = JSON.parse(readFileSync(process.argv[3]!, "utf8")) as Config;
-const body = Buffer.from(cfg.body);
+const body = cfg.coded ? Buffer.from(cfg.coded.base64, "base64") : Buffer.from(cfg.body);
 
 const COLUMNS =
   "id, tenant_id, name, admin_state_up, inbound_filter_id, outbound_filter_id, inbound_mirror_ids, outbound_mirror_ids, vxlan_port_ids";
@@ -55,6 +57,7 @@ function loadEcho() {
 function sendBody(res: import("node:http").ServerResponse): void {
   res.statusCode = 200;
   res.setHeader("Content-Type", cfg.contentType);
+  if (cfg.coded) res.setHeader("Content-Encoding", cfg.coded.contentEncoding);
   res.setHeader("Content-Length", body.length);
   res.end(body);
 }

@@ -6,12 +6,13 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { OUTBOX_MIGRATION } from "@vnm/kit";
 import { DEPS, type Proc, startProcess, waitFor } from "@vnm/kit/testing";
 import pg from "pg";
 import { migrations as bridgeMigrations } from "../../services/bridge/src/migrations.ts";
 import { JSON_TYPE } from "./bridges.ts";
-import type { Baseline, Load, Result, Runner } from "./scenario.ts";
+import type { Baseline, Load, Runner } from "./scenario.ts";
 import { TMP, want } from "./settings.ts";
 import type { BenchStack } from "./stack.ts";
 
@@ -31,8 +32,13 @@ export interface Baselines {
   floor: Baseline;
   /** The durable-write floor (when POST or the baselines run). */
   writeFloor?: Baseline;
-  /** Bare express sending the cached 100-item collection's bytes (when the collection or the baselines run). */
-  collBody?: Result;
+  /**
+   * Bare express sending the very bytes of the cached 100-item collection's answers (when the
+   * collection or the baselines run): the plain JSON, and its gzip coding with
+   * `Content-Encoding: gzip` (what a client asking for gzip gets from the gateway).
+   */
+  collBody?: Baseline;
+  collGzip?: Baseline;
 }
 
 const ECHO_PROTO = `syntax = "proto3";
@@ -134,7 +140,7 @@ export class BaselineRunner {
    * Measures a baseline: the item GET, or with `post` a POST /bridges of that JSON (answered
    * 201); with `keep`, its processes stay up for the rows measured in turns with it.
    */
-  async run(name: string, mode: string, opts: { echo?: EchoWork; body?: string; keep?: boolean; post?: string } = {}): Promise<Baseline> {
+  async run(name: string, mode: string, opts: { echo?: EchoWork; body?: string; gzip?: boolean; keep?: boolean; post?: string } = {}): Promise<Baseline> {
     const started: Proc[] = [];
     let echoAddr: string | undefined;
     if (opts.echo) {
@@ -143,7 +149,9 @@ export class BaselineRunner {
       echoAddr = `127.0.0.1:${e.port}`;
     }
     const body = opts.body ?? this.item.body;
-    const b = await this.start(mode, { body, echoAddr });
+    // The gateway codes a kept body at zlib's default level: the same bytes.
+    const coded = opts.gzip ? { base64: gzipSync(body).toString("base64"), contentEncoding: "gzip" } : undefined;
+    const b = await this.start(mode, { body, echoAddr, ...(coded ? { coded } : {}) });
     started.push(b.proc);
     const origin = `http://127.0.0.1:${b.port}`;
     const load = opts.post ? { url: `${origin}/bridges`, method: "POST", headers: JSON_TYPE, body: opts.post } : { url: `${origin}${this.item.path}` };
@@ -163,12 +171,12 @@ export class BaselineRunner {
       want("baselines") || want("post")
         ? await this.run("baseline: express+grpc+pg write (the durable-write floor)", "express-grpc", { echo: { write: true }, keep: true, post: POST_BODY })
         : undefined;
-    let collBody: Result | undefined;
-    if (want("baselines") || wantCollection) {
-      // The very bytes of the cached 100-item collection: what the body's size alone costs.
-      const body = await collectionBody();
-      collBody = (await this.run(`baseline: express, 100-item body (${body.length} B)`, "express", { body })).result;
-    }
-    return { express, floor, ...(writeFloor ? { writeFloor } : {}), ...(collBody ? { collBody } : {}) };
+    if (!want("baselines") && !wantCollection) return { express, floor, ...(writeFloor ? { writeFloor } : {}) };
+    // The very bytes of the cached 100-item collection's answers, plain and gzip-coded: what
+    // the bodies alone cost. Both stay up for the collection rows' turns.
+    const body = await collectionBody();
+    const collBody = await this.run(`baseline: express, 100-item body (${Buffer.byteLength(body)} B)`, "express", { body, keep: true });
+    const collGzip = await this.run(`baseline: express, 100-item body gzip-coded (${gzipSync(body).length} B)`, "express", { body, gzip: true, keep: true });
+    return { express, floor, ...(writeFloor ? { writeFloor } : {}), collBody, collGzip };
   }
 }
