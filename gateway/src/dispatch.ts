@@ -423,25 +423,28 @@ function linkNext(req: ApiRequest, res: ApiResponse, next: unknown, base: string
 function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: Obj, type: string, base: string, keep: boolean): { etag: string; body: string } | undefined {
   if (route.shape.kind !== "item") throw new Error("not an item route");
   const item = route.shape.item;
+  // Written with the answer as one flat list: a setHeader puts every header of the answer
+  // through Node's slow path (app.ts, the edge's writeHead).
+  const headers: string[] = [];
   if (route.method === "POST") {
     const p = itemPath(item, response);
     if (p) {
-      res.setHeader("Location", base + p);
+      headers.push("Location", base + p);
       // The audit record names the new item by this path (no need to parse the Location back).
       res.locals.created = p;
     }
   }
   const etag = etagOf(response);
-  res.setHeader("ETag", etag);
-  if (route.method === "GET") res.setHeader("Cache-Control", ITEM_CACHE_CONTROL);
+  headers.push("ETag", etag);
+  if (route.method === "GET") headers.push("Cache-Control", ITEM_CACHE_CONTROL);
   const ifNoneMatch = req.headers["if-none-match"];
   if (route.method === "GET" && ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
-    res.statusCode = H.HTTP_STATUS_NOT_MODIFIED;
+    res.writeHead(H.HTTP_STATUS_NOT_MODIFIED, headers);
     res.end();
     return undefined;
   }
   // A body to keep is written with BASE_MARK for its base, which the copy sent gets back.
   const body = toJson(item, response, keep ? BASE_MARK : base);
-  send(res, route.method === "POST" ? H.HTTP_STATUS_CREATED : H.HTTP_STATUS_OK, type, keep ? withBase(Buffer.from(body), base) : body);
+  send(res, route.method === "POST" ? H.HTTP_STATUS_CREATED : H.HTTP_STATUS_OK, type, keep ? withBase(Buffer.from(body), base) : body, headers);
   return { etag, body };
 }
