@@ -280,18 +280,18 @@ class RedisCache implements CollectionCache {
     return this.localGens.get(kind) ?? 0;
   }
 
-  /**
-   * A local copy is served while its kind's generation in Redis is the one it was read under
-   * (one small read): a write through any gateway bumps it before that gateway answers, so a
-   * client reads its own write through every replica at once. The local generation only keeps
-   * reads that raced an invalidation from storing what they fetched.
-   */
   peek(kind: string, key: string): Buffer | undefined {
     if (!this.usable()) return undefined;
     const mine = this.local.get(copyKey(kind, key));
     return mine && this.tracked.get(kind) === mine.gen ? mine.body : undefined;
   }
 
+  /**
+   * A local copy is served while its kind's generation in Redis is the one it was read under
+   * (one small read): a write through any gateway bumps it before that gateway answers, so a
+   * client reads its own write through every replica at once. The local generation only keeps
+   * reads that raced an invalidation from storing what they fetched.
+   */
   async get(kind: string, key: string): Promise<Lookup | undefined> {
     if (!this.usable()) return undefined;
     const localKey = copyKey(kind, key);
