@@ -1,3 +1,5 @@
+import { constants as h2, createServer, type Http2Server } from "node:http2";
+import type { AddressInfo } from "node:net";
 import { Metadata, status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { ApiError, ORIGIN_KEY } from "./errors.ts";
@@ -48,5 +50,59 @@ describe("errors across gRPC", () => {
     const bug = ApiError.from(new TypeError("x is undefined"));
     expect(bug).toMatchObject({ code: status.INTERNAL, message: "An internal error occurred" });
     expect(bug.cause).toBeInstanceOf(TypeError);
+  });
+});
+
+/**
+ * A gRPC server by hand that refuses the first `refusals` streams it is sent (RST_STREAM
+ * REFUSED_STREAM, as a stopping server does with a stream that raced its GOAWAY), then answers
+ * every call with an empty message and OK; `streams` counts what it was sent.
+ */
+async function refusingServer(refusals: number): Promise<{ server: Http2Server; address: string; streams: () => number }> {
+  let streams = 0;
+  const server = createServer();
+  server.on("stream", (stream) => {
+    // Closing a stream with an error code reports that code on the stream itself too.
+    stream.on("error", () => {});
+    if (++streams <= refusals) return void stream.close(h2.NGHTTP2_REFUSED_STREAM);
+    stream.on("data", () => {});
+    stream.on("end", () => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.alloc(5)); // one message, empty: not compressed, length 0
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { server, address: `127.0.0.1:${(server.address() as AddressInfo).port}`, streams: () => streams };
+}
+
+describe("calls that never reached the service", () => {
+  it("a write whose stream is refused twice (grpc-js retries a refusal once) is made again and succeeds: it never reached the service", async () => {
+    const fake = await refusingServer(2);
+    const up = createUpstream(loadGrpc(), [{ name: "vnm.lb.v1.PoolService", domain: "lb" }], () => fake.address);
+    try {
+      const r = await up.call("vnm.lb.v1.PoolService", "CreatePool", { pool: { loadBalancerId: "x" } }, 2000);
+      expect(r.response).toBeDefined();
+      expect(fake.streams()).toBe(3);
+    } finally {
+      up.close();
+      fake.server.close();
+    }
+  });
+
+  it("a write refused on every attempt fails UNAVAILABLE after three, well within its deadline", async () => {
+    const fake = await refusingServer(100);
+    const up = createUpstream(loadGrpc(), [{ name: "vnm.lb.v1.PoolService", domain: "lb" }], () => fake.address);
+    try {
+      const t0 = Date.now();
+      const err = await up.call("vnm.lb.v1.PoolService", "CreatePool", { pool: { loadBalancerId: "x" } }, 5000).catch((e: unknown) => e);
+      expect((err as ApiError).code).toBe(status.UNAVAILABLE);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      // Each of our three attempts is grpc-js's own two (the refusal retried once).
+      expect(fake.streams()).toBe(6);
+    } finally {
+      up.close();
+      fake.server.close();
+    }
   });
 });

@@ -93,6 +93,23 @@ function domainChannelOptions(defs: Map<string, grpc.ServiceDefinition>): grpc.C
   return { ...CHANNEL_OPTIONS, "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }], methodConfig }) };
 }
 
+/**
+ * grpc-js's words for a call that never reached the service: its stream refused (HTTP/2's
+ * REFUSED_STREAM: the server took no step on it, as one that is stopping does with a stream that
+ * raced its GOAWAY), or no connection to pick. grpc-js itself retries a refused stream once; a
+ * write refused again, or picked in the moment a replica's connection turns over during a rolling
+ * restart, failed here with a 503 though another replica was there.
+ */
+const NEVER_REACHED = /^(Stream refused by server|(round_robin: )?No connection established)/;
+/** Waits before the attempts after the first of a call that never reached its service. */
+const UNREACHED_RETRY_MS = [25, 100];
+
+/** Whether a failed call is one that never reached its service (safe to make again, writes too). */
+function neverReached(err: unknown): boolean {
+  const e = err as { code?: unknown; details?: unknown };
+  return e.code === grpc.status.UNAVAILABLE && typeof e.details === "string" && NEVER_REACHED.test(e.details);
+}
+
 /** A call's failure as grpc-js reports one (code, details, trailers), for ApiError.from. */
 function callError(st: grpc.StatusObject): grpc.ServiceError {
   return Object.assign(new Error(`${st.code} ${grpc.status[st.code] ?? ""}: ${st.details}`), { code: st.code, details: st.details, metadata: st.metadata });
@@ -176,7 +193,19 @@ export function createUpstream(
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
         const span = `${service}/${rpc}`;
-        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, () => unary(client, rpc, request, timeoutMs, token, requestId, extra));
+        const deadline = Date.now() + timeoutMs;
+        const attempt = async (): Promise<CallResult> => {
+          for (let i = 0; ; i++) {
+            try {
+              return await unary(client, rpc, request, deadline - Date.now(), token, requestId, extra);
+            } catch (err) {
+              const wait = UNREACHED_RETRY_MS[i];
+              if (wait === undefined || !neverReached(err) || Date.now() + wait >= deadline) throw err;
+              await new Promise((r) => setTimeout(r, wait));
+            }
+          }
+        };
+        const result = await traced(span, "client", { "rpc.system": "grpc", "rpc.method": span }, attempt);
         metrics?.grpcClient.inc({ service, method: rpc, code: "OK" });
         return result;
       } catch (err) {
