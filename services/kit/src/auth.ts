@@ -165,10 +165,11 @@ export function tokenVerifier(keys: KeyRing, audiences: readonly string[], maxEn
   const memory = new Map<string, { token: string; identity: Identity }>();
   const slot = (token: string) => token.slice(-SLOT_CHARS);
   const known = (token: string): Identity | undefined => {
-    const hit = memory.get(slot(token));
+    const key = slot(token);
+    const hit = memory.get(key);
     if (hit?.token !== token) return undefined;
     if (hit.identity.exp * 1000 > Date.now()) return hit.identity;
-    memory.delete(slot(token));
+    memory.delete(key);
     return undefined;
   };
   const verify = async (token: string): Promise<Identity | undefined> => {

@@ -2,6 +2,7 @@
 // long-lived channel per domain (round-robin over every address given), a deadline on every
 // call, and the trailing metadata kept for the caller. A domain whose address is not given
 // (its service not deployed, or not written yet) answers every call UNAVAILABLE, naming it.
+import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { ApiError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -201,7 +202,7 @@ export function createUpstream(
             } catch (err) {
               const wait = UNREACHED_RETRY_MS[i];
               if (wait === undefined || !neverReached(err) || Date.now() + wait >= deadline) throw err;
-              await new Promise((r) => setTimeout(r, wait));
+              await sleep(wait);
             }
           }
         };
