@@ -176,28 +176,30 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes up to 500 rows and names them in `published` (deleted with the commit);
-   * undefined when another replica holds the outbox.
+   * Takes up to 500 rows out of the outbox, oldest first, and publishes them; their delete
+   * commits once every one is acknowledged, and a failed publish rolls it back, so the rows stay
+   * for the next round. Undefined when another replica holds the outbox.
    */
-  private async publishBatch(q: pg.PoolClient, published: string[]): Promise<number | undefined> {
-    // The lock and the rows in one statement: a first row saying whether the lock was taken,
-    // joined to the rows when it was (none: one row of nulls). The statement's snapshot is
-    // older than the lock: rows another replica published and deleted while this one waited
-    // for it would still show. FOR UPDATE skips a row whose delete has committed, so no row
-    // is published twice.
-    const read = await q.query<{ ok: boolean; id: string | null; subject: string; payload: unknown }>(
-      `SELECT l.ok, o.id, o.subject, o.payload FROM (SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok) l
-         LEFT JOIN LATERAL (SELECT id, subject, payload FROM outbox WHERE l.ok ORDER BY id LIMIT 500 FOR UPDATE) o ON true ORDER BY o.id`,
+  private async publishBatch(q: pg.PoolClient): Promise<number | undefined> {
+    // The lock and the delete in one statement: a first row saying whether the lock was taken,
+    // joined to the deleted rows when it was (none: one row of nulls). The statement's snapshot
+    // is older than the lock: rows another replica published and deleted while this one waited
+    // for it would still show, but a DELETE skips a row whose delete has committed, so no row is
+    // published twice. Deleting here instead of locking the rows (FOR UPDATE) and deleting them
+    // by id after the publish writes each row once, not twice. The ids go in as an array so the
+    // delete finds them through the primary key whatever the planner thinks the table holds.
+    const taken = await q.query<{ ok: boolean; id: string | null; subject: string; payload: unknown }>(
+      `WITH l AS (SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok),
+         o AS (DELETE FROM outbox WHERE id = ANY(ARRAY(SELECT id FROM outbox WHERE (SELECT ok FROM l) ORDER BY id LIMIT 500)) RETURNING id, subject, payload)
+       SELECT l.ok, o.id, o.subject, o.payload FROM l LEFT JOIN o ON true`,
       [`vnm-outbox:${this.schema}`],
     );
-    if (!read.rows[0]?.ok) return undefined;
-    const rows = read.rows.filter((r): r is typeof r & { id: string } => r.id !== null);
-    if (rows.length > 0) {
-      const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
-      const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
-      await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), r.payload as Carrier)));
-      for (const r of rows) published.push(r.id);
-    }
+    if (!taken.rows[0]?.ok) return undefined;
+    // A DELETE returns its rows in no set order: oldest first, by their ids (bigint, as text).
+    const rows = taken.rows.filter((r): r is typeof r & { id: string } => r.id !== null).sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : 1));
+    const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
+    const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
+    await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), r.payload as Carrier)));
     return rows.length;
   }
 
@@ -205,17 +207,11 @@ export class OutboxRelay {
     for (;;) {
       const client = await this.pool.connect();
       let count: number | undefined;
-      const published: string[] = [];
       try {
         // Losing this transaction's delete in a crash only means publishing again, which the
         // bus drops by message id: its commit need not wait for the disk. The BEGIN goes out
-        // with the lock and the read, the delete of what was published with the COMMIT: two
-        // round trips.
-        count = await inTransaction(client, (q) => this.publishBatch(q, published), {
-          begin: "BEGIN; SET LOCAL synchronous_commit = off",
-          commit: (q) =>
-            q.query(published.length > 0 ? `DELETE FROM outbox WHERE id = ANY(${client.escapeLiteral(`{${published.join(",")}}`)}::bigint[]); COMMIT` : "COMMIT"),
-        });
+        // with the lock and the delete: two round trips with the COMMIT.
+        count = await inTransaction(client, (q) => this.publishBatch(q), { begin: "BEGIN; SET LOCAL synchronous_commit = off" });
       } finally {
         client.release();
       }
