@@ -9,7 +9,7 @@ import { describeCpu } from "./cpu.ts";
 import type { Publication } from "./publish.ts";
 import { load, type Result } from "./scenario.ts";
 import { CONNECTIONS, CPU_PROF, EXTRA_FLAGS, FROM, IDLE_GOAL_MB, ONLY, PROF_DIR, RESULTS_DIR, SECONDS, STAMP, SYNC, WARMUP } from "./settings.ts";
-import { stackDescription } from "./stack.ts";
+import { allocator, stackDescription } from "./stack.ts";
 import type { Step } from "./steps.ts";
 import { fmt, ratioText, table } from "./table.ts";
 
@@ -101,7 +101,7 @@ export function save(run: Run, all: Goal[]): string {
   const json = {
     startedAt: run.startedAt.toISOString(),
     elapsedSeconds: Math.round((Date.now() - run.startedAt.getTime()) / 1000),
-    config: { tool: "wrk -t1", from: FROM, nodeFlags: [...NODE_FLAGS, ...EXTRA_FLAGS], seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, cpus: cpus().length, node: process.version },
+    config: { tool: "wrk -t1", from: FROM, nodeFlags: [...NODE_FLAGS, ...EXTRA_FLAGS], allocator: allocator(), seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, cpus: cpus().length, node: process.version },
     stack: run.stack,
     results: run.results,
     only: ONLY,

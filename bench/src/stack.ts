@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { stripTypeScriptTypes } from "node:module";
 import { join } from "node:path";
 import { Stack } from "@vnm/e2e/stack";
-import { NODE_FLAGS } from "@vnm/kit/repo";
+import { allocatorEnv, NODE_FLAGS } from "@vnm/kit/repo";
 import { dropSchema, type Proc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../../deploy/build.ts";
 import { CPU_PROF, EXTRA_FLAGS, FROM, MEM_PROBE, PROF_DIR, TMP } from "./settings.ts";
@@ -21,7 +21,13 @@ export interface Member {
 }
 
 /** What ran, for the output: compiled or sources, and the Node flags. */
-export const stackDescription = `from ${FROM === "compiled" ? "the compiled JavaScript (deploy/build.ts, as the image; BENCH_FROM=sources for the .ts files)" : "the TypeScript sources (BENCH_FROM=sources)"} with node ${[...NODE_FLAGS, ...EXTRA_FLAGS].join(" ")}`;
+export const stackDescription = `from ${FROM === "compiled" ? "the compiled JavaScript (deploy/build.ts, as the image; BENCH_FROM=sources for the .ts files)" : "the TypeScript sources (BENCH_FROM=sources)"} with node ${[...NODE_FLAGS, ...EXTRA_FLAGS].join(" ")}, ${allocator()}`;
+
+/** The allocator every process of the run has (allocatorEnv, or a preload the bench's environment names). */
+export function allocator(): string {
+  const { LD_PRELOAD: preload, MALLOC_CONF: conf } = { LD_PRELOAD: process.env["LD_PRELOAD"], MALLOC_CONF: process.env["MALLOC_CONF"], ...allocatorEnv() };
+  return preload ? `preloading ${preload}${conf ? ` (MALLOC_CONF=${conf})` : ""}` : "on glibc's malloc";
+}
 
 /** Node flags for the processes measured closely (the gateways and the bridge service). */
 function watchedArgs(): string[] {

@@ -72,6 +72,15 @@ it("the image runs every process with the flags the launcher and the tests use (
   expect(JSON.parse(entry![1]!)).toEqual(["node", ...NODE_FLAGS, "deploy/entry.js"]);
 });
 
+it("the image runs every process on jemalloc with the configuration the launcher and the tests give (JEMALLOC_CONF)", async () => {
+  const { JEMALLOC_CONF } = await import("@vnm/kit/repo");
+  const dockerfile = readFileSync(join(ROOT, "deploy/Dockerfile"), "utf8");
+  const env = /^ENV LD_PRELOAD=(\S+) MALLOC_CONF=(\S+)$/m.exec(dockerfile);
+  expect(env).not.toBeNull();
+  expect(env![2]).toBe(JEMALLOC_CONF);
+  expect(dockerfile).toContain(`ln -s "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ${env![1]}`);
+});
+
 describe("NATS as the dev overlay configures it (its nats.conf, auth.conf and Secret, on a server of the test's own)", () => {
   const docs = render("overlays/dev");
   const dir = mkdtempSync(join(tmpdir(), "vnm-nats-auth-"));
