@@ -4,7 +4,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type pg from "pg";
 import { bearer, type Identity, partOf } from "./auth.ts";
-import { AUTH_SERVICE, type Authority, callerCheck, remoteAuthority } from "./authority.ts";
+import { AUTH_SERVICE, type Authority, type CallerCheck, callerCheck, remoteAuthority } from "./authority.ts";
 import { type Bus, localBus, natsBus } from "./bus.ts";
 import { type Catalog, type Contract, EVERY_PART, loadContract } from "./catalog.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./changes.ts";
@@ -180,10 +180,11 @@ export interface RunningService {
 interface CallGuard {
   /** "<service>/<rpc>". */
   method: string;
-  verify: (token: string) => Promise<Identity | undefined>;
+  /** The caller's token check: `known` answers at once for a token checked before, `verify` otherwise. */
+  callers: Pick<CallerCheck, "verify" | "known">;
   isPublic: boolean;
   /** The parts that call the method with their own token (vnm.api.callers). */
-  callers: ReadonlySet<string>;
+  parts: ReadonlySet<string>;
   access?: Access;
   readOwner: (service: string, rpc: string, request: Record<string, unknown>, ctx: CallContext) => Promise<Record<string, unknown>>;
 }
@@ -191,7 +192,7 @@ interface CallGuard {
 /** A part calling as itself may call only the methods that name it among their callers; users are not concerned. */
 function refuseUndeclaredPart(identity: Identity, g: CallGuard): void {
   const part = partOf(identity);
-  if (part === undefined || g.callers.has(part) || g.callers.has(EVERY_PART)) return;
+  if (part === undefined || g.parts.has(part) || g.parts.has(EVERY_PART)) return;
   throw ApiError.forbidden(`The ${part} part may not call ${g.method} with its own token: the method does not name it among its callers`);
 }
 
@@ -200,11 +201,11 @@ async function guarded(handler: Handler, request: Record<string, unknown>, ctx: 
   const token = bearer(ctx.metadata.get("authorization")[0]);
   if (g.isPublic) {
     // A public method still learns who calls when the call carries a valid token.
-    const caller = token ? await g.verify(token).catch(() => undefined) : undefined;
+    const caller = token ? (g.callers.known(token) ?? (await g.callers.verify(token).catch(() => undefined))) : undefined;
     if (caller) refuseUndeclaredPart(caller, g);
     return handler(request, caller ? { ...ctx, identity: caller } : ctx);
   }
-  const identity = token ? await g.verify(token) : undefined;
+  const identity = token ? (g.callers.known(token) ?? (await g.callers.verify(token))) : undefined;
   if (!identity) throw ApiError.unauthenticated("A valid token is required");
   refuseUndeclaredPart(identity, g);
   const withId: CallContext = { ...ctx, identity };
@@ -299,7 +300,7 @@ const OWNER_TIMEOUT_MS = 5_000;
 const NO_PART: ReadonlySet<string> = new Set();
 
 /** The gRPC server with every handler wrapped in the token and tenancy checks. */
-function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, env: NodeJS.ProcessEnv, verify: CallGuard["verify"], log: Logger, metrics: Metrics) {
+function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, env: NodeJS.ProcessEnv, callers: CallGuard["callers"], log: Logger, metrics: Metrics) {
   const rules = accessRules(catalog);
   const readOwner = ownerReader(all, pkg, catalog, env);
   // No channelz: nothing here reads it, and it counts every call.
@@ -311,8 +312,8 @@ function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, e
       const h = handlers[method];
       if (!h) throw new Error(`${fullName}/${method} has no handler`);
       const key = `${fullName}/${method}`;
-      const callers = catalog.callers.get(key) ?? NO_PART;
-      impl[method] = wrap(key, h, log, { method: key, verify, isPublic: catalog.publicMethods.has(key), callers, access: rules.get(key), readOwner }, metrics);
+      const parts = catalog.callers.get(key) ?? NO_PART;
+      impl[method] = wrap(key, h, log, { method: key, callers, isPublic: catalog.publicMethods.has(key), parts, access: rules.get(key), readOwner }, metrics);
     }
     server.addService(def, impl);
   }
@@ -438,7 +439,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
 
   // Identity's changes reach this service on NATS, or on the in-process bus when it is identity.
   const callers = callerCheck(authority, bus, { internal: true, feedReachesIdentity: bus.kind === "nats" || spec.authority !== undefined });
-  const server = grpcServer(handlers, contract, env, callers.verify, log, metrics);
+  const server = grpcServer(handlers, contract, env, callers, log, metrics);
   const health = healthService(pool);
   server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, health.impl);
   const port = await new Promise<number>((resolve, reject) =>
