@@ -68,15 +68,15 @@ function routeLabel(req: ApiRequest, res: ApiResponse): string {
  */
 function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => boolean) {
   const writeHead = edgeWriteHead(draining);
-  // The metrics' children by label values (a bounded set: route templates, methods, statuses),
+  // The metrics' series by label values (a bounded set: route templates, methods, statuses),
   // found through nested maps: no key string is built per request.
-  type Children = { timer: { observe(seconds: number): void }; byStatus: Map<number, { inc(): void }> };
-  const children = new Map<string, Map<string, Children>>();
+  type Series = { timer: { observe(seconds: number): void }; byStatus: Map<number, { inc(): void }> };
+  const series = new Map<string, Map<string, Series>>();
   const count = (route: string, method: string, status: number, seconds: number) => {
-    let byMethod = children.get(route);
+    let byMethod = series.get(route);
     if (!byMethod) {
       byMethod = new Map();
-      children.set(route, byMethod);
+      series.set(route, byMethod);
     }
     let c = byMethod.get(method);
     if (!c) {
@@ -96,10 +96,10 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals.requestId = id;
     res.writeHead = writeHead as unknown as ApiResponse["writeHead"];
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     res.on("finish", () => {
       const route = routeLabel(req, res);
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = (performance.now() - started) / 1000;
       count(route, req.method, res.statusCode, seconds);
       const who = res.locals.caller?.identity;
       log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
