@@ -62,11 +62,18 @@ function routeLabel(req: ApiRequest, res: ApiResponse): string {
   return NAMED_ROUTES.has(req.path) ? req.path : "unmatched";
 }
 
+/** The edge of every request: `begin` it, and answer it with a `Response` (the server's ServerResponse). */
+interface Edge {
+  /** Request id, start time and, for an answer that is no `Response`, the edge's writeHead and finish; OPTIONS answered here. True when the request goes on. */
+  begin(req: ApiRequest, res: ApiResponse): boolean;
+  Response: typeof ServerResponse<IncomingMessage>;
+}
+
 /**
  * Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log
- * and the audit trail; OPTIONS answered here. True when the request goes on.
+ * and the audit trail; OPTIONS answered here.
  */
-function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => boolean) {
+function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => boolean): Edge {
   const writeHead = edgeWriteHead(draining);
   // The metrics' series by label values (a bounded set: route templates, methods, statuses),
   // found through nested maps: no key string is built per request.
@@ -91,20 +98,37 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     counter.inc();
     c.timer.observe(seconds);
   };
-  return (req: ApiRequest, res: ApiResponse): boolean => {
+  /** A finished answer: counted, logged, and audited when it was a write. */
+  const finished = (res: ApiResponse) => {
+    const req = res.req as ApiRequest;
+    const route = routeLabel(req, res);
+    const seconds = (performance.now() - res.locals.startedAt) / 1000;
+    count(route, req.method, res.statusCode, seconds);
+    const who = res.locals.caller?.identity;
+    log.info("request", { requestId: res.locals.requestId, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
+    audit.record(req, res, who);
+  };
+  /**
+   * The server's answers: the edge's writeHead on the prototype and the finish seen as it is
+   * emitted, rather than an own writeHead and a "finish" listener set on every answer (4 us of
+   * a gateway's 43 of CPU per cache hit). express gives the answers it routes its own prototype,
+   * so `begin` sets both on those.
+   */
+  class Response extends ServerResponse {
+    override emit(event: string | symbol, ...args: unknown[]): boolean {
+      if (event === "finish") finished(this as unknown as ApiResponse);
+      return super.emit(event, ...args);
+    }
+  }
+  Response.prototype.writeHead = writeHead as unknown as ServerResponse["writeHead"];
+  const begin = (req: ApiRequest, res: ApiResponse): boolean => {
     const given = req.headers["x-request-id"];
-    const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
-    res.locals.requestId = id;
-    res.writeHead = writeHead as unknown as ApiResponse["writeHead"];
-    const started = performance.now();
-    res.on("finish", () => {
-      const route = routeLabel(req, res);
-      const seconds = (performance.now() - started) / 1000;
-      count(route, req.method, res.statusCode, seconds);
-      const who = res.locals.caller?.identity;
-      log.info("request", { requestId: id, user: who?.name, tenant: who?.tenantId, route, method: req.method, status: res.statusCode, durationMs: seconds * 1000 });
-      audit.record(req, res, who);
-    });
+    res.locals.requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    res.locals.startedAt = performance.now();
+    if (!(res instanceof Response)) {
+      res.writeHead = writeHead as unknown as ApiResponse["writeHead"];
+      res.on("finish", () => finished(res));
+    }
     if (req.method !== "OPTIONS") return true;
     // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
     res.setHeader("Access-Control-Allow-Methods", CORS_PREFLIGHT_METHODS);
@@ -113,6 +137,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     res.end();
     return false;
   };
+  return { begin, Response };
 }
 
 const plainWriteHead = ServerResponse.prototype.writeHead;
@@ -261,7 +286,14 @@ function lastResort(log: GatewayOptions["log"]) {
  * router; the probes, metrics, the API's description and any other request target go through
  * express.
  */
-export function createApp(opts: GatewayOptions): { app: express.Express; feed: EventFeed; audit: AuditTrail; handle: (req: IncomingMessage, res: ServerResponse) => void } {
+export function createApp(opts: GatewayOptions): {
+  app: express.Express;
+  feed: EventFeed;
+  audit: AuditTrail;
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The server's ServerResponse (createServer's option of that name). */
+  Response: typeof ServerResponse<IncomingMessage>;
+} {
   const gw: Gateway = { ...opts, router: new Router(opts.catalog), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items) };
   const app = express();
   app.disable("x-powered-by");
@@ -269,7 +301,7 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
   app.set("trust proxy", opts.trustProxy);
   const spans = httpSpans();
   const audit = auditTrail(opts.catalog, opts.bus, opts.log);
-  const begin = edge(opts.metrics, opts.log, audit, opts.draining ?? (() => false));
+  const { begin, Response } = edge(opts.metrics, opts.log, audit, opts.draining ?? (() => false));
   app.use(spans);
   app.use((req, res, next) => {
     if (begin(req as ApiRequest, res as ApiResponse)) next();
@@ -291,5 +323,5 @@ export function createApp(opts: GatewayOptions): { app: express.Express; feed: E
       if (begin(r, s) && !ui(r, s)) void serve(r, s);
     });
   };
-  return { app, feed, audit, handle };
+  return { app, feed, audit, handle, Response };
 }

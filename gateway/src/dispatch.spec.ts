@@ -63,7 +63,7 @@ let draining = false;
 beforeAll(async () => {
   const catalog = loadCatalog();
   const log = createLogger({ service: "gateway" }, "error");
-  const { handle } = createApp({
+  const { handle, Response } = createApp({
     catalog,
     upstream: upstream(calls, answers),
     cache: memoryCache(),
@@ -79,7 +79,7 @@ beforeAll(async () => {
     metrics: new Metrics("gateway"),
     draining: () => draining,
   });
-  server = createServer(handle);
+  server = createServer({ ServerResponse: Response }, handle);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

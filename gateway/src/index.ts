@@ -116,11 +116,11 @@ function connectUpstreams({ catalog, pkg }: Contract, env: NodeJS.ProcessEnv, lo
  * `Connection: close` (the edge's writeHead, app.ts), so a keep-alive client opens its next
  * connection to a gateway that stays.
  */
-async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, cfg: Config): Promise<{ server: Server; port: number }> {
+async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, Response: typeof ServerResponse<IncomingMessage>, cfg: Config): Promise<{ server: Server; port: number }> {
   // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
   // wait 300 s, and looks at slow requests only every 30 s.
   const t = cfg.requestTimeoutMs;
-  const options = { headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000 };
+  const options = { headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000, ServerResponse: Response };
   const server = createServer(options, handle);
   server.on("clientError", answerClientError);
   await new Promise<void>((resolve, reject) => {
@@ -186,8 +186,8 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   const { cache, bus, limiter } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(contract, env, log, metrics);
   let draining = false;
-  const { handle, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
-  const { server, port } = await listen(handle, cfg);
+  const { handle, Response, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
+  const { server, port } = await listen(handle, Response, cfg);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);
   // The audit records still waiting go out after the last request is answered, before the bus closes.
