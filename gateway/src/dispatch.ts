@@ -249,11 +249,11 @@ async function cachedItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: 
   const found = await gw.cache.get(slot.kind, slot.key);
   if (!found?.hit) return found;
   // Not visible: the service gives the very answer a missing item gets.
-  return answerItem(gw, req, res, slot, identity, type, base, found.body) || undefined;
+  return answerItem(gw, req, res, slot, identity, type, base, found.body, found.kept) || undefined;
 }
 
-/** Answers an item GET with a cached copy when `identity` may see the item (true). */
-function answerItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string, base: string, copy: Buffer): boolean {
+/** Answers an item GET with a cached copy (`kept` when this gateway keeps it) when `identity` may see the item (true). */
+function answerItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSlot, identity: Identity, type: string, base: string, copy: Buffer, kept: boolean): boolean {
   const item = unpackItem(copy);
   const visible = identity.role === "admin" || (!slot.adminOnly && slot.tenantField !== undefined && item.tenant === identity.tenantId);
   if (!visible) return false;
@@ -263,7 +263,7 @@ function answerItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSl
   if (ifNoneMatch && etagMatches(ifNoneMatch, item.etag)) {
     res.writeHead(H.HTTP_STATUS_NOT_MODIFIED, headers);
     res.end();
-  } else send(res, H.HTTP_STATUS_OK, type, withBase(item.body, base), headers);
+  } else send(res, H.HTTP_STATUS_OK, type, withBase(item.body, base), headers, kept);
   return true;
 }
 
@@ -328,7 +328,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
 function answeredNow(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: { kind: string; key: string } | undefined, item: ItemSlot | undefined): boolean {
   if (item) {
     const copy = gw.cache.peek(item.kind, item.key);
-    return copy !== undefined && answerItem(gw, req, res, item, identity, type, base, copy);
+    return copy !== undefined && answerItem(gw, req, res, item, identity, type, base, copy, true);
   }
   const copy = slot && gw.cache.peek(slot.kind, slot.key);
   if (copy === undefined) return false;
@@ -407,8 +407,8 @@ function preconditionFailed(err: unknown): never {
 function sendCachedList(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, body: Buffer, kept: boolean): void {
   gw.metrics.cacheHits.inc();
   if (kept && body.length >= GZIP_MIN_BYTES && acceptsGzip(req.headers["accept-encoding"])) {
-    send(res, H.HTTP_STATUS_OK, type, gzipped(body), ["Vary", COLLECTION_VARY, "Content-Encoding", "gzip"]);
-  } else send(res, H.HTTP_STATUS_OK, type, body, ["Vary", COLLECTION_VARY]);
+    send(res, H.HTTP_STATUS_OK, type, gzipped(body), ["Vary", COLLECTION_VARY, "Content-Encoding", "gzip"], true);
+  } else send(res, H.HTTP_STATUS_OK, type, body, ["Vary", COLLECTION_VARY], kept);
 }
 
 /** The Link header to a page's next page, while more items follow. */
