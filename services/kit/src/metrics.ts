@@ -56,7 +56,8 @@ abstract class LocalFamily<S extends { zero(): void }> {
     for (const name of this.labelNames) {
       const v = labels[name];
       if (typeof v !== "string") throw new Error(`${this.name}: label ${name} is missing`);
-      key += `${v}\u0000`;
+      // Each value after its length: no two sets of values make the same key.
+      key += `${v.length}:${v}`;
     }
     let entry = this.series.get(key);
     if (!entry) {

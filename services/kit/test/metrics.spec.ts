@@ -100,6 +100,16 @@ describe("the families counted locally", () => {
     expect(text).toContain('x_seconds_bucket{le="0.01",part="p",method="Get"} 1');
   });
 
+  it("keep label values apart whatever they hold", () => {
+    const c = new LocalCounter("w_total", "w", ["a", "b"], new Registry());
+    // Values joined by a separator that a value may hold would make these one series.
+    c.labels({ a: "x\u0000", b: "y" }).inc();
+    expect(c.labels({ a: "x", b: "\u0000y" }).value).toBe(0);
+    expect(c.labels({ a: "x:1", b: "y" }).value).toBe(0);
+    expect(c.labels({ a: "x", b: "1:y" }).value).toBe(0);
+    expect(c.labels({ a: "x\u0000", b: "y" }).value).toBe(1);
+  });
+
   it("refuse what prom-client refuses: a missing or unknown label, a count going down, a value that is no number", () => {
     const { c2, h2 } = { c2: new LocalCounter("y_total", "y", ["method"], new Registry()), h2: new LocalHistogram("y_seconds", "y", ["method"], bounds, new Registry()) };
     expect(() => c2.labels({})).toThrow(/label method/);
