@@ -58,6 +58,8 @@ export function subjectMatches(filter: string, subject: string): boolean {
 }
 
 const REDELIVER_MS = 1_000;
+/** How long closing waits for the changes being handled. */
+const CLOSE_HANDLING_MS = 5_000;
 
 const sc = StringCodec();
 
@@ -141,6 +143,8 @@ class NatsBus implements Bus {
   private nc: NatsConnection | undefined;
   private js: JetStreamClient | undefined;
   private closed = false;
+  /** Changes the durable consumers are handling now (close lets them finish and acknowledge). */
+  private readonly handling = new Set<Promise<void>>();
   private current: BusState = "disconnected";
   private streamReady = false;
   private readonly handlers: { subjects: string[]; handler: (msg: BusMessage) => void }[] = [];
@@ -292,14 +296,21 @@ class NatsBus implements Bus {
         await jsm.consumers.add(stream, { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1 });
         const messages = await (await this.js.consumers.get(stream, name)).consume();
         for await (const m of messages) {
-          if (this.closed) break;
-          await handler({ subject: m.subject, data: payload(() => m.json()) }).then(
+          // Given back at once: the consumer's next instance gets it without waiting out its ack wait.
+          if (this.closed) {
+            m.nak();
+            break;
+          }
+          const done = handler({ subject: m.subject, data: payload(() => m.json()) }).then(
             () => m.ack(),
             (err) => {
               this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: (err as Error).message });
               m.nak(REDELIVER_MS);
             },
           );
+          this.handling.add(done);
+          await done;
+          this.handling.delete(done);
         }
       } catch (err) {
         // Waiting for NATS is expected; failing while connected is worth a line.
@@ -309,8 +320,18 @@ class NatsBus implements Bus {
     }
   }
 
+  /**
+   * Changes being handled finish and are acknowledged first (for up to CLOSE_HANDLING_MS): a
+   * durable consumer has one change in flight at a time, so one left unacknowledged would hold
+   * back every later change from the consumer's next instance for the whole ack wait (30 s).
+   */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.handling.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...this.handling]), new Promise((r) => (timer = setTimeout(r, CLOSE_HANDLING_MS)))]);
+      clearTimeout(timer);
+    }
     if (this.nc) await this.nc.drain().catch(() => {});
   }
 }

@@ -8,7 +8,7 @@ import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
-import { deleteStreams } from "../src/testing.ts";
+import { deleteStreams, waitFor } from "../src/testing.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
 const NATS_URL = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -239,6 +239,47 @@ describe("outbox relay", () => {
     await bus.publish(`${prefix}.demo.Thing.created`, { again: true }, `${schema}-1`);
     expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(before);
     await bus.close();
+  });
+
+  it("a durable consumer closed while it handles a change acknowledges it first: its next instance gets the next change at once", async () => {
+    const connected = (bus: ReturnType<typeof natsBus>) =>
+      new Promise<void>((resolve) => {
+        const t = setInterval(() => {
+          if (bus.state() === "connected") {
+            clearInterval(t);
+            resolve();
+          }
+        }, 20);
+      });
+    const consumer = `kit-closing-${id}`;
+    const first = natsBus({ url: NATS_URL, prefix, log, name: "kit-closing-1" });
+    await connected(first);
+    let release!: () => void;
+    const handled = new Promise<void>((started) => {
+      first.consume(consumer, ["closing.>"], async () => {
+        started();
+        await new Promise<void>((r) => {
+          release = r;
+        });
+      });
+    });
+    await first.publish(`${prefix}.closing.Thing.deleted`, { n: 1 }, `closing-1-${id}`);
+    await handled;
+    const closing = first.close();
+    setTimeout(() => release(), 200);
+    await closing;
+    const second = natsBus({ url: NATS_URL, prefix, log, name: "kit-closing-2" });
+    await connected(second);
+    const got: unknown[] = [];
+    second.consume(consumer, ["closing.>"], async (m) => {
+      got.push(m.data);
+    });
+    await second.publish(`${prefix}.closing.Thing.deleted`, { n: 2 }, `closing-2-${id}`);
+    // Left unacknowledged, the first change would come again after the consumer's ack wait
+    // (30 s), and the second only after it.
+    await waitFor("the second change", async () => got.some((d) => (d as { n?: number }).n === 2), 5_000);
+    expect(got).toEqual([{ n: 2 }]);
+    await second.close();
   });
 
   it("commits outbox rows as literals exactly, quotes and backslashes included", async () => {
