@@ -2,8 +2,8 @@
 // (VNM_DATABASE_ADMIN_URL), creates the login role a service's DATABASE_URL names and the
 // service's schema owned by that role; the service then connects as that role, which has no
 // right on any other service's schema (schemas are created without PUBLIC rights).
-import pg from "pg";
-import { assertIdentifier } from "./db.ts";
+import type pg from "pg";
+import { assertIdentifier, pgLib } from "./db.ts";
 
 export interface ServiceRole {
   role: string;
@@ -46,6 +46,7 @@ export async function provisionRole(adminUrl: string, schema: string, { role, pa
   assertIdentifier(schema);
   assertIdentifier(role);
   if (!password) throw new Error(`no password for the database role ${role}: DATABASE_URL must carry one`);
+  const pg = pgLib();
   const client = new pg.Client({ connectionString: adminUrl, application_name: "vnm-migrate" });
   await client.connect();
   const r = pg.escapeIdentifier(role);
@@ -91,6 +92,7 @@ async function handOver(client: pg.Client, schema: string, role: string): Promis
      SELECT format('ALTER ROUTINE %s OWNER TO %I', p.oid::regprocedure, $2::text) FROM pg_proc p WHERE p.pronamespace = $1::regnamespace`,
     [schema, role],
   );
-  await client.query(`ALTER SCHEMA ${pg.escapeIdentifier(schema)} OWNER TO ${pg.escapeIdentifier(role)}`);
+  const { escapeIdentifier } = pgLib();
+  await client.query(`ALTER SCHEMA ${escapeIdentifier(schema)} OWNER TO ${escapeIdentifier(role)}`);
   for (const { sql } of statements.rows) await client.query(sql);
 }

@@ -2,7 +2,7 @@
 // are safe when several replicas start at once, and transactions that write the outbox.
 import { hash } from "node:crypto";
 import { createRequire } from "node:module";
-import pg from "pg";
+import type pg from "pg";
 import type { Logger } from "./log.ts";
 import { tracePool } from "./telemetry.ts";
 
@@ -14,6 +14,17 @@ export interface Migration {
   sql: string;
 }
 
+const require = createRequire(import.meta.url);
+
+/**
+ * node-postgres, loaded on its first use: the gateway takes its other parts from the kit and
+ * never opens a database connection; loading pg's 30-odd modules when it starts put an idle
+ * gateway over its memory goal.
+ */
+export function pgLib(): typeof pg {
+  return require("pg") as typeof pg;
+}
+
 const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export function assertIdentifier(name: string): string {
@@ -23,7 +34,7 @@ export function assertIdentifier(name: string): string {
 
 export function createPool(databaseUrl: string, schema: string, max = 10): pg.Pool {
   assertIdentifier(schema);
-  const pool = new pg.Pool({
+  const pool = new (pgLib().Pool)({
     connectionString: databaseUrl,
     max,
     idleTimeoutMillis: 30_000,
@@ -152,11 +163,14 @@ export async function inTransaction<T>(
   }
 }
 
-// pg's own conversion of a parameter to its text, and its quoting.
-const { prepareValue, escapeLiteral } = createRequire(import.meta.url)("pg/lib/utils.js") as {
-  prepareValue(v: unknown): unknown;
-  escapeLiteral(s: string): string;
-};
+type PgUtils = { prepareValue(v: unknown): unknown; escapeLiteral(s: string): string };
+let utils: PgUtils | undefined;
+
+/** pg's own conversion of a parameter to its text, and its quoting (loaded once, on first use). */
+function pgUtils(): PgUtils {
+  if (!utils) utils = require("pg/lib/utils.js") as PgUtils;
+  return utils;
+}
 
 /**
  * `text` with its $n parameters written as literals, as Postgres would read them (an untyped
@@ -166,6 +180,7 @@ const { prepareValue, escapeLiteral } = createRequire(import.meta.url)("pg/lib/u
  */
 export function withLiterals(text: string, values: readonly unknown[]): string | undefined {
   if (/['"\\]|\$[A-Za-z_$]|--|\/\*/.test(text)) return undefined;
+  const { prepareValue, escapeLiteral } = pgUtils();
   let ok = true;
   const out = text.replace(/\$(\d+)/g, (_m, n: string) => {
     const i = Number(n) - 1;

@@ -24,3 +24,21 @@ describe("reclaimWhenQuiet", () => {
     expect(reclaimed.after).toBeLessThan(reclaimed.before / 2);
   });
 });
+
+describe("the kit's entry point", () => {
+  it("loads node-postgres only when a part uses the database: a gateway imports the kit and never does", () => {
+    const index = join(import.meta.dirname, "..", "src", "index.ts");
+    const probe = `
+      const { createRequire } = await import("node:module");
+      await import(${JSON.stringify(index)});
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes("/node_modules/pg/lib/"));
+      const before = loaded();
+      const { createPool } = await import(${JSON.stringify(join(import.meta.dirname, "..", "src", "db.ts"))});
+      const pool = createPool("postgres://127.0.0.1:1/none", "probe");
+      await pool.end();
+      console.log(JSON.stringify({ before, after: loaded() }));
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8" })) as { before: boolean; after: boolean };
+    expect(out).toEqual({ before: false, after: true });
+  });
+});
