@@ -8,6 +8,7 @@ import { readBodyText } from "./body.ts";
 import { cacheKey } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { EdgeError, send } from "./http-error.ts";
+import { perCopy } from "./kept.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { checkConditions, probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
@@ -33,19 +34,6 @@ const COLLECTION_VARY = "Accept, Accept-Encoding, Authorization, X-Auth-Token";
 const ITEM_CACHE_CONTROL = "private, no-cache";
 /** Smaller bodies are sent as they are: coding them saves less than it costs the client. */
 const GZIP_MIN_BYTES = 1024;
-/** `make` of a cached body, made once per copy and kept as long as the copy lives. */
-function perCopy<T>(make: (body: Buffer) => T): (body: Buffer) => T {
-  const made = new WeakMap<Buffer, T>();
-  return (body) => {
-    let v = made.get(body);
-    if (v === undefined) {
-      v = make(body);
-      made.set(body, v);
-    }
-    return v;
-  };
-}
-
 /** The gzip coding of a cached body. */
 const gzipped = perCopy((body) => gzipSync(body));
 

@@ -7,6 +7,7 @@ import { constants as H } from "node:http2";
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, type Logger, type Violation } from "@vnm/kit";
 import type { ApiResponse } from "./context.ts";
+import { perCopy } from "./kept.ts";
 import { ERROR_TYPE } from "./media.ts";
 
 /** gRPC code -> HTTP status, as grpc-gateway maps them. */
@@ -162,19 +163,8 @@ export function rawErrorAnswer(err: EdgeError, requestId: string): string {
  */
 const ONE_WRITE_BYTES = 12 * 1024;
 
-/** The one-byte strings of bodies the cache keeps, made once per copy and kept as long as it lives. */
-const keptStrings = new WeakMap<Buffer, string>();
-
-/** A body as one-byte string; made once for a `kept` body (a cached answer sent again and again). */
-function oneByte(body: Buffer, kept: boolean): string {
-  if (!kept) return body.toString("latin1");
-  let s = keptStrings.get(body);
-  if (s === undefined) {
-    s = body.toString("latin1");
-    keptStrings.set(body, s);
-  }
-  return s;
-}
+/** A kept body's one-byte string. */
+const keptString = perCopy((body) => body.toString("latin1"));
 
 /**
  * Writes a JSON body with its media type exactly as named (vendor types keep their case), and
@@ -186,6 +176,6 @@ export function send(res: ApiResponse, status: number, type: string, body: strin
   const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
   res.writeHead(status, ["Content-Type", type, "Content-Length", String(length), ...headers]);
   // latin1 maps each byte to one character and back: the bytes sent are the body's own.
-  if (typeof body !== "string" && length <= ONE_WRITE_BYTES) res.end(oneByte(body, kept), "latin1");
+  if (typeof body !== "string" && length <= ONE_WRITE_BYTES) res.end(kept ? keptString(body) : body.toString("latin1"), "latin1");
   else res.end(body);
 }
