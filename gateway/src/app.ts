@@ -18,6 +18,7 @@ import { healthRoutes } from "./health.ts";
 import { EdgeError, send, sendError } from "./http-error.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { Router } from "./router.ts";
+import { Target, Targets } from "./targets.ts";
 import { rootDocument } from "./root.ts";
 
 export type { GatewayOptions };
@@ -195,19 +196,6 @@ function edgeWriteHead(draining: () => boolean) {
   };
 }
 
-/** Splits and decodes a path; undefined when a segment does not decode. */
-function splitPath(path: string): string[] | undefined {
-  const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
-  const segments = trimmed.slice(1).split("/");
-  // Only a percent sign makes a segment decode to something else (or fail to).
-  if (!trimmed.includes("%")) return segments;
-  try {
-    return segments.map((s) => decodeURIComponent(s));
-  } catch {
-    return undefined;
-  }
-}
-
 /** Every request but the probes: login, then the caller and its rate limit, then the path. */
 function api(gw: Gateway, feed: EventFeed, callers: Callers) {
   const login = loginHandler({ ...gw, ttlSeconds: gw.tokenTtlSeconds, serviceToken: callers.serviceToken });
@@ -251,10 +239,10 @@ function serveRoot(gw: Gateway, req: ApiRequest, res: ApiResponse, which?: RootD
 /** The catalog route of the path: dispatched, or 405 with Allow, or a 404 that says why. */
 async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<void> {
   const method = req.method === "HEAD" ? "GET" : req.method;
-  const parts = splitPath(req.path);
-  // A PATCH is made as the item's PUT (patch.ts).
-  const { match, allowed } = parts ? gw.router.match(method === "PATCH" ? "PUT" : method, parts) : { match: undefined, allowed: [] };
-  if (allowed.includes("PUT")) allowed.splice(allowed.indexOf("PUT") + 1, 0, "PATCH");
+  // express's requests (a request target it took) have no Target of the gateway's own.
+  const target = req.target ?? new Target(req.path, req.query);
+  const { match, allowed } = target.route(method, gw.router);
+  const parts = target.parts;
   if (match) {
     const plan = gw.plans.get(match.route)!;
     res.locals.rpc = plan.rpc;
@@ -294,7 +282,7 @@ export function createApp(opts: GatewayOptions): {
   /** The server's ServerResponse (createServer's option of that name). */
   Response: typeof ServerResponse<IncomingMessage>;
 } {
-  const gw: Gateway = { ...opts, router: new Router(opts.catalog), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items) };
+  const gw: Gateway = { ...opts, router: new Router(opts.catalog), targets: new Targets(), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items) };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -316,7 +304,7 @@ export function createApp(opts: GatewayOptions): {
   app.use((req, res) => ui(req as ApiRequest, res as ApiResponse) || serve(req as ApiRequest, res as ApiResponse));
   app.use(lastResort(opts.log));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (!asApiExchange(req, res, opts.trustProxy) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
+    if (!asApiExchange(req, res, opts.trustProxy, gw.targets) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
     const r = req as ApiRequest;
     const s = res as ApiResponse;
     spans(r, s, () => {

@@ -9,6 +9,7 @@ import { createLogger } from "@vnm/kit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CONTENT_SECURITY_POLICY, consolePages } from "./console.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange } from "./context.ts";
+import { Targets } from "./targets.ts";
 import { JSON_TYPE } from "./media.ts";
 
 const ROOT_TYPE = "application/vnd.org.service.Application-v5+json";
@@ -30,8 +31,9 @@ function gzipped(url: string): Promise<{ headers: IncomingHttpHeaders; body: Buf
 
 beforeAll(async () => {
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: createLogger({ service: "test" }, "error"), dir });
+  const targets = new Targets();
   server = createServer((req, res) => {
-    asApiExchange(req, res, false);
+    asApiExchange(req, res, false, targets);
     if (!ui(req as ApiRequest, res as ApiResponse)) res.end("the API");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -1,12 +1,12 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
 // services, the cache, each route's plan and the options the gateway was started with.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parse as parseQuery } from "node:querystring";
 import type { Bus, Catalog, Identity, Logger, Metrics, Route, Upstream } from "@vnm/kit";
 import type { RoutePlan } from "./dispatch.ts";
 import type { RateLimiter } from "@vnm/kit/limits";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
+import type { Target, Targets } from "./targets.ts";
 
 export interface GatewayOptions {
   catalog: Catalog;
@@ -34,6 +34,8 @@ export interface GatewayOptions {
 
 export interface Gateway extends GatewayOptions {
   router: Router;
+  /** The request targets worked out and kept (targets.ts). */
+  targets: Targets;
   /** Each catalog route's plan (dispatch.ts). */
   plans: Map<Route, RoutePlan>;
 }
@@ -48,7 +50,9 @@ export interface ApiRequest extends IncomingMessage {
   method: string;
   path: string;
   originalUrl: string;
-  query: Record<string, unknown>;
+  query: Readonly<Record<string, unknown>>;
+  /** The target's path and query with what follows from them alone (set by the gateway's own listener). */
+  target?: Target;
   ip: string | undefined;
   host: string | undefined;
   protocol: string;
@@ -93,16 +97,18 @@ const firstOf = (v: string | string[] | undefined): string | undefined => {
 /**
  * Sets what express would on a request whose target is a plain path (`/a/b?c`), with the
  * same reading of a trusted proxy's X-Forwarded-For/-Host/-Proto (trust all, or none); false
- * for any other request target, which express itself takes.
+ * for any other request target, which express itself takes. The path and query come from the
+ * target's entry in `targets`, with what else follows from them alone.
  */
-export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustProxy: boolean): boolean {
+export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustProxy: boolean, targets: Targets): boolean {
   const url = req.url ?? "";
   if (url.charCodeAt(0) !== 47 /* / */ || url.charCodeAt(1) === 47) return false;
-  const q = url.indexOf("?");
   const r = req as ApiRequest;
+  const target = targets.of(url);
   r.originalUrl = url;
-  r.path = q < 0 ? url : url.slice(0, q);
-  r.query = q < 0 ? {} : parseQuery(url.slice(q + 1));
+  r.target = target;
+  r.path = target.path;
+  r.query = target.query;
   const proxied = trustProxy ? req.headers : undefined;
   r.ip = firstOf(proxied?.["x-forwarded-for"]) ?? req.socket.remoteAddress;
   r.host = firstOf(proxied?.["x-forwarded-host"]) ?? req.headers.host ?? undefined;

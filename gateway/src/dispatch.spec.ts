@@ -243,3 +243,55 @@ describe("the edge's headers, on every way an answer is written", () => {
     expect(head["x-request-id"]).toBeDefined();
   });
 });
+
+describe("a request target asked again (what it comes to is worked out once and kept)", () => {
+  it("two tenants reading one list target each get their own list, from the service and then from the cache", async () => {
+    const lists = [[{ name: "first tenant's" }], [{ name: "second tenant's" }]];
+    answers.set("ListBridges", () => ({ items: lists[calls.length - 1] }));
+    const first = token("tenant_admin", "tenant-one");
+    const second = token("tenant_admin", "tenant-two");
+    for (let round = 0; round < 2; round++) {
+      for (const [who, name] of [
+        [first, "first tenant's"],
+        [second, "second tenant's"],
+      ] as const) {
+        const r = await send("GET", "/bridges?name=shared", undefined, { "x-auth-token": who });
+        expect(r.status).toBe(200);
+        expect(await r.json()).toEqual([expect.objectContaining({ name })]);
+      }
+    }
+    // One call per tenant: the second round came from each tenant's own cached copy.
+    expect(calls.map((c) => c.token)).toEqual([first, second]);
+  });
+
+  it("a path that takes PUT names PATCH once in Allow, however often it is asked", async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await send("POST", `/bridges/${ID}`, {});
+      expect(r.status).toBe(405);
+      const allow = (r.headers.get("allow") ?? "").split(", ");
+      expect(allow.filter((m) => m === "PATCH")).toEqual(["PATCH"]);
+      expect(allow).toContain("PUT");
+    }
+  });
+
+  it("a refused query is refused each time it comes, and a good one after it still reaches the service", async () => {
+    answers.set("ListBridges", () => ({ items: [] }));
+    for (let i = 0; i < 2; i++) expect((await send("GET", "/bridges?colour=blue")).status).toBe(400);
+    expect(calls).toEqual([]);
+    expect((await send("GET", "/bridges?adminStateUp=true")).status).toBe(200);
+    expect(JSON.parse(calls[0]!.extra?.[FILTER_KEY] ?? "{}")).toEqual({ adminStateUp: true });
+  });
+
+  it("past the targets kept, each target still reaches the service with its own filter", async () => {
+    answers.set("ListBridges", () => ({ items: [] }));
+    // More distinct targets than a gateway keeps (1,024), then the first one again.
+    const names = Array.from({ length: 1100 }, (_, i) => `n${i}`);
+    for (let i = 0; i < names.length; i += 50) await Promise.all(names.slice(i, i + 50).map((n) => send("GET", `/bridges?limit=5&name=${n}`)));
+    calls.length = 0;
+    const r = await send("GET", `/bridges?limit=5&name=${names[0]}`);
+    expect(r.status).toBe(200);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.request).toMatchObject({ limit: 5 });
+    expect(JSON.parse(calls[0]!.extra?.[FILTER_KEY] ?? "{}")).toEqual({ name: "n0" });
+  });
+});

@@ -189,10 +189,68 @@ function readParams(request: Obj): [string, unknown][] {
  * No client text goes in as sent: kept bodies hold BASE_MARK where their links' base goes, so
  * the Host header is no part of the key.
  */
-function cacheSlot(route: Route, { request, filters }: Asked, identity: Identity) {
+function cacheSlot(route: Route, { request, filters }: Asked, identity: Identity): ListSlot | undefined {
   if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
   const who = identity.role === "admin" ? "*" : `t:${identity.tenantId}`;
   return { kind: route.shape.item.resource!.kind, key: cacheKey(who, route.template, readParams(request), filters) };
+}
+
+/** The cache slot of a whole collection GET. */
+type ListSlot = { kind: string; key: string };
+
+/** Slots a reading keeps for those who ask; a full memory starts again (many tenants reading one target). */
+const KEPT_SLOTS = 256;
+
+/**
+ * What a body-less request reads from a route's path and query (its request message and
+ * filters, frozen: every request for the target shares them) and the cache slots that follow
+ * for each caller's scope, worked out on the first request of a target and kept with its
+ * route's match (targets.ts keeps the match).
+ */
+class Reading {
+  readonly asked: Asked;
+  readonly item: ItemSlot | undefined;
+  /** The list's slot for an administrator, and by tenant for everyone else; null: not worked out yet. */
+  private adminSlot: ListSlot | undefined | null = null;
+  private readonly tenantSlots = new Map<string | null, ListSlot | undefined>();
+  private readonly route: Route;
+
+  constructor(match: Match, req: ApiRequest, plan: RoutePlan) {
+    const route = match.route;
+    this.route = route;
+    const asked = requestOf(match, req, plan);
+    Object.freeze(asked.request);
+    for (const f of asked.filters) Object.freeze(f);
+    this.asked = Object.freeze({ request: asked.request, filters: Object.freeze(asked.filters) as [string, unknown][] });
+    this.item = itemSlot(plan, route, asked.request);
+  }
+
+  slot(identity: Identity): ListSlot | undefined {
+    if (identity.role === "admin") {
+      if (this.adminSlot === null) this.adminSlot = cacheSlot(this.route, this.asked, identity);
+      return this.adminSlot;
+    }
+    const tenant = identity.tenantId;
+    let slot = this.tenantSlots.get(tenant);
+    if (slot === undefined && !this.tenantSlots.has(tenant)) {
+      slot = cacheSlot(this.route, this.asked, identity);
+      if (this.tenantSlots.size >= KEPT_SLOTS) this.tenantSlots.clear();
+      this.tenantSlots.set(tenant, slot);
+    }
+    return slot;
+  }
+}
+
+const readings = new WeakMap<Match, Reading>();
+
+/** The reading of a match, worked out once (a request the reading refuses is refused each time: nothing is kept). */
+function readingOf(match: Match, req: ApiRequest, plan: RoutePlan): Reading {
+  let r = readings.get(match);
+  if (r === undefined) {
+    r = new Reading(match, req, plan);
+    readings.set(match, r);
+  }
+  return r;
 }
 
 /** An item GET served from the cache: the entity tag and the owner's tenant travel with the body. */
@@ -272,7 +330,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const type = offers.length > 0 ? negotiate(req.headers.accept, offers) : undefined;
   if (offers.length > 0 && !type) throw EdgeError.notAcceptable(offers);
 
-  const asked = requestOf(match, req, plan);
+  // What a body-less request reads from its target is the same each time the target comes again.
+  const reading = route.bodyField ? undefined : readingOf(match, req, plan);
+  const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
   if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
   const { "if-none-match": ifNoneMatch } = req.headers;
@@ -281,8 +341,8 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if ((ifMatch || ifNoneMatch) && conditional) {
     await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
   }
-  const slot = cacheSlot(route, asked, identity);
-  const item = slot ? undefined : itemSlot(plan, route, request);
+  const slot = reading ? reading.slot(identity) : cacheSlot(route, asked, identity);
+  const item = slot ? undefined : reading ? reading.item : itemSlot(plan, route, request);
   if (answeredNow(gw, req, res, type!, base, identity, slot, item)) return;
   const fillToken = await fromCache(gw, req, res, type!, base, identity, slot, item);
   if (fillToken === true) return;
@@ -313,7 +373,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
  * Answers from a copy this gateway holds and knows to be current, within the turn the request
  * came in (true): no await between the request and its answer. False: fromCache decides.
  */
-function answeredNow(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: { kind: string; key: string } | undefined, item: ItemSlot | undefined): boolean {
+function answeredNow(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: ListSlot | undefined, item: ItemSlot | undefined): boolean {
   if (item) {
     const copy = gw.cache.peek(item.kind, item.key);
     return copy !== undefined && answerItem(gw, req, res, item, identity, type, base, copy, true);
@@ -328,7 +388,7 @@ function answeredNow(gw: Gateway, req: ApiRequest, res: ApiResponse, type: strin
  * Answers from the cache when it holds the answer (true); otherwise the token a miss gives to
  * fill it with (undefined when the cache is not to be filled).
  */
-async function fromCache(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: { kind: string; key: string } | undefined, item: ItemSlot | undefined): Promise<true | string | undefined> {
+async function fromCache(gw: Gateway, req: ApiRequest, res: ApiResponse, type: string, base: string, identity: Identity, slot: ListSlot | undefined, item: ItemSlot | undefined): Promise<true | string | undefined> {
   if (item) {
     const found = await cachedItem(gw, req, res, item, identity, type, base);
     if (found === true) return true;

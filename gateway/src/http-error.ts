@@ -56,7 +56,7 @@ export class EdgeError extends ApiError {
   static override notFound(message: string): EdgeError {
     return new EdgeError(Code.NOT_FOUND, H.HTTP_STATUS_NOT_FOUND, message);
   }
-  static methodNotAllowed(method: string, path: string, allow: string[]): EdgeError {
+  static methodNotAllowed(method: string, path: string, allow: readonly string[]): EdgeError {
     return new EdgeError(Code.UNIMPLEMENTED, H.HTTP_STATUS_METHOD_NOT_ALLOWED, `Method ${method} is not allowed on ${path}`, [], { Allow: allow.join(", ") });
   }
   static notAcceptable(offers: string[]): EdgeError {

@@ -8,7 +8,7 @@ import { EdgeError } from "./http-error.ts";
 import { fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
-export async function callGet(gw: Gateway, get: Route, parts: string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+export async function callGet(gw: Gateway, get: Route, parts: readonly string[], token: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const request: Record<string, unknown> = { ...extra };
   for (const [name, text] of Object.entries(bind(get.segments, parts.slice(0, get.segments.length)) ?? {})) {
     const c = fromText(get.request.byName.get(name)!, text);
@@ -23,7 +23,7 @@ export async function callGet(gw: Gateway, get: Route, parts: string[], token: s
  * serve (a router's routes) asks for the first item of the collection it posts to instead: the
  * service answers that list with the parent's 404.
  */
-export async function probeTarget(gw: Gateway, route: Route, parts: string[], token: string): Promise<void> {
+export async function probeTarget(gw: Gateway, route: Route, parts: readonly string[], token: string): Promise<void> {
   let probe: Route | undefined = gw.catalog.tree.above(route.template, route.method === "PUT")[0];
   let extra: Record<string, unknown> = {};
   const shape = templateShape(route.template);
@@ -51,7 +51,7 @@ export async function probeTarget(gw: Gateway, route: Route, parts: string[], to
  * sparing the service a write that would fail; If-Match is checked again by the service in the
  * write's own transaction, where a write landing in between is seen.
  */
-export async function checkConditions(gw: Gateway, route: Route, parts: string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
+export async function checkConditions(gw: Gateway, route: Route, parts: readonly string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
   const get = gw.catalog.tree.getAt(templateShape(route.template));
   if (get?.shape.kind !== "item") return;
   const response = await callGet(gw, get, parts, token);

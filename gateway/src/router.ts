@@ -5,7 +5,7 @@ export interface Match {
   route: Route;
   params: Record<string, string>;
   /** The decoded path segments. */
-  parts: string[];
+  parts: readonly string[];
 }
 
 const startKey = (size: number, first: string | undefined) => (first === undefined ? `${size}` : `${size}/${first}`);
@@ -40,7 +40,7 @@ export class Router {
     }
   }
 
-  match(method: string, parts: string[]): { match?: Match; allowed: string[] } {
+  match(method: string, parts: readonly string[]): { match?: Match; allowed: string[] } {
     const candidates = this.byStart.get(startKey(parts.length, parts[0])) ?? this.byStart.get(startKey(parts.length, undefined));
     const allowed: string[] = [];
     if (!candidates) return { allowed };
@@ -55,7 +55,7 @@ export class Router {
   }
 
   /** Whether the path is where a link leads to a kind this interface only references. */
-  unserved(parts: string[]): boolean {
+  unserved(parts: readonly string[]): boolean {
     return this.unservedLinks.some((segments) => bind(segments, parts) !== undefined);
   }
 }

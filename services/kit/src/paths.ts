@@ -29,7 +29,7 @@ export function templateShape(template: string): string {
 }
 
 /** The path variables of `parts` under a template's segments, or undefined when they do not fit. */
-export function bind(segments: Segment[], parts: string[]): Record<string, string> | undefined {
+export function bind(segments: Segment[], parts: readonly string[]): Record<string, string> | undefined {
   if (segments.length !== parts.length) return undefined;
   const params: Record<string, string> = {};
   for (let i = 0; i < parts.length; i++) {
