@@ -45,6 +45,10 @@ const RETRY_MAX_MS = 5_000;
 
 /** An unambiguous cache key from its parts (JSON: no separator in a value can make two keys meet). */
 export const cacheKey = (...parts: unknown[]): string => JSON.stringify(parts);
+/** The key's text after its first part (one or more parts), made once for keys that differ only in it. */
+export const cacheKeyTail = (...rest: unknown[]): string => JSON.stringify(rest).slice(1);
+/** `cacheKey(first, ...rest)` from `cacheKeyTail(...rest)`: the very same string. */
+export const cacheKeyWith = (first: string, tail: string): string => `[${JSON.stringify(first)},${tail}`;
 /** A local copy's key: a kind's name never holds a line break, so the first one ends it. */
 const copyKey = (kind: string, key: string): string => `${kind}\n${key}`;
 

@@ -5,7 +5,7 @@ import { gzipSync } from "node:zlib";
 import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, IF_MATCH_KEY, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
-import { cacheKey } from "./cache.ts";
+import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { EdgeError, send } from "./http-error.ts";
 import { perCopy } from "./kept.ts";
@@ -182,62 +182,61 @@ function readParams(request: Obj): [string, unknown][] {
     .map((k) => [k, typeof request[k] === "bigint" ? String(request[k]) : request[k]]);
 }
 
-/**
- * The cache slot of a whole collection GET (pages are not cached: their Link header is not kept).
- * The key holds only what changes the answer, as the gateway read and typed it: who asks (a list
- * depends on it), the route, the parameters it read and its filters, in an unambiguous encoding.
- * No client text goes in as sent: kept bodies hold BASE_MARK where their links' base goes, so
- * the Host header is no part of the key.
- */
-function cacheSlot(route: Route, { request, filters }: Asked, identity: Identity): ListSlot | undefined {
-  if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
-  const who = identity.role === "admin" ? "*" : `t:${identity.tenantId}`;
-  return { kind: route.shape.item.resource!.kind, key: cacheKey(who, route.template, readParams(request), filters) };
-}
+/** A whole collection GET's cache key but for who asks, and the kind it holds (see `listSlot`). */
+type ListBase = { kind: string; tail: string };
 
 /** The cache slot of a whole collection GET. */
 type ListSlot = { kind: string; key: string };
 
-/** Slots a reading keeps for those who ask; a full memory starts again (many tenants reading one target). */
-const KEPT_SLOTS = 256;
+/**
+ * The part of a whole collection GET's cache slot that does not depend on who asks (pages are
+ * not cached: their Link header is not kept). The key holds only what changes the answer, as the
+ * gateway read and typed it: who asks (a list depends on it), the route, the parameters it read
+ * and its filters, in an unambiguous encoding. No client text goes in as sent: kept bodies hold
+ * BASE_MARK where their links' base goes, so the Host header is no part of the key.
+ */
+function listBase(route: Route, { request, filters }: Asked): ListBase | undefined {
+  if (route.shape.kind !== "collection" || request["limit"] !== undefined || request["marker"] !== undefined) return undefined;
+  return { kind: route.shape.item.resource!.kind, tail: cacheKeyTail(route.template, readParams(request), filters) };
+}
+
+/** Every administrator sees the same lists; anyone else, their tenant's. */
+const ADMINS = "*";
+const scopeOf = (identity: Identity): string => (identity.role === "admin" ? ADMINS : `t:${identity.tenantId}`);
+
+/** A list's cache slot for those of scope `who`. */
+function listSlot(base: ListBase | undefined, who: string): ListSlot | undefined {
+  return base && { kind: base.kind, key: cacheKeyWith(who, base.tail) };
+}
 
 /**
  * What a body-less request reads from a route's path and query (its request message and
- * filters, frozen: every request for the target shares them) and the cache slots that follow
- * for each caller's scope, worked out on the first request of a target and kept with its
- * route's match (targets.ts keeps the match).
+ * filters, frozen: every request for the target shares them) and the cache slots that follow,
+ * worked out on the first request of a target and kept with its route's match (targets.ts
+ * keeps the match). Nothing is kept per caller: a list's key is made for each from its base.
  */
 class Reading {
   readonly asked: Asked;
   readonly item: ItemSlot | undefined;
-  /** The list's slot for an administrator, and by tenant for everyone else; null: not worked out yet. */
-  private adminSlot: ListSlot | undefined | null = null;
-  private readonly tenantSlots = new Map<string | null, ListSlot | undefined>();
-  private readonly route: Route;
+  private readonly list: ListBase | undefined;
+  /** Every administrator's list slot (they all see the same list). */
+  private readonly adminSlot: ListSlot | undefined;
 
   constructor(match: Match, req: ApiRequest, plan: RoutePlan) {
     const route = match.route;
-    this.route = route;
     const asked = requestOf(match, req, plan);
     Object.freeze(asked.request);
     for (const f of asked.filters) Object.freeze(f);
     this.asked = Object.freeze({ request: asked.request, filters: Object.freeze(asked.filters) as [string, unknown][] });
     this.item = itemSlot(plan, route, asked.request);
+    this.list = listBase(route, this.asked);
+    const slot = listSlot(this.list, ADMINS);
+    this.adminSlot = slot && Object.freeze(slot);
   }
 
   slot(identity: Identity): ListSlot | undefined {
-    if (identity.role === "admin") {
-      if (this.adminSlot === null) this.adminSlot = cacheSlot(this.route, this.asked, identity);
-      return this.adminSlot;
-    }
-    const tenant = identity.tenantId;
-    let slot = this.tenantSlots.get(tenant);
-    if (slot === undefined && !this.tenantSlots.has(tenant)) {
-      slot = cacheSlot(this.route, this.asked, identity);
-      if (this.tenantSlots.size >= KEPT_SLOTS) this.tenantSlots.clear();
-      this.tenantSlots.set(tenant, slot);
-    }
-    return slot;
+    const who = scopeOf(identity);
+    return who === ADMINS ? this.adminSlot : listSlot(this.list, who);
   }
 }
 
@@ -341,7 +340,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if ((ifMatch || ifNoneMatch) && conditional) {
     await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
   }
-  const slot = reading ? reading.slot(identity) : cacheSlot(route, asked, identity);
+  const slot = reading ? reading.slot(identity) : listSlot(listBase(route, asked), scopeOf(identity));
   const item = slot ? undefined : reading ? reading.item : itemSlot(plan, route, request);
   if (answeredNow(gw, req, res, type!, base, identity, slot, item)) return;
   const fillToken = await fromCache(gw, req, res, type!, base, identity, slot, item);
