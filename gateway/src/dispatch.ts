@@ -228,7 +228,8 @@ class Reading {
     Object.freeze(asked.request);
     for (const f of asked.filters) Object.freeze(f);
     this.asked = Object.freeze({ request: asked.request, filters: Object.freeze(asked.filters) as [string, unknown][] });
-    this.item = itemSlot(plan, route, asked.request);
+    const item = itemSlot(plan, route, asked.request);
+    this.item = item && Object.freeze(item);
     this.list = listBase(route, this.asked);
     const slot = listSlot(this.list, ADMINS);
     this.adminSlot = slot && Object.freeze(slot);
