@@ -54,14 +54,14 @@ function routeOf(router: Router, method: string, parts: readonly string[]): Rout
   return Object.freeze({ match, allowed: Object.freeze(allowed) });
 }
 
+/** One request target: its path and query, its segments, and the route of each method asked for. */
 export class Target {
+  readonly path: string;
+  readonly query: Readonly<Record<string, unknown>>;
   /** The decoded path segments; undefined when one does not decode. */
   readonly parts: readonly string[] | undefined;
   /** The route of each method asked for here (a method asked once, the router asked once). */
   private readonly routes = new Map<string, Routed>();
-
-  readonly path: string;
-  readonly query: Readonly<Record<string, unknown>>;
 
   constructor(path: string, query: Readonly<Record<string, unknown>>) {
     this.path = path;
@@ -70,6 +70,7 @@ export class Target {
     this.parts = parts && Object.freeze(parts);
   }
 
+  /** Where `method` leads here (HEAD is asked as GET by the caller). */
   route(method: string, router: Router): Routed {
     let r = this.routes.get(method);
     if (r === undefined) {
