@@ -201,6 +201,8 @@ describe("outbox relay", () => {
     await nc.close();
   });
 
+  const connected = (bus: ReturnType<typeof natsBus>) => waitFor("the bus connected", async () => bus.state() === "connected");
+
   it("publishes committed changes in order, once, and empties the outbox", async () => {
     const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-test" });
     const got: string[] = [];
@@ -208,14 +210,7 @@ describe("outbox relay", () => {
     // A narrower subscriber hears only what it named (the broker filters).
     const deletions: string[] = [];
     bus.subscribe(["demo.*.deleted"], (m) => deletions.push(m.subject));
-    await new Promise<void>((resolve) => {
-      const t = setInterval(() => {
-        if (bus.state() === "connected") {
-          clearInterval(t);
-          resolve();
-        }
-      }, 20);
-    });
+    await connected(bus);
     const c = await pool.connect();
     await c.query(`SET search_path = ${schema}`);
     await c.query("BEGIN");
@@ -242,15 +237,6 @@ describe("outbox relay", () => {
   });
 
   it("a durable consumer closed while it handles a change acknowledges it first: its next instance gets the next change at once", async () => {
-    const connected = (bus: ReturnType<typeof natsBus>) =>
-      new Promise<void>((resolve) => {
-        const t = setInterval(() => {
-          if (bus.state() === "connected") {
-            clearInterval(t);
-            resolve();
-          }
-        }, 20);
-      });
     const consumer = `kit-closing-${id}`;
     const first = natsBus({ url: NATS_URL, prefix, log, name: "kit-closing-1" });
     await connected(first);
