@@ -5,8 +5,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Catalog, loadCatalog, peersOf as calls } from "@vnm/kit";
 import { ROOT, serviceDomains } from "@vnm/kit/repo";
+import type { NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer } from "kubernetes-types/networking/v1.js";
 import { stringify } from "yaml";
-import { networkPolicy, pods, podsIn } from "./objects.ts";
+import { networkPolicy, pods, podsIn, podSelector } from "./objects.ts";
 import { parts, workload } from "./secrets.ts";
 
 export const GRPC_PORT = 50051;
@@ -20,7 +21,7 @@ const REDIS_PORT = 6379;
 
 /** The namespace Prometheus scrapes from: the only source of metrics requests. */
 export const MONITORING_NAMESPACE = "monitoring";
-const monitoring = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } };
+const monitoring: NetworkPolicyPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } };
 
 /**
  * The gRPC calls between domain services (the gateway calls every service for its callers):
@@ -55,14 +56,14 @@ export function natsAuthYaml(): string {
 }
 
 const tcp = (port: number) => ({ protocol: "TCP", port });
-const to = (peer: object, port: number) => ({ to: [peer], ports: [tcp(port)] });
-const from = (peers: object[], port: number) => ({ from: peers, ports: [tcp(port)] });
-const dns = { to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }], ports: [{ protocol: "UDP", port: 53 }, tcp(53)] };
+const to = (peer: NetworkPolicyPeer, port: number): NetworkPolicyEgressRule => ({ to: [peer], ports: [tcp(port)] });
+const from = (peers: NetworkPolicyPeer[], port: number): NetworkPolicyIngressRule => ({ from: peers, ports: [tcp(port)] });
+const dns: NetworkPolicyEgressRule = { to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }], ports: [{ protocol: "UDP", port: 53 }, tcp(53)] };
 
 /** A domain service: called on gRPC by its callers, scraped from monitoring; reaches its database, NATS, its peers. */
 function servicePolicy(domain: string) {
   const name = workload(domain);
-  return networkPolicy(name, pods(name), {
+  return networkPolicy(name, podSelector(name), {
     ingress: [from(callersOf(domain).map((c) => pods(workload(c))), GRPC_PORT), from([monitoring], METRICS_PORT)],
     egress: [dns, to(pods(`vnm-${domain}-db`), PG_PORT), to(pods("nats"), NATS_PORT), ...peersOf(domain).map((p) => to(pods(workload(p)), GRPC_PORT))],
   });
@@ -70,7 +71,7 @@ function servicePolicy(domain: string) {
 
 /** The gateway: the edge (its HTTP port open to all); reaches every service, Redis and NATS. */
 function gatewayPolicy() {
-  return networkPolicy("vnm-gateway", pods("vnm-gateway"), {
+  return networkPolicy("vnm-gateway", podSelector("vnm-gateway"), {
     ingress: [{ ports: [tcp(HTTP_PORT)] }],
     egress: [dns, ...serviceDomains().map((d) => to(pods(workload(d)), GRPC_PORT)), to(pods("redis"), REDIS_PORT), to(pods("nats"), NATS_PORT)],
   });
@@ -82,7 +83,7 @@ function gatewayPolicy() {
  * adds them: `- op: add, path: /spec/egress/-, value: { to: [{ ipBlock: { cidr: 10.20.0.0/16 } }], ports: [{ protocol: TCP, port: 6640 }] }`.
  */
 function deviceNetworksPolicy() {
-  const policy = networkPolicy("vnm-tunnel-devices", pods("vnm-tunnel"), { ingress: [], egress: [] });
+  const policy = networkPolicy("vnm-tunnel-devices", podSelector("vnm-tunnel"), { ingress: [], egress: [] });
   policy.spec.policyTypes = ["Egress"];
   delete (policy.spec as { ingress?: unknown }).ingress;
   return policy;
@@ -92,12 +93,12 @@ function deviceNetworksPolicy() {
 function storePolicies() {
   const partPods = podsIn(parts().map(workload));
   return [
-    ...serviceDomains().map((d) => networkPolicy(`vnm-${d}-db`, pods(`vnm-${d}-db`), { ingress: [from([pods(workload(d))], PG_PORT)], egress: [] })),
-    networkPolicy("nats", pods("nats"), {
+    ...serviceDomains().map((d) => networkPolicy(`vnm-${d}-db`, podSelector(`vnm-${d}-db`), { ingress: [from([pods(workload(d))], PG_PORT)], egress: [] })),
+    networkPolicy("nats", podSelector("nats"), {
       ingress: [from([partPods], NATS_PORT), from([pods("nats")], NATS_CLUSTER_PORT), from([monitoring], NATS_MONITOR_PORT)],
       egress: [dns, to(pods("nats"), NATS_CLUSTER_PORT)],
     }),
-    networkPolicy("redis", pods("redis"), { ingress: [from([pods("vnm-gateway")], REDIS_PORT)], egress: [] }),
+    networkPolicy("redis", podSelector("redis"), { ingress: [from([pods("vnm-gateway")], REDIS_PORT)], egress: [] }),
   ];
 }
 

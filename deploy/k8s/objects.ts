@@ -1,14 +1,19 @@
 // The shapes every generated manifest shares: labels and selectors, a headless Service, a
 // NetworkPolicy, and the restricted security context every pod runs under.
+import type { LabelSelector } from "kubernetes-types/meta/v1.js";
+import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer } from "kubernetes-types/networking/v1.js";
 
 /** The labels of one vnm process (or its database): its name, and the system it is part of. */
 export const labels = (name: string) => ({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "vnm" });
 
-/** The pods of one workload, as a NetworkPolicy peer. */
-export const pods = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
+/** The pods of one workload, as a label selector (a NetworkPolicy's spec.podSelector). */
+export const podSelector = (name: string): LabelSelector => ({ matchLabels: { "app.kubernetes.io/name": name } });
 
-/** The pods of several workloads, as a NetworkPolicy peer or selector. */
-export const podsIn = (names: string[]) => ({ podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] } });
+/** The pods of one workload, as a NetworkPolicy peer (in a rule's from or to). */
+export const pods = (name: string): NetworkPolicyPeer => ({ podSelector: podSelector(name) });
+
+/** The pods of several workloads, as a NetworkPolicy peer. */
+export const podsIn = (names: string[]): NetworkPolicyPeer => ({ podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] } });
 
 /** A headless Service (no cluster IP): clients resolve every ready pod and spread over them. */
 export function headlessService(name: string, port: { name: string; port: number }) {
@@ -21,16 +26,18 @@ export function headlessService(name: string, port: { name: string; port: number
 }
 
 /**
- * A NetworkPolicy for the pods `selector` picks: they accept only `ingress` and send only
- * `egress` (both kinds are listed, so an empty list refuses everything of that kind).
+ * A NetworkPolicy for the pods `selector` picks (a label selector, not a peer: podSelector, not
+ * pods): they accept only `ingress` and send only `egress` (both kinds are listed, so an empty
+ * list refuses everything of that kind). Typed by the Kubernetes API's own types, so a field out
+ * of place does not compile; e2e/test/deploy.spec.ts checks the rendered objects strictly too.
  */
-export function networkPolicy(name: string, selector: object, rules: { ingress: unknown[]; egress: unknown[] }) {
+export function networkPolicy(name: string, selector: LabelSelector, rules: { ingress: NetworkPolicyIngressRule[]; egress: NetworkPolicyEgressRule[] }) {
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
     metadata: { name, labels: { "app.kubernetes.io/part-of": "vnm" } },
     spec: { podSelector: selector, policyTypes: ["Ingress", "Egress"], ingress: rules.ingress, egress: rules.egress },
-  };
+  } satisfies NetworkPolicy;
 }
 
 /**

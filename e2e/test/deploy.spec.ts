@@ -8,6 +8,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { generatedFiles } from "../../deploy/k8s/generate.ts";
+import { strictProblems } from "./k8s-schema.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
 type Loose = any;
@@ -71,6 +72,8 @@ describe("Kubernetes overlays", () => {
       const docs = parseAllDocuments(rendered).map((d) => d.toJSON() as Doc);
       expect(docs.length).toBeGreaterThan(serviceDomains().length * 5);
       expect(await validateAll(docs)).toEqual([]);
+      // Strictly too: an unknown field anywhere (which an API server drops or refuses) is an error.
+      expect(strictProblems(docs)).toEqual([]);
       for (const d of docs.filter((x) => x.kind === "Deployment")) {
         expect(d.spec["template"].spec.containers[0].securityContext, d.metadata.name).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
         expect(docs.some((x) => x.kind === "PodDisruptionBudget" && x.metadata.name === d.metadata.name)).toBe(true);
@@ -98,6 +101,17 @@ describe("docker-compose.yml", () => {
     for (const dep of ["postgres", "nats", "redis"]) expect(compose.services[dep].healthcheck.test.length, dep).toBeGreaterThan(0);
   });
 });
+
+/**
+ * Whether a label selector picks the pods of these labels, as the API server reads it: an empty
+ * selector picks every pod, and a field it does not know is dropped (so picks every pod too).
+ */
+function picks(selector: Loose, labels: Record<string, string>): boolean {
+  const has = (key: string) => Object.hasOwn(labels, key);
+  const expression = (e: Loose) =>
+    e.operator === "In" ? has(e.key) && e.values.includes(labels[e.key]) : e.operator === "NotIn" ? !has(e.key) || !e.values.includes(labels[e.key]) : e.operator === "Exists" ? has(e.key) : e.operator === "DoesNotExist" ? !has(e.key) : false;
+  return Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v) && (selector?.matchExpressions ?? []).every(expression);
+}
 
 /** The pod templates of a rendering: every Deployment's and StatefulSet's. */
 function podsOf(docs: Doc[]): { name: string; spec: Loose }[] {
@@ -179,6 +193,62 @@ describe("production overlay: secrets, pod security, network", () => {
     // Every pod is covered by a policy of its own, besides the default denial.
     for (const { name } of podsOf(docs)) {
       expect(policies.some((p) => p.metadata.name !== "default-deny" && JSON.stringify(p.spec["podSelector"]).includes(`"${name}"`)), name).toBe(true);
+    }
+  });
+
+  // Which pods each policy applies to and what they may then reach, read as the API server reads
+  // the policies (a podSelector it does not understand picks every pod of the namespace).
+  const workloads = docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet").map((d) => ({ name: d.metadata.name, labels: d.spec["template"].metadata.labels as Record<string, string> }));
+  const picked = (selector: Loose) => workloads.filter((w) => picks(selector, w.labels)).map((w) => w.name).sort();
+  const governing = (workload: string) => policies.filter((p) => picked(p.spec["podSelector"]).includes(workload));
+  /** The workloads of the namespace a workload's policies let it reach (egress) or be reached from (ingress) on a TCP port. */
+  const peersOn = (workload: string, direction: "ingress" | "egress", port: number) => {
+    const rules = governing(workload).flatMap((p) => (p.spec[direction] ?? []) as Loose[]);
+    const open = rules.filter((r) => r.ports.some((x: Loose) => x.port === port && (x.protocol ?? "TCP") === "TCP"));
+    const peers = open.flatMap((r) => r[direction === "egress" ? "to" : "from"] as Loose[]);
+    expect(peers.filter((x) => !x.podSelector || x.namespaceSelector || x.ipBlock), `${workload} ${direction} ${port}: only pods of the namespace`).toEqual([]);
+    return [...new Set(peers.flatMap((x) => picked(x.podSelector)))].sort();
+  };
+
+  it("applies each policy to its own workload's pods only: the gateway's to the gateway, a service's to that service, a database's to that database", () => {
+    const expected: Record<string, string[]> = {
+      "default-deny": workloads.map((w) => w.name).sort(),
+      "vnm-gateway": ["vnm-gateway"],
+      "vnm-tunnel-devices": ["vnm-tunnel"],
+      nats: ["nats"],
+      redis: ["redis"],
+    };
+    for (const d of serviceDomains()) {
+      expected[`vnm-${d}`] = [`vnm-${d}`];
+      expected[`vnm-${d}-db`] = [`vnm-${d}-db`];
+    }
+    expect(Object.fromEntries(policies.map((p) => [p.metadata.name, picked(p.spec["podSelector"])]))).toEqual(expected);
+  });
+
+  it("lets a service reach its own database only, and a database be reached by its service only", () => {
+    for (const w of workloads) {
+      const own = /^vnm-([a-z]+)$/.exec(w.name)?.[1];
+      const expected = own && own !== "gateway" ? [`vnm-${own}-db`] : [];
+      expect(peersOn(w.name, "egress", 5432), `${w.name} reaches on 5432`).toEqual(expected);
+    }
+    for (const d of serviceDomains()) {
+      expect(peersOn(`vnm-${d}-db`, "ingress", 5432), `vnm-${d}-db`).toEqual([`vnm-${d}`]);
+      expect(peersOn(`vnm-${d}-db`, "egress", 53), `vnm-${d}-db resolves nothing`).toEqual([]);
+    }
+    expect(peersOn("redis", "ingress", 6379)).toEqual(["vnm-gateway"]);
+    expect(peersOn("nats", "ingress", 4222)).toEqual(["vnm-gateway", ...serviceDomains().map((d) => `vnm-${d}`)].sort());
+  });
+
+  it("lets every part that resolves names (the gateway, the services, NATS) reach the cluster's DNS on UDP and TCP 53", () => {
+    const dns = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } };
+    for (const name of ["vnm-gateway", ...serviceDomains().map((d) => `vnm-${d}`), "nats"]) {
+      const rules = governing(name).flatMap((p) => (p.spec["egress"] ?? []) as Loose[]);
+      expect(rules.filter((r) => r.to.some((peer: Loose) => JSON.stringify(peer) === JSON.stringify(dns))).flatMap((r) => r.ports), name).toEqual(
+        expect.arrayContaining([
+          { protocol: "UDP", port: 53 },
+          { protocol: "TCP", port: 53 },
+        ]),
+      );
     }
   });
 
