@@ -46,7 +46,7 @@ async function declarations(c: Catalog): Promise<Map<string, Declared>> {
   const out = new Map<string, Declared>();
   for (const declared of new ResourceSet(c, resources).all()) {
     const k = declared.info;
-    const shape = (declared.spec.input as { shape?: Record<string, unknown> }).shape ?? {};
+    const shape = (declared.spec.input as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
     const allowed: Record<string, string[]> = {};
     for (const [name, schema] of Object.entries(shape)) {
       const values = allowedValues(schema);

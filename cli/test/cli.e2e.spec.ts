@@ -362,7 +362,7 @@ describe("errors", () => {
       vnm(["bridge", "list"], {}, closed),
       vnm(["bridge", "list", "--url", "not a url"]),
     ]);
-    expectFailure(violation, 1, /^error 400: Validation error\(s\) found\n {2}name: must be at most 255 characters long\n$/);
+    expectFailure(violation, 1, /^error 400: Validation error\(s\) found\n {2}name: must be at most 255 characters\n$/);
     expectFailure(badJson, 2, /^--data is not JSON: .+\n$/);
     expectFailure(notObject, 2, /^--data must be a JSON object\n$/);
     expectFailure(unknown, 2, /unknown command/);

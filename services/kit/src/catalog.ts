@@ -5,6 +5,7 @@ import protobuf from "protobufjs";
 import type * as grpc from "@grpc/grpc-js";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
 import { loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
+import { Rules } from "./rules.ts";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
@@ -28,6 +29,11 @@ export interface FieldInfo {
   uuid: boolean;
   /** The only values a string field takes, spelled exactly (vnm.api.values); undefined when open. */
   values?: string[];
+  /**
+   * The field's rules as the proto states them (`buf.validate.field`, in protobuf's JSON form with
+   * proto field names: `{string: {max_len: 255, uuid: true}}`; vnm's own rules as `[vnm.api.mac]`).
+   */
+  rules?: Record<string, unknown>;
   /** The field's proto comment, when it has one. */
   comment?: string;
 }
@@ -255,6 +261,12 @@ function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
 /** Reads field and message declarations into MessageInfo, once per message. */
 class Messages {
   readonly all = new Map<string, MessageInfo>();
+  private readonly rules: Rules | undefined;
+
+  /** `rules`: of the same proto files; a catalog read from other sources (tests) may have none. */
+  constructor(rules?: Rules) {
+    this.rules = rules;
+  }
 
   get(type: protobuf.Type): MessageInfo {
     const known = this.all.get(type.fullName);
@@ -295,6 +307,14 @@ class Messages {
       values: stringsOf(f, "(vnm.api.values)"),
       comment: commentOf(f),
     };
+    const rules = this.rules?.has(type.fullName.replace(/^\./, "")) ? this.rules.rulesJson(type.fullName.replace(/^\./, ""), f.name) : undefined;
+    if (rules) {
+      fi.rules = rules;
+      // A string's (or each item's) format and allowed values, as the gateway and the OpenAPI document use them.
+      const str = (rules["string"] ?? (rules["repeated"] as { items?: { string?: unknown } } | undefined)?.items?.string) as { uuid?: boolean; in?: string[] } | undefined;
+      if (str?.uuid) fi.uuid = true;
+      if (str?.in) fi.values = str.in;
+    }
     if (fi.uuid && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.uuid is for string fields`);
     if (fi.values && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.values is for string fields`);
     if ((fi.jsonObject || fi.jsonValue) && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: a JSON field must be a single string field`);
@@ -507,8 +527,10 @@ function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<s
   };
 }
 
-export function buildCatalog(root: protobuf.Root = loadReflection()): Catalog {
-  const messages = new Messages();
+export function buildCatalog(given?: protobuf.Root, rules?: Rules): Catalog {
+  // The repository's proto files come with their rules; a root read from elsewhere has the rules it is given.
+  const root = given ?? loadReflection();
+  const messages = new Messages(rules ?? (given ? undefined : Rules.load(PROTO_DIR)));
   const { routes, services, publicMethods, callers } = readServices(root, messages);
   const resources = [...messages.all.values()].filter((m) => m.resource);
   const tree = resourceTree(routes);
@@ -540,18 +562,20 @@ export function writableFields(m: MessageInfo, mode: "create" | "update"): Field
  * to what needs it (a process running several parts loads it once for all).
  */
 export function loadCatalog(dir = PROTO_DIR): Catalog {
-  return buildCatalog(loadReflection(dir));
+  return buildCatalog(loadReflection(dir), Rules.load(dir));
 }
 
 /** The proto files as a running part uses them: the catalog, and grpc-js's package of them. */
 export interface Contract {
   catalog: Catalog;
   pkg: grpc.GrpcObject;
+  /** The fields' rules (buf.validate), from the descriptor set built from the same files. */
+  rules: Rules;
 }
 
 /** The contract in `dir`, loaded once by each part when it starts (once for all in one process). */
 export function loadContract(dir = PROTO_DIR): Contract {
-  return { catalog: loadCatalog(dir), pkg: loadGrpc(dir) };
+  return { catalog: loadCatalog(dir), pkg: loadGrpc(dir), rules: Rules.load(dir) };
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

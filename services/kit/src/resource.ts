@@ -17,6 +17,7 @@ import { clientConstructor } from "./proto.ts";
 import { FILTER_KEY, IF_MATCH_KEY } from "./upstream.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
+import type { Rules } from "./rules.ts";
 import { isUuid, parseInput } from "./validate.ts";
 
 type Emit = (c: Change) => void;
@@ -61,8 +62,12 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
    * breaks ties and keeps pages stable.
    */
   order?: string[];
-  /** What a client may send (POST and PUT); `id` is read on POST only. */
-  input: S;
+  /**
+   * What a client may send (POST and PUT), where the proto does not state it yet; `id` is read
+   * on POST only. Without it, a body is checked against its fields' rules in the proto
+   * (`buf.validate`, rules.ts).
+   */
+  input?: S;
   /**
    * Values of the writable fields the body leaves out (PUT replaces); null when not named here.
    * Used by the columns derived from the proto.
@@ -235,12 +240,15 @@ export class ResourceSet {
   readonly catalog: Catalog;
   /** grpc-js's package of the same proto files: a write's entity tag is its GET's answer as a peer decodes it. */
   readonly pkg: grpc.GrpcObject | undefined;
+  /** The fields' rules of the same proto files (buf.validate), for the kinds that declare no input. */
+  readonly rules: Rules | undefined;
   private readonly byKind = new Map<string, AnyResource>();
 
-  /** `pkg` may be left out by a reader of declarations that serves nothing (the console's build). */
-  constructor(catalog: Catalog, resources: readonly AnyResource[], pkg?: grpc.GrpcObject) {
+  /** `pkg` and `rules` may be left out by a reader of declarations that serves nothing (the console's build). */
+  constructor(catalog: Catalog, resources: readonly AnyResource[], pkg?: grpc.GrpcObject, rules?: Rules) {
     this.catalog = catalog;
     this.pkg = pkg;
+    this.rules = rules;
     for (const r of resources) this.byKind.set(r.bind(this).kind, r);
   }
 
@@ -338,6 +346,15 @@ export class Resource<S extends z.ZodType, R extends Row> {
     return ApiError.notFound(`There is no ${this.name} with ID ${id}.`);
   }
 
+
+  /** A POST or PUT body, checked: by the declared input, else by the proto's rules for its fields. */
+  private parse(req: Req): z.output<S> {
+    const body = req[this.info.body ?? ""] ?? {};
+    if (this.spec.input) return parseInput(this.spec.input, body);
+    const { rules } = this.binding.set;
+    if (!rules) throw new Error(`${this.spec.proto}: its ResourceSet was made without the rules`);
+    return rules.check(this.spec.proto, body as object) as z.output<S>;
+  }
 
   private columnsOf(body: z.output<S>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>> {
     if (this.spec.columns) return this.spec.columns(body, req);
@@ -586,7 +603,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}, finish?: Finish) {
     const up = await this.ancestors(q, req, "key share");
     this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
-    const body = { ...(parseInput(this.spec.input, req[this.info.body ?? ""] ?? {}) as object), ...fixed } as z.output<S>;
+    const body = { ...(this.parse(req) as object), ...fixed } as z.output<S>;
     await this.spec.references?.(q, body);
     await this.spec.validate?.(q, body, { up });
     const cols: Record<string, unknown> = { ...(await this.columnsOf(body, req)) };
@@ -637,7 +654,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);
-    const body = parseInput(this.spec.input, req[this.info.body ?? ""] ?? {});
+    const body = this.parse(req);
     await this.spec.references?.(q, body);
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);

@@ -276,9 +276,9 @@ function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Hand
 }
 
 /** The service's context, its declared kinds bound to the catalog it was started with. */
-function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">, pkg: grpc.GrpcObject): ServiceContext {
+function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">, { pkg, rules }: Contract): ServiceContext {
   const declared = (spec.resources ?? []).map((r) => (typeof r === "function" ? r(base) : r));
-  return { ...base, resources: new ResourceSet(base.catalog, declared, pkg) };
+  return { ...base, resources: new ResourceSet(base.catalog, declared, pkg, rules) };
 }
 
 /**
@@ -432,7 +432,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const store = new Store(pool, spec.domain, cfg.prefix, () => relay.kick());
   let authority: Authority | undefined;
   const peers = peerCaller(env, () => authority!.serviceToken(), contract);
-  const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog }, contract.pkg);
+  const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog }, contract);
   authority = spec.authority?.(svc) ?? identityAuthority(spec.domain, cfg.serviceCredential, peers);
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;

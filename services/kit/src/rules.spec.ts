@@ -1,0 +1,64 @@
+// The fields' rules as the repository's proto files state them (proto/contract.binpb): what a
+// client sending a body sees, and the one spelling a value is kept in.
+import { describe, expect, it } from "vitest";
+import { loadCatalog } from "./catalog.ts";
+import { ApiError } from "./errors.ts";
+import { PROTO_DIR } from "./proto.ts";
+import { Rules } from "./rules.ts";
+
+const rules = Rules.load(PROTO_DIR);
+const BRIDGE = "vnm.bridge.v1.Bridge";
+const ID = "8A4E9F5C-0D8E-4B0B-9A51-1C1F2B1A0E11";
+
+function violations(type: string, body: object) {
+  try {
+    rules.check(type, body);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApiError);
+    return (err as ApiError).violations;
+  }
+  throw new Error("the body passed");
+}
+
+describe("a body checked against its fields' rules", () => {
+  it("names each offending field once, in the words a client reads", () => {
+    expect(violations(BRIDGE, { id: "nope", name: "x".repeat(256), tenantId: "a\u0000b", inboundMirrorIds: [ID, "nope", "nope"] })).toEqual([
+      { property: "id", message: "must be a valid UUID" },
+      { property: "tenantId", message: "must be valid Unicode text without NUL characters" },
+      { property: "name", message: "must be at most 255 characters" },
+      { property: "inboundMirrorIds", message: "must be a valid UUID" },
+    ]);
+    expect(violations(BRIDGE, { outboundMirrorIds: Array(65).fill(ID) })).toEqual([{ property: "outboundMirrorIds", message: "must contain no more than 64 item(s)" }]);
+  });
+
+  it("counts characters, not UTF-16 units or bytes", () => {
+    expect(rules.check(BRIDGE, { name: "😀".repeat(255) }).name).toHaveLength(510);
+    expect(violations(BRIDGE, { name: "😀".repeat(256) })).toEqual([{ property: "name", message: "must be at most 255 characters" }]);
+  });
+
+  it("keeps a UUID in lower case, and leaves what it does not check as it came", () => {
+    expect(rules.check(BRIDGE, { id: ID, name: "Blue", inboundMirrorIds: [ID], adminStateUp: false })).toEqual({
+      id: ID.toLowerCase(),
+      name: "Blue",
+      inboundMirrorIds: [ID.toLowerCase()],
+      adminStateUp: false,
+    });
+  });
+
+  it("refuses a value of the wrong type for its field, as a peer that skipped the gateway might send", () => {
+    expect(() => rules.check(BRIDGE, { adminStateUp: "yes" })).toThrow(expect.objectContaining({ code: 3, message: expect.stringContaining("adminStateUp") }));
+  });
+
+  it("fails loudly for a message the descriptor set does not hold (a proto added without npm run proto)", () => {
+    expect(() => rules.check("vnm.nowhere.v1.Thing", {})).toThrow(/npm run proto/);
+  });
+});
+
+describe("the catalog's view of the rules", () => {
+  it("carries each field's rules in protobuf's JSON form, and a UUID rule marks the field as one", () => {
+    const bridge = loadCatalog().kindOf(BRIDGE).message;
+    expect(bridge.byName.get("name")?.rules).toEqual({ string: { max_len: "255", "[vnm.api.text]": true } });
+    expect(bridge.byName.get("inboundFilterId")).toMatchObject({ uuid: true, rules: { string: { uuid: true } } });
+    expect(bridge.byName.get("adminStateUp")?.rules).toBeUndefined();
+  });
+});

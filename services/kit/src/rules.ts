@@ -1,0 +1,130 @@
+// A field's rules, as the proto states them: `(buf.validate.field)` constraints (formats, lengths,
+// ranges, allowed values, required) and vnm's predefined ones (vnm/api/rules.proto), checked by
+// protovalidate over the descriptor set `buf` builds from the proto files (proto/contract.binpb,
+// written by `npm run proto`). Every service checks a body here, once, in the kit; what no
+// constraint can state (one field against another, against the database) stays in code beside
+// its kind.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type create, createFileRegistry, type DescField, type DescMessage, fromBinary, fromJson, getOption, hasOption, type FileRegistry, toJson } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { createValidator, type Validator } from "@bufbuild/protovalidate";
+import { field as fieldRules, type FieldRules, FieldRulesSchema } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { ApiError, type Violation } from "./errors.ts";
+import { canonicalIpv6 } from "./validate.ts";
+
+/** The descriptor set's file name in a proto directory. */
+export const CONTRACT_FILE = "contract.binpb";
+
+/** How a string field's value is kept once it passed its rules: one spelling per value. */
+type Normal = (s: string) => string;
+
+const lower: Normal = (s) => s.toLowerCase();
+const ipv6: Normal = (s) => canonicalIpv6(s) ?? s;
+
+/** vnm's predefined string rules (vnm/api/rules.proto): extension field numbers. */
+const VNM_MAC = 51100;
+
+/** The rules of one message: the validator's, and the spelling each string field is kept in. */
+interface MessageRules {
+  schema: DescMessage;
+  normal: Map<string, Normal>;
+}
+
+export class Rules {
+  readonly registry: FileRegistry;
+  private readonly validator: Validator;
+  private readonly messages = new Map<string, MessageRules>();
+
+  constructor(registry: FileRegistry) {
+    this.registry = registry;
+    this.validator = createValidator({ registry });
+  }
+
+  /** The rules of the proto files in `dir`, from the descriptor set built from them. */
+  static load(dir: string): Rules {
+    const bytes = readFileSync(join(dir, CONTRACT_FILE));
+    return new Rules(createFileRegistry(fromBinary(FileDescriptorSetSchema, bytes)));
+  }
+
+  /** Whether the descriptor set holds a message (a proto added without `npm run proto` is not). */
+  has(typeName: string): boolean {
+    return this.registry.getMessage(typeName) !== undefined;
+  }
+
+  /** The field's rules as the proto states them, if any. */
+  rulesOf(typeName: string, fieldName: string): FieldRules | undefined {
+    const f = this.message(typeName).schema.fields.find((x) => x.name === fieldName);
+    return f && hasOption(f, fieldRules) ? getOption(f, fieldRules) : undefined;
+  }
+
+  /**
+   * The field's rules in protobuf's JSON form with proto field names (`{string: {max_len: 255}}`,
+   * vnm's own as `[vnm.api.mac]`), for what describes the API (the catalog, OpenAPI, the console).
+   */
+  rulesJson(typeName: string, fieldName: string): Record<string, unknown> | undefined {
+    const r = this.rulesOf(typeName, fieldName);
+    return r && (toJson(FieldRulesSchema, r, { registry: this.registry, useProtoFieldName: true }) as Record<string, unknown>);
+  }
+
+  private message(typeName: string): MessageRules {
+    let m = this.messages.get(typeName);
+    if (!m) {
+      const schema = this.registry.getMessage(typeName);
+      if (!schema) throw new Error(`${typeName} is not in ${CONTRACT_FILE}: run npm run proto`);
+      m = { schema, normal: new Map(schema.fields.flatMap((f) => normalOf(f).map((n) => [f.name, n] as const))) };
+      this.messages.set(typeName, m);
+    }
+    return m;
+  }
+
+  /**
+   * Checks a message as a gRPC peer decoded it (field names as written, int64 as strings) against
+   * its fields' rules; a failure is a 400 with one violation per offending top-level field. Gives
+   * back the message with each string kept in its one spelling (UUIDs and MACs in lower case,
+   * IPv6 addresses in RFC 5952 form).
+   */
+  check<T extends object>(typeName: string, value: T): T {
+    const { schema, normal } = this.message(typeName);
+    let msg: ReturnType<typeof create>;
+    try {
+      msg = fromJson(schema, value as never, { registry: this.registry });
+    } catch (err) {
+      // The gateway typed the body by the same proto: a value that is not of its field's type
+      // comes from a peer that did not.
+      throw ApiError.badRequest(`The body is not a ${schema.name}: ${(err as Error).message}`);
+    }
+    const result = this.validator.validate(schema, msg);
+    if (result.kind === "error") throw result.error;
+    if (result.kind === "invalid") {
+      const seen = new Map<string, Violation>();
+      for (const v of result.violations) {
+        const first = v.field[0];
+        const property = first?.kind === "field" ? first.name : "body";
+        if (!seen.has(property)) seen.set(property, { property, message: v.message });
+      }
+      throw ApiError.invalid([...seen.values()]);
+    }
+    if (normal.size === 0) return value;
+    const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+    for (const [name, n] of normal) {
+      const v = out[name];
+      if (typeof v === "string") out[name] = n(v);
+      else if (Array.isArray(v)) out[name] = v.map((x) => (typeof x === "string" ? n(x) : x));
+    }
+    return out as T;
+  }
+}
+
+/** The spelling a string field (or each item of a repeated one) is kept in, from its rules. */
+function normalOf(f: DescField): Normal[] {
+  if (!hasOption(f, fieldRules)) return [];
+  const top = getOption(f, fieldRules);
+  const r = top.type.case === "repeated" ? top.type.value.items : top;
+  if (r?.type.case !== "string") return [];
+  const s = r.type.value;
+  if (s.wellKnown.case === "uuid" && s.wellKnown.value) return [lower];
+  if (s.wellKnown.case === "ipv6" && s.wellKnown.value) return [ipv6];
+  if (s.$unknown?.some((u) => u.no === VNM_MAC)) return [lower];
+  return [];
+}
