@@ -86,7 +86,11 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   render?: (row: R, up: Row[]) => Record<string, unknown | null>;
   /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
-  /** List filters: request field (a query parameter) -> column, or the column and the check of the value (400 naming the field). */
+  /**
+   * List filters: request field (a query parameter) -> column. The value is checked against the
+   * rules the list request's proto states for that field (400 naming it); a kind whose rules are
+   * not in its proto yet gives the column and a zod check instead.
+   */
   filters?: Record<string, string | { column: string; parse: z.ZodType }>;
   /** Checks (and locks) what the body refers to, before the row is written. */
   references?: (q: Queryable, body: z.output<S>) => Promise<void>;
@@ -510,12 +514,21 @@ export class Resource<S extends z.ZodType, R extends Row> {
     const out: Record<string, unknown> = {};
     for (const [field, f] of Object.entries(this.spec.filters ?? {})) {
       if (typeof req[field] !== "string") continue;
-      const { column, parse } = typeof f === "string" ? { column: f, parse: undefined } : f;
-      const checked = parse?.safeParse(req[field]);
-      if (checked && !checked.success) throw ApiError.invalid([{ property: field, message: checked.error.issues[0]?.message ?? "is not valid" }]);
-      out[column] = checked ? checked.data : req[field];
+      if (typeof f === "string") {
+        out[f] = this.listRequest && this.binding.set.rules?.has(this.listRequest) ? this.binding.set.rules.checkField(this.listRequest, field, req[field]) : req[field];
+        continue;
+      }
+      const checked = f.parse.safeParse(req[field]);
+      if (!checked.success) throw ApiError.invalid([{ property: field, message: checked.error.issues[0]?.message ?? "is not valid" }]);
+      out[f.column] = checked.data;
     }
     return out;
+  }
+
+  /** The list RPC's request message, whose fields' rules check the list's filters. */
+  private get listRequest(): string | undefined {
+    const { info, set } = this.binding;
+    return set.catalog.routes.find((r) => r.service === info.service && r.rpc === info.rpcs.list)?.request.fullName;
   }
 
   private columnTypes: Promise<Map<string, string>> | undefined;

@@ -54,6 +54,14 @@ describe("a body checked against its fields' rules", () => {
   });
 });
 
+describe("one field's value, as a list's filter", () => {
+  it("is checked against that field's rules alone and kept in its spelling", () => {
+    expect(rules.checkField(BRIDGE, "inboundFilterId", ID)).toBe(ID.toLowerCase());
+    expect(rules.checkField(BRIDGE, "name", "anything")).toBe("anything");
+    expect(() => rules.checkField(BRIDGE, "inboundFilterId", "nope")).toThrow(expect.objectContaining({ violations: [{ property: "inboundFilterId", message: "must be a valid UUID" }] }));
+  });
+});
+
 describe("the catalog's view of the rules", () => {
   it("carries each field's rules in protobuf's JSON form, and a UUID rule marks the field as one", () => {
     const bridge = loadCatalog().kindOf(BRIDGE).message;

@@ -67,6 +67,23 @@ export class Rules {
     return r && (toJson(FieldRulesSchema, r, { registry: this.registry, useProtoFieldName: true }) as Record<string, unknown>);
   }
 
+  /**
+   * One field's value (a list's query parameter, `?port=`) against that field's rules: a 400
+   * naming the field when it breaks one; the value in its one spelling. Rules on other fields
+   * of the message (a required one) are not this value's concern.
+   */
+  checkField(typeName: string, fieldName: string, value: unknown): unknown {
+    try {
+      return (this.check(typeName, { [fieldName]: value }) as Record<string, unknown>)[fieldName];
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      const own = err.violations.filter((v) => v.property === fieldName);
+      if (own.length > 0) throw ApiError.invalid(own);
+      if (err.violations.length === 0) throw err;
+      return value;
+    }
+  }
+
   private message(typeName: string): MessageRules {
     let m = this.messages.get(typeName);
     if (!m) {
