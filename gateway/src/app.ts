@@ -43,7 +43,7 @@ const EDGE_HEADERS = [
 /** The paths served by express's routes (no token): the probes, metrics and the API's description. */
 const OPERATIONAL = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
 /** Paths counted under their own name. */
-const NAMED_ROUTES = new Set(["/", "/login", "/logout", "/events", ...OPERATIONAL]);
+const NAMED_ROUTES = new Set(["/", "/login", "/logout", "/logout/all", "/events", ...OPERATIONAL]);
 const CORS_PREFLIGHT_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const CORS_PREFLIGHT_HEADERS = "Origin, X-Auth-Token, X-Auth-Project, Content-Type, Accept, Authorization";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -211,7 +211,7 @@ function api(gw: Gateway, feed: EventFeed, callers: Callers) {
         throw EdgeError.tooManyRequests("Too many requests for this token; slow down", verdict.retryAfter);
       }
       res.locals.caller = caller;
-      if (req.path === "/logout") return await logout(req, res, caller.identity, callers);
+      if (req.path === "/logout" || req.path === "/logout/all") return await logout(req, res, caller, callers);
       if (req.path === "/events") {
         // A stream never ends, so HEAD (which never gets the body) is refused too.
         if (req.method !== "GET") throw EdgeError.methodNotAllowed(req.method, "/events", ["GET"]);

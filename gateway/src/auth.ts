@@ -19,8 +19,10 @@ const LOGIN_CHALLENGE = 'Basic realm="vnm"';
 export interface Callers {
   check: CallerCheck;
   serviceToken(): Promise<string>;
-  /** Logout: ends every token of the user issued so far, here at once, elsewhere by the change feed. */
+  /** Logout everywhere: ends every token of the user issued so far, here at once, elsewhere by the change feed. */
   revoke(userId: string): Promise<void>;
+  /** Logout: ends this one token of the user (its others go on), here at once, elsewhere by the change feed. */
+  end(token: string, userId: string): Promise<void>;
 }
 
 export function gatewayCallers(opts: GatewayOptions): Callers {
@@ -33,6 +35,10 @@ export function gatewayCallers(opts: GatewayOptions): Callers {
     serviceToken: authority.serviceToken,
     async revoke(userId) {
       await call("RevokeTokens", { id: userId }, await authority.serviceToken());
+      check.forget(userId);
+    },
+    async end(token, userId) {
+      await call("EndToken", { token }, await authority.serviceToken());
       check.forget(userId);
     },
   };
@@ -62,11 +68,16 @@ async function verified(token: string, verify: CallerCheck["verify"]): Promise<C
   return { identity, token };
 }
 
-/** POST /logout: every token of the caller's user issued so far ends (204). */
-export async function logout(req: ApiRequest, res: ApiResponse, who: Identity, callers: Callers): Promise<void> {
-  if (req.method !== "POST") throw EdgeError.methodNotAllowed(req.method, "/logout", ["POST"]);
+/**
+ * POST /logout: the caller's token ends, the user's other sessions (another tab, the CLI) go on;
+ * POST /logout/all: every token of the caller's user issued so far ends. 204 either way.
+ */
+export async function logout(req: ApiRequest, res: ApiResponse, caller: Caller, callers: Callers): Promise<void> {
+  if (req.method !== "POST") throw EdgeError.methodNotAllowed(req.method, req.path, ["POST"]);
+  const who = caller.identity;
   if (who.gen === undefined) throw EdgeError.badRequest("Only a user's token can be logged out");
-  await callers.revoke(who.userId);
+  if (req.path === "/logout/all") await callers.revoke(who.userId);
+  else await callers.end(caller.token, who.userId);
   res.setHeader("Set-Cookie", "sessionId=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; HttpOnly; SameSite=Strict");
   res.statusCode = H.HTTP_STATUS_NO_CONTENT;
   res.end();

@@ -336,7 +336,17 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
     post: {
       operationId: "logout",
       summary: "Log out",
-      description: "Ends every token of the caller on every gateway within a second, and its open /events streams.",
+      description:
+        "Ends the token the request carries on every gateway within a second, and the /events streams open with it. The user's other tokens (another tab, the CLI) go on: `POST /logout/all` ends them all.",
+      tags: ["api"],
+      responses: { "204": { description: "Done" }, ...errors("401", "503") },
+    },
+  };
+  paths["/logout/all"] = {
+    post: {
+      operationId: "logoutEverywhere",
+      summary: "Log out everywhere",
+      description: "Ends every token of the caller's user issued so far on every gateway within a second, and their open /events streams.",
       tags: ["api"],
       responses: { "204": { description: "Done" }, ...errors("401", "503") },
     },

@@ -50,7 +50,7 @@ describe("GET /openapi.json", () => {
   it("lists every route of the catalog, with its body and its error responses, and the gateway's own paths", () => {
     // Paths that differ only in their variables' names are one path in OpenAPI.
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${templateShape(path)}`));
-    const own = ["GET /", ...catalog.rootDocuments.map((d) => `GET ${d.path}`), "POST /login", "POST /logout", "GET /events", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"];
+    const own = ["GET /", ...catalog.rootDocuments.map((d) => `GET ${d.path}`), "POST /login", "POST /logout", "POST /logout/all", "GET /events", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"];
     // Every item with a PUT also takes a PATCH (a JSON Merge Patch).
     const patches = catalog.routes.filter((r) => r.method === "PUT").map((r) => `PATCH ${templateShape(r.template)}`);
     expect(listed.sort()).toEqual([...catalog.routes.map((r) => `${r.method} ${templateShape(r.template)}`), ...patches, ...own].sort());

@@ -1,7 +1,8 @@
 // The password policy of NIST SP 800-63B (12 characters or more, counted in code
 // points; not a common password of @zxcvbn-ts/language-common's list, nor two of them one after
-// the other; no composition rules), for new users, password changes and the
-// first admin. Only the identity service runs: /users needs nothing else.
+// the other; not easy to guess by zxcvbn's estimate, told the user's name and tenant; no
+// composition rules), for new users, password changes and the first admin. Only the identity
+// service runs: /users needs nothing else.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dropSchema, expectError, httpClient, Stack, startProcess } from "@vnm/e2e/harness";
@@ -35,15 +36,41 @@ describe("password policy", () => {
   });
 
   it("accepts 12 code points of any kind, no composition rules", async () => {
-    expect((await http("POST", "/users", user("ñandú ñandú ñ"))).status).toBe(201);
-    expect((await http("POST", "/users", user("aaaaaaaaaaaaaaaa"))).status).toBe(201);
+    expect((await http("POST", "/users", user("ñandú rojo pampa"))).status).toBe(201);
+    expect((await http("POST", "/users", user("violin cactus zebra"))).status).toBe(201);
+  });
+
+  it.each([
+    ["one character repeated", () => user("aaaaaaaaaaaa")],
+    ["one character repeated, longer", () => user("aaaaaaaaaaaaaaaa")],
+    ["the user's own name twice", () => {
+      const u = user("");
+      return { ...u, password: `${u.name}${u.name}` };
+    }],
+    ["the user's own name twice, another case", () => {
+      const u = user("");
+      return { ...u, password: `${u.name}-${u.name.toUpperCase()}` };
+    }],
+  ])("refuses %s with 400 naming password, saying in plain words that it is easy to guess", async (_what, make) => {
+    const body = make();
+    const r = await http("POST", "/users", body);
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "password", message: expect.stringMatching(/^must be harder to guess: .+\./) }]);
+  });
+
+  it("refuses the tenant's name thrice for a user of that tenant, and takes it from a user of another", async () => {
+    const tenantId = `acme${randomBytes(3).toString("hex")}`;
+    const r = await http("POST", "/users", { ...user(tenantId.repeat(3)), tenantId });
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "password", message: expect.stringMatching(/^must be harder to guess: .+\./) }]);
+    expect((await http("POST", "/users", user(tenantId.repeat(3)))).status).toBe(201);
   });
 
   it("refuses a password change to a short or common one, keeps the old password", async () => {
     const u = user("first-good-password");
     const c = await http("POST", "/users", u);
     expect(c.status).toBe(201);
-    for (const password of ["short", "administrator"]) {
+    for (const password of ["short", "administrator", `${u.name}${u.name}`]) {
       const r = await http("PUT", c.json.uri, { ...u, password });
       expectError(r, 400);
       expect(r.json.violations).toEqual([{ property: "password", message: expect.any(String) }]);

@@ -1,6 +1,6 @@
 // Tokens that can be taken back. A password change, a role change, a user's deletion
-// or a logout ends the user's tokens on every gateway within a second, and closes their open
-// /events streams; a stream ends when its token expires; a user has a bounded number of open
+// or a logout everywhere ends the user's tokens on every gateway within a second, and closes
+// their open /events streams; a logout ends the one token, and the user's other sessions go on; a stream ends when its token expires; a user has a bounded number of open
 // streams; a token's signature has one spelling only. Every service checks the same: signature
 // by identity's published keys, audience, expiry and generation; identity limits password
 // guessing at its own port; a rotated key's tokens stay valid until they expire. The identity
@@ -76,6 +76,7 @@ describe("revoked tokens", () => {
     ["a role change", (u: Awaited<ReturnType<typeof newUser>>) => http("PUT", u.uri, { ...u.body, roles: ["tenant_user"] })],
     ["the user's deletion", (u: Awaited<ReturnType<typeof newUser>>) => http("DELETE", u.uri)],
     ["a logout", (u: Awaited<ReturnType<typeof newUser>>) => http("POST", `${gws[1]}/logout`, undefined, as(u.token))],
+    ["a logout everywhere", (u: Awaited<ReturnType<typeof newUser>>) => http("POST", `${gws[1]}/logout/all`, undefined, as(u.token))],
   ])("after %s, get 401 on every gateway within a second, and the open stream closes", async (_what, change) => {
     const u = await newUser();
     for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(u.token))).status).toBe(200);
@@ -87,13 +88,25 @@ describe("revoked tokens", () => {
     expect(await stream.ended(1_000)).toBe(true);
   });
 
-  it("logout ends every token of the user, and a new login works", async () => {
+  it("logout ends this token only: the user's other session goes on, at the gateways and at a service; /logout/all ends every one", async () => {
     const u = await newUser();
-    const second = await stack.login(gws[1]!, String(u.body.name), PASSWORD);
-    const out = await http("POST", `${gws[0]}/logout`, undefined, as(u.token));
-    expect(out.status).toBe(204);
-    await refusedEverywhereWithinASecond(second);
+    // The same user in another tab, or the CLI: another login, its own stream.
+    const other = await stack.login(gws[1]!, String(u.body.name), PASSWORD);
+    const stream = await openEvents(gws[1]!, other);
+    expect(stream.res.status).toBe(200);
+    expect((await http("POST", `${gws[0]}/logout`, undefined, as(u.token))).status).toBe(204);
+    await refusedEverywhereWithinASecond(u.token);
+    expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, u.token)).code).toBe(grpc.status.UNAUTHENTICATED);
     expectError(await http("POST", `${gws[0]}/logout`, undefined, as(u.token)), 401);
+    for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(other))).status).toBe(200);
+    expect((await grpcAt("bridge", BRIDGES, "ListBridges", {}, other)).code).toBe(0);
+    expect(await stream.ended(1_000)).toBe(false);
+    // Logging out everywhere ends every token of the user, from any one of them; a new login works.
+    const third = await stack.login(gws[0]!, String(u.body.name), PASSWORD);
+    expect((await http("POST", `${gws[1]}/logout/all`, undefined, as(other))).status).toBe(204);
+    await refusedEverywhereWithinASecond(third);
+    await refusedEverywhereWithinASecond(other);
+    expect(await stream.ended(1_000)).toBe(true);
     const fresh = await stack.login(gws[0]!, String(u.body.name), PASSWORD);
     for (const base of gws) expect((await http("GET", `${base}/`, undefined, as(fresh))).status).toBe(200);
   });
@@ -182,6 +195,27 @@ describe("tokens at every hop", () => {
     let code = 0;
     while (Date.now() - since <= 1_000 && code !== grpc.status.UNAUTHENTICATED) code = (await grpcAt("bridge", BRIDGES, "ListBridges", {}, u.token)).code;
     expect(code, `bridge still accepts the token ${Date.now() - since} ms after the logout`).toBe(grpc.status.UNAUTHENTICATED);
+  });
+
+  it("Authenticate at identity's own port grants no longer a life than the configured one (an hour), and refuses a life of 0", async () => {
+    const u = await newUser();
+    const life = async (ttlSeconds: number) => {
+      const now = Math.floor(Date.now() / 1000);
+      const r = await grpcAt("identity", AUTH, "Authenticate", { name: u.body.name, password: PASSWORD, ttlSeconds });
+      expect(r.code).toBe(0);
+      const claims = JSON.parse(Buffer.from(String(r.response?.["token"]).split(".")[1]!, "base64url").toString()) as { exp: number };
+      expect(claims.exp).toBe(Number(r.response?.["expires"]));
+      return claims.exp - now;
+    };
+    for (const asked of [86_400, 3_601, 4_294_967_295]) {
+      const granted = await life(asked);
+      expect(granted, `asked for ${asked} s`).toBeLessThanOrEqual(3_600);
+      expect(granted).toBeGreaterThanOrEqual(3_598);
+    }
+    const minute = await life(60);
+    expect(minute).toBeGreaterThanOrEqual(58);
+    expect(minute).toBeLessThanOrEqual(60);
+    expect((await grpcAt("identity", AUTH, "Authenticate", { name: u.body.name, password: PASSWORD, ttlSeconds: 0 })).code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 
   it("a token signed any other way is refused at the gateway and at a service", async () => {

@@ -78,4 +78,20 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: "ended tokens",
+    // A logout of one session ends that token alone: its id (jti) is kept until the token
+    // expires, and every part refuses it like a token of an older generation. A logout
+    // everywhere moves the generation on and the list goes; so does a deleted user's.
+    sql: `
+      CREATE TABLE ended_tokens (
+        user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        token_id text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, token_id)
+      );
+      CREATE INDEX ended_tokens_expires ON ended_tokens (expires_at);
+    `,
+  },
 ];

@@ -28,7 +28,7 @@ export interface IdentityParts {
   limits: LoginLimits;
   /** Each part's name and the SHA-256 of its credential. */
   clients: Map<string, Buffer>;
-  /** A user token's life when the caller asks for none. */
+  /** A user token's life when the caller asks for none, and the longest one granted. */
   ttlSeconds: number;
   stop(): Promise<void>;
 }
@@ -82,12 +82,20 @@ export function localAuthority(svc: ServiceContext): Authority {
   return {
     keys: async () => (await keys).published(),
     serviceToken,
-    async generation(userId) {
-      if (!isUuid(userId)) return undefined;
-      const row = (await svc.store.query<{ token_generation: number }>("SELECT token_generation FROM users WHERE id = $1", [userId])).rows[0];
-      return row?.token_generation;
-    },
+    tokenState: (userId) => tokenState(svc.store, userId),
   };
+}
+
+/** A user's token generation and the ids of its tokens ended one at a time (not yet expired); undefined: no such user. */
+export async function tokenState(store: Pick<ServiceContext["store"], "query">, userId: string | undefined): Promise<{ generation: number; ended: Set<string> } | undefined> {
+  if (!isUuid(userId)) return undefined;
+  const row = (
+    await store.query<{ token_generation: number; ended: string[] }>(
+      "SELECT token_generation, array(SELECT token_id FROM ended_tokens e WHERE e.user_id = u.id AND e.expires_at > now() ORDER BY token_id) AS ended FROM users u WHERE id = $1",
+      [userId],
+    )
+  ).rows[0];
+  return row && { generation: row.token_generation, ended: new Set(row.ended) };
 }
 
 const published = (jwks: JSONWebKeySet) => ({ keys: jwks.keys.map((k) => ({ kid: k.kid, x: k.x })) });

@@ -13,22 +13,21 @@ import {
   Resource,
   type ServiceContext,
   type Store,
+  keyRing,
   strongestRole,
   text,
   USER_AUDIENCE,
   uuid,
+  verifyToken,
 } from "@vnm/kit";
 import { status as Code } from "@grpc/grpc-js";
 import { z } from "zod";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
-import { identityParts, sourceOf } from "./tokens.ts";
+import { identityParts, sourceOf, tokenState } from "./tokens.ts";
 
-const password = () =>
-  text(1024).superRefine((s, ctx) => {
-    const problem = passwordProblem(s);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
+/** How many tokens of a user may be ended one at a time and not yet expired; one more moves the generation on. */
+const MAX_ENDED_TOKENS = 256;
 
 const userInput = z
   .object({
@@ -36,7 +35,8 @@ const userInput = z
     name: text(255)
       .refine((s) => s.length > 0, "must not be empty")
       .refine((s) => !s.includes(":"), "must not contain ':'"),
-    password: password().optional(),
+    // Judged with the user's name and tenant (below).
+    password: text(1024).optional(),
     tenantId: text(255).optional(),
     roles: z
       .array(z.enum(ROLES, { message: `must each be one of ${ROLES.join(", ")}` }))
@@ -45,6 +45,8 @@ const userInput = z
       .refine((r) => new Set(r).size === r.length, "must name each role at most once"),
   })
   .superRefine((u, ctx) => {
+    const problem = u.password === undefined ? undefined : passwordProblem(u.password, [u.name, u.tenantId]);
+    if (problem) ctx.addIssue({ code: "custom", path: ["password"], message: problem });
     if (strongestRole(u.roles) !== "admin" && u.tenantId === undefined) {
       ctx.addIssue({ code: "custom", path: ["tenantId"], message: "is required for tenant roles" });
     }
@@ -118,22 +120,53 @@ async function checkPassword(store: Store, req: AuthenticateRequest): Promise<{ 
 export function authHandlers(svc: ServiceContext): Handlers {
   const { store } = svc;
   const parts = identityParts(svc);
+  const ring = keyRing(async () => (await parts.keys).published());
   const generation = (row: { token_generation: number } | undefined) => {
     if (!row) throw ApiError.notFound("There is no such user");
-    return { generation: row.token_generation };
+    return { generation: row.token_generation, endedTokens: [] as string[] };
   };
   return {
     async GetTokenGeneration(req: { id?: string }) {
-      if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
-      return generation((await store.query<UserRow>("SELECT token_generation FROM users WHERE id = $1", [req.id])).rows[0]);
+      const state = await tokenState(store, req.id);
+      if (!state) throw ApiError.notFound("There is no such user");
+      return { generation: state.generation, endedTokens: [...state.ended] };
     },
-    /** Logout: every token issued so far ends; every part hears of it as an update of the user. */
+    /** Logout everywhere: every token issued so far ends; every part hears of it as an update of the user. */
     async RevokeTokens(req: { id?: string }, ctx: CallContext) {
       if (!isUuid(req.id)) throw ApiError.notFound("There is no such user");
       return store.tx(ctx, async (q, emit) => {
         const row = (await q.query<UserRow>("UPDATE users SET token_generation = nextval('token_generations') WHERE id = $1 RETURNING id, tenant_id, token_generation", [req.id])).rows[0];
-        if (row) emit({ kind: "User", event: "updated", id: row.id, path: `/users/${row.id}`, tenantId: row.tenant_id });
+        if (row) {
+          await q.query("DELETE FROM ended_tokens WHERE user_id = $1", [row.id]);
+          emit({ kind: "User", event: "updated", id: row.id, path: `/users/${row.id}`, tenantId: row.tenant_id });
+        }
         return generation(row);
+      });
+    },
+    /**
+     * Logout of one session: the token presented ends, the user's others go on. Its id is kept
+     * until it expires (every part hears of it as an update of the user, and asks again); past
+     * MAX_ENDED_TOKENS such ids, the generation moves on instead.
+     */
+    async EndToken(req: { token?: string }, ctx: CallContext) {
+      const who = await verifyToken(req.token ?? "", ring, [USER_AUDIENCE]);
+      if (!who || who.gen === undefined || !isUuid(who.userId) || !who.tokenId || who.tokenId.length > 64) {
+        throw ApiError.unauthenticated("The token is not valid, has expired or was revoked");
+      }
+      return store.tx(ctx, async (q, emit) => {
+        const row = (await q.query<UserRow>("SELECT id, tenant_id, token_generation FROM users WHERE id = $1 FOR UPDATE", [who.userId])).rows[0];
+        if (!row || who.gen! < row.token_generation) throw ApiError.unauthenticated("The token is not valid, has expired or was revoked");
+        await q.query("DELETE FROM ended_tokens WHERE expires_at <= now()");
+        const ended = (await q.query<{ n: number }>("SELECT count(*)::int AS n FROM ended_tokens WHERE user_id = $1", [row.id])).rows[0]!.n;
+        if (ended >= MAX_ENDED_TOKENS) {
+          row.token_generation = (await q.query<UserRow>("UPDATE users SET token_generation = nextval('token_generations') WHERE id = $1 RETURNING token_generation", [row.id])).rows[0]!.token_generation;
+          await q.query("DELETE FROM ended_tokens WHERE user_id = $1", [row.id]);
+        } else {
+          await q.query("INSERT INTO ended_tokens (user_id, token_id, expires_at) VALUES ($1, $2, to_timestamp($3)) ON CONFLICT DO NOTHING", [row.id, who.tokenId, who.exp]);
+        }
+        emit({ kind: "User", event: "updated", id: row.id, path: `/users/${row.id}`, tenantId: row.tenant_id });
+        const state = await tokenState(q, row.id);
+        return { generation: row.token_generation, endedTokens: [...(state?.ended ?? [])] };
       });
     },
     /**
@@ -142,6 +175,9 @@ export function authHandlers(svc: ServiceContext): Handlers {
      * never checked), then the user's token signed here.
      */
     async Authenticate(req: AuthenticateRequest, ctx: CallContext) {
+      if (req.ttlSeconds !== undefined && req.ttlSeconds !== null && !(Number.isSafeInteger(req.ttlSeconds) && req.ttlSeconds >= 1)) {
+        throw ApiError.invalid([{ property: "ttlSeconds", message: "must be a whole number of seconds, 1 or more" }]);
+      }
       const name = req.name ?? "";
       const source = sourceOf(req, ctx);
       await parts.limits.take(name, source);
@@ -150,7 +186,8 @@ export function authHandlers(svc: ServiceContext): Handlers {
         throw err;
       });
       await parts.limits.refund(name, source);
-      const expires = Math.floor(Date.now() / 1000) + Math.min(MAX_TOKEN_SECONDS, req.ttlSeconds || parts.ttlSeconds);
+      // The life asked for, never longer than the configured one (itself at most a day).
+      const expires = Math.floor(Date.now() / 1000) + Math.min(MAX_TOKEN_SECONDS, parts.ttlSeconds, req.ttlSeconds ?? parts.ttlSeconds);
       const who = { userId: row.id, name: row.name, role: strongestRole(row.roles)!, tenantId, exp: expires, gen: row.token_generation };
       const token = await (await parts.keys).sign(who, USER_AUDIENCE);
       const out: Record<string, unknown> = { id: row.id, name: row.name, roles: row.roles, tokenGeneration: row.token_generation, token, expires };
@@ -167,8 +204,8 @@ export function authHandlers(svc: ServiceContext): Handlers {
 export async function ensureAdmin(store: Store, log: Logger): Promise<void> {
   const name = process.env["VNM_ADMIN_USER"] || "admin";
   const given = process.env["VNM_ADMIN_PASSWORD"] || undefined;
-  const problem = given === undefined ? undefined : passwordProblem(given);
-  if (problem) throw new Error(`VNM_ADMIN_PASSWORD ${problem} (NIST SP 800-63B: 12 characters or more, not a common password)`);
+  const problem = given === undefined ? undefined : passwordProblem(given, [name]);
+  if (problem) throw new Error(`VNM_ADMIN_PASSWORD ${problem} (NIST SP 800-63B: 12 characters or more, not a common password, not easy to guess)`);
   const existing = (await store.query<UserRow>(`SELECT ${COLS} FROM users WHERE name = $1`, [name])).rows[0];
   if (existing) {
     if (given && !(await verifyPassword(given, existing.password_hash))) {

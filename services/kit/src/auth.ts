@@ -3,7 +3,8 @@
 // identity publishes (a JWKS, fetched over gRPC and cached here), so no part but identity holds
 // anything that signs. Two audiences: "vnm" for users (through the public gateway) and
 // "vnm-internal" for the parts of the system themselves (`service:<name>`, ten minutes).
-// A user's token carries its token generation (`gen`); revocation.ts checks it is current.
+// A user's token carries its token generation (`gen`) and its own id (`jti`); revocation.ts
+// checks it is current.
 import { randomBytes } from "node:crypto";
 import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, type JWTPayload, jwtVerify } from "jose";
 import { ApiError } from "./errors.ts";
@@ -31,6 +32,8 @@ export interface Identity {
   exp: number;
   /** The user's token generation when the token was issued (absent: a service's own token). */
   gen?: number;
+  /** The token's own id (`jti`): a logout of one session ends this token alone. */
+  tokenId?: string;
 }
 
 /** How a part's own token names it (`sub`): "service:<name>". */
@@ -149,6 +152,7 @@ function identityOf(p: JWTPayload): Identity | undefined {
   const tenantId = typeof p["tid"] === "string" ? p["tid"] : null;
   const id: Identity = { userId: p.sub, name: p["name"], role, tenantId, exp: p.exp };
   if (typeof p["gen"] === "number") id.gen = p["gen"];
+  if (typeof p.jti === "string") id.tokenId = p.jti;
   return id;
 }
 

@@ -1,12 +1,13 @@
 // What a part needs of the identity service to check callers and to call others: the public
 // keys, its own service token (client credentials exchanged for ten minutes), and a user's
-// token generation. Every part but identity asks identity over gRPC; identity answers itself.
+// token generation with the ids of its tokens ended one at a time. Every part but identity asks
+// identity over gRPC; identity answers itself.
 import { status as Code } from "@grpc/grpc-js";
 import type { JSONWebKeySet } from "jose";
 import { type Identity, type KeySource, keyRing, SERVICE_AUDIENCE, serviceTokenSource, tokenVerifier, USER_AUDIENCE } from "./auth.ts";
 import type { Bus } from "./bus.ts";
 import { ApiError } from "./errors.ts";
-import { revocations } from "./revocation.ts";
+import { revocations, type TokenState } from "./revocation.ts";
 
 export const AUTH_SERVICE = "vnm.identity.v1.AuthService";
 
@@ -15,8 +16,8 @@ export interface Authority {
   keys: KeySource;
   /** This part's own token (`aud: "vnm-internal"`), renewed before it expires. */
   serviceToken(): Promise<string>;
-  /** A user's current token generation; undefined when the user no longer exists. */
-  generation(userId: string): Promise<number | undefined>;
+  /** A user's current token generation and ended tokens; undefined when the user no longer exists. */
+  tokenState(userId: string): Promise<TokenState | undefined>;
 }
 
 /** A call of an AuthService RPC at the identity service, with a token or none. */
@@ -36,9 +37,11 @@ export function remoteAuthority(call: IdentityCall, name: string, credential: st
   return {
     keys: async () => jwksOf(((await call("GetSigningKeys", {}))["keys"] as { kid: string; x: string }[] | undefined) ?? []),
     serviceToken,
-    async generation(userId) {
+    async tokenState(userId) {
       try {
-        return Number((await call("GetTokenGeneration", { id: userId }, await serviceToken()))["generation"] ?? 0);
+        const r = await call("GetTokenGeneration", { id: userId }, await serviceToken());
+        const ended = Array.isArray(r["endedTokens"]) ? r["endedTokens"].filter((t): t is string => typeof t === "string") : [];
+        return { generation: Number(r["generation"] ?? 0), ended: new Set(ended) };
       } catch (err) {
         if (ApiError.from(err).code === Code.NOT_FOUND) return undefined;
         throw err;
@@ -67,7 +70,7 @@ export interface CallerCheck {
  */
 export function callerCheck(authority: Authority, bus: Bus, opts: { internal: boolean; feedReachesIdentity: boolean }): CallerCheck {
   const verify = tokenVerifier(keyRing(authority.keys), opts.internal ? [USER_AUDIENCE, SERVICE_AUDIENCE] : [USER_AUDIENCE]);
-  const revoked = revocations({ bus, generation: authority.generation, feedReachesIdentity: opts.feedReachesIdentity });
+  const revoked = revocations({ bus, tokenState: authority.tokenState, feedReachesIdentity: opts.feedReachesIdentity });
   return {
     async verify(token) {
       const identity = await verify(token);
