@@ -2,8 +2,8 @@
 // signed by the identity service (which limits password guessing itself, per user name and
 // source); every other API request must carry a user's token (X-Auth-Token or Authorization:
 // Bearer; a part's "vnm-internal" token is refused here), and is counted against a per-token
-// rate limit shared by the gateway replicas through Redis. POST /logout ends every token of the
-// caller's user.
+// rate limit shared by the gateway replicas through Redis. POST /logout ends the caller's token
+// (the user's other sessions go on); POST /logout/all ends every token of the caller's user.
 import { constants as H } from "node:http2";
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, AUTH_SERVICE, type CallerCheck, callerCheck, type Identity, remoteAuthority } from "@vnm/kit";
