@@ -2,7 +2,8 @@
 // the same catalog as the routes themselves: paths and methods from the HTTP bindings, summaries
 // and descriptions from the proto comments (an RPC's first sentence is its summary), media types
 // and schemas from the resources (required, read-only and write-only fields from the field
-// behaviours, closed sets from vnm.api.values), an example per media type, and the error body on
+// behaviours, each field's value rules from its buf.validate constraints), an example per media
+// type, and the error body on
 // every error status. The gateway's own paths (the root documents, /login, /logout, /events and
 // the probes) are described here too.
 import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
@@ -29,6 +30,68 @@ function split(comment: string | undefined): { summary?: string; description?: s
   return { summary: text.slice(0, end), description: rest || undefined };
 }
 
+/** JSON Schema's words for the value rules of a string, a number or a list (buf.validate's JSON form). */
+const STRING_RULES: Record<string, (v: unknown) => Schema> = {
+  max_len: (v) => ({ maxLength: Number(v) }),
+  min_len: (v) => ({ minLength: Number(v) }),
+  len: (v) => ({ minLength: Number(v), maxLength: Number(v) }),
+  pattern: (v) => ({ pattern: v }),
+  in: (v) => ({ enum: v }),
+  uuid: (v) => (v ? { format: "uuid" } : {}),
+  ipv4: (v) => (v ? { format: "ipv4" } : {}),
+  ipv6: (v) => (v ? { format: "ipv6" } : {}),
+  ip: (v) => (v ? { anyOf: [{ format: "ipv4" }, { format: "ipv6" }] } : {}),
+  "[vnm.api.mac]": (v) => (v ? { pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" } : {}),
+  "[vnm.api.text]": (v) => (v ? { pattern: "^[^\\u0000]*$" } : {}),
+};
+const NUMBER_RULES: Record<string, (v: unknown) => Schema> = {
+  gte: (v) => ({ minimum: Number(v) }),
+  lte: (v) => ({ maximum: Number(v) }),
+  gt: (v) => ({ exclusiveMinimum: Number(v) }),
+  lt: (v) => ({ exclusiveMaximum: Number(v) }),
+  in: (v) => ({ enum: (v as unknown[]).map(Number) }),
+};
+const LIST_RULES: Record<string, (v: unknown) => Schema> = {
+  max_items: (v) => ({ maxItems: Number(v) }),
+  min_items: (v) => ({ minItems: Number(v) }),
+  unique: (v) => (v ? { uniqueItems: true } : {}),
+};
+
+/**
+ * The schema keywords of one kind of rule (`{max_len: "255", uuid: true}` -> maxLength, format).
+ * A rule with no words here stops the document: what the server enforces, the document states.
+ */
+function keywords(rules: Record<string, unknown> | undefined, words: Record<string, (v: unknown) => Schema>, skip: string[] = []): Schema {
+  const out: Schema = {};
+  for (const [k, v] of Object.entries(rules ?? {})) {
+    if (skip.includes(k)) continue;
+    const word = words[k];
+    if (!word) throw new Error(`the OpenAPI document has no words for the rule ${k}`);
+    Object.assign(out, word(v));
+  }
+  return out;
+}
+
+/** The value rules of one value (a field, or each item of a list) as JSON Schema keywords. */
+function valueRules(rules: Record<string, unknown> | undefined): Schema {
+  if (!rules) return {};
+  const rest = Object.entries(rules).filter(([k]) => k !== "required");
+  if (rest.length === 0) return {};
+  const [type, r] = rest[0]!;
+  if (rest.length > 1 || !(type === "string" || /int|fixed|float|double/.test(type))) throw new Error(`the OpenAPI document has no words for the rules ${rest.map(([k]) => k).join(", ")}`);
+  return keywords(r as Record<string, unknown>, type === "string" ? STRING_RULES : NUMBER_RULES);
+}
+
+/** A field a body must carry: REQUIRED by its behaviour, or by its rules. */
+const isRequired = (f: FieldInfo) => f.behaviors.has("REQUIRED") || f.rules?.["required"] === true;
+
+/** A field's schema with its value rules (each item's, for a list). */
+function ruledSchema(f: FieldInfo): Schema {
+  const list = f.rules?.["repeated"] as Record<string, unknown> | undefined;
+  if (f.repeated) return { type: "array", items: { ...scalarSchema(f), ...valueRules(list?.["items"] as Record<string, unknown> | undefined) }, ...keywords(list, LIST_RULES, ["items"]) };
+  return { ...scalarSchema(f), ...valueRules(f.rules) };
+}
+
 function scalarSchema(f: FieldInfo): Schema {
   if (f.jsonObject) return { type: "object", description: "Any JSON object, kept as written" };
   if (f.jsonValue) return {};
@@ -50,9 +113,9 @@ function messageSchema(m: MessageInfo): Schema {
   const required: string[] = [];
   for (const f of m.fields) {
     if (f.internal) continue;
-    let s = f.repeated ? { type: "array", items: scalarSchema(f) } : scalarSchema(f);
+    let s = ruledSchema(f);
     if (f.link && linkFields(f.link).some((p) => !m.byName.has(p))) s = { type: "string", format: "uri-template" };
-    if (!f.repeated && !f.behaviors.has("REQUIRED") && !s["$ref"] && s["type"]) {
+    if (!f.repeated && !isRequired(f) && !s["$ref"] && s["type"]) {
       s = { ...s, type: [s["type"], "null"] };
       if (s["enum"]) s = { ...s, enum: [...(s["enum"] as string[]), null] };
     }
@@ -61,7 +124,7 @@ function messageSchema(m: MessageInfo): Schema {
     const notes = [f.comment?.replace(/\s*\n\s*/g, " "), f.behaviors.has("IMMUTABLE") ? "Accepted in POST only." : undefined].filter(Boolean);
     if (notes.length > 0 && !s["$ref"]) s = { ...s, description: notes.join(" ") };
     properties[f.name] = s;
-    if (f.behaviors.has("REQUIRED")) required.push(f.name);
+    if (isRequired(f)) required.push(f.name);
   }
   const out: Schema = { type: "object" };
   const { summary, description } = split(m.comment);
@@ -214,7 +277,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     return [{ name: names.get(s.variable) ?? s.variable, in: "path", required: true, description: parameterDescription(f, "path"), schema: scalarSchema(f) }];
   });
   const query: Schema[] = [...route.queryFields.values()].map((f) => {
-    const schema = f.name === "limit" ? { type: "integer", minimum: 1, maximum: 1000 } : scalarSchema(f);
+    const schema = f.name === "limit" ? { type: "integer", minimum: 1, maximum: 1000 } : { ...scalarSchema(f), ...valueRules(f.rules) };
     const p: Schema = { name: f.name, in: "query", required: false, schema };
     const d = parameterDescription(f, "query") ?? (f.name === "marker" ? "The id of the last item already returned: the page after it" : undefined);
     if (d) p["description"] = d;

@@ -47,6 +47,16 @@ describe("GET /openapi.json", () => {
     }
   }, 60_000);
 
+  it("states each field's value rules as the proto gives them (buf.validate), for the body and each item of a list", () => {
+    const bridge = doc.components.schemas["vnm.bridge.v1.Bridge"]!.properties as Record<string, Record<string, unknown>>;
+    expect(bridge["name"]).toMatchObject({ maxLength: 255, pattern: "^[^\\u0000]*$" });
+    expect(bridge["inboundFilterId"]).toMatchObject({ format: "uuid" });
+    expect(bridge["inboundMirrorIds"]).toEqual({ type: "array", maxItems: 64, items: { type: "string", format: "uuid" } });
+    // The pattern means what the rule does: no NUL.
+    expect(new RegExp(bridge["name"]!["pattern"] as string).test("a\u0000b")).toBe(false);
+    expect(new RegExp(bridge["name"]!["pattern"] as string).test("blue")).toBe(true);
+  });
+
   it("lists every route of the catalog, with its body and its error responses, and the gateway's own paths", () => {
     // Paths that differ only in their variables' names are one path in OpenAPI.
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${templateShape(path)}`));
