@@ -5,8 +5,10 @@
 // answers but not as that VTEP, or breaks the protocol or a bound (see ovsdb.ts).
 //
 // Only the tables and columns the API serves are kept, checked against their OVSDB types and
-// bounded in size; the state is worked out when it is asked for (sessions.ts asks at most once
-// per write), so a device sending updates as fast as it can costs no more than its newest state.
+// bounded in size, and in all within the device's budget of bytes (VNM_VTEP_STATE_BUDGET_BYTES:
+// past it the session ends in `error`, `over_budget`); the state is worked out when it is asked
+// for (sessions.ts asks at most once per write), so a device sending updates as fast as it can
+// costs no more than its newest state.
 import { canonicalIpv6, type Logger } from "@vnm/kit";
 import { z } from "zod";
 import { excerpt, OvsdbClient, PeerError, type PeerFault } from "./ovsdb.ts";
@@ -18,7 +20,8 @@ export interface DeviceState {
   name: string | null;
   description: string | null;
   tunnelIps: string[];
-  ports: { name: string; description: string }[];
+  /** The switch's ports: description by name (a name the device lists twice is kept once). */
+  ports: Map<string, string>;
 }
 
 export interface VtepAddress {
@@ -38,7 +41,10 @@ const STABLE_MS = 10_000;
 /** What a device may hold in the tables kept, and what a value in them may be. */
 export const DEVICE_LIMITS = { switches: 256, ports: 16_384, text: 1_024, addresses: 64 };
 
-const unreachable = (connectionState: "disconnected" | "error"): DeviceState => ({ connectionState, name: null, description: null, tunnelIps: [], ports: [] });
+/** The default of VNM_VTEP_STATE_BUDGET_BYTES: what the service keeps of one device, in UTF-8 bytes of its names, descriptions and addresses. */
+export const DEFAULT_STATE_BUDGET = 4 * 1024 * 1024;
+
+const unreachable = (connectionState: "disconnected" | "error"): DeviceState => ({ connectionState, name: null, description: null, tunnelIps: [], ports: new Map() });
 
 /** Delay before the n-th retry: doubling from 250 ms up to 5 s, then a random half to the full step. */
 export function backoff(attempt: number): number {
@@ -63,6 +69,14 @@ const portRow = z.object({ name: text.optional(), description: text.optional() }
 type SwitchRow = z.output<typeof switchRow>;
 type PortRow = z.output<typeof portRow>;
 
+/** The bytes a kept row counts against the device's budget: its text, as stored. */
+function bytesOf(row: SwitchRow | PortRow): number {
+  let n = Buffer.byteLength(row.name ?? "") + Buffer.byteLength(row.description ?? "");
+  if ("management_ips" in row) for (const a of row.management_ips ?? []) n += Buffer.byteLength(a);
+  if ("tunnel_ips" in row) for (const a of row.tunnel_ips ?? []) n += Buffer.byteLength(a);
+  return n;
+}
+
 const KEPT = { Physical_Switch: switchRow, Physical_Port: portRow } as const;
 const LIMIT: Record<keyof typeof KEPT, number> = { Physical_Switch: DEVICE_LIMITS.switches, Physical_Port: DEVICE_LIMITS.ports };
 
@@ -76,8 +90,20 @@ export const MONITORED = {
 export class DeviceTables {
   readonly switches = new Map<string, SwitchRow>();
   readonly ports = new Map<string, PortRow>();
+  private readonly budget: number;
+  /** The bytes kept (bytesOf every row). */
+  private kept = 0;
 
-  /** Applies a monitor's table-updates ({table: {uuid: {old, new}}}); a PeerError when they are not that, or too many. */
+  /** `budget`: the bytes this device's rows may hold (VNM_VTEP_STATE_BUDGET_BYTES). */
+  constructor(budget = DEFAULT_STATE_BUDGET) {
+    this.budget = budget;
+  }
+
+  get bytes(): number {
+    return this.kept;
+  }
+
+  /** Applies a monitor's table-updates ({table: {uuid: {old, new}}}); a PeerError when they are not that, too many, or over the budget. */
   apply(updates: unknown): void {
     if (typeof updates !== "object" || updates === null || Array.isArray(updates)) throw new PeerError("bad_message", `table-updates that are not an object: ${excerpt(updates)}`);
     for (const table of Object.keys(KEPT) as (keyof typeof KEPT)[]) {
@@ -91,6 +117,8 @@ export class DeviceTables {
         const change = (rows as Record<string, unknown>)[uuid];
         if (typeof change !== "object" || change === null || Array.isArray(change)) throw new PeerError("bad_message", `a ${table} row update that is not an object`);
         const next = (change as Record<string, unknown>)["new"];
+        const was = kept.get(uuid);
+        if (was) this.kept -= bytesOf(was);
         if (next === undefined) {
           kept.delete(uuid);
           continue;
@@ -101,9 +129,11 @@ export class DeviceTables {
           throw new PeerError("bad_message", `${table} row ${excerpt(uuid, 64)}: ${issue?.path.join(".") || "row"} ${issue?.message ?? "is not valid"}`);
         }
         kept.set(uuid, row.data);
+        this.kept += bytesOf(row.data);
       }
       if (kept.size > LIMIT[table]) throw new PeerError("too_many_rows", `more than ${LIMIT[table]} ${table} rows`);
     }
+    if (this.kept > this.budget) throw new PeerError("over_budget", `its state is over its budget of ${this.budget} bytes (VNM_VTEP_STATE_BUDGET_BYTES): ${this.kept} bytes of names, descriptions and addresses`);
   }
 
   /** What the tables say of the VTEP at `ip`. */
@@ -111,14 +141,13 @@ export class DeviceTables {
     let sw: SwitchRow | undefined;
     for (const r of this.switches.values()) if (r.management_ips?.some((m) => sameIp(m, ip))) sw = r;
     if (!sw) return unreachable("error");
-    const own = (sw.ports ?? []).filter((u) => this.ports.has(u));
-    return {
-      connectionState: "connected",
-      name: sw.name ?? "",
-      description: sw.description ?? "",
-      tunnelIps: [...(sw.tunnel_ips ?? [])].sort(),
-      ports: own.map((u) => ({ name: this.ports.get(u)!.name ?? "", description: this.ports.get(u)!.description ?? "" })).sort((a, b) => a.name.localeCompare(b.name)),
-    };
+    const ports = new Map<string, string>();
+    for (const u of sw.ports ?? []) {
+      const p = this.ports.get(u);
+      const name = p?.name ?? "";
+      if (p && !ports.has(name)) ports.set(name, p.description ?? "");
+    }
+    return { connectionState: "connected", name: sw.name ?? "", description: sw.description ?? "", tunnelIps: [...(sw.tunnel_ips ?? [])].sort(), ports };
   }
 }
 
@@ -142,13 +171,18 @@ export class DeviceSession {
   private readonly hooks: SessionHooks;
   private readonly log: Logger;
   private readonly refusal: string | undefined;
+  private readonly budget: number;
 
-  /** `refusal`: why the address may not be reached (the address policy); then the session stays in `error`. */
-  constructor(vtep: VtepAddress, hooks: SessionHooks, log: Logger, refusal?: string) {
+  /**
+   * `refusal`: why the address may not be reached (the address policy); then the session stays in
+   * `error`. `budget`: the bytes of state the device may have kept (VNM_VTEP_STATE_BUDGET_BYTES).
+   */
+  constructor(vtep: VtepAddress, hooks: SessionHooks, log: Logger, refusal?: string, budget = DEFAULT_STATE_BUDGET) {
     this.vtep = vtep;
     this.hooks = hooks;
     this.log = log.child({ vtep: vtep.id, device: `${vtep.ip.includes(":") ? `[${vtep.ip}]` : vtep.ip}:${vtep.port}` });
     this.refusal = refusal;
+    this.budget = budget;
   }
 
   start(): void {
@@ -258,7 +292,7 @@ export class DeviceSession {
   private async watch(client: OvsdbClient, onMonitoring: () => void): Promise<void> {
     const dbs = await client.request("list_dbs", [], ANSWER_TIMEOUT_MS);
     if (!Array.isArray(dbs) || !dbs.includes("hardware_vtep")) throw new PeerError("not_vtep", `no hardware_vtep database (list_dbs answered ${excerpt(dbs, 100)})`);
-    const tables = new DeviceTables();
+    const tables = new DeviceTables(this.budget);
     client.onUpdate((params) => {
       tables.apply(params[1]);
       if (this.tables === tables) this.hooks.changed();

@@ -48,7 +48,6 @@ interface VtepRow {
   name: string | null;
   description: string | null;
   tunnel_ips: string[];
-  ports: { name: string; description: string }[];
 }
 
 /** A management address in its stored form (canonicalAddress), refused where the policy says so. */

@@ -40,4 +40,24 @@ export const migrations: Migration[] = [
       CREATE INDEX vteps_name_seq ON vteps (name, seq);
     `,
   },
+  {
+    version: 3,
+    name: "vtep ports as rows",
+    // A device's ports, one row each, so a write stores the ports that changed rather than the
+    // whole list (a chatty device rewrote every port's bytes per change). A port name is kept once.
+    sql: `
+      CREATE TABLE vtep_ports (
+        vtep_id uuid NOT NULL REFERENCES vteps (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        description text NOT NULL,
+        PRIMARY KEY (vtep_id, name)
+      );
+      INSERT INTO vtep_ports (vtep_id, name, description)
+        SELECT DISTINCT ON (v.id, p.name) v.id, p.name, coalesce(p.description, '')
+        FROM vteps v, jsonb_to_recordset(v.ports) AS p(name text, description text)
+        WHERE p.name IS NOT NULL
+        ORDER BY v.id, p.name;
+      ALTER TABLE vteps DROP COLUMN ports;
+    `,
+  },
 ];

@@ -61,9 +61,20 @@ describe("a device's tables", () => {
       Physical_Port: { p1: { new: { name: "eth0", description: "", vlan_bindings: ["map", []] } } },
       Logical_Switch: { l1: { new: { name: "ls" } } },
     });
-    expect(t.stateOf("127.0.0.1")).toEqual({ connectionState: "connected", name: "a", description: "d", tunnelIps: ["10.0.0.1", "10.0.0.2"], ports: [{ name: "eth0", description: "" }] });
+    expect(t.stateOf("127.0.0.1")).toEqual({ connectionState: "connected", name: "a", description: "d", tunnelIps: ["10.0.0.1", "10.0.0.2"], ports: new Map([["eth0", ""]]) });
     expect([...t.switches.values()][0]).not.toHaveProperty("other_config");
     expect([...t.ports.values()][0]).not.toHaveProperty("vlan_bindings");
+  });
+
+  it("count the bytes kept as rows come, change and go, and refuse a state over the device's budget", () => {
+    const t = new DeviceTables(100);
+    t.apply({ ...sw({ name: "ab", description: "cd" }), Physical_Port: { p1: { new: { name: "eth0", description: "é".repeat(10) } } } });
+    expect(t.bytes).toBe(2 + 2 + "127.0.0.1".length + 4 + 20);
+    t.apply({ Physical_Port: { p1: { new: { name: "eth0", description: "" } }, p2: { new: { name: "eth1", description: "x".repeat(40) } } } });
+    expect(t.bytes).toBe(2 + 2 + 9 + 4 + 4 + 40);
+    t.apply({ Physical_Port: { p2: { old: {} } } });
+    expect(t.bytes).toBe(2 + 2 + 9 + 4);
+    expect(faultOf(() => t.apply({ Physical_Port: { p3: { new: { name: "eth2", description: "x".repeat(80) } } } }))).toBe("over_budget");
   });
 
   it("refuse values of the wrong type or size, and too many rows", () => {

@@ -27,6 +27,7 @@ export type PeerFault =
   | "too_deep"
   | "too_many_values"
   | "too_many_rows"
+  | "over_budget"
   | "not_json"
   | "bad_message"
   | "not_vtep"

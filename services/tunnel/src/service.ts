@@ -1,14 +1,22 @@
 // The tunnel/VTEP service: tunnel zones, VTEPs, and one OVSDB session per VTEP across every
-// replica of this service, keeping the device's state in the VTEP's row.
-import { loadConfig, mergeHandlers, type ServiceSpec } from "@vnm/kit";
+// replica of this service, keeping the device's state in the VTEP's row and its ports' rows.
+import { loadConfig, mergeHandlers, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
+import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
-import { VtepSessions } from "./sessions.ts";
+import { DEFAULT_WRITE_INTERVAL_MS, VtepSessions } from "./sessions.ts";
 
-/** The service's own configuration; a bad VNM_VTEP_ALLOWED_NETWORKS stops it at start, naming the entry. */
+/** The service's own configuration; a bad value stops it at start, naming the variable (and the entry). */
 const configOf = (env: NodeJS.ProcessEnv) =>
-  loadConfig({ policy: { env: "VNM_VTEP_ALLOWED_NETWORKS", default: "", parse: AddressPolicy.parse } }, env);
+  loadConfig(
+    {
+      policy: { env: "VNM_VTEP_ALLOWED_NETWORKS", default: "", parse: AddressPolicy.parse },
+      budget: { env: "VNM_VTEP_STATE_BUDGET_BYTES", default: String(DEFAULT_STATE_BUDGET), parse: parsePositiveInt },
+      writeEveryMs: { env: "VNM_VTEP_WRITE_INTERVAL_MS", default: String(DEFAULT_WRITE_INTERVAL_MS), parse: parsePositiveInt },
+    },
+    env,
+  );
 
 export const service: ServiceSpec = {
   domain: "tunnel",
@@ -17,14 +25,18 @@ export const service: ServiceSpec = {
   services: (svc) => {
     const vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
     return mergeHandlers(tunnelZones.referencedLists(svc.store, "ListTunnelZoneHosts"), vteps.referencedLists(svc.store, "ListVtepBindings"), {
-      // The switch's ports, as the device last said.
+      // The switch's ports, as the device last said, in name order.
       "vnm.tunnel.v1.VtepService": {
-        ListVtepPorts: async (req: { id: string }) => ({ items: (await vteps.locate(svc.store.pool, req)).row["ports"] }),
+        ListVtepPorts: async (req: { id: string }) => {
+          const { row } = await vteps.locate(svc.store.pool, req);
+          const ports = (await svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [row["id"]])).rows;
+          return { items: ports.sort((a, b) => a.name.localeCompare(b.name)) };
+        },
       },
     });
   },
   onStart: async (svc) => {
-    const sessions = new VtepSessions(svc, configOf(svc.env).policy);
+    const sessions = new VtepSessions(svc, configOf(svc.env));
     sessions.start();
     // A VTEP created or deleted on any replica: every replica looks at once.
     svc.bus.subscribe(["tunnel.Vtep.created", "tunnel.Vtep.deleted"], () => sessions.look());

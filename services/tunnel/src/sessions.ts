@@ -2,33 +2,76 @@
 // session-level advisory lock per VTEP it watches, on a connection of its own: when the replica
 // dies its connection goes and the locks with it, and another replica takes the VTEPs over at its
 // next look (every 2 s). VTEPs created or deleted anywhere are picked up or dropped the same way.
-// What a session finds is stored in the vteps table and announced, so a GET never waits on a device.
+// What a session finds is stored in the vteps table (the switch) and vtep_ports (a row per port),
+// and announced, so a GET never waits on a device.
 //
 // The newest state wins: a session only marks its VTEP changed, and one writer per VTEP stores
-// the state as it is when the write starts, at most once per WRITE_EVERY_MS. However fast a
-// device sends updates, a VTEP has at most one write in flight and none queued behind it.
+// the state as it is when the write starts, at most once per write interval
+// (VNM_VTEP_WRITE_INTERVAL_MS). A write stores what differs from what the database holds: the
+// switch's row when it changed, and only the ports added, changed or gone, so a device changing
+// one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
+// one write in flight and none queued behind it.
 import type { AnyResource, Logger, ServiceContext } from "@vnm/kit";
 import pg from "pg";
 import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
-import { DeviceSession, type VtepAddress } from "./device.ts";
+import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
-/** The least time between two writes of one VTEP's state (the first change after a quiet spell is written at once). */
-export const WRITE_EVERY_MS = 250;
+/** The default of VNM_VTEP_WRITE_INTERVAL_MS: the least time between two writes of one VTEP's state (the first change after a quiet spell is written at once). */
+export const DEFAULT_WRITE_INTERVAL_MS = 1_000;
 const RETRY_WRITE_MS = 1_000;
+/** Bytes of port names and descriptions sent in one statement. */
+const BATCH_BYTES = 1024 * 1024;
 const lockKey = (id: string) => `vnm-vtep:${id}`;
+
+/** What the database holds of a VTEP's state. */
+interface Stored {
+  /** connection state, name, description, tunnel IPs, as JSON. */
+  head: string;
+  /** Description by port name. */
+  ports: Map<string, string>;
+}
 
 interface Watched {
   session: DeviceSession;
-  /** The state last stored, as JSON. */
-  last?: string;
+  /** What the database holds, once read or written; unknown after a failed write. */
+  stored?: Stored;
   /** A change not stored yet. */
   dirty: boolean;
   writing: boolean;
   lastWriteAt: number;
+}
+
+export interface SessionsConfig {
+  policy: AddressPolicy;
+  /** Bytes of state a device may have kept (VNM_VTEP_STATE_BUDGET_BYTES). */
+  budget: number;
+  /** VNM_VTEP_WRITE_INTERVAL_MS. */
+  writeEveryMs: number;
+}
+
+const headOf = (s: Pick<DeviceState, "connectionState" | "name" | "description" | "tunnelIps">) => JSON.stringify([s.connectionState, s.name, s.description, s.tunnelIps]);
+
+/** Splits rows into statements of about BATCH_BYTES each. */
+function* batches(rows: [string, string][]): Generator<[string[], string[]]> {
+  let names: string[] = [];
+  let descriptions: string[] = [];
+  let bytes = 0;
+  for (const [name, description] of rows) {
+    names.push(name);
+    descriptions.push(description);
+    bytes += name.length + description.length;
+    if (bytes >= BATCH_BYTES) {
+      yield [names, descriptions];
+      names = [];
+      descriptions = [];
+      bytes = 0;
+    }
+  }
+  if (names.length > 0) yield [names, descriptions];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,16 +81,18 @@ export class VtepSessions {
   private readonly log: Logger;
   private readonly vteps: AnyResource;
   private readonly policy: AddressPolicy;
+  private readonly config: SessionsConfig;
   private readonly watched = new Map<string, Watched>();
   private readonly faults: Counter<"reason">;
   private lease: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(svc: ServiceContext, policy: AddressPolicy) {
+  constructor(svc: ServiceContext, config: SessionsConfig) {
     this.svc = svc;
     this.log = svc.log;
-    this.policy = policy;
+    this.policy = config.policy;
+    this.config = config;
     this.vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
     this.faults = vtepMetrics(svc.metrics.registry, () => [...this.watched.values()].map((w) => w.session.connectionState)).faults;
   }
@@ -118,7 +163,8 @@ export class VtepSessions {
       changed: () => this.changed(vtep.id, w),
       fault: (reason: PeerFault) => this.faults.inc({ reason }),
     };
-    const w: Watched = { session: new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`), dirty: false, writing: false, lastWriteAt: 0 };
+    const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
+    const w: Watched = { session, dirty: false, writing: false, lastWriteAt: 0 };
     this.watched.set(vtep.id, w);
     w.session.start();
   }
@@ -135,27 +181,63 @@ export class VtepSessions {
       });
   }
 
-  /** Stores and announces the state while it differs from the last one stored; a failed write is tried again. */
+  /** What the database holds of the VTEP; undefined when it is gone. */
+  private async readStored(id: string): Promise<Stored | undefined> {
+    const v = (await this.svc.store.query<DeviceState>("SELECT connection_state AS \"connectionState\", name, description, tunnel_ips AS \"tunnelIps\" FROM vteps WHERE id = $1", [id])).rows[0];
+    if (!v) return undefined;
+    const rows = (await this.svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [id])).rows;
+    return { head: headOf(v), ports: new Map(rows.map((r) => [r.name, r.description])) };
+  }
+
+  /** Stores and announces the state while it differs from what is stored; a failed write is tried again. */
   private async write(id: string, w: Watched): Promise<void> {
     while (w.dirty && this.watched.get(id) === w) {
-      const wait = w.lastWriteAt + WRITE_EVERY_MS - Date.now();
+      const wait = w.lastWriteAt + this.config.writeEveryMs - Date.now();
       if (wait > 0) await sleep(wait);
       if (this.watched.get(id) !== w) return;
       w.dirty = false;
-      const s = w.session.state();
-      const key = JSON.stringify(s);
-      if (key === w.last) continue;
-      w.lastWriteAt = Date.now();
       try {
-        await this.svc.store.tx(undefined, async (q, emit) => {
-          const r = await q.query(
-            `UPDATE vteps SET connection_state = $2, name = $3, description = $4, tunnel_ips = $5, ports = $6
-             WHERE id = $1 RETURNING *`,
-            [id, s.connectionState, s.name, s.description, s.tunnelIps, JSON.stringify(s.ports)],
-          );
-          if (r.rows[0]) emit(this.vteps.change("updated", r.rows[0]));
+        w.stored ??= await this.readStored(id);
+        const stored = w.stored;
+        if (!stored) return; // deleted: the next look stops the session
+        const s = w.session.state();
+        const head = headOf(s);
+        const changed: [string, string][] = [];
+        for (const [name, description] of s.ports) if (stored.ports.get(name) !== description) changed.push([name, description]);
+        const gone: string[] = [];
+        for (const name of stored.ports.keys()) if (!s.ports.has(name)) gone.push(name);
+        if (head === stored.head && changed.length === 0 && gone.length === 0) continue;
+        w.lastWriteAt = Date.now();
+        // Unknown until it commits: a write whose outcome is not known is read back before the next.
+        w.stored = undefined;
+        const written = await this.svc.store.tx(undefined, async (q, emit) => {
+          const row =
+            head === stored.head
+              ? (await q.query("SELECT * FROM vteps WHERE id = $1 FOR KEY SHARE", [id])).rows[0]
+              : (
+                  await q.query("UPDATE vteps SET connection_state = $2, name = $3, description = $4, tunnel_ips = $5 WHERE id = $1 RETURNING *", [
+                    id,
+                    s.connectionState,
+                    s.name,
+                    s.description,
+                    s.tunnelIps,
+                  ])
+                ).rows[0];
+          if (!row) return false;
+          if (s.ports.size === 0 && gone.length > 0) await q.query("DELETE FROM vtep_ports WHERE vtep_id = $1", [id]);
+          else for (const [names] of batches(gone.map((n) => [n, ""]))) await q.query("DELETE FROM vtep_ports WHERE vtep_id = $1 AND name = ANY($2::text[])", [id, names]);
+          for (const [names, descriptions] of batches(changed)) {
+            await q.query(
+              `INSERT INTO vtep_ports (vtep_id, name, description) SELECT $1, n, d FROM unnest($2::text[], $3::text[]) AS u(n, d)
+               ON CONFLICT (vtep_id, name) DO UPDATE SET description = EXCLUDED.description`,
+              [id, names, descriptions],
+            );
+          }
+          emit(this.vteps.change("updated", row));
+          return true;
         });
-        w.last = key;
+        if (!written) return;
+        w.stored = { head, ports: s.ports };
       } catch (err) {
         this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: (err as Error).message });
         w.dirty = true;
