@@ -56,6 +56,13 @@ export class ApiError extends Error {
   static notFound(message: string): ApiError {
     return new ApiError(status.NOT_FOUND, message);
   }
+  /**
+   * The 404 of an item that is missing or hidden (another tenant's): the one text for both, so
+   * that an answer never tells which (the existence oracle's guarantee, docs/security.md).
+   */
+  static noItem(kind: string, id: unknown): ApiError {
+    return new ApiError(status.NOT_FOUND, `There is no ${kind} with ID ${String(id)}.`);
+  }
   static conflict(message: string): ApiError {
     return new ApiError(status.ALREADY_EXISTS, message);
   }

@@ -347,7 +347,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   }
 
   notFound(id: string): ApiError {
-    return ApiError.notFound(`There is no ${this.name} with ID ${id}.`);
+    return ApiError.noItem(this.name, id);
   }
 
 

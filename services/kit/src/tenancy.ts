@@ -112,7 +112,7 @@ export async function withTenancy(
     const ownerRequest: Obj = {};
     for (const [theirs, mine] of owner.params) ownerRequest[theirs] = request[mine];
     const id = owner.params.length > 0 ? ownerRequest[owner.params[owner.params.length - 1]![0]] : undefined;
-    const hidden = () => ApiError.notFound(`There is no ${owner.displayName} with ID ${String(id)}.`);
+    const hidden = () => ApiError.noItem(owner.displayName, id);
     if (owner.self && access.verb === "GET") {
       const item = (await run()) as Obj;
       if (item[owner.tenantField] !== tenant) throw hidden();

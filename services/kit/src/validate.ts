@@ -51,7 +51,7 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
 
 /** A path id that is not a UUID names nothing: 404, as for a missing item. */
 export function pathId(id: unknown, kind: string): string {
-  if (!isUuid(id)) throw ApiError.notFound(`There is no ${kind} with ID ${String(id)}.`);
+  if (!isUuid(id)) throw ApiError.noItem(kind, id);
   return id.toLowerCase();
 }
 
