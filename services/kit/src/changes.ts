@@ -2,11 +2,17 @@
 // relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
 import type pg from "pg";
 import type { Bus } from "./bus.ts";
+import type { Catalog } from "./catalog.ts";
 import { inTransaction, type Statement } from "./db.ts";
 import type { Logger } from "./log.ts";
+import { parseTemplate, type Segment, templateShape } from "./paths.ts";
 import { type Carrier, traced, traceFields } from "./telemetry.ts";
+import { isUuid } from "./validate.ts";
 
 export type ChangeEvent = "created" | "updated" | "deleted";
+
+/** Every event a change notification may name (a closed set). */
+export const CHANGE_EVENTS: ReadonlySet<string> = new Set<ChangeEvent>(["created", "updated", "deleted"]);
 
 export interface Change {
   /** Resource kind, the media type name without version ("Bridge", "DhcpSubnet"). */
@@ -40,6 +46,76 @@ export function parseChangeSubject(prefix: string, subject: string): { domain: s
   const parts = subject.slice(prefix.length + 1).split(".");
   if (parts.length !== 3 || !parts[0] || !parts[1] || !parts[2]) return undefined;
   return { domain: parts[0], kind: parts[1], event: parts[2] };
+}
+
+/**
+ * Why a message on the change subjects is not passed on by a feed: its subject is not
+ * <prefix>.<domain>.<Kind>.<event> (`subject`), names no kind of the catalog (`kind`) or an event
+ * outside CHANGE_EVENTS (`event`); its body is not a JSON object or says another domain, kind or
+ * event than its subject (`body`); its id and path are not an item of that kind (`path`); its
+ * tenant is neither a string nor null (`tenant`).
+ */
+export type ChangeDrop = "subject" | "kind" | "event" | "body" | "path" | "tenant";
+
+/** A change as a feed may pass it on: kind and event from its subject, its path one of the kind's. */
+export interface FeedChange {
+  /** The qualified kind ("bridge.Bridge"). */
+  kind: string;
+  event: ChangeEvent;
+  /** The item's key: its path's last segment. */
+  id: string;
+  /** The item's path below the API root, checked against the kind's item templates. */
+  path: string;
+  tenantId: string | null;
+}
+
+/** A path segment as the services write one (paths.ts' pathValue): safe characters and %XX escapes, not "." or "..". */
+const SEGMENT = /^(?:[A-Za-z0-9\-._~:@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+
+/**
+ * Reads the change messages of a bus (a feed's): what a message says is taken from its subject,
+ * which the broker lets only the owning domain publish on (deploy/nats.conf: `<prefix>.<domain>.>`),
+ * never from its body, which any part allowed some subject can write. The body gives only what
+ * the subject cannot: the item's id and path, each checked against the kind's item templates
+ * (an `{id}` is a UUID, any other key a plain path segment), and its tenant; a body that names
+ * another domain, kind or event than its subject is dropped, not believed.
+ */
+export function changeReader(catalog: Pick<Catalog, "kinds" | "routes">, prefix: string): (subject: string, data: unknown) => FeedChange | { drop: ChangeDrop } {
+  // Shapes of the item paths that end in a UUID key ("/bridges/{}"): a variable segment where such
+  // an item stands (a DHCP subnet's bridge) is that item's id.
+  const itemRoutes = catalog.routes.filter((r) => r.method === "GET" && r.shape.kind === "item" && r.shape.item.resource);
+  const uuidShapes = new Set(itemRoutes.filter((r) => r.template.endsWith("/{id}")).map((r) => templateShape(r.template)));
+  type Part = { literal: string } | { uuid: boolean };
+  const forms = new Map<string, Part[][]>();
+  for (const r of itemRoutes) {
+    const kind = r.shape.kind === "item" ? r.shape.item.resource!.kind : "";
+    const segments: Segment[] = parseTemplate(r.template);
+    const parts = segments.map((seg, i): Part => ("literal" in seg ? seg : { uuid: uuidShapes.has(templateShape(`/${r.template.slice(1).split("/").slice(0, i + 1).join("/")}`)) }));
+    forms.set(kind, [...(forms.get(kind) ?? []), parts]);
+  }
+  const fits = (parts: Part[], segs: string[]) =>
+    parts.length === segs.length &&
+    parts.every((p, i) => {
+      const s = segs[i]!;
+      if ("literal" in p) return p.literal === s;
+      return p.uuid ? isUuid(s) : SEGMENT.test(s) && !/^\.+$/.test(s);
+    });
+  return (subject, data) => {
+    const parsed = parseChangeSubject(prefix, subject);
+    if (!parsed) return { drop: "subject" };
+    const kind = `${parsed.domain}.${parsed.kind}`;
+    const shapes = forms.get(kind);
+    if (!catalog.kinds.has(kind) || !shapes) return { drop: "kind" };
+    if (!CHANGE_EVENTS.has(parsed.event)) return { drop: "event" };
+    if (typeof data !== "object" || data === null || Array.isArray(data)) return { drop: "body" };
+    const c = data as Partial<Record<keyof ChangeMessage, unknown>>;
+    if (c.domain !== parsed.domain || c.kind !== parsed.kind || c.event !== parsed.event) return { drop: "body" };
+    if (typeof c.path !== "string" || typeof c.id !== "string" || !c.path.startsWith("/")) return { drop: "path" };
+    const segs = c.path.slice(1).split("/");
+    if (segs[segs.length - 1] !== c.id || !shapes.some((parts) => fits(parts, segs))) return { drop: "path" };
+    if (c.tenantId !== null && typeof c.tenantId !== "string") return { drop: "tenant" };
+    return { kind, event: parsed.event as ChangeEvent, id: c.id, path: c.path, tenantId: c.tenantId };
+  };
 }
 
 /** The outbox rows of some changes: subject and JSON payload. */

@@ -4,7 +4,7 @@
 
 export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
 export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
-export { type Change, type ChangeMessage, parseChangeSubject } from "./changes.ts";
+export { CHANGE_EVENTS, type Change, type ChangeDrop, type ChangeEvent, type ChangeMessage, changeReader, type FeedChange, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
 export { type Migration, OUTBOX_MIGRATION, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
@@ -15,7 +15,8 @@ export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resour
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";
 export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
-export { buildCatalog, type Contract, EVERY_PART, loadCatalog, peersOf, loadContract, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
+export { type Contract, loadContract } from "./contract.ts";
+export { buildCatalog, EVERY_PART, loadCatalog, peersOf, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export {
   bearer,
   type Identity,

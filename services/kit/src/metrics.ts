@@ -2,7 +2,7 @@
 // keep their own, so several run in one process without clashing. The families every part
 // may fill: HTTP requests by route template, gRPC calls on both sides by method and code, the
 // outbox's backlog and age, NATS publish failures, cache hits, misses and errors, open event
-// streams, the Postgres pool, and Node's own (memory, event-loop lag).
+// streams and the messages they dropped, the Postgres pool, and Node's own (memory, event-loop lag).
 import { createServer, type Server } from "node:http";
 import type pg from "pg";
 import { AggregatorRegistry, collectDefaultMetrics, Gauge, type Metric, Registry } from "prom-client";
@@ -205,6 +205,7 @@ export class Metrics {
   readonly cacheMisses = new LocalCounter("vnm_cache_misses_total", "Collection reads the cache did not hold", [], this.registry);
   readonly cacheErrors = new LocalCounter("vnm_cache_errors_total", "Cache operations that failed (the cache is bypassed until reset)", [], this.registry);
   readonly eventStreams = new Gauge({ name: "vnm_event_streams_open", help: "Open /events streams", registers: [this.registry] });
+  readonly eventsDropped = new LocalCounter("vnm_events_dropped_total", "Messages on the change subjects that /events did not pass on, by reason (changes.ts' ChangeDrop): a body that disagrees with its subject, a path not of its kind", ["reason"], this.registry);
   readonly publishFailures = new LocalCounter("vnm_nats_publish_failures_total", "Change notifications NATS did not take (retried from the outbox)", [], this.registry);
 
   /** Other parts of this process whose metrics this part's /metrics serves too (include). */
