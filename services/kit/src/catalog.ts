@@ -2,10 +2,10 @@
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
 import protobuf from "protobufjs";
-import type * as grpc from "@grpc/grpc-js";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
-import { loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
-import { Rules } from "./rules.ts";
+import { loadReflection, PROTO_DIR } from "./proto.ts";
+import type { FileRegistry } from "@bufbuild/protobuf";
+import { fieldRulesJson, loadDescriptors } from "./descriptors.ts";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
@@ -261,11 +261,11 @@ function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
 /** Reads field and message declarations into MessageInfo, once per message. */
 class Messages {
   readonly all = new Map<string, MessageInfo>();
-  private readonly rules: Rules | undefined;
+  private readonly descriptors: FileRegistry | undefined;
 
-  /** `rules`: of the same proto files; a catalog read from other sources (tests) may have none. */
-  constructor(rules?: Rules) {
-    this.rules = rules;
+  /** `descriptors`: built from the same proto files; a catalog read from other sources (tests) may have none. */
+  constructor(descriptors?: FileRegistry) {
+    this.descriptors = descriptors;
   }
 
   get(type: protobuf.Type): MessageInfo {
@@ -307,7 +307,7 @@ class Messages {
       values: stringsOf(f, "(vnm.api.values)"),
       comment: commentOf(f),
     };
-    const rules = this.rules?.has(type.fullName.replace(/^\./, "")) ? this.rules.rulesJson(type.fullName.replace(/^\./, ""), f.name) : undefined;
+    const rules = this.descriptors && fieldRulesJson(this.descriptors, type.fullName.replace(/^\./, ""), f.name);
     if (rules) {
       fi.rules = rules;
       // A string's (or each item's) format and allowed values, as the gateway and the OpenAPI document use them.
@@ -527,10 +527,10 @@ function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<s
   };
 }
 
-export function buildCatalog(given?: protobuf.Root, rules?: Rules): Catalog {
-  // The repository's proto files come with their rules; a root read from elsewhere has the rules it is given.
+export function buildCatalog(given?: protobuf.Root, descriptors?: FileRegistry): Catalog {
+  // The repository's proto files come with their descriptor set; a root read from elsewhere has what it is given.
   const root = given ?? loadReflection();
-  const messages = new Messages(rules ?? (given ? undefined : Rules.load(PROTO_DIR)));
+  const messages = new Messages(descriptors ?? (given ? undefined : loadDescriptors(PROTO_DIR)));
   const { routes, services, publicMethods, callers } = readServices(root, messages);
   const resources = [...messages.all.values()].filter((m) => m.resource);
   const tree = resourceTree(routes);
@@ -562,20 +562,7 @@ export function writableFields(m: MessageInfo, mode: "create" | "update"): Field
  * to what needs it (a process running several parts loads it once for all).
  */
 export function loadCatalog(dir = PROTO_DIR): Catalog {
-  return buildCatalog(loadReflection(dir), Rules.load(dir));
-}
-
-/** The proto files as a running part uses them: the catalog, and grpc-js's package of them. */
-export interface Contract {
-  catalog: Catalog;
-  pkg: grpc.GrpcObject;
-  /** The fields' rules (buf.validate), from the descriptor set built from the same files. */
-  rules: Rules;
-}
-
-/** The contract in `dir`, loaded once by each part when it starts (once for all in one process). */
-export function loadContract(dir = PROTO_DIR): Contract {
-  return { catalog: loadCatalog(dir), pkg: loadGrpc(dir), rules: Rules.load(dir) };
+  return buildCatalog(loadReflection(dir), loadDescriptors(dir));
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

@@ -1,20 +1,13 @@
 // A field's rules, as the proto states them: `(buf.validate.field)` constraints (formats, lengths,
 // ranges, allowed values, required) and vnm's predefined ones (vnm/api/rules.proto), checked by
-// protovalidate over the descriptor set `buf` builds from the proto files (proto/contract.binpb,
-// written by `npm run proto`). Every service checks a body here, once, in the kit; what no
-// constraint can state (one field against another, against the database) stays in code beside
-// its kind.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { type create, createFileRegistry, type DescField, type DescMessage, fromBinary, fromJson, getOption, hasOption, type FileRegistry, toJson } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+// protovalidate over the descriptor set `buf` builds from the proto files (descriptors.ts). Every
+// service checks a body here, once, in the kit; what no constraint can state (one field against
+// another, against the database) stays in code beside its kind.
+import { create, type DescField, type DescMessage, type FileRegistry, fromJson } from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
-import { field as fieldRules, type FieldRules, FieldRulesSchema } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { CONTRACT_FILE, fieldRules, loadDescriptors } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import { canonicalIpv6 } from "./validate.ts";
-
-/** The descriptor set's file name in a proto directory. */
-export const CONTRACT_FILE = "contract.binpb";
 
 /** How a string field's value is kept once it passed its rules: one spelling per value. */
 type Normal = (s: string) => string;
@@ -43,28 +36,12 @@ export class Rules {
 
   /** The rules of the proto files in `dir`, from the descriptor set built from them. */
   static load(dir: string): Rules {
-    const bytes = readFileSync(join(dir, CONTRACT_FILE));
-    return new Rules(createFileRegistry(fromBinary(FileDescriptorSetSchema, bytes)));
+    return new Rules(loadDescriptors(dir));
   }
 
   /** Whether the descriptor set holds a message (a proto added without `npm run proto` is not). */
   has(typeName: string): boolean {
     return this.registry.getMessage(typeName) !== undefined;
-  }
-
-  /** The field's rules as the proto states them, if any. */
-  rulesOf(typeName: string, fieldName: string): FieldRules | undefined {
-    const f = this.message(typeName).schema.fields.find((x) => x.name === fieldName);
-    return f && hasOption(f, fieldRules) ? getOption(f, fieldRules) : undefined;
-  }
-
-  /**
-   * The field's rules in protobuf's JSON form with proto field names (`{string: {max_len: 255}}`,
-   * vnm's own as `[vnm.api.mac]`), for what describes the API (the catalog, OpenAPI, the console).
-   */
-  rulesJson(typeName: string, fieldName: string): Record<string, unknown> | undefined {
-    const r = this.rulesOf(typeName, fieldName);
-    return r && (toJson(FieldRulesSchema, r, { registry: this.registry, useProtoFieldName: true }) as Record<string, unknown>);
   }
 
   /**
@@ -135,8 +112,8 @@ export class Rules {
 
 /** The spelling a string field (or each item of a repeated one) is kept in, from its rules. */
 function normalOf(f: DescField): Normal[] {
-  if (!hasOption(f, fieldRules)) return [];
-  const top = getOption(f, fieldRules);
+  const top = fieldRules(f);
+  if (!top) return [];
   const r = top.type.case === "repeated" ? top.type.value.items : top;
   if (r?.type.case !== "string") return [];
   const s = r.type.value;

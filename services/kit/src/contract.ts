@@ -1,0 +1,21 @@
+// The proto files as a running part uses them, loaded once by each part when it starts (once for
+// all in one process): the catalog, grpc-js's package, and the fields' rules, the last two from
+// the same files and the descriptor set buf built from them.
+import type * as grpc from "@grpc/grpc-js";
+import { buildCatalog, type Catalog } from "./catalog.ts";
+import { loadDescriptors } from "./descriptors.ts";
+import { loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
+import { Rules } from "./rules.ts";
+
+export interface Contract {
+  catalog: Catalog;
+  pkg: grpc.GrpcObject;
+  /** The fields' rules (buf.validate), from the descriptor set built from the same files. */
+  rules: Rules;
+}
+
+/** The contract in `dir`. */
+export function loadContract(dir = PROTO_DIR): Contract {
+  const descriptors = loadDescriptors(dir);
+  return { catalog: buildCatalog(loadReflection(dir), descriptors), pkg: loadGrpc(dir), rules: new Rules(descriptors) };
+}

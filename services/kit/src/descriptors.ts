@@ -1,0 +1,32 @@
+// The descriptor set `buf` builds from the proto files (proto/contract.binpb, `npm run proto`), as
+// a registry of its messages, and each field's rules (`buf.validate.field`) read from it. What
+// describes the API (the catalog, OpenAPI, the console, the CLI) reads the rules here; rules.ts
+// checks messages against them.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createFileRegistry, type DescField, type FileRegistry, fromBinary, getOption, hasOption, toJson } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { type FieldRules, FieldRulesSchema, field as fieldRulesOption } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+
+/** The descriptor set's file name in a proto directory. */
+export const CONTRACT_FILE = "contract.binpb";
+
+/** The messages of the descriptor set built from the proto files in `dir`. */
+export function loadDescriptors(dir: string): FileRegistry {
+  return createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(join(dir, CONTRACT_FILE))));
+}
+
+/** A field's rules as the proto states them, if any. */
+export function fieldRules(f: DescField): FieldRules | undefined {
+  return hasOption(f, fieldRulesOption) ? getOption(f, fieldRulesOption) : undefined;
+}
+
+/**
+ * A field's rules in protobuf's JSON form with proto field names (`{string: {max_len: "255"}}`,
+ * vnm's own as `[vnm.api.mac]`); undefined when the message or the field has none.
+ */
+export function fieldRulesJson(registry: FileRegistry, typeName: string, fieldName: string): Record<string, unknown> | undefined {
+  const f = registry.getMessage(typeName)?.fields.find((x) => x.name === fieldName);
+  const r = f && fieldRules(f);
+  return r && (toJson(FieldRulesSchema, r, { registry, useProtoFieldName: true }) as Record<string, unknown>);
+}
