@@ -297,7 +297,7 @@ export function createApp(opts: GatewayOptions): {
   healthRoutes(app, gw);
   docsRoutes(app, opts.log);
   const callers = gatewayCallers(opts);
-  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, callers.check, opts.eventStreamsPerUser);
+  const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, callers.check, opts.serviceCredential, opts.eventStreamsPerUser);
   const serve = api(gw, feed, callers);
   // The web console: / for a browser, /console/* (no token needed), before the API.
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: opts.log });

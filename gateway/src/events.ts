@@ -1,13 +1,18 @@
 // GET /events: the change feed as Server-Sent Events, filtered to what the caller may see and
-// resumable with Last-Event-ID (the bus's sequence number). A stream ends when its token expires
-// or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a gateway; a replay is
-// written with back-pressure (it waits for the client to read), and all the streams of a gateway
-// together write a bounded number of events per turn of the event loop, so requests arriving
-// meanwhile (a health probe) are read between two turns, however many replays run.
-import type { Bus, Catalog, ChangeMessage, Identity, Logger, Metrics } from "@vnm/kit";
+// resumable with Last-Event-ID (the bus's sequence number for an administrator, sealed for anyone
+// else: see eventIds). What an event says is read from its message's subject, not its body
+// (changes.ts' changeReader); a message that disagrees is dropped and counted. A stream ends
+// when its token expires or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a
+// gateway; a replay is written with back-pressure (it waits for the client to read), and all the
+// streams of a gateway together write a bounded number of events per turn of the event loop, so
+// requests arriving meanwhile (a health probe) are read between two turns, however many replays
+// run.
+import { type Bus, type Catalog, type ChangeDrop, changeReader, type FeedChange, type Identity, type Logger, type Metrics } from "@vnm/kit";
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { constants as H } from "node:http2";
 import { setTimeout as delay, setImmediate } from "node:timers/promises";
+import { LRUCache } from "lru-cache";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
 import type { CallerCheck as Revocations } from "@vnm/kit";
@@ -19,6 +24,8 @@ const EVENTS_PER_TURN = 64;
 const KEEPALIVE_MS = 15_000;
 /** How soon a client reconnects after this gateway ended its stream to stop (the SSE `retry:`). */
 const RESUME_MS = 250;
+/** Messages whose reading (an event, or why it was dropped) is kept for the other streams that hear them. */
+const READINGS_KEPT = 4096;
 
 export interface EventFeed {
   serve(req: ApiRequest, res: ApiResponse, who: Identity, base: string): Promise<void>;
@@ -29,26 +36,84 @@ export interface EventFeed {
   closeAll(): void;
 }
 
+const neverGiven = () => EdgeError.gone("Last-Event-ID was never given by this feed; list again, then follow without it");
+const malformedId = () => EdgeError.badRequest("Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
+
 /**
  * A feed resumes only after an event it still keeps, or the newest: an id it never gave would
  * wait silently for events that may never come, and one older than what is kept would skip
- * what was dropped. Either is a 410, the client's signal to list again and follow from now.
+ * what was dropped. Either is a 410, the client's signal to list again and follow from now. The
+ * answer names no sequence number: a tenant's would tell it how many changes the others made.
  */
 async function resumable(bus: Bus, after: number): Promise<void> {
   const { first, last } = await bus.kept();
-  if (after > last) throw EdgeError.gone(`Last-Event-ID ${after} was never given by this feed (its newest event is ${last}); list again, then follow without it`);
-  if (after < first - 1) throw EdgeError.gone(`The events after ${after} are no longer kept; list again, then follow without Last-Event-ID`);
+  if (after > last) throw neverGiven();
+  if (after < first - 1) throw EdgeError.gone("The events after that Last-Event-ID are no longer kept; list again, then follow without it");
 }
 
-/** Where a feed resumes: after the Last-Event-ID (header or ?lastEventId=), if given. */
-function resumeAfter(req: ApiRequest): number | undefined {
-  const raw = req.headers["last-event-id"] ?? (typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined);
-  if (raw === undefined) return undefined;
-  const after = Number(raw);
-  if (!Number.isSafeInteger(after) || after < 0) {
-    throw EdgeError.badRequest("Validation error(s) found", [{ property: "Last-Event-ID", message: "must be the id of an event already received" }]);
-  }
-  return after;
+/** The Last-Event-ID a feed resumes after (header or ?lastEventId=), if given. */
+function lastEventId(req: ApiRequest): string | undefined {
+  const header = req.headers["last-event-id"];
+  if (header !== undefined) return String(header);
+  return typeof req.query["lastEventId"] === "string" ? req.query["lastEventId"] : undefined;
+}
+
+/** The ids of one caller's stream: each event's, and the sequence number after a Last-Event-ID. */
+interface EventIds {
+  give(seq: number): string;
+  /** The sequence number an id stands for; throws the caller's 400 or 410 when it stands for none. */
+  take(raw: string): number;
+}
+
+/** An administrator's ids: the bus's sequence numbers (an administrator sees every change). */
+const sequenceIds: EventIds = {
+  give: (seq) => String(seq),
+  take(raw) {
+    const after = Number(raw);
+    if (raw === "" || !Number.isSafeInteger(after) || after < 0) throw malformedId();
+    return after;
+  },
+};
+
+const SEALED_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/**
+ * Everyone else's ids, sealed: the sequence number and the caller's tenant, encrypted as one AES
+ * block (base64url, 22 characters) under a key every gateway of the deployment derives alike (from
+ * their shared client credential and the bus prefix). A tenant resumes exactly where it was (the
+ * id stands for one sequence number) but learns nothing of the numbers between its events, which
+ * count every other tenant's changes; an id of another tenant's, or made up, opens nothing (410).
+ */
+function eventIds(secret: string, prefix: string): (tenantId: string) => EventIds {
+  const keys = Buffer.from(hkdfSync("sha256", secret, prefix, "vnm /events ids v1", 64));
+  const cipherKey = keys.subarray(0, 32);
+  const tagKey = keys.subarray(32);
+  const aes = (decrypt: boolean, block: Buffer) => {
+    const c = decrypt ? createDecipheriv("aes-256-ecb", cipherKey, null) : createCipheriv("aes-256-ecb", cipherKey, null);
+    c.setAutoPadding(false);
+    return Buffer.concat([c.update(block), c.final()]);
+  };
+  return (tenantId) => {
+    // The block's second half: the tenant's tag, which a block this feed sealed for it holds.
+    const tag = createHmac("sha256", tagKey).update(tenantId).digest().subarray(0, 8);
+    return {
+      give(seq) {
+        const block = Buffer.alloc(16);
+        block.writeBigUInt64BE(BigInt(seq));
+        tag.copy(block, 8);
+        return aes(false, block).toString("base64url");
+      },
+      take(raw) {
+        // A number is an id of an administrator's feed (or of this one before ids were sealed).
+        if (/^[0-9]+$/.test(raw)) throw neverGiven();
+        if (!SEALED_ID.test(raw)) throw malformedId();
+        const block = aes(true, Buffer.from(raw, "base64url"));
+        const seq = block.readBigUInt64BE(0);
+        if (!timingSafeEqual(block.subarray(8), tag) || seq > BigInt(Number.MAX_SAFE_INTEGER)) throw neverGiven();
+        return Number(seq);
+      },
+    };
+  };
 }
 
 /**
@@ -141,14 +206,40 @@ function endWithToken(who: Identity, revoked: Revocations, close: () => void): (
   };
 }
 
-export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metrics, revoked: Revocations, maxPerUser = 5): EventFeed {
+/**
+ * The change a message on the bus (by sequence number) stands for, or undefined when it is
+ * dropped. Each is read once per gateway, however many streams hear it: a dropped one is counted
+ * (vnm_events_dropped_total) and logged once.
+ */
+function changeReadings(catalog: Catalog, prefix: string, log: Logger, metrics: Metrics) {
+  const read = changeReader(catalog, prefix);
+  const readings = new LRUCache<number, FeedChange | { drop: ChangeDrop }>({ max: READINGS_KEPT });
+  return (seq: number, subject: string, data: () => unknown): FeedChange | undefined => {
+    let r = readings.get(seq);
+    if (!r) {
+      r = read(subject, data());
+      readings.set(seq, r);
+      if ("drop" in r) {
+        metrics.eventsDropped.inc({ reason: r.drop });
+        log.warn("change message dropped from /events", { seq, subject, reason: r.drop });
+      }
+    }
+    return "drop" in r ? undefined : r;
+  };
+}
+
+/**
+ * `idSecret`: what every gateway of the deployment shares and no client knows (the gateways'
+ * client credential), from which the sealed ids' key is derived.
+ */
+export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metrics, revoked: Revocations, idSecret: string, maxPerUser = 5): EventFeed {
   // Per kind: its media type name without version ("Bridge"), and whether non-admins may see it
   // at all (a kind only administrators may read stays out of their feeds).
   const names = new Map(catalog.resources.map((m) => [m.resource!.kind, m.resource!.mediaType.replace(/-v\d+$/, "")]));
   const openToTenants = new Set([...catalog.kinds.values()].filter((k) => k.tenancy !== "admin").map((k) => k.kind));
-  // Notifications name the kind within its domain; the catalog qualifies it ("bridge.Bridge").
-  const visible = (who: Identity, c: ChangeMessage) =>
-    who.role === "admin" || (openToTenants.has(`${c.domain}.${c.kind}`) && c.tenantId !== null && c.tenantId === who.tenantId);
+  const visible = (who: Identity, c: FeedChange) => who.role === "admin" || (openToTenants.has(c.kind) && c.tenantId !== null && c.tenantId === who.tenantId);
+  const tenantIds = eventIds(idSecret, bus.prefix);
+  const reading = changeReadings(catalog, bus.prefix, log, metrics);
   const perUser = streamCounter(maxPerUser);
   const turn = turns(EVENTS_PER_TURN);
 
@@ -156,7 +247,9 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   let ending = false;
   return {
     async serve(req, res, who, base) {
-      const after = resumeAfter(req);
+      const ids = who.role === "admin" ? sequenceIds : tenantIds(who.tenantId ?? "");
+      const raw = lastEventId(req);
+      const after = raw === undefined ? undefined : ids.take(raw);
       // A request that reached this gateway after closeAll: the client comes back at another one.
       if (ending) return openStream(res, turn, () => {}).close(RESUME_MS);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
@@ -172,10 +265,11 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       try {
         stop = await bus.follow(after, async (seq, msg) => {
           await headersSent;
-          const c = msg.data as ChangeMessage | null;
-          if (!stream?.isOpen() || !c || typeof c.kind !== "string" || !visible(who, c)) return;
-          const data = { kind: names.get(`${c.domain}.${c.kind}`) ?? c.kind, id: c.id, uri: base + c.path };
-          await stream.write(`event: ${c.event}\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`);
+          if (!stream?.isOpen()) return;
+          const c = reading(seq, msg.subject, () => msg.data);
+          if (!c || !visible(who, c)) return;
+          const data = { kind: names.get(c.kind) ?? c.kind, id: c.id, uri: base + c.path };
+          await stream.write(`event: ${c.event}\nid: ${ids.give(seq)}\ndata: ${JSON.stringify(data)}\n\n`);
           if (!stream.isOpen()) log.warn("event stream closed: client too slow", { user: who.name });
         });
       } catch (err) {

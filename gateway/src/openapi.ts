@@ -194,7 +194,7 @@ const ERRORS: Record<string, { description: string; message: string; headers?: R
   "406": { description: "No acceptable media type", message: "No acceptable media type" },
   "409": { description: "Taken, or still in use", message: `A Bridge with ID ${EXAMPLE_ID} already exists.` },
   "412": { description: "If-Match names no current tag of the item (or If-None-Match names it)", message: "Precondition failed", headers: { ETag: { description: "The item's current tag", schema: { type: "string" } } } },
-  "410": { description: "Last-Event-ID names an event this feed cannot resume after (never given, or no longer kept): list again, then follow without it", message: "The events after 42 are no longer kept; list again, then follow without Last-Event-ID" },
+  "410": { description: "Last-Event-ID names an event this feed cannot resume after (never given, or no longer kept): list again, then follow without it", message: "The events after that Last-Event-ID are no longer kept; list again, then follow without it" },
   "415": {
     description: "Unsupported Content-Type (for a PATCH: not a JSON Merge Patch)",
     message: "Unsupported Content-Type",
@@ -419,11 +419,11 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
       operationId: "events",
       summary: "Follow changes",
       description:
-        "Server-Sent Events: `event: created|updated|deleted`, `id: <sequence>`, `data: {\"kind\", \"id\", \"uri\"}`, for every item the caller may see. `Last-Event-ID` (or `?lastEventId=`) resumes after that event.",
+        "Server-Sent Events: `event: created|updated|deleted`, `id: <event id>`, `data: {\"kind\", \"id\", \"uri\"}`, for every item the caller may see. `Last-Event-ID` (or `?lastEventId=`) resumes after that event. An administrator's event ids are the bus's sequence numbers; anyone else's are opaque (22 characters), so they say nothing of the changes the caller does not see.",
       tags: ["api"],
       parameters: [
-        { name: "Last-Event-ID", in: "header", required: false, description: "Resume after this event", schema: { type: "string", pattern: "^[0-9]+$" } },
-        { name: "lastEventId", in: "query", required: false, description: "Resume after this event (for clients that cannot set the header)", schema: { type: "string", pattern: "^[0-9]+$" } },
+        { name: "Last-Event-ID", in: "header", required: false, description: "Resume after this event", schema: { type: "string", pattern: "^([0-9]+|[A-Za-z0-9_-]{22})$" } },
+        { name: "lastEventId", in: "query", required: false, description: "Resume after this event (for clients that cannot set the header)", schema: { type: "string", pattern: "^([0-9]+|[A-Za-z0-9_-]{22})$" } },
       ],
       responses: {
         "200": {

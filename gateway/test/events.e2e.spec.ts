@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPS, expectError, freePort, httpClient, openFeed, Stack, waitFor } from "@vnm/e2e/harness";
 import { TcpProxy } from "@vnm/e2e/tcp-proxy";
+import { StringCodec } from "nats";
 
 const stack = new Stack();
 let gw = "";
@@ -32,6 +33,46 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.stop();
 });
+
+/** A feed read as the bytes it sends: `text()` is everything so far. */
+async function rawFeed(token: string) {
+  const ac = new AbortController();
+  const headers: Record<string, string> = { "x-auth-token": token, accept: "text/event-stream" };
+  const res = await fetch(`${gw}/events`, { headers, signal: ac.signal });
+  expect(res.status).toBe(200);
+  let text = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+  })().catch(() => {});
+  return {
+    text: () => text,
+    close: async () => {
+      ac.abort();
+      await reading;
+    },
+  };
+}
+
+/** The value of a sample of the gateway's /metrics (name and labels as written); 0 when absent. */
+async function metric(name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${gw}/metrics`)).text();
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return 0;
+}
+
+/** Publishes a message on this stack's bus as a part could (the NATS admin can publish anywhere). */
+async function publish(subject: string, body: unknown): Promise<void> {
+  const nc = await stack.natsAdmin();
+  try {
+    await nc.jetstream().publish(`${stack.prefix}.${subject}`, StringCodec().encode(JSON.stringify(body)));
+  } finally {
+    await nc.close();
+  }
+}
 
 describe("GET /events", () => {
   it("streams created, updated and deleted with a sequence id and an absolute uri", async () => {
@@ -120,6 +161,80 @@ describe("GET /events", () => {
     expect(beyond.json.message).toMatch(/never given by this feed/);
     expectError(await http("POST", "/events", "{}"), 405);
     expect((await http("HEAD", "/events")).status).toBe(405);
+  });
+
+  it("believes a message's subject, not its body: forged events reach no one, the stream stays well-formed, the drops are counted", async () => {
+    const real = await http("POST", "/bridges", { name: "real", tenantId: `A-${stack.id}` }, { "x-auth-token": tokenA });
+    const id = real.json.id as string;
+    const a = await rawFeed(tokenA);
+    const admin = await rawFeed(stack.adminToken);
+    const before = { body: await metric("vnm_events_dropped_total", { reason: "body" }), path: await metric("vnm_events_dropped_total", { reason: "path" }) };
+    const lie = { domain: "bridge", kind: "Bridge", id, path: `/bridges/${id}`, tenantId: `A-${stack.id}`, at: new Date().toISOString() };
+    // A part allowed only vnm.tunnel.> announces a bridge deletion that never happened.
+    await publish("tunnel.Vtep.deleted", { ...lie, event: "deleted" });
+    // An event with a newline: a whole second event, with any URI, on the stream.
+    const injected = `updated\nid: 1\ndata: {"kind":"Bridge","id":"${id}","uri":"http://evil.example/"}\n\nevent: deleted`;
+    await publish("bridge.Bridge.updated", { ...lie, event: injected });
+    // A path that takes the URI to another host.
+    await publish("bridge.Bridge.updated", { ...lie, event: "updated", id: "x", path: "@evil.example/x" });
+    // Then a real change: once it is on the streams, the forged ones before it were read.
+    expect((await http("PUT", real.json.uri, { name: "renamed" }, { "x-auth-token": tokenA })).status).toBe(200);
+    await waitFor("the real update", async () => a.text().includes("event: updated") && admin.text().includes("event: updated"), 10_000);
+    await a.close();
+    await admin.close();
+    for (const text of [a.text(), admin.text()]) {
+      expect(text).not.toContain("evil.example");
+      expect(text).not.toContain("deleted");
+      // Every block is the retry hint, a keepalive or one event of the closed set with an id and JSON data.
+      const blocks = text.split("\n\n").filter((b) => b !== "");
+      for (const b of blocks) expect(b).toMatch(/^(retry: \d+|: keepalive|event: (created|updated|deleted)\nid: [A-Za-z0-9_-]+\ndata: \{[^\n]*\})$/);
+      const events = blocks.filter((b) => b.startsWith("event:"));
+      expect(events).toHaveLength(1);
+      expect(JSON.parse(events[0]!.split("\ndata: ")[1]!)).toEqual({ kind: "Bridge", id, uri: real.json.uri });
+    }
+    // Each forged message counted once by the gateway, however many streams heard it.
+    expect((await metric("vnm_events_dropped_total", { reason: "body" })) - before.body).toBe(2);
+    expect((await metric("vnm_events_dropped_total", { reason: "path" })) - before.path).toBe(1);
+  });
+
+  it("a tenant's ids and 410s tell nothing of other tenants' changes, and its resume skips and repeats none of its own", async () => {
+    const asA = { "x-auth-token": tokenA };
+    const asB = { "x-auth-token": tokenB };
+    const b = await open(tokenB);
+    const a = await open(tokenA);
+    const b1 = await http("POST", "/bridges", { name: "b1", tenantId: `B-${stack.id}` }, asB);
+    await waitFor("b1", async () => b.events.some((e) => e.data.id === b1.json.id), 10_000);
+    // Tenant A writes between B's two changes.
+    for (let i = 0; i < 5; i++) expect((await http("POST", "/bridges", { name: `a${i}`, tenantId: `A-${stack.id}` }, asA)).status).toBe(201);
+    const b2 = await http("POST", "/bridges", { name: "b2", tenantId: `B-${stack.id}` }, asB);
+    await waitFor("b2", async () => b.events.some((e) => e.data.id === b2.json.id), 10_000);
+    await waitFor("A's five", async () => a.events.length >= 5, 10_000);
+    await b.close();
+    await a.close();
+    const [e1, e2] = b.events;
+    expect(b.events.map((e) => e.data.id)).toEqual([b1.json.id, b2.json.id]);
+    // Not sequence numbers, whose difference (6) would count A's writes between them.
+    for (const e of [e1!, e2!, ...a.events]) expect(e.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(new Set([e1!.id, e2!.id, ...a.events.map((e) => e.id)]).size).toBe(7);
+
+    // Resumed after b1: b2, then B's next change, each once; none of A's.
+    const again = await open(tokenB, e1!.id);
+    await waitFor("b2 replayed", async () => again.events.length >= 1, 10_000);
+    for (let i = 0; i < 3; i++) await http("POST", "/bridges", { name: `a-more${i}`, tenantId: `A-${stack.id}` }, asA);
+    const b3 = await http("POST", "/bridges", { name: "b3", tenantId: `B-${stack.id}` }, asB);
+    await waitFor("b3", async () => again.events.some((e) => e.data.id === b3.json.id), 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    await again.close();
+    expect(again.events.map((e) => e.data.id)).toEqual([b2.json.id, b3.json.id]);
+    expect(again.events[0]!.id).toBe(e2!.id);
+
+    // Another tenant's id, numbers (one beyond the newest event, one among them), a made-up id: a 410 naming no number.
+    for (const id of [a.events[0]!.id, String(Number.MAX_SAFE_INTEGER), "9", "AAAAAAAAAAAAAAAAAAAAAA"]) {
+      const r = await http("GET", "/events", undefined, { ...asB, "last-event-id": id });
+      expectError(r, 410);
+      expect(r.json.message).not.toMatch(/\d/);
+    }
+    expectError(await http("GET", "/events", undefined, { ...asB, "last-event-id": "yesterday" }), 400);
   });
 
   it("answers a health probe while 40 clients replay the feed from its start", { timeout: 120_000 }, async () => {
