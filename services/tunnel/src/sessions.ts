@@ -6,8 +6,9 @@
 // and announced, so a GET never waits on a device.
 //
 // The newest state wins: a session only marks its VTEP changed, and one writer per VTEP stores
-// the state as it is when the write starts, at most once per write interval
-// (VNM_VTEP_WRITE_INTERVAL_MS). A write stores what differs from what the database holds: the
+// the state as it is when the write starts: once per write interval (VNM_VTEP_WRITE_INTERVAL_MS)
+// for a device that keeps changing, after a burst of WRITE_BURST writes at once for one that was
+// quiet (a token bucket). A write stores what differs from what the database holds: the
 // switch's row when it changed, and only the ports added, changed or gone, so a device changing
 // one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
 // one write in flight and none queued behind it.
@@ -20,8 +21,10 @@ import { vtepMetrics } from "./metrics.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
-/** The default of VNM_VTEP_WRITE_INTERVAL_MS: the least time between two writes of one VTEP's state (the first change after a quiet spell is written at once). */
+/** The default of VNM_VTEP_WRITE_INTERVAL_MS: the time between two writes of one VTEP's state while its device keeps changing. */
 export const DEFAULT_WRITE_INTERVAL_MS = 1_000;
+/** Writes a VTEP whose device was quiet for WRITE_BURST intervals may make at once (its connection, then a first change). */
+export const WRITE_BURST = 2;
 const RETRY_WRITE_MS = 1_000;
 /** Bytes of port names and descriptions sent in one statement. */
 const BATCH_BYTES = 1024 * 1024;
@@ -42,7 +45,9 @@ interface Watched {
   /** A change not stored yet. */
   dirty: boolean;
   writing: boolean;
-  lastWriteAt: number;
+  /** Writes it may make now (up to WRITE_BURST, one more per interval), as of `tokensAt`. */
+  tokens: number;
+  tokensAt: number;
 }
 
 export interface SessionsConfig {
@@ -164,7 +169,7 @@ export class VtepSessions {
       fault: (reason: PeerFault) => this.faults.inc({ reason }),
     };
     const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
-    const w: Watched = { session, dirty: false, writing: false, lastWriteAt: 0 };
+    const w: Watched = { session, dirty: false, writing: false, tokens: WRITE_BURST, tokensAt: Date.now() };
     this.watched.set(vtep.id, w);
     w.session.start();
   }
@@ -192,8 +197,17 @@ export class VtepSessions {
   /** Stores and announces the state while it differs from what is stored; a failed write is tried again. */
   private async write(id: string, w: Watched): Promise<void> {
     while (w.dirty && this.watched.get(id) === w) {
-      const wait = w.lastWriteAt + this.config.writeEveryMs - Date.now();
-      if (wait > 0) await sleep(wait);
+      const every = this.config.writeEveryMs;
+      const refill = () => {
+        const now = Date.now();
+        w.tokens = Math.min(WRITE_BURST, w.tokens + (now - w.tokensAt) / every);
+        w.tokensAt = now;
+      };
+      refill();
+      if (w.tokens < 1) {
+        await sleep(Math.ceil((1 - w.tokens) * every));
+        refill();
+      }
       if (this.watched.get(id) !== w) return;
       w.dirty = false;
       try {
@@ -207,7 +221,7 @@ export class VtepSessions {
         const gone: string[] = [];
         for (const name of stored.ports.keys()) if (!s.ports.has(name)) gone.push(name);
         if (head === stored.head && changed.length === 0 && gone.length === 0) continue;
-        w.lastWriteAt = Date.now();
+        w.tokens -= 1;
         // Unknown until it commits: a write whose outcome is not known is read back before the next.
         w.stored = undefined;
         const written = await this.svc.store.tx(undefined, async (q, emit) => {
