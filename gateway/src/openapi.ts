@@ -30,6 +30,11 @@ function split(comment: string | undefined): { summary?: string; description?: s
   return { summary: text.slice(0, end), description: rest || undefined };
 }
 
+const escapeRegex = (text: string) => text.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
+const OCTET = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+/** An IPv4 address and a prefix length: 10.0.0.0/8. */
+const IPV4_PREFIX = `^${OCTET}(\\.${OCTET}){3}/(3[0-2]|[12]?\\d)$`;
+
 /** JSON Schema's words for the value rules of a string, a number or a list (buf.validate's JSON form). */
 const STRING_RULES: Record<string, (v: unknown) => Schema> = {
   max_len: (v) => ({ maxLength: Number(v) }),
@@ -41,6 +46,17 @@ const STRING_RULES: Record<string, (v: unknown) => Schema> = {
   ipv4: (v) => (v ? { format: "ipv4" } : {}),
   ipv6: (v) => (v ? { format: "ipv6" } : {}),
   ip: (v) => (v ? { anyOf: [{ format: "ipv4" }, { format: "ipv6" }] } : {}),
+  const: (v) => ({ const: v }),
+  not_in: (v) => ({ not: { enum: v } }),
+  prefix: (v) => ({ pattern: `^${escapeRegex(String(v))}` }),
+  suffix: (v) => ({ pattern: `${escapeRegex(String(v))}$` }),
+  contains: (v) => ({ pattern: escapeRegex(String(v)) }),
+  not_contains: (v) => ({ not: { pattern: escapeRegex(String(v)) } }),
+  ipv4_prefix: (v) => (v ? { pattern: IPV4_PREFIX } : {}),
+  ipv4_with_prefixlen: (v) => (v ? { pattern: IPV4_PREFIX } : {}),
+  hostname: (v) => (v ? { format: "hostname" } : {}),
+  email: (v) => (v ? { format: "email" } : {}),
+  uri: (v) => (v ? { format: "uri" } : {}),
   "[vnm.api.mac]": (v) => (v ? { pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" } : {}),
   "[vnm.api.text]": (v) => (v ? { pattern: "^[^\\u0000]*$" } : {}),
 };
@@ -75,11 +91,25 @@ function keywords(rules: Record<string, unknown> | undefined, words: Record<stri
 /** The value rules of one value (a field, or each item of a list) as JSON Schema keywords. */
 function valueRules(rules: Record<string, unknown> | undefined): Schema {
   if (!rules) return {};
-  const rest = Object.entries(rules).filter(([k]) => k !== "required");
-  if (rest.length === 0) return {};
+  const rest = Object.entries(rules).filter(([k]) => k !== "required" && k !== "cel");
+  const out = celRules(rules["cel"]);
+  if (rest.length === 0) return out;
   const [type, r] = rest[0]!;
   if (rest.length > 1 || !(type === "string" || /int|fixed|float|double/.test(type))) throw new Error(`the OpenAPI document has no words for the rules ${rest.map(([k]) => k).join(", ")}`);
-  return keywords(r as Record<string, unknown>, type === "string" ? STRING_RULES : NUMBER_RULES);
+  return { ...keywords(r as Record<string, unknown>, type === "string" ? STRING_RULES : NUMBER_RULES), ...out };
+}
+
+/**
+ * A field's own CEL rules (what no standard rule says, as "ethertype in any case"), which JSON
+ * Schema cannot state: kept as `x-cel` (id and expression), and said in the description.
+ */
+function celRules(cel: unknown): Schema {
+  const rules = (Array.isArray(cel) ? cel : []) as { id?: string; message?: string; expression?: string }[];
+  if (rules.length === 0) return {};
+  return {
+    "x-cel": rules.map((r) => ({ id: r.id, expression: r.expression })),
+    "x-rule-note": rules.map((r) => `Rule ${r.id}: ${r.message ?? `\`${r.expression}\``}`).join(" "),
+  };
 }
 
 /** A field a body must carry: REQUIRED by its behaviour, or by its rules. */
@@ -121,7 +151,9 @@ function messageSchema(m: MessageInfo): Schema {
     }
     if (f.behaviors.has("OUTPUT_ONLY") || f.link) s = { ...s, readOnly: true };
     if (f.behaviors.has("INPUT_ONLY")) s = { ...s, writeOnly: true };
-    const notes = [f.comment?.replace(/\s*\n\s*/g, " "), f.behaviors.has("IMMUTABLE") ? "Accepted in POST only." : undefined].filter(Boolean);
+    const { "x-rule-note": ruleNote, ...ruled } = s;
+    s = ruled;
+    const notes = [f.comment?.replace(/\s*\n\s*/g, " "), f.behaviors.has("IMMUTABLE") ? "Accepted in POST only." : undefined, ruleNote].filter(Boolean);
     if (notes.length > 0 && !s["$ref"]) s = { ...s, description: notes.join(" ") };
     properties[f.name] = s;
     if (isRequired(f)) required.push(f.name);
@@ -135,12 +167,23 @@ function messageSchema(m: MessageInfo): Schema {
 }
 
 /** The schema of a root document: every key it has, each a URL (or a nested object of them). */
+/**
+ * One value of a root document by its key's ending: an RFC 6570 template (`bridgeTemplate`, a
+ * collection's `bridgesQuery`), the patch format a kind's items accept (`bridgeAcceptPatch`: a
+ * media type), else a URL.
+ */
+function rootValueSchema(key: string): Schema {
+  if (/(_t|T)emplate$|(_q|Q)uery$/.test(key)) return { type: "string", format: "uri-template", readOnly: true };
+  if (/(_a|A)ccept_?(p|P)atch$/.test(key)) return { type: "string", const: MERGE_PATCH, description: "The patch format the kind's items accept (a media type)", readOnly: true };
+  return { type: "string", format: "uri", readOnly: true };
+}
+
 function rootSchema(example: Record<string, unknown>, title: string): Schema {
   const properties: Record<string, Schema> = {};
   for (const [k, v] of Object.entries(example)) {
     if (typeof v === "object" && v) properties[k] = rootSchema(v as Record<string, unknown>, "");
     else if (k === "version") properties[k] = { type: "string" };
-    else properties[k] = { type: "string", format: k.endsWith("template") || k.endsWith("Template") ? "uri-template" : "uri", readOnly: true };
+    else properties[k] = rootValueSchema(k);
   }
   return { type: "object", ...(title ? { description: title } : {}), required: Object.keys(example), properties };
 }

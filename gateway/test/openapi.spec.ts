@@ -57,6 +57,16 @@ describe("GET /openapi.json", () => {
     expect(new RegExp(bridge["name"]!["pattern"] as string).test("blue")).toBe(true);
   });
 
+  it("describes the root document's templates as RFC 6570 templates and its patch formats as media types, not URLs", () => {
+    const root = (doc.paths["/"] as unknown as Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }> }> }>)["get"]!;
+    const keys = root.responses["200"]!.content["application/vnd.org.service.Application-v5+json"]!.schema.properties;
+    expect(keys["bridgesQuery"]).toMatchObject({ format: "uri-template" });
+    expect(keys["bridgeTemplate"]).toMatchObject({ format: "uri-template" });
+    expect(keys["bridgeAcceptPatch"]).toMatchObject({ const: "application/merge-patch+json" });
+    expect(keys["bridgeAcceptPatch"]).not.toHaveProperty("format");
+    expect(keys["bridges"]).toMatchObject({ format: "uri" });
+  });
+
   it("lists every route of the catalog, with its body and its error responses, and the gateway's own paths", () => {
     // Paths that differ only in their variables' names are one path in OpenAPI.
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${templateShape(path)}`));
