@@ -6,7 +6,7 @@
 // type, and the error body on
 // every error status. The gateway's own paths (the root documents, /login, /logout, /events and
 // the probes) are described here too.
-import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape } from "@vnm/kit";
+import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape, writableFields } from "@vnm/kit";
 import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
 import { MERGE_PATCH } from "./patch.ts";
@@ -112,6 +112,27 @@ function celRules(cel: unknown): Schema {
   };
 }
 
+/** A value that may be null (every field but a required one is answered null when unset). */
+function nullable(s: Schema): Schema {
+  if (s["$ref"]) return { anyOf: [s, { type: "null" }] };
+  if (s["anyOf"]) return { ...s, anyOf: [...(s["anyOf"] as Schema[]), { type: "null" }] };
+  if (!s["type"]) return s;
+  const out: Schema = { ...s, type: [s["type"], "null"] };
+  if (s["enum"]) out["enum"] = [...(s["enum"] as unknown[]), null];
+  return out;
+}
+
+/**
+ * What a body may send beyond the field's own type, as the gateway takes it (transcode.ts): a
+ * boolean as the string "true" or "false", an integer as a string of digits (int64 values too,
+ * which keep every digit that way). Answers always carry the field's own type.
+ */
+function accepted(s: Schema): Schema {
+  const alt = (t: string) => (s["type"] === t ? { anyOf: [s, t === "boolean" ? { type: "string", enum: ["true", "false"] } : { type: "string", pattern: "^-?[0-9]+$" }] } : undefined);
+  if (s["type"] === "array") return { ...s, items: accepted(s["items"] as Schema) };
+  return alt("boolean") ?? alt("integer") ?? s;
+}
+
 /** A field a body must carry: REQUIRED by its behaviour, or by its rules. */
 const isRequired = (f: FieldInfo) => f.behaviors.has("REQUIRED") || f.rules?.["required"] === true;
 
@@ -143,12 +164,8 @@ function messageSchema(m: MessageInfo): Schema {
   const required: string[] = [];
   for (const f of m.fields) {
     if (f.internal) continue;
-    let s = ruledSchema(f);
-    if (f.link && linkFields(f.link).some((p) => !m.byName.has(p))) s = { type: "string", format: "uri-template" };
-    if (!f.repeated && !isRequired(f) && !s["$ref"] && s["type"]) {
-      s = { ...s, type: [s["type"], "null"] };
-      if (s["enum"]) s = { ...s, enum: [...(s["enum"] as string[]), null] };
-    }
+    let s = f.link && linkFields(f.link).some((p) => !m.byName.has(p)) ? { type: "string", format: "uri-template" } : accepted(ruledSchema(f));
+    if (!f.repeated && !isRequired(f)) s = nullable(s);
     if (f.behaviors.has("OUTPUT_ONLY") || f.link) s = { ...s, readOnly: true };
     if (f.behaviors.has("INPUT_ONLY")) s = { ...s, writeOnly: true };
     const { "x-rule-note": ruleNote, ...ruled } = s;
@@ -238,6 +255,10 @@ const ERRORS: Record<string, { description: string; message: string; headers?: R
   "409": { description: "Taken, or still in use", message: `A Bridge with ID ${EXAMPLE_ID} already exists.` },
   "412": { description: "If-Match names no current tag of the item (or If-None-Match names it)", message: "Precondition failed", headers: { ETag: { description: "The item's current tag", schema: { type: "string" } } } },
   "410": { description: "Last-Event-ID names an event this feed cannot resume after (never given, or no longer kept): list again, then follow without it", message: "The events after that Last-Event-ID are no longer kept; list again, then follow without it" },
+  "413": {
+    description: "The body is larger than the gateway takes (VNM_BODY_LIMIT bytes, 1 MiB by default), before or after its content coding; the connection closes",
+    message: "Request body is larger than the limit of 1048576 bytes",
+  },
   "415": {
     description: "Unsupported Content-Type (for a PATCH: not a JSON Merge Patch)",
     message: "Unsupported Content-Type",
@@ -334,7 +355,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
   if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
   const write = route.method !== "GET";
-  const responses: Record<string, Schema> = errors("400", "401", "403", "404", "406", ...(write ? ["409"] : []), ...(route.method === "PUT" || route.method === "DELETE" ? ["412"] : []), ...(route.bodyField ? ["415"] : []), "429", "503", "504");
+  const responses: Record<string, Schema> = errors("400", "401", "403", "404", "406", ...(write ? ["409"] : []), ...(route.method === "PUT" || route.method === "DELETE" ? ["412"] : []), ...(route.bodyField ? ["413", "415"] : []), "429", "503", "504");
   if (route.shape.kind === "empty") responses["204"] = { description: "Done" };
   else if (route.shape.kind === "item") {
     const item = route.shape.item;
@@ -382,7 +403,16 @@ const FIELD_VALIDATION: Schema = {
 };
 
 /** PATCH beside an item's PUT: a JSON Merge Patch, written as that PUT (gateway/src/patch.ts). */
-function patchOperation(put: Schema): Schema {
+/**
+ * A JSON Merge Patch of an item: any of its fields a PUT takes, each optional, `null` removing
+ * it; the other fields of a representation (read-only ones a client sends back) are ignored.
+ */
+function mergePatchSchema(m: MessageInfo): Schema {
+  const properties = Object.fromEntries(writableFields(m, "update").map((f) => [f.name, nullable(accepted(ruledSchema(f)))]));
+  return { type: "object", description: `Any of the ${m.name}'s writable fields; null removes one`, properties };
+}
+
+function patchOperation(put: Schema, item: MessageInfo): Schema {
   const body = Object.values((put["requestBody"] as Schema)["content"] as Record<string, Schema>)[0]!;
   const example = Object.fromEntries(Object.entries((body["example"] ?? {}) as Record<string, unknown>).slice(0, 1));
   return {
@@ -391,7 +421,7 @@ function patchOperation(put: Schema): Schema {
     summary: `${String(put["summary"])} (only the fields named)`,
     description:
       "A JSON Merge Patch (RFC 7396): the fields it names replace the item's, `null` removes one, the rest stay. Validated and written as the PUT beside it, with the same answers.",
-    requestBody: { required: true, content: { [MERGE_PATCH]: { schema: { type: "object", description: "Any of the item's writable fields" }, example } } },
+    requestBody: { required: true, content: { [MERGE_PATCH]: { schema: mergePatchSchema(item), example } } },
   };
 }
 
@@ -523,7 +553,7 @@ export function openApi(catalog: Catalog): string {
     paths[key] ??= {};
     const op = operation(r, ids.get(r)!, names, kindsByMessage);
     paths[key]![r.method.toLowerCase()] = op;
-    if (r.method === "PUT" && op["requestBody"]) paths[key]!["patch"] = patchOperation(op);
+    if (r.method === "PUT" && op["requestBody"] && r.bodyField?.message) paths[key]!["patch"] = patchOperation(op, r.bodyField.message);
   }
   const tags = [
     { name: "api", description: "The root documents, login, logout and the change feed." },

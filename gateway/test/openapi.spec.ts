@@ -57,6 +57,24 @@ describe("GET /openapi.json", () => {
     expect(new RegExp(bridge["name"]!["pattern"] as string).test("blue")).toBe(true);
   });
 
+  it("allows null wherever null is served, and states the strings the API takes for booleans and integers", () => {
+    const props = (name: string) => doc.components.schemas[name]!.properties as Record<string, Record<string, unknown>>;
+    expect(props("vnm.compat.v1.CompatVip")["session_persistence"]!["anyOf"]).toContainEqual({ type: "null" });
+    expect(props("vnm.bridge.v1.Bridge")["adminStateUp"]!["anyOf"]).toEqual([{ type: "boolean" }, { type: "string", enum: ["true", "false"] }, { type: "null" }]);
+    const length = props("vnm.bridge.v1.DhcpSubnet")["subnetLength"]!["anyOf"] as Record<string, unknown>[];
+    expect(length[0]).toMatchObject({ type: "integer" });
+    expect(length[1]).toEqual({ type: "string", pattern: "^-?[0-9]+$" });
+  });
+
+  it("answers 413 on every write with a body, and a merge patch's schema is the item's writable fields, each optional", () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) if (op.requestBody && path !== "/login") expect(Object.keys(op.responses), `${method} ${path}`).toContain("413");
+    }
+    const patch = doc.paths["/bridges/{id}"]!["patch"]!.requestBody!.content["application/merge-patch+json"] as unknown as { schema: { properties: Record<string, unknown>; required?: string[] } };
+    expect(Object.keys(patch.schema.properties)).toEqual(["tenantId", "name", "adminStateUp", "inboundFilterId", "outboundFilterId", "inboundMirrorIds", "outboundMirrorIds"]);
+    expect(patch.schema.required).toBeUndefined();
+  });
+
   it("describes the root document's templates as RFC 6570 templates and its patch formats as media types, not URLs", () => {
     const root = (doc.paths["/"] as unknown as Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }> }> }>)["get"]!;
     const keys = root.responses["200"]!.content["application/vnd.org.service.Application-v5+json"]!.schema.properties;
