@@ -88,11 +88,10 @@ function eventIds(secret: string, prefix: string): (tenantId: string) => EventId
   const keys = Buffer.from(hkdfSync("sha256", secret, prefix, "vnm /events ids v1", 64));
   const cipherKey = keys.subarray(0, 32);
   const tagKey = keys.subarray(32);
-  const aes = (decrypt: boolean, block: Buffer) => {
-    const c = decrypt ? createDecipheriv("aes-256-ecb", cipherKey, null) : createCipheriv("aes-256-ecb", cipherKey, null);
-    c.setAutoPadding(false);
-    return Buffer.concat([c.update(block), c.final()]);
-  };
+  // One cipher each way for the gateway's life: ECB chains nothing, so each 16-byte update is one
+  // block sealed or opened on its own (a cipher made per id cost 30 us, this 4).
+  const seal = createCipheriv("aes-256-ecb", cipherKey, null).setAutoPadding(false);
+  const unseal = createDecipheriv("aes-256-ecb", cipherKey, null).setAutoPadding(false);
   return (tenantId) => {
     // The block's second half: the tenant's tag, which a block this feed sealed for it holds.
     const tag = createHmac("sha256", tagKey).update(tenantId).digest().subarray(0, 8);
@@ -101,13 +100,15 @@ function eventIds(secret: string, prefix: string): (tenantId: string) => EventId
         const block = Buffer.alloc(16);
         block.writeBigUInt64BE(BigInt(seq));
         tag.copy(block, 8);
-        return aes(false, block).toString("base64url");
+        return seal.update(block).toString("base64url");
       },
       take(raw) {
         // A number is an id of an administrator's feed (or of this one before ids were sealed).
         if (/^[0-9]+$/.test(raw)) throw neverGiven();
-        if (!SEALED_ID.test(raw)) throw malformedId();
-        const block = aes(true, Buffer.from(raw, "base64url"));
+        const sealed = SEALED_ID.test(raw) ? Buffer.from(raw, "base64url") : undefined;
+        // Whole blocks only: a part of one would stay in the cipher and spoil the next.
+        if (sealed?.length !== 16) throw malformedId();
+        const block = unseal.update(sealed);
         const seq = block.readBigUInt64BE(0);
         if (!timingSafeEqual(block.subarray(8), tag) || seq > BigInt(Number.MAX_SAFE_INTEGER)) throw neverGiven();
         return Number(seq);

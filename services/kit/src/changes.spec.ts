@@ -30,7 +30,7 @@ describe("changeReader", () => {
   });
 
   it("drops an id or path that is not an item of the subject's kind", () => {
-    for (const [id, path] of [
+    const wrong: [string, string][] = [
       ["x", "@evil.example/x"],
       ["x", "/bridges/x"],
       [B, `/vteps/${B}`],
@@ -39,7 +39,8 @@ describe("changeReader", () => {
       ["a%2", `/bridges/${B}/dhcp/a%2`],
       ["a b", `/bridges/${B}/dhcp/a b`],
       [B, `/bridges/${B.slice(1)}`],
-    ]) {
+    ];
+    for (const [id, path] of wrong) {
       const kind = path.includes("/dhcp/") ? "DhcpSubnet" : "Bridge";
       expect(read(`vnm.bridge.${kind}.updated`, { ...bridge("updated"), kind, id, path }), path).toEqual({ drop: "path" });
     }
