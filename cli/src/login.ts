@@ -1,10 +1,13 @@
 // vnm login: HTTP Basic at /login; the password from VNM_PASSWORD, or asked on the terminal
 // without echo (@inquirer/password). The token is kept in the context of that gateway.
-// vnm logout: POST /logout ends every token of the user (on every gateway); the kept one goes.
+// vnm logout: POST /logout ends the kept token (on every gateway), and it is forgotten here; the
+// user's other sessions (the console, another context) go on. vnm logout --all: POST
+// /logout/all ends every token of the user, and every context holding one of that gateway's
+// tokens for that user forgets it.
 import password from "@inquirer/password";
 import { Api } from "./client.ts";
 import { type Config, loadConfig, normalUrl, saveConfig, target } from "./config.ts";
-import { usage } from "./errors.ts";
+import { CliError, usage } from "./errors.ts";
 import { say } from "./text.ts";
 
 export interface Flags {
@@ -50,17 +53,33 @@ export async function login(flags: Flags, user: string, project?: string): Promi
   say(`logged in to ${url} as ${user} until ${expires} (context ${name})\n`);
 }
 
-export async function logout(flags: Flags): Promise<void> {
+export async function logout(flags: Flags, all = false): Promise<void> {
   const t = target(flags);
   if (!t.token || !t.context) {
     say(`not logged in to ${t.url}\n`);
     return;
   }
-  await new Api(t).call("POST", "/logout");
+  // A token the gateway no longer takes (expired, or ended elsewhere) is forgotten all the same.
+  const ended = await new Api(t).call("POST", all ? "/logout/all" : "/logout").then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof CliError && err.status === 401) return false;
+      throw err;
+    },
+  );
   const config = loadConfig();
-  const ctx = config.contexts[t.context]!;
-  delete ctx.token;
-  delete ctx.issuer;
+  const user = config.contexts[t.context]?.user;
+  const forgotten: string[] = [];
+  for (const [name, ctx] of Object.entries(config.contexts)) {
+    const same = name === t.context || (all && ended && ctx.token !== undefined && ctx.issuer !== undefined && normalUrl(ctx.issuer) === t.url && ctx.user === user);
+    if (!same) continue;
+    delete ctx.token;
+    delete ctx.issuer;
+    forgotten.push(name);
+  }
   saveConfig(config);
-  say(`logged out of ${t.url}: every token of this user has ended\n`);
+  const who = user ? ` ${user}` : "";
+  if (!ended) say(`logged out of ${t.url}: the kept token had already ended or expired; forgotten (context ${t.context})\n`);
+  else if (all) say(`logged out of ${t.url} everywhere: every token of${who || " this user"} has ended, on every gateway; forgotten here (context ${forgotten.join(", ")})\n`);
+  else say(`logged out of ${t.url}: this login's token has ended and is forgotten (context ${t.context}); other sessions of${who || " this user"} go on (vnm logout --all ends them)\n`);
 }

@@ -30,8 +30,9 @@ function program(): Command {
     .option("--project <tenant>", "act in this tenant (X-Auth-Project)")
     .action((o: { user: string; project?: string }) => login(flags(), o.user, o.project));
   p.command("logout")
-    .description("end every token of the logged-in user, on every gateway, and forget the kept one")
-    .action(() => logout(flags()));
+    .description("end the kept token, on every gateway, and forget it; --all: end every token of the user")
+    .option("--all", "log out everywhere: end every token of the user (the console's and other contexts' too)")
+    .action((o: { all?: boolean }) => logout(flags(), o.all === true));
   p.command("version")
     .description("print the CLI's version and the gateway's")
     .action(async () => {

@@ -399,13 +399,55 @@ describe("completion", () => {
 });
 
 describe("logout", () => {
-  it("forgets the kept token, which has ended on the gateway", async () => {
-    const before = (JSON.parse(readFileSync(configFile, "utf8")) as { contexts: Record<string, { token: string }> }).contexts["default"]!.token;
+  const kept = () => (JSON.parse(readFileSync(configFile, "utf8")) as { contexts: Record<string, { token?: string }> }).contexts["default"]!.token;
+  const status = async (token: string) => (await fetch(`${fx.gw}/bridges`, { headers: { "x-auth-token": token, accept: "application/json" } })).status;
+  /** A tenant user of its own, logged in with the CLI (the default context). */
+  const asAdmin = (method: string, path: string, body: unknown) =>
+    fetch(path.startsWith("http") ? path : `${fx.gw}${path}`, {
+      method,
+      headers: { "x-auth-token": fx.stack.adminToken, "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+  async function cliUser(): Promise<{ name: string; password: string; uri: string }> {
+    const u = { name: `cli-${Date.now().toString(36)}`, password: "violin cactus zebra 7" };
+    const made = await asAdmin("POST", "/users", { ...u, tenantId: "T", roles: ["tenant_admin"] });
+    expect(made.status).toBe(201);
+    const r = await vnm(["login", "--user", u.name], { VNM_PASSWORD: u.password });
+    expect(r.status, r.stderr).toBe(0);
+    return { ...u, uri: ((await made.json()) as { uri: string }).uri };
+  }
+
+  it("ends the kept token on the gateway and forgets it, and says so; the user's other session (the console's) goes on", async () => {
+    const before = kept()!;
+    const other = await fx.stack.login(fx.gw, "admin", fx.stack.adminPassword);
     const r = await vnm(["logout"]);
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(readFileSync(configFile, "utf8")).contexts["default"].token).toBeUndefined();
-    const old = await fetch(`${fx.gw}/bridges`, { headers: { "x-auth-token": before, accept: "application/json" } });
-    expect(old.status).toBe(401);
+    expect(r.stderr).toMatch(/^logged out of .*: this login's token has ended and is forgotten \(context default\); other sessions of admin go on \(vnm logout --all ends them\)\n$/);
+    expect(kept()).toBeUndefined();
+    expect(await status(before)).toBe(401);
+    expect(await status(other)).toBe(200);
     expectFailure(await vnm(["bridge", "list"]), 1, /^error 401: .*\(not logged in to/);
+  });
+
+  it("--all ends every token of the user, the console's too, and says so", async () => {
+    const u = await cliUser();
+    const before = kept()!;
+    const other = await fx.stack.login(fx.gw, u.name, u.password);
+    const r = await vnm(["logout", "--all"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`^logged out of .* everywhere: every token of ${u.name} has ended, on every gateway; forgotten here \\(context default\\)\n$`));
+    expect(kept()).toBeUndefined();
+    await waitFor("both tokens refused", async () => (await status(before)) === 401 && (await status(other)) === 401, 2_000);
+  });
+
+  it("a kept token that ended elsewhere (the user's password changed) is forgotten, and said so", async () => {
+    const u = await cliUser();
+    const changed = await asAdmin("PUT", u.uri, { name: u.name, password: "another violin cactus 8", tenantId: "T", roles: ["tenant_admin"] });
+    expect(changed.status).toBe(200);
+    await waitFor("the kept token refused", async () => (await status(kept()!)) === 401, 2_000);
+    const r = await vnm(["logout"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/: the kept token had already ended or expired; forgotten \(context default\)\n$/);
+    expect(kept()).toBeUndefined();
   });
 });
