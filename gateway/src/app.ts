@@ -8,7 +8,7 @@ import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { consolePages } from "./console.ts";
-import { authenticate, type Callers, gatewayCallers, loginHandler, logout, sendLogin, tokenKey } from "./auth.ts";
+import { authenticate, type Callers, gatewayCallers, loginHandler, logout, sendLogin, sourceKey, userKey } from "./auth.ts";
 import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
 import { docsRoutes, isDocsPath } from "./docs.ts";
@@ -20,6 +20,7 @@ import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { Router } from "./router.ts";
 import { Target, Targets } from "./targets.ts";
 import { rootDocument } from "./root.ts";
+import { trustFunction } from "./trust.ts";
 
 export type { GatewayOptions };
 
@@ -74,7 +75,7 @@ interface Edge {
  * Request id (echoed when well-formed), CORS, caching headers, request metrics, the access log
  * and the audit trail; OPTIONS answered here.
  */
-function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => boolean): Edge {
+function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => boolean, inFlight: InFlight): Edge {
   const writeHead = edgeWriteHead(draining);
   // The metrics' series by label values (a bounded set: route templates, methods, statuses),
   // found through nested maps: no key string is built per request.
@@ -118,6 +119,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
   class Response extends ServerResponse {
     override emit(event: string | symbol, ...args: unknown[]): boolean {
       if (event === "finish") finished(this as unknown as ApiResponse);
+      else if (event === "close") inFlight.leave(this as unknown as ApiResponse);
       return super.emit(event, ...args);
     }
   }
@@ -129,6 +131,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     if (!(res instanceof Response)) {
       res.writeHead = writeHead as unknown as ApiResponse["writeHead"];
       res.on("finish", () => finished(res));
+      res.on("close", () => inFlight.leave(res));
     }
     if (req.method !== "OPTIONS") return true;
     // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
@@ -139,6 +142,45 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     return false;
   };
   return { begin, Response };
+}
+
+/**
+ * The requests each user has under way at this gateway, capped: one is held from its token's
+ * check until its answer has gone out to the connection (or the connection is gone), so a
+ * client that asks and never reads holds its places until the write deadline cuts it off
+ * (index.ts), and cannot pile up answers waiting in the gateway's memory past the cap.
+ */
+class InFlight {
+  private readonly counts = new Map<string, number>();
+  private readonly cap: number;
+  constructor(cap: number) {
+    this.cap = cap;
+  }
+
+  /** Holds a place of `user`'s for `res` (given back when it closes); false when all are taken. */
+  enter(user: string, res: ApiResponse): boolean {
+    if (this.cap === 0) return true;
+    const n = this.counts.get(user) ?? 0;
+    if (n >= this.cap) return false;
+    this.counts.set(user, n + 1);
+    res.locals.holder = user;
+    return true;
+  }
+
+  /** Gives back the place `res` holds, if any (once). */
+  leave(res: ApiResponse): void {
+    const user = res.locals?.holder;
+    if (user === undefined) return;
+    res.locals.holder = undefined;
+    const n = (this.counts.get(user) ?? 1) - 1;
+    if (n > 0) this.counts.set(user, n);
+    else this.counts.delete(user);
+  }
+
+  /** The 429 of a user whose places are all taken. */
+  refusal(): EdgeError {
+    return EdgeError.tooManyRequests(`More than ${this.cap} requests of this user at once at this gateway; wait for their answers`, 1);
+  }
 }
 
 const plainWriteHead = ServerResponse.prototype.writeHead;
@@ -196,19 +238,26 @@ function edgeWriteHead(draining: () => boolean) {
   };
 }
 
-/** Every request but the probes: login, then the caller and its rate limit, then the path. */
-function api(gw: Gateway, feed: EventFeed, callers: Callers) {
+/**
+ * Every request but the probes: login, then the source's rate limit, the caller and the user's
+ * rate limit, then (but for /events) a place among the user's requests under way, then the path.
+ */
+function api(gw: Gateway, feed: EventFeed, callers: Callers, inFlight: InFlight) {
   const login = loginHandler({ ...gw, ttlSeconds: gw.tokenTtlSeconds, serviceToken: callers.serviceToken });
   const roots = new Map(gw.catalog.rootDocuments.map((d) => [d.path, d]));
   return async (req: ApiRequest, res: ApiResponse) => {
     try {
       if (req.path === "/login") return sendLogin(res, await login(req));
+      // Every request from one address is counted, before its token costs a check.
+      const fromSource = gw.sourceLimiter.enabled ? await gw.sourceLimiter.hit(sourceKey(req.ip)) : undefined;
+      if (fromSource && !fromSource.allowed) throw EdgeError.tooManyRequests("Too many requests from this address; slow down", fromSource.retryAfter);
       // A known caller is answered without an await (most requests: the same token again).
       const found = authenticate(req, callers.check);
       const caller = found instanceof Promise ? await found : found;
-      const verdict = gw.limiter.enabled ? await gw.limiter.hit(tokenKey(caller.token)) : undefined;
+      // Counted per user, so a user's every token (another login) shares one count.
+      const verdict = gw.limiter.enabled ? await gw.limiter.hit(userKey(caller.identity)) : undefined;
       if (verdict && !verdict.allowed) {
-        throw EdgeError.tooManyRequests("Too many requests for this token; slow down", verdict.retryAfter);
+        throw EdgeError.tooManyRequests("Too many requests for this user; slow down", verdict.retryAfter);
       }
       res.locals.caller = caller;
       if (req.path === "/logout" || req.path === "/logout/all") return await logout(req, res, caller, callers);
@@ -218,6 +267,8 @@ function api(gw: Gateway, feed: EventFeed, callers: Callers) {
         if (!negotiate(req.headers.accept, ["text/event-stream"])) throw EdgeError.notAcceptable(["text/event-stream"]);
         return await feed.serve(req, res, caller.identity, baseUri(req));
       }
+      // Streams have a cap of their own (VNM_EVENT_STREAMS_PER_USER); every other answer holds a place.
+      if (!inFlight.enter(caller.identity.userId, res)) throw inFlight.refusal();
       const root = req.path === "/" ? null : roots.get(req.path.endsWith("/") ? req.path.slice(0, -1) : req.path);
       if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
       await route(gw, req, res);
@@ -286,10 +337,12 @@ export function createApp(opts: GatewayOptions): {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.set("trust proxy", opts.trustProxy);
+  const trust = trustFunction(opts.trustProxy);
+  app.set("trust proxy", trust ?? false);
   const spans = httpSpans();
   const audit = auditTrail(opts.catalog, opts.bus, opts.log);
-  const { begin, Response } = edge(opts.metrics, opts.log, audit, opts.draining ?? (() => false));
+  const inFlight = new InFlight(opts.requestsPerUser);
+  const { begin, Response } = edge(opts.metrics, opts.log, audit, opts.draining ?? (() => false), inFlight);
   app.use(spans);
   app.use((req, res, next) => {
     if (begin(req as ApiRequest, res as ApiResponse)) next();
@@ -298,13 +351,13 @@ export function createApp(opts: GatewayOptions): {
   docsRoutes(app, opts.log);
   const callers = gatewayCallers(opts);
   const feed = eventFeed(opts.catalog, opts.bus, opts.log, opts.metrics, callers.check, opts.serviceCredential, opts.eventStreamsPerUser);
-  const serve = api(gw, feed, callers);
+  const serve = api(gw, feed, callers, inFlight);
   // The web console: / for a browser, /console/* (no token needed), before the API.
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: opts.log });
   app.use((req, res) => ui(req as ApiRequest, res as ApiResponse) || serve(req as ApiRequest, res as ApiResponse));
   app.use(lastResort(opts.log));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (!asApiExchange(req, res, opts.trustProxy, gw.targets) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
+    if (!asApiExchange(req, res, trust, gw.targets) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);
     const r = req as ApiRequest;
     const s = res as ApiResponse;
     spans(r, s, () => {

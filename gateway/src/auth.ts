@@ -1,9 +1,10 @@
 // Authentication at the edge: POST /login (HTTP Basic, optional X-Auth-Project) gets a token
 // signed by the identity service (which limits password guessing itself, per user name and
 // source); every other API request must carry a user's token (X-Auth-Token or Authorization:
-// Bearer; a part's "vnm-internal" token is refused here), and is counted against a per-token
-// rate limit shared by the gateway replicas through Redis. POST /logout ends the caller's token
-// (the user's other sessions go on); POST /logout/all ends every token of the caller's user.
+// Bearer; a part's "vnm-internal" token is refused here), and is counted against a per-user and
+// a per-source rate limit shared by the gateway replicas through Redis. POST /logout ends the
+// caller's token (the user's other sessions go on); POST /logout/all ends every token of the
+// caller's user.
 import { constants as H } from "node:http2";
 import { status as Code } from "@grpc/grpc-js";
 import { ApiError, AUTH_SERVICE, type CallerCheck, callerCheck, type Identity, remoteAuthority } from "@vnm/kit";
@@ -132,8 +133,8 @@ export function loginHandler(opts: LoginOptions) {
       status: H.HTTP_STATUS_OK,
       type,
       body: JSON.stringify({ key: token, expires: expires.toISOString() }),
+      // No cookie: nothing reads one, and a browser would send it to every port of the host.
       headers: {
-        "Set-Cookie": `sessionId=${token}; Expires=${expires.toUTCString()}; Path=/; HttpOnly; SameSite=Strict`,
         "X-Auth-Token": token,
         "Cache-Control": "no-store",
       },
@@ -147,11 +148,14 @@ export function sendLogin(res: ApiResponse, r: { status: number; type: string; b
 }
 
 /**
- * Key for a verified token's counter: the end of its signature (22 characters, 132 bits). Only
- * identity signs tokens and only a signature's canonical spelling is accepted, so it names one
- * token; and it is no credential, so tokens never sit in Redis. A SHA-256 of the whole token
- * cost every request 4.5 us of the gateway's CPU (an item hit: 24.5 against 20 us).
+ * Key for a user's request count: every token of the user counts against it, so logging in
+ * again gives no second allowance. The user id is no credential, so nothing secret sits in Redis.
  */
-export function tokenKey(token: string): string {
-  return `token:${token.slice(-22)}`;
+export function userKey(who: Identity): string {
+  return `user:${who.userId}`;
+}
+
+/** Key for the request count of a client address (behind trusted proxies, the one they name: trust.ts). */
+export function sourceKey(ip: string | undefined): string {
+  return `source:${ip ?? ""}`;
 }

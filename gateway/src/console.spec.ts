@@ -33,7 +33,7 @@ beforeAll(async () => {
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: createLogger({ service: "test" }, "error"), dir });
   const targets = new Targets();
   server = createServer((req, res) => {
-    asApiExchange(req, res, false, targets);
+    asApiExchange(req, res, undefined, targets);
     if (!ui(req as ApiRequest, res as ApiResponse)) res.end("the API");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -7,6 +7,7 @@ import type { RateLimiter } from "@vnm/kit/limits";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
 import type { Target, Targets } from "./targets.ts";
+import { clientAddress, type TrustFn, type TrustProxy } from "./trust.ts";
 
 export interface GatewayOptions {
   catalog: Catalog;
@@ -22,10 +23,16 @@ export interface GatewayOptions {
   tokenTtlSeconds: number;
   /** Open /events streams a user may have on one gateway. */
   eventStreamsPerUser?: number;
+  /** Requests per user per window (every token of the user counted together). */
   limiter: RateLimiter;
+  /** Requests per client address per window. */
+  sourceLimiter: RateLimiter;
+  /** Requests of one user this gateway handles at once (0: no cap); beyond, 429. */
+  requestsPerUser: number;
   bodyLimit: number;
   callTimeoutMs: number;
-  trustProxy: boolean;
+  /** Which hops of X-Forwarded-For are believed (VNM_TRUST_PROXY, trust.ts). */
+  trustProxy: TrustProxy;
   /** The gateway's Prometheus registry (served at /metrics). */
   metrics: Metrics;
   /** Whether the gateway is stopping: its answers then close their connections. */
@@ -75,6 +82,8 @@ export type RequestState = {
   created: string | undefined;
   /** Headers the route adds to whatever answer it gives (a flat name, value list; the edge writes them). */
   headers: readonly string[] | undefined;
+  /** The user whose place among the requests under way this one holds (app.ts's InFlight). */
+  holder: string | undefined;
 };
 
 // express keeps the same state in its responses' `locals`.
@@ -96,11 +105,11 @@ const firstOf = (v: string | string[] | undefined): string | undefined => {
 
 /**
  * Sets what express would on a request whose target is a plain path (`/a/b?c`), with the
- * same reading of a trusted proxy's X-Forwarded-For/-Host/-Proto (trust all, or none); false
+ * same reading of X-Forwarded-For/-Host/-Proto under the same `trust` (trust.ts); false
  * for any other request target, which express itself takes. The path and query come from the
  * target's entry in `targets`, with what else follows from them alone.
  */
-export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustProxy: boolean, targets: Targets): boolean {
+export function asApiExchange(req: IncomingMessage, res: ServerResponse, trust: TrustFn | undefined, targets: Targets): boolean {
   const url = req.url ?? "";
   if (url.charCodeAt(0) !== 47 /* / */ || url.charCodeAt(1) === 47) return false;
   const r = req as ApiRequest;
@@ -109,13 +118,14 @@ export function asApiExchange(req: IncomingMessage, res: ServerResponse, trustPr
   r.target = target;
   r.path = target.path;
   r.query = target.query;
-  const proxied = trustProxy ? req.headers : undefined;
-  r.ip = firstOf(proxied?.["x-forwarded-for"]) ?? req.socket.remoteAddress;
+  r.ip = clientAddress(req, trust);
+  // Host and protocol as the nearest proxy says, when it is trusted (express's reading).
+  const proxied = trust?.(req.socket.remoteAddress ?? "", 0) ? req.headers : undefined;
   r.host = firstOf(proxied?.["x-forwarded-host"]) ?? req.headers.host ?? undefined;
   r.protocol = firstOf(proxied?.["x-forwarded-proto"]) ?? ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
   // Every key the API's stages set, from the start: one object shape for every request (an
   // object made by Object.create(null) is a hash table, each key a lookup): 174.0k instructions
   // per item hit against 176.7k (callgrind).
-  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined };
+  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined, holder: undefined };
   return true;
 }

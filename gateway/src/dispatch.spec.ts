@@ -73,6 +73,8 @@ beforeAll(async () => {
     feedReachesIdentity: true,
     tokenTtlSeconds: 3600,
     limiter: rateLimiter(0, 10, undefined, "dispatch"),
+    sourceLimiter: rateLimiter(0, 10, undefined, "dispatch"),
+    requestsPerUser: 0,
     bodyLimit: 1024 * 1024,
     callTimeoutMs: 5_000,
     trustProxy: false,

@@ -126,10 +126,22 @@ function headersOf(err: ApiError, status: number): Record<string, string> {
   return RETRY_LATER.has(status) && own["Retry-After"] === undefined ? { "Retry-After": "1", ...own } : own;
 }
 
-/** The Error-v1 body. */
+/** Violations an error body lists at most; the message says how many more there were. */
+export const MAX_VIOLATIONS = 100;
+/** The longest property name a violation repeats (a client's field name may be as long as the body). */
+const MAX_PROPERTY = 256;
+
+/** The violations an error body lists: the first MAX_VIOLATIONS, each property name cut to MAX_PROPERTY. */
+function listed(violations: readonly Violation[]): Violation[] {
+  return violations.slice(0, MAX_VIOLATIONS).map((v) => (v.property.length > MAX_PROPERTY ? { ...v, property: `${v.property.slice(0, MAX_PROPERTY)}...` } : v));
+}
+
+/** The Error-v1 body; of many violations only the first are listed, and the message counts the rest. */
 function errorBody(err: ApiError, status: number, requestId: string): string {
-  const body: Record<string, unknown> = { message: err.message, code: status };
-  if (err.violations.length > 0) body["violations"] = err.violations;
+  const more = err.violations.length - MAX_VIOLATIONS;
+  const message = more > 0 ? `${err.message} (the first ${MAX_VIOLATIONS} of ${err.violations.length} listed; ${more} more not shown)` : err.message;
+  const body: Record<string, unknown> = { message, code: status };
+  if (err.violations.length > 0) body["violations"] = listed(err.violations);
   body["requestId"] = requestId;
   return JSON.stringify(body);
 }

@@ -33,6 +33,8 @@ import {
 import { rateLimiter } from "@vnm/kit/limits";
 import { createApp, KEEP_ALIVE_HINT_S } from "./app.ts";
 import type { EventFeed } from "./events.ts";
+import { parseTrustProxy } from "./trust.ts";
+import { writeDeadline } from "./deadline.ts";
 import { EdgeError, rawErrorAnswer } from "./http-error.ts";
 import { type CollectionCache, connectRedis, memoryCache, redisCache } from "./cache.ts";
 
@@ -59,12 +61,16 @@ function gatewayConfig(env: NodeJS.ProcessEnv) {
       busReplicas: { env: "VNM_BUS_REPLICAS", default: "1", parse: parsePositiveInt },
       bodyLimit: { env: "VNM_BODY_LIMIT", default: String(1024 * 1024), parse: parsePositiveInt },
       callTimeoutMs: { env: "VNM_CALL_TIMEOUT_MS", default: "10000", parse: parsePositiveInt },
-      trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseBool },
+      trustProxy: { env: "VNM_TRUST_PROXY", default: "false", parse: parseTrustProxy },
       serviceCredential: { env: "VNM_SERVICE_CREDENTIAL", description: "the gateway's client credential at the identity service" },
       tokenTtlSeconds: { env: "VNM_TOKEN_TTL_SECONDS", default: "3600", parse: parsePositiveInt },
       eventStreamsPerUser: { env: "VNM_EVENT_STREAMS_PER_USER", default: "5", parse: parsePositiveInt },
       rateLimit: { env: "VNM_RATE_LIMIT", default: "1000", parse: parseNonNegativeInt },
       rateWindowSeconds: { env: "VNM_RATE_WINDOW_SECONDS", default: "10", parse: parsePositiveInt },
+      // Unset: ten times VNM_RATE_LIMIT (off with it).
+      sourceRateLimit: { env: "VNM_SOURCE_RATE_LIMIT", default: "", parse: (raw: string) => (raw === "" ? undefined : parseNonNegativeInt(raw)) },
+      requestsPerUser: { env: "VNM_REQUESTS_PER_USER", default: "64", parse: parseNonNegativeInt },
+      writeDeadlineMs: { env: "VNM_WRITE_DEADLINE_MS", default: "30000", parse: parsePositiveInt },
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
@@ -97,7 +103,8 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   );
   if (bus.state() !== "connected") cache.setFeedConnected(false);
   const limiter = rateLimiter(cfg.rateLimit, cfg.rateWindowSeconds, redis, cfg.prefix);
-  return { cache, bus, limiter };
+  const sourceLimiter = rateLimiter(cfg.sourceRateLimit ?? cfg.rateLimit * 10, cfg.rateWindowSeconds, redis, `${cfg.prefix}:src`);
+  return { cache, bus, limiter, sourceLimiter };
 }
 
 /** One channel per service whose address is given; the others answer 503 naming their variable. */
@@ -116,13 +123,16 @@ function connectUpstreams({ catalog, pkg }: Contract, env: NodeJS.ProcessEnv, lo
  * `Connection: close` (the edge's writeHead, app.ts), so a keep-alive client opens its next
  * connection to a gateway that stays.
  */
-async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, Response: typeof ServerResponse<IncomingMessage>, cfg: Config): Promise<{ server: Server; port: number }> {
+async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, Response: typeof ServerResponse<IncomingMessage>, cfg: Config, log: Logger): Promise<{ server: Server; port: number }> {
   // A client gets VNM_REQUEST_TIMEOUT_MS (30 s) for its headers and its whole request; Node would
   // wait 300 s, and looks at slow requests only every 30 s.
   const t = cfg.requestTimeoutMs;
   const options = { headersTimeout: t, requestTimeout: t, connectionsCheckingInterval: Math.min(1_000, t), keepAliveTimeout: 65_000, ServerResponse: Response };
   const server = createServer(options, handle);
   server.on("clientError", answerClientError);
+  // An answer not read within VNM_WRITE_DEADLINE_MS loses its connection (deadline.ts).
+  const deadline = writeDeadline(server, cfg.writeDeadlineMs, (socket) => log.info("connection cut: its answer was not read within the write deadline", { client: socket.remoteAddress, deadlineMs: cfg.writeDeadlineMs }));
+  server.once("close", () => deadline.close());
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen({ port: cfg.port, host: cfg.host, reusePort: cfg.reusePort }, () => resolve());
@@ -183,11 +193,11 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   const { catalog } = contract;
   const metrics = new Metrics("gateway");
   for (const m of parts.serviceMetrics ?? []) metrics.include(m);
-  const { cache, bus, limiter } = connectEdges(cfg, catalog, log, metrics);
+  const { cache, bus, limiter, sourceLimiter } = connectEdges(cfg, catalog, log, metrics);
   const upstream = connectUpstreams(contract, env, log, metrics);
   let draining = false;
-  const { handle, Response, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
-  const { server, port } = await listen(handle, Response, cfg);
+  const { handle, Response, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, sourceLimiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
+  const { server, port } = await listen(handle, Response, cfg, log);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);
   // The audit records still waiting go out after the last request is answered, before the bus closes.

@@ -1,8 +1,9 @@
 // The per-token request limit (docs/api.md, "Limits") with a limit large enough that a gateway
 // counts a token's requests into Redis in blocks (a hundredth of the limit at once): shared by
 // two gateways within the stated precision, refused past it with 429 and Retry-After, one
-// token's count apart from another's, no Redis round trip while a block lasts, and each gateway
+// user's count apart from another's, no Redis round trip while a block lasts, and each gateway
 // holding the limit by itself while Redis is away.
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, freePort, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
 import { TcpProxy } from "@vnm/e2e/tcp-proxy";
@@ -27,6 +28,11 @@ beforeAll(async () => {
   one = await stack.startGateway(env, false);
   two = await stack.startGateway(env, false);
   viaProxy = await stack.startGateway({ ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` }, false);
+  // A user per test: every token of a user shares the user's count.
+  for (const name of USERS) {
+    const r = await http("POST", `${one}/users`, { name: `${name}-${stack.id}`, password: PASSWORD, tenantId: `T-${stack.id}`, roles: ["tenant_user"] }, { "x-auth-token": stack.adminToken });
+    if (r.status !== 201) throw new Error(`user ${name}: ${r.status} ${r.text}`);
+  }
 });
 
 afterAll(async () => {
@@ -35,7 +41,9 @@ afterAll(async () => {
   await proxy.cut().catch(() => {});
 });
 
-const login = (base: string) => stack.login(base, "admin", stack.adminPassword);
+const USERS = ["shared", "blocks", "alone"] as const;
+const PASSWORD = randomBytes(16).toString("hex");
+const login = (base: string, user: (typeof USERS)[number]) => stack.login(base, `${user}-${stack.id}`, PASSWORD);
 const get = (base: string, token: string) => http("GET", `${base}/`, undefined, { "x-auth-token": token });
 
 /** Sends `rounds` rounds of `perGateway` requests at once to each gateway; every answer, in order. */
@@ -49,7 +57,7 @@ async function burst(bases: string[], token: string, rounds: number, perGateway:
 
 describe("a limit counted in blocks", () => {
   it("is shared by two gateways: never past the limit, at most a block short of it; then 429 with Retry-After", async () => {
-    const token = await login(one);
+    const token = await login(one, "shared");
     // 1,100 requests, ten at once at each gateway: those arriving together wait for one block.
     const answers = await burst([one, two], token, 55, 10);
     const allowed = answers.filter((r) => r.status === 200).length;
@@ -63,13 +71,14 @@ describe("a limit counted in blocks", () => {
     expect(retryAfter).toBeLessThanOrEqual(3600);
     // Past the limit, both gateways refuse it.
     for (const base of [one, two]) expectError(await get(base, token), 429);
-    // Another token has its own count.
-    const other = await login(two);
-    for (const base of [one, two]) expect((await get(base, other)).status).toBe(200);
+    // So is another token of the same user (logging in again gives no more); another user has a count of their own.
+    const again = await login(two, "shared");
+    for (const base of [one, two]) expectError(await get(base, again), 429);
+    for (const base of [one, two]) expect((await get(base, stack.adminToken)).status).toBe(200);
   });
 
   it("costs no Redis round trip while a gateway's block lasts", async () => {
-    const token = await login(viaProxy);
+    const token = await login(viaProxy, "blocks");
     expect((await get(viaProxy, token)).status).toBe(200); // takes a block
     proxy.stall();
     try {
@@ -88,7 +97,7 @@ describe("a limit counted in blocks", () => {
   });
 
   it("is held by each gateway by itself while Redis is away", async () => {
-    const token = await login(viaProxy);
+    const token = await login(viaProxy, "alone");
     await proxy.cut();
     try {
       const answers = await burst([viaProxy], token, 101, 10);
@@ -97,7 +106,7 @@ describe("a limit counted in blocks", () => {
       expect(refused).toHaveLength(10);
       for (const r of refused) expectError(r, 429);
       expect(Number(refused[0]!.headers.get("retry-after"))).toBeGreaterThan(3500);
-      // Another token has its own count there too.
+      // Another user has a count of their own there too.
       expect((await get(viaProxy, stack.adminToken)).status).toBe(200);
     } finally {
       await proxy.open();

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
 
 const LIMIT = 5;
-const stack = new Stack({ VNM_TRUST_PROXY: "true", VNM_LOGIN_FAILURE_LIMIT: String(LIMIT) });
+const stack = new Stack({ VNM_TRUST_PROXY: "1", VNM_LOGIN_FAILURE_LIMIT: String(LIMIT) });
 /** Another stack whose identity service checks one password at a time, with one waiting. */
-const tight = new Stack({ VNM_TRUST_PROXY: "true", VNM_HASH_CONCURRENCY: "1", VNM_HASH_QUEUE: "1", VNM_LOGIN_FAILURE_LIMIT: "1000" });
+const tight = new Stack({ VNM_TRUST_PROXY: "1", VNM_HASH_CONCURRENCY: "1", VNM_HASH_QUEUE: "1", VNM_LOGIN_FAILURE_LIMIT: "1000" });
 let gw = "";
 let tightGw = "";
 const http = httpClient(() => gw, "application/json", () => stack.adminToken);
