@@ -78,7 +78,8 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
     writeOnly: f.behaviors.has("INPUT_ONLY"),
     link: f.link !== undefined,
   };
-  const values = f.enumValues ?? declared?.allowed[f.name];
+  // A proto enum's values, the values the field's rules allow (`string.in`), or a declaration's.
+  const values = f.enumValues ?? f.values ?? declared?.allowed[f.name];
   if (values) out.enumValues = values;
   if (declared?.defaults[f.name] !== undefined) out.default = declared.defaults[f.name];
   return out;
