@@ -101,7 +101,7 @@ export async function login(name: string, password: string, tenant: string): Pro
   setToken((a.body as { key: string }).key);
 }
 
-/** Ends every token of the user (POST /logout), and forgets this one whatever the answer. */
+/** Ends this tab's token (POST /logout; the user's other sessions go on), and forgets it whatever the answer. */
 export async function logout(): Promise<void> {
   try {
     if (token) await call("POST", "/logout");
