@@ -384,8 +384,8 @@ function endToEnd(gateway: () => string): void {
     const bad: [string, Record<string, unknown>, string, RegExp][] = [
       ["type other than TCP", { type: "HTTP" }, "type", /TCP/],
       ["type missing", { type: undefined }, "type", /null/],
-      ["negative delay", { delay: -1 }, "delay", /between 0 and/],
-      ["negative maxRetries", { maxRetries: "-2" }, "maxRetries", /between 0 and/],
+      ["negative delay", { delay: -1 }, "delay", /^must be greater than or equal to 0 and less than or equal to 2147483647$/],
+      ["negative maxRetries", { maxRetries: "-2" }, "maxRetries", /^must be greater than or equal to 0 and less than or equal to 2147483647$/],
       ["timeout not an integer", { timeout: 1.5 }, "timeout", /integer/],
       ["timeout beyond 32 bits", { timeout: 2147483648 }, "timeout", /integer between/],
       ["delay not a number", { delay: "soon" }, "delay", /integer/],

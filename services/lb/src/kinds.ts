@@ -1,20 +1,13 @@
-// The three kinds of the API's load balancing: what a client may send, how it is stored
-// and how it reads back. Rules: lbMethod only ROUND_ROBIN, protocol and health monitor type
-// only TCP, monitor timings non-negative 32-bit integers; a pool's load balancer and health
-// monitor must exist; a load balancer takes its pools with it, and the pools a deleted health
-// monitor watched forget it.
-import { int, type Queryable, Resource, uuid } from "@vnm/kit";
-import { z } from "zod";
-
-/** A string field with one supported value; anything else is a 400 naming that value. */
-const only = (value: string) => z.literal(value, { error: `must be ${value}, the only supported value` });
-
-const seconds = () => int(0, 2 ** 31 - 1).optional();
+// The three kinds of the API's load balancing: how each is stored and how it reads back. Their
+// fields' rules are lb.proto's (lbMethod only ROUND_ROBIN, protocol and health monitor type only
+// TCP, monitor timings non-negative 32-bit integers, ids UUIDs). Here: a pool's load balancer and
+// health monitor must exist; a load balancer takes its pools with it, and the pools a deleted
+// health monitor watched forget it.
+import { type Queryable, Resource } from "@vnm/kit";
 
 export const loadBalancers = new Resource({
   proto: "vnm.lb.v1.LoadBalancer",
   table: "load_balancers",
-  input: z.object({ id: uuid().optional(), adminStateUp: z.boolean().optional() }),
   // routerId is read-only: set from the router side, which this interface does not serve.
   defaults: { adminStateUp: true },
   // Its pools go with it, each announced.
@@ -43,21 +36,20 @@ interface PoolRow {
   status: string;
 }
 
+/** A pool's body once it passed its rules (lb.proto): what the references check reads. */
+interface PoolBody {
+  loadBalancerId: string;
+  healthMonitorId?: string;
+}
+
 export const pools = new Resource({
   proto: "vnm.lb.v1.Pool",
   table: "pools",
-  input: z.object({
-    id: uuid().optional(),
-    loadBalancerId: uuid(),
-    lbMethod: only("ROUND_ROBIN"),
-    protocol: only("TCP").optional(),
-    adminStateUp: z.boolean().optional(),
-    healthMonitorId: uuid().optional(),
-  }),
   // status is the service's: ACTIVE at creation (the column default), kept by PUT.
   defaults: { protocol: "TCP", adminStateUp: true },
   // Its load balancer and health monitor must exist (404 naming them), and stay until commit.
-  async references(q, b) {
+  async references(q, body) {
+    const b = body as PoolBody;
     await loadBalancers.find(q, b.loadBalancerId, "key share");
     if (b.healthMonitorId !== undefined) await healthMonitors.find(q, b.healthMonitorId, "key share");
   },
@@ -66,14 +58,6 @@ export const pools = new Resource({
 export const healthMonitors = new Resource({
   proto: "vnm.lb.v1.HealthMonitor",
   table: "health_monitors",
-  input: z.object({
-    id: uuid().optional(),
-    type: only("TCP"),
-    adminStateUp: z.boolean().optional(),
-    delay: seconds(),
-    maxRetries: seconds(),
-    timeout: seconds(),
-  }),
   defaults: { adminStateUp: true, delay: 0, maxRetries: 0, timeout: 0 },
   // The pools it watched stay, without a monitor; each is announced as updated.
   async cascade(q, hm, emit) {

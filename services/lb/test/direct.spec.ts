@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 
 let svc: DirectService;
 let TENANT_ADMIN = "";
+const MISSING = "5e0c0a00-0000-4000-8000-0000000000ff";
 const call = (service: string, rpc: string, req: unknown, token?: string) => svc.call(`vnm.lb.v1.${service}`, rpc, req, token);
 const violations = (r: Awaited<ReturnType<typeof call>>) => svc.violations(r);
 
@@ -22,9 +23,9 @@ it("refuses bad pool fields with INVALID_ARGUMENT, naming each field and the all
   const r = await call("PoolService", "CreatePool", { pool: { loadBalancerId: "nope", lbMethod: "RANDOM", protocol: "UDP" } });
   expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
   expect(violations(r)).toEqual([
-    { property: "loadBalancerId", message: "must be a UUID" },
-    { property: "lbMethod", message: "must be ROUND_ROBIN, the only supported value" },
-    { property: "protocol", message: "must be TCP, the only supported value" },
+    { property: "loadBalancerId", message: "must be a valid UUID" },
+    { property: "lbMethod", message: "must be in list [ROUND_ROBIN]" },
+    { property: "protocol", message: "must be in list [TCP]" },
   ]);
 });
 
@@ -32,6 +33,43 @@ it("refuses a monitor of another type or with negative timings", async () => {
   const r = await call("HealthMonitorService", "CreateHealthMonitor", { healthMonitor: { type: "HTTP", delay: -1 } });
   expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
   expect(violations(r).map((v) => v.property)).toEqual(["type", "delay"]);
+});
+
+// Each rule lb.proto states, as a peer that skipped the gateway meets it.
+it("states each field's rule in its refusal: ids, the required fields, the timings' range", async () => {
+  const range = "must be greater than or equal to 0 and less than or equal to 2147483647";
+  const cases: [string, string, Record<string, unknown>, { property: string; message: string }[]][] = [
+    ["LoadBalancerService", "CreateLoadBalancer", { loadBalancer: { id: "lb-1" } }, [{ property: "id", message: "must be a valid UUID" }]],
+    ["PoolService", "CreatePool", { pool: { id: "p-1", loadBalancerId: MISSING, lbMethod: "ROUND_ROBIN", healthMonitorId: "hm-1" } }, [
+      { property: "id", message: "must be a valid UUID" },
+      { property: "healthMonitorId", message: "must be a valid UUID" },
+    ]],
+    ["PoolService", "CreatePool", { pool: {} }, [
+      { property: "loadBalancerId", message: "value is required" },
+      { property: "lbMethod", message: "value is required" },
+    ]],
+    ["HealthMonitorService", "CreateHealthMonitor", { healthMonitor: { maxRetries: -2, timeout: -1 } }, [
+      { property: "type", message: "value is required" },
+      { property: "maxRetries", message: range },
+      { property: "timeout", message: range },
+    ]],
+  ];
+  for (const [service, rpc, req, expected] of cases) {
+    const r = await call(service, rpc, req);
+    expect(r.err?.code, rpc).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(violations(r), rpc).toEqual(expected);
+  }
+  expect((await call("HealthMonitorService", "ListHealthMonitors", {})).res.items ?? []).toEqual([]);
+});
+
+it("keeps ids in lower case, whatever case a peer sends them in", async () => {
+  const id = "5E0C0A00-0000-4000-8000-0000000000AB";
+  const lb = await call("LoadBalancerService", "CreateLoadBalancer", { loadBalancer: { id } });
+  expect(lb.err).toBeNull();
+  expect(lb.res["id"]).toBe(id.toLowerCase());
+  const p = await call("PoolService", "CreatePool", { pool: { loadBalancerId: id, lbMethod: "ROUND_ROBIN" } });
+  expect(p.err).toBeNull();
+  expect(p.res["loadBalancerId"]).toBe(id.toLowerCase());
 });
 
 it("keeps status its own and checks references; a path id that is not a UUID is NOT_FOUND", async () => {
