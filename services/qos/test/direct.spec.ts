@@ -18,7 +18,35 @@ afterAll(async () => {
 it("refuses an empty name, naming the field", async () => {
   const r = await call("CreateQosPolicy", { qosPolicy: { name: "" } });
   expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
-  expect(svc.violations(r)).toEqual([{ property: "name", message: "must be between 1 and 255 characters long" }]);
+  expect(svc.violations(r)).toEqual([{ property: "name", message: "must be at least 1 characters" }]);
+});
+
+// Each rule qos.proto states, as a peer that skipped the gateway meets it.
+it("states each field's rule in its refusal, and stores nothing refused", async () => {
+  const cases: [Record<string, unknown>, { property: string; message: string }[]][] = [
+    [{}, [{ property: "name", message: "value is required" }]],
+    [{ name: "x".repeat(256) }, [{ property: "name", message: "must be at most 255 characters" }]],
+    [{ id: "p-1", name: "ok", description: "d".repeat(1025), tenantId: "a\u0000b" }, [
+      { property: "id", message: "must be a valid UUID" },
+      { property: "description", message: "must be at most 1024 characters" },
+      { property: "tenantId", message: "must be valid Unicode text without NUL characters" },
+    ]],
+    [{ name: "a\u0000b", tenantId: "t".repeat(256) }, [
+      { property: "name", message: "must be valid Unicode text without NUL characters" },
+      { property: "tenantId", message: "must be at most 255 characters" },
+    ]],
+  ];
+  for (const [qosPolicy, expected] of cases) {
+    const r = await call("CreateQosPolicy", { qosPolicy });
+    expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(svc.violations(r)).toEqual(expected);
+  }
+  expect((await call("ListQosPolicies", {})).res.items ?? []).toEqual([]);
+  // The bounds themselves are allowed (characters, not UTF-16 units: 255 emoji are 510 units).
+  const ok = await call("CreateQosPolicy", { qosPolicy: { name: "😀".repeat(255), description: "d".repeat(1024) } });
+  expect(ok.err).toBeNull();
+  expect(ok.res.name).toBe("😀".repeat(255));
+  expect((await call("DeleteQosPolicy", { id: ok.res.id })).err).toBeNull();
 });
 
 it("keeps a tenant to its own policies: another's is NOT_FOUND, a list holds its own only", async () => {
