@@ -1,12 +1,23 @@
-// Trace Request (v1): what a client may send, how it is stored and how it reads back. The
-// condition is the client's JSON object, passed on by the gateway as text and returned as is;
-// `limit` and `creationTimestampMs` are 64-bit and travel as decimal strings end to end.
-import { Resource, type ServiceContext, text, uuid } from "@vnm/kit";
-import { z } from "zod";
+// Trace Request (v1): how it is stored and how it reads back. Its fields' rules are
+// tracing.proto's; the condition is the client's JSON object, passed on by the gateway as text
+// and returned as is; `limit` and `creationTimestampMs` are 64-bit and travel as decimal strings
+// end to end. What no rule in the proto states is checked here, by name: that the condition is a
+// JSON object, and that a BRIDGE trace's bridge exists.
+import { ApiError, Resource, type ServiceContext } from "@vnm/kit";
 import { requireBridge } from "./bridges.ts";
 
-const DEVICE_TYPES = ["BRIDGE", "PORT", "ROUTER"] as const;
 const MAX_LIMIT = "9223372036854775807";
+
+/** A trace's body once it passed its rules (tracing.proto); 64-bit values as decimal strings. */
+interface TraceBody {
+  name: string;
+  deviceType: "BRIDGE" | "PORT" | "ROUTER";
+  deviceId: string;
+  condition: string;
+  enabled?: boolean;
+  creationTimestampMs?: string;
+  limit?: string;
+}
 
 interface TraceRow {
   id: string;
@@ -28,34 +39,31 @@ function isJsonObject(text: string): boolean {
   }
 }
 
-const input = z.object({
-  id: uuid().optional(),
-  name: text(255).refine((s) => s.length > 0, "must not be empty"),
-  deviceType: z.enum(DEVICE_TYPES, { error: `must be one of ${DEVICE_TYPES.join(", ")}` }),
-  deviceId: uuid(),
-  // The gateway passes a checked object on; a caller reaching the service directly is checked too.
-  condition: z.string().refine(isJsonObject, "must be a JSON object"),
-  enabled: z.boolean().optional(),
-  // 64-bit integers as decimal strings: the gateway has checked the signed 64-bit range.
-  creationTimestampMs: z.string().optional(),
-  limit: z.string().optional(),
-});
+/**
+ * The condition is the text of a JSON object (no rule parses JSON). The gateway passes a checked
+ * object on; a caller reaching the service directly is checked here.
+ */
+function conditionIsJsonObject(t: TraceBody): void {
+  if (!isJsonObject(t.condition)) throw ApiError.invalid([{ property: "condition", message: "must be a JSON object" }]);
+}
 
 export function traceRequests(svc: Pick<ServiceContext, "call">) {
   return new Resource({
     proto: "vnm.tracing.v1.TraceRequest",
     table: "trace_requests",
-    input,
     // PUT replaces: an absent timestamp is the time of this write, an absent limit the default.
-    columns: (t) => ({
-      name: t.name,
-      device_type: t.deviceType,
-      device_id: t.deviceId,
-      condition: t.condition,
-      enabled: t.enabled ?? false,
-      creation_timestamp_ms: t.creationTimestampMs ?? String(Date.now()),
-      trace_limit: t.limit ?? MAX_LIMIT,
-    }),
+    columns: (body) => {
+      const t = body as TraceBody;
+      return {
+        name: t.name,
+        device_type: t.deviceType,
+        device_id: t.deviceId,
+        condition: t.condition,
+        enabled: t.enabled ?? false,
+        creation_timestamp_ms: t.creationTimestampMs ?? String(Date.now()),
+        trace_limit: t.limit ?? MAX_LIMIT,
+      };
+    },
     render: (r: TraceRow) => ({
       id: r.id,
       name: r.name,
@@ -66,8 +74,11 @@ export function traceRequests(svc: Pick<ServiceContext, "call">) {
       creationTimestampMs: r.creation_timestamp_ms,
       limit: r.trace_limit,
     }),
-    // A BRIDGE must exist (the bridge service says); PORT and ROUTER ids are syntax-checked only.
-    validate: async (q, t) => {
+    // The condition must be a JSON object; a BRIDGE must exist (the bridge service says), PORT
+    // and ROUTER ids are syntax-checked only (their rules).
+    validate: async (q, body) => {
+      const t = body as TraceBody;
+      conditionIsJsonObject(t);
       if (t.deviceType === "BRIDGE") await requireBridge(svc, q, t.deviceId);
     },
   });

@@ -18,16 +18,56 @@ afterAll(async () => {
   await svc.stop();
 });
 
-it("refuses a condition that is not a JSON object, and bad device fields, naming each", async () => {
-  const r = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "HOST", deviceId: "x", condition: "[1]" } });
+it("refuses bad device fields, naming each", async () => {
+  const r = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "HOST", deviceId: "x", condition: "{}" } });
   expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
-  expect(svc.violations(r).map((v) => v.property)).toEqual(["deviceType", "deviceId", "condition"]);
+  expect(svc.violations(r)).toEqual([
+    { property: "deviceType", message: "must be in list [BRIDGE, PORT, ROUTER]" },
+    { property: "deviceId", message: "must be a valid UUID" },
+  ]);
 });
 
-it("keeps 64-bit values exact and defaults them", async () => {
-  const r = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "PORT", deviceId: PORT, condition: "{}", limit: "9007199254740993" } });
+it("refuses a condition that is not the text of a JSON object, and stores nothing", async () => {
+  for (const condition of ["[1]", "dlType=2048", "null", "7", '"{}"', ""]) {
+    const r = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "PORT", deviceId: PORT, condition } });
+    expect(r.err?.code, condition).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(svc.violations(r), condition).toEqual([{ property: "condition", message: "must be a JSON object" }]);
+  }
+  expect((await call("ListTraceRequests", {})).res.items ?? []).toEqual([]);
+});
+
+// Each rule tracing.proto states, as a peer that skipped the gateway meets it.
+it("states each field's rule in its refusal", async () => {
+  const cases: [Record<string, unknown>, { property: string; message: string }[]][] = [
+    [{}, ["name", "deviceType", "deviceId", "condition"].map((property) => ({ property, message: "value is required" }))],
+    [{ id: "t-1", name: "", deviceType: "PORT", deviceId: PORT, condition: "{}" }, [
+      { property: "id", message: "must be a valid UUID" },
+      { property: "name", message: "must be at least 1 characters" },
+    ]],
+    [{ name: "x".repeat(256), deviceType: "port", deviceId: PORT, condition: "{}" }, [
+      { property: "name", message: "must be at most 255 characters" },
+      { property: "deviceType", message: "must be in list [BRIDGE, PORT, ROUTER]" },
+    ]],
+    [{ name: "a\u0000b", deviceType: "PORT", deviceId: PORT, condition: "{}" }, [{ property: "name", message: "must be valid Unicode text without NUL characters" }]],
+  ];
+  for (const [traceRequest, expected] of cases) {
+    const r = await call("CreateTraceRequest", { traceRequest });
+    expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(svc.violations(r)).toEqual(expected);
+  }
+  expect((await call("ListTraceRequests", {})).res.items ?? []).toEqual([]);
+});
+
+it("keeps 64-bit values exact and defaults them; the condition as written; a device id in lower case", async () => {
+  const condition = '{"nwSrc":"10.0.0.1","big":12345678901234567890}';
+  const r = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "PORT", deviceId: PORT.toUpperCase(), condition, limit: "9007199254740993" } });
   expect(r.err).toBeNull();
   expect(r.res.limit).toBe("9007199254740993");
+  expect(r.res.condition).toBe(condition);
+  expect(r.res.deviceId).toBe(PORT);
+  const max = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "ROUTER", deviceId: PORT, condition: "{}", limit: "9223372036854775807", creationTimestampMs: "9223372036854775806" } });
+  expect(max.err).toBeNull();
+  expect(max.res).toMatchObject({ limit: "9223372036854775807", creationTimestampMs: "9223372036854775806" });
   const d = await call("CreateTraceRequest", { traceRequest: { name: "t", deviceType: "PORT", deviceId: PORT, condition: "{}" } });
   expect(d.res.limit).toBe("9223372036854775807");
 });
