@@ -10,14 +10,17 @@ export const service: ServiceSpec = {
   domain: "compat",
   migrations,
   resources: [pools, members, vips, healthMonitors, securityGroupRules],
-  services: ({ store }) =>
-    mergeHandlers({
+  services: ({ store, resources }) => {
+    const { rules } = resources;
+    if (!rules) throw new Error("compat: its resources were made without the fields' rules");
+    return mergeHandlers({
       [pools.info.service]: {
-        AssociateHealthMonitor: (req: Record<string, unknown>, ctx: CallContext) => store.tx(ctx, (q, emit) => associate(q, emit, req)),
+        AssociateHealthMonitor: (req: Record<string, unknown>, ctx: CallContext) => store.tx(ctx, (q, emit) => associate(q, emit, rules, req)),
         DissociateHealthMonitor: async (req: Record<string, unknown>, ctx: CallContext) => {
           await store.tx(ctx, (q, emit) => dissociate(q, emit, req));
           return {};
         },
       },
-    }),
+    });
+  },
 };
