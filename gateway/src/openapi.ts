@@ -441,6 +441,21 @@ function rootOperation(catalog: Catalog, which?: RootDocumentInfo): Schema {
   };
 }
 
+/** POST /logout (this token) and POST /logout/all (every token of the user). */
+function logoutPaths(): Record<string, Schema> {
+  const logout = (operationId: string, summary: string, description: string) => ({
+    post: { operationId, summary, description, tags: ["api"], responses: { "204": { description: "Done" }, ...errors("401", "503") } },
+  });
+  return {
+    "/logout": logout(
+      "logout",
+      "Log out",
+      "Ends the token the request carries on every gateway within a second, and the /events streams open with it. The user's other tokens (another tab, the CLI) go on: `POST /logout/all` ends them all.",
+    ),
+    "/logout/all": logout("logoutEverywhere", "Log out everywhere", "Ends every token of the caller's user issued so far on every gateway within a second, and their open /events streams."),
+  };
+}
+
 /** The gateway's own paths: root documents, login, logout, the change feed, the probes. */
 function gatewayPaths(catalog: Catalog): Record<string, Schema> {
   const token = { key: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJl", expires: "2027-01-01T12:00:00.000Z" };
@@ -468,25 +483,7 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
       },
     },
   };
-  paths["/logout"] = {
-    post: {
-      operationId: "logout",
-      summary: "Log out",
-      description:
-        "Ends the token the request carries on every gateway within a second, and the /events streams open with it. The user's other tokens (another tab, the CLI) go on: `POST /logout/all` ends them all.",
-      tags: ["api"],
-      responses: { "204": { description: "Done" }, ...errors("401", "503") },
-    },
-  };
-  paths["/logout/all"] = {
-    post: {
-      operationId: "logoutEverywhere",
-      summary: "Log out everywhere",
-      description: "Ends every token of the caller's user issued so far on every gateway within a second, and their open /events streams.",
-      tags: ["api"],
-      responses: { "204": { description: "Done" }, ...errors("401", "503") },
-    },
-  };
+  Object.assign(paths, logoutPaths());
   paths["/events"] = {
     get: {
       operationId: "events",
