@@ -3,9 +3,9 @@
 // under any Node (npm's `prepare` runs it at install; `npm test` runs it before the tests).
 //
 // The CLI's catalog (src/catalog.ts) is taken from the kit's catalog here, once: src/snapshot.ts,
-// bundled with the kit's catalog and proto loader (not its database, bus and telemetry modules,
-// nor the gRPC packages the loader imports for channels), prints it as JSON, and the bin
-// carries that JSON instead of the kit, protobufjs and the proto files.
+// bundled with the kit's catalog (not its database, bus and telemetry modules, nor the gRPC
+// packages), prints it as JSON from the contract's descriptor set (proto/contract.binpb), and the
+// bin carries that JSON instead of the kit and the descriptor set.
 import { execFileSync } from "node:child_process";
 import { chmodSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -40,7 +40,7 @@ const common = {
 };
 
 rmSync(dist, { recursive: true, force: true });
-// Run from within the checkout, where the kit's loader finds protobufjs's descriptor.proto.
+// Run from within the checkout, on its proto directory.
 const reader = join(dist, "snapshot.mjs");
 await build({
   ...common,

@@ -1,7 +1,7 @@
-import protobuf from "protobufjs";
-import { loadReflection } from "@vnm/kit";
+import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildCatalog, parseTemplate } from "@vnm/kit";
+import { buildCatalog, loadDescriptors, parseTemplate } from "@vnm/kit";
+import { protoDirWith } from "@vnm/kit/testing";
 import { Router } from "../src/router.ts";
 
 describe("catalog from the proto files", () => {
@@ -72,20 +72,20 @@ describe("catalog from the proto files", () => {
 
 describe("additional_bindings", () => {
   const build = (bindings: string) => {
-    const root = loadReflection();
-    protobuf.parse(
-      `syntax = "proto3"; package vnm.demo.v1;
+    const dir = protoDirWith({
+      "vnm/demo/v1/demo.proto": `syntax = "proto3"; package vnm.demo.v1;
        import "google/api/annotations.proto"; import "vnm/api/options.proto";
        message Thing { option (vnm.api.resource) = { media_type: "Thing-v1" }; optional string id = 1; }
        message Req { string id = 1; }
        service Things {
          rpc Get(Req) returns (Thing) { option (google.api.http) = { get: "/things/{id}" ${bindings} }; }
        }`,
-      root,
-      { keepCase: true },
-    );
-    root.resolveAll();
-    return buildCatalog(root).routes.filter((r) => r.service === "vnm.demo.v1.Things").map((r) => r.template);
+    });
+    try {
+      return buildCatalog(loadDescriptors(dir)).routes.filter((r) => r.service === "vnm.demo.v1.Things").map((r) => r.template);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   };
   it("takes one entry (an object) or several (an array)", () => {
     expect(build(`additional_bindings { get: "/thingz/{id}" }`)).toEqual(["/things/{id}", "/thingz/{id}"]);

@@ -1,16 +1,19 @@
 // What the catalog derives from proto declarations alone: each kind's own RPCs, its parent and
 // its tenant rule, the paths links lead to that nothing serves, and the lists a change affects.
-import protobuf from "protobufjs";
+import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { buildCatalog, domainOf, peersOf } from "./catalog.ts";
-import { loadReflection } from "./proto.ts";
+import { loadDescriptors } from "./descriptors.ts";
+import { protoDirWith } from "./testing.ts";
 
-/** A catalog of one extra proto file, parsed beside the real options. */
+/** A catalog of the repository's proto files and one more, built by buf as `npm run proto` does. */
 function catalogOf(source: string) {
-  const root = loadReflection();
-  protobuf.parse(source, root, { keepCase: true, alternateCommentMode: true });
-  root.resolveAll();
-  return buildCatalog(root);
+  const dir = protoDirWith({ "vnm/zoo/v1/zoo.proto": source });
+  try {
+    return buildCatalog(loadDescriptors(dir));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const ZOO = `
@@ -18,6 +21,7 @@ syntax = "proto3";
 package vnm.zoo.v1;
 import "google/api/annotations.proto";
 import "google/protobuf/empty.proto";
+import "vnm/api/options.proto";
 message Pen {
   option (vnm.api.resource) = { media_type: "Pen-v1" tenant_field: "tenantId" };
   optional string id = 1;
@@ -85,6 +89,7 @@ describe("descriptions", () => {
 syntax = "proto3";
 package vnm.shop.v1;
 import "google/api/annotations.proto";
+import "vnm/api/options.proto";
 // A basket.
 message Basket {
   option (vnm.api.resource) = { media_type: "Basket-v1" };
@@ -124,6 +129,7 @@ describe("the parts that call a method as themselves (vnm.api.callers)", () => {
 syntax = "proto3";
 package vnm.kennel.v1;
 import "google/protobuf/empty.proto";
+import "vnm/api/options.proto";
 service KennelService {
   rpc Feed(google.protobuf.Empty) returns (google.protobuf.Empty) {
 ${names.map((n) => `    option (vnm.api.callers) = "${n}";`).join("\n")}

@@ -1,11 +1,11 @@
 // What the proto files declare, read once at start-up: resources, their fields and
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
-import protobuf from "protobufjs";
-import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
-import { loadReflection, PROTO_DIR } from "./proto.ts";
-import type { FileRegistry } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type DescMethod, type FileRegistry, ScalarType } from "@bufbuild/protobuf";
 import { fieldRulesJson, loadDescriptors } from "./descriptors.ts";
+import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
+import { PROTO_DIR } from "./proto.ts";
+import { Declarations } from "./reflect.ts";
 
 export type Behavior = "REQUIRED" | "OUTPUT_ONLY" | "IMMUTABLE" | "INPUT_ONLY";
 
@@ -203,111 +203,123 @@ export interface Catalog {
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 
-function behaviorsOf(field: protobuf.Field): Set<Behavior> {
-  const out = new Set<Behavior>();
-  const add = (v: unknown) => {
-    if (v === "REQUIRED" || v === "OUTPUT_ONLY" || v === "IMMUTABLE" || v === "INPUT_ONLY") out.add(v);
-  };
-  for (const opt of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
-    const v = (opt as Record<string, unknown>)["(google.api.field_behavior)"];
-    if (Array.isArray(v)) v.forEach(add);
-    else add(v);
-  }
-  add(field.options?.["(google.api.field_behavior)"]);
-  return out;
-}
+/** A scalar's name as the proto spells it ("int64"). */
+const SCALAR_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(ScalarType)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => [v, k.toLowerCase()]),
+);
 
-/** The values of a repeated string option, given once or several times. */
-function stringsOf(obj: protobuf.ReflectionObject, option: string): string[] | undefined {
-  const out: string[] = [];
-  for (const opt of (obj.parsedOptions ?? []) as Record<string, unknown>[]) {
-    const v = opt[option];
-    if (Array.isArray(v)) out.push(...v.map(String));
-    else if (typeof v === "string") out.push(v);
-  }
-  return out.length > 0 ? out : undefined;
-}
-
-/** A proto comment as written, or undefined. */
-const commentOf = (obj: protobuf.ReflectionObject): string | undefined => obj.comment?.trim() || undefined;
+const BEHAVIORS = new Set<string>(["REQUIRED", "OUTPUT_ONLY", "IMMUTABLE", "INPUT_ONLY"]);
 
 /** The domain of a vnm.<domain>.v1 package member; undefined outside vnm. */
 export function domainOf(fullName: string): string | undefined {
   return /^\.?vnm\.([a-z0-9_]+)\.v\d+\./.exec(fullName)?.[1];
 }
 
-function resourceOf(type: protobuf.Type): ResourceInfo | undefined {
-  const opts = type.options ?? {};
-  const mediaType = opts["(vnm.api.resource).media_type"] as string | undefined;
-  if (!mediaType) return undefined;
-  const domain = domainOf(type.fullName);
-  if (!domain) throw new Error(`resource ${type.fullName} is not in a vnm.<domain>.v<N> package`);
-  return {
-    kind: `${domain}.${type.name}`,
-    domain,
-    name: type.name,
-    displayName: (opts["(vnm.api.resource).display_name"] as string | undefined) ?? type.name,
-    mediaType,
-    collectionMediaType: (opts["(vnm.api.resource).collection_media_type"] as string | undefined) ?? `collection.${mediaType}`,
-    rootCollection: opts["(vnm.api.resource).root_collection"] as string | undefined,
-    rootTemplate: opts["(vnm.api.resource).root_template"] as string | undefined,
-    rootPath: opts["(vnm.api.resource).root_path"] as string | undefined,
-    tenantField: (opts["(vnm.api.resource).tenant_field"] as string | undefined) || undefined,
-    adminOnly: opts["(vnm.api.resource).admin_only"] === true,
-    rootDocument: (opts["(vnm.api.resource).root_document"] as string | undefined) || undefined,
-  };
+/** vnm.api.Resource as protobuf-es reads it (field names in lowerCamelCase). */
+interface ResourceOption {
+  mediaType: string;
+  collectionMediaType: string;
+  rootCollection: string;
+  rootTemplate: string;
+  rootPath: string;
+  displayName: string;
+  tenantField: string;
+  adminOnly: boolean;
+  rootDocument: string;
+}
+
+/** google.api.HttpRule as protobuf-es reads it. */
+interface HttpRule {
+  pattern: { case: string | undefined; value?: unknown };
+  body: string;
+  additionalBindings: HttpRule[];
 }
 
 /** Reads field and message declarations into MessageInfo, once per message. */
 class Messages {
   readonly all = new Map<string, MessageInfo>();
-  private readonly descriptors: FileRegistry | undefined;
+  readonly decl: Declarations;
+  private readonly behaviorNames: Map<number, string>;
 
-  /** `descriptors`: built from the same proto files; a catalog read from other sources (tests) may have none. */
-  constructor(descriptors?: FileRegistry) {
-    this.descriptors = descriptors;
+  constructor(decl: Declarations) {
+    this.decl = decl;
+    this.behaviorNames = new Map(decl.registry.getEnum("google.api.FieldBehavior")?.values.map((v) => [v.number, v.name]) ?? []);
   }
 
-  get(type: protobuf.Type): MessageInfo {
-    const known = this.all.get(type.fullName);
+  get(type: DescMessage): MessageInfo {
+    const known = this.all.get(type.typeName);
     if (known) return known;
     const info: MessageInfo = {
-      fullName: type.fullName.replace(/^\./, ""),
+      fullName: type.typeName,
       name: type.name,
       fields: [],
       byName: new Map(),
-      resource: resourceOf(type),
+      resource: this.resourceOf(type),
       hasInt64: false,
-      comment: commentOf(type),
+      comment: this.decl.comment(type),
     };
-    this.all.set(type.fullName, info);
-    for (const f of type.fieldsArray) {
+    this.all.set(type.typeName, info);
+    for (const f of type.fields) {
       const fi = this.field(type, f);
-      if (INT64.has(f.type) || fi.jsonObject || fi.jsonValue || fi.message?.hasInt64) info.hasInt64 = true;
+      if (INT64.has(fi.type) || fi.jsonObject || fi.jsonValue || fi.message?.hasInt64) info.hasInt64 = true;
       info.fields.push(fi);
       info.byName.set(fi.name, fi);
     }
     return info;
   }
 
-  private field(type: protobuf.Type, f: protobuf.Field): FieldInfo {
-    f.resolve();
-    if (f.map) throw new Error(`map fields are not supported by the gateway: ${type.fullName}.${f.name}`);
+  private resourceOf(type: DescMessage): ResourceInfo | undefined {
+    const r = this.decl.option<ResourceOption>(type, "vnm.api.resource");
+    if (!r?.mediaType) return undefined;
+    const domain = domainOf(type.typeName);
+    if (!domain) throw new Error(`resource ${type.typeName} is not in a vnm.<domain>.v<N> package`);
+    return {
+      kind: `${domain}.${type.name}`,
+      domain,
+      name: type.name,
+      displayName: r.displayName || type.name,
+      mediaType: r.mediaType,
+      collectionMediaType: r.collectionMediaType || `collection.${r.mediaType}`,
+      rootCollection: r.rootCollection || undefined,
+      rootTemplate: r.rootTemplate || undefined,
+      rootPath: r.rootPath || undefined,
+      tenantField: r.tenantField || undefined,
+      adminOnly: r.adminOnly,
+      rootDocument: r.rootDocument || undefined,
+    };
+  }
+
+  private behaviorsOf(f: DescField): Set<Behavior> {
+    const names = (this.decl.option<number[]>(f, "google.api.field_behavior") ?? []).map((n) => this.behaviorNames.get(n) ?? "");
+    return new Set(names.filter((n): n is Behavior => BEHAVIORS.has(n)));
+  }
+
+  private field(type: DescMessage, f: DescField): FieldInfo {
+    const where = `${type.typeName}.${f.name}`;
+    if (f.fieldKind === "map") throw new Error(`map fields are not supported by the gateway: ${where}`);
+    const kind = f.fieldKind === "list" ? f.listKind : f.fieldKind;
+    const scalar = f.fieldKind === "list" ? f.scalar : f.fieldKind === "scalar" ? f.scalar : undefined;
+    const message = f.fieldKind === "list" ? f.message : f.fieldKind === "message" ? f.message : undefined;
+    const enumType = f.fieldKind === "list" ? f.enum : f.fieldKind === "enum" ? f.enum : undefined;
+    const opt = <T>(name: string) => this.decl.option<T>(f, name);
+    const values = opt<string[]>("vnm.api.values");
     const fi: FieldInfo = {
       name: f.name,
-      type: f.resolvedType instanceof protobuf.Type ? "message" : f.resolvedType instanceof protobuf.Enum ? "enum" : f.type,
-      repeated: f.repeated,
-      behaviors: behaviorsOf(f),
-      link: f.options?.["(vnm.api.link)"] as string | undefined,
-      internal: f.options?.["(vnm.api.internal)"] === true,
-      tenantFilter: f.options?.["(vnm.api.tenant_filter)"] === true,
-      jsonObject: f.options?.["(vnm.api.json_object)"] === true,
-      jsonValue: f.options?.["(vnm.api.json_value)"] === true,
-      uuid: f.options?.["(vnm.api.uuid)"] === true,
-      values: stringsOf(f, "(vnm.api.values)"),
-      comment: commentOf(f),
+      type: kind === "scalar" ? SCALAR_NAMES[scalar!]! : kind,
+      repeated: f.fieldKind === "list",
+      behaviors: this.behaviorsOf(f),
+      link: opt<string>("vnm.api.link") || undefined,
+      internal: opt<boolean>("vnm.api.internal") === true,
+      tenantFilter: opt<boolean>("vnm.api.tenant_filter") === true,
+      jsonObject: opt<boolean>("vnm.api.json_object") === true,
+      jsonValue: opt<boolean>("vnm.api.json_value") === true,
+      uuid: opt<boolean>("vnm.api.uuid") === true,
+      values: values && values.length > 0 ? values : undefined,
+      comment: this.decl.comment(f),
     };
-    const rules = this.descriptors && fieldRulesJson(this.descriptors, type.fullName.replace(/^\./, ""), f.name);
+    const rules = fieldRulesJson(this.decl.registry, type.typeName, f.name);
     if (rules) {
       fi.rules = rules;
       // A string's (or each item's) format and allowed values, as the gateway and the OpenAPI document use them.
@@ -315,11 +327,11 @@ class Messages {
       if (str?.uuid) fi.uuid = true;
       if (str?.in) fi.values = str.in;
     }
-    if (fi.uuid && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.uuid is for string fields`);
-    if (fi.values && f.type !== "string") throw new Error(`${type.fullName}.${f.name}: vnm.api.values is for string fields`);
-    if ((fi.jsonObject || fi.jsonValue) && (f.type !== "string" || f.repeated)) throw new Error(`${type.fullName}.${f.name}: a JSON field must be a single string field`);
-    if (f.resolvedType instanceof protobuf.Type) fi.message = this.get(f.resolvedType);
-    if (f.resolvedType instanceof protobuf.Enum) fi.enumValues = Object.keys(f.resolvedType.values);
+    if (fi.uuid && fi.type !== "string") throw new Error(`${where}: vnm.api.uuid is for string fields`);
+    if (fi.values && fi.type !== "string") throw new Error(`${where}: vnm.api.values is for string fields`);
+    if ((fi.jsonObject || fi.jsonValue) && (fi.type !== "string" || fi.repeated)) throw new Error(`${where}: a JSON field must be a single string field`);
+    if (message) fi.message = this.get(message);
+    if (enumType) fi.enumValues = enumType.values.map((v) => v.name);
     return fi;
   }
 }
@@ -327,30 +339,25 @@ class Messages {
 const METHODS = ["get", "post", "put", "delete"] as const;
 
 /** The bindings of a method: its google.api.http rule and the additional bindings. */
-function bindingsOf(m: protobuf.Method): Record<string, unknown>[] {
-  const rule = ((m.parsedOptions ?? []) as Record<string, unknown>[])
-    .map((o) => o["(google.api.http)"])
-    .find((v) => v !== undefined) as Record<string, unknown> | undefined;
-  if (!rule) return [];
-  // A single additional_bindings entry arrives as an object, several as an array.
-  const extra = rule["additional_bindings"];
-  return [rule, ...(Array.isArray(extra) ? extra : extra ? [extra] : [])] as Record<string, unknown>[];
+function bindingsOf(decl: Declarations, m: DescMethod): HttpRule[] {
+  const rule = decl.option<HttpRule>(m, "google.api.http");
+  return rule ? [rule, ...rule.additionalBindings] : [];
 }
 
 /** The routes of one RPC, one per binding. */
-function methodRoutes(messages: Messages, service: string, domain: string, m: protobuf.Method): Route[] {
-  m.resolve();
-  const bindings = bindingsOf(m);
+function methodRoutes(messages: Messages, service: string, domain: string, m: DescMethod): Route[] {
+  const bindings = bindingsOf(messages.decl, m);
   if (bindings.length === 0) return [];
-  const request = messages.get(m.resolvedRequestType!);
-  const response = messages.get(m.resolvedResponseType!);
+  const request = messages.get(m.input);
+  const response = messages.get(m.output);
   const where = `${service}/${m.name}`;
   const templates = bindings.map((b) => {
-    const method = METHODS.find((k) => typeof b[k] === "string");
+    const method = METHODS.find((k) => b.pattern.case === k);
     if (!method) throw new Error(`${where}: binding without get/post/put/delete`);
-    return { method, template: b[method] as string, body: b["body"] as string | undefined };
+    return { method, template: String(b.pattern.value), body: b.body || undefined };
   });
   const pathVariables = new Set(templates.flatMap((t) => linkFields(t.template)));
+  const comment = messages.decl.comment(m);
   return templates.map(({ method, template, body }) => {
     const bodyField = body ? request.byName.get(body) : undefined;
     if (body && bodyField?.type !== "message") throw new Error(`${where}: body "${body}" must name a message field`);
@@ -364,53 +371,51 @@ function methodRoutes(messages: Messages, service: string, domain: string, m: pr
         : [],
     );
     const verb = method.toUpperCase() as HttpMethod;
-    return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, comment: commentOf(m), shape: shapeOf(response) };
+    return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, comment, shape: shapeOf(response) };
   });
 }
 
+/** The files of vnm's own packages (vnm.<domain>.v1, vnm.api), in the registry's order. */
+const vnmFiles = (registry: FileRegistry) => [...registry.files].filter((f) => f.proto.package.startsWith("vnm."));
+
+/** Every message of a file, nested ones too. */
+function messagesOf(messages: readonly DescMessage[]): DescMessage[] {
+  return messages.flatMap((m) => [m, ...messagesOf(m.nestedMessages)]);
+}
+
 /** The root documents declared on messages (vnm.api.root_document). */
-function readRootDocuments(root: protobuf.NamespaceBase): RootDocumentInfo[] {
+function readRootDocuments(decl: Declarations): RootDocumentInfo[] {
   const out: RootDocumentInfo[] = [];
-  const visit = (ns: protobuf.NamespaceBase) => {
-    for (const obj of ns.nestedArray) {
-      if (obj instanceof protobuf.Type) {
-        const o = obj.options ?? {};
-        const name = o["(vnm.api.root_document).name"] as string | undefined;
-        if (name) out.push({ name, path: String(o["(vnm.api.root_document).path"]), mediaType: String(o["(vnm.api.root_document).media_type"]) });
-      }
-      if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) visit(obj);
+  for (const file of vnmFiles(decl.registry)) {
+    for (const m of messagesOf(file.messages)) {
+      const d = decl.option<{ name: string; path: string; mediaType: string }>(m, "vnm.api.root_document");
+      if (d?.name) out.push({ name: d.name, path: d.path, mediaType: d.mediaType });
     }
-  };
-  visit(root);
+  }
   return out;
 }
 
-/** Every vnm service of the root with its routes. */
-function readServices(root: protobuf.NamespaceBase, messages: Messages) {
+/** Every vnm service of the registry with its routes. */
+function readServices(messages: Messages) {
+  const { decl } = messages;
   const routes: Route[] = [];
   const services: Catalog["services"] = [];
   const publicMethods = new Set<string>();
   const callers = new Map<string, ReadonlySet<string>>();
-  const visit = (ns: protobuf.NamespaceBase) => {
-    for (const obj of ns.nestedArray) {
-      if (obj instanceof protobuf.Service) {
-        const name = obj.fullName.replace(/^\./, "");
-        if (!name.startsWith("vnm.")) continue; // e.g. grpc.health.v1.Health
-        const domain = domainOf(name);
-        if (!domain) throw new Error(`service ${name} is not in a vnm.<domain>.v<N> package`);
-        services.push({ name, domain, comment: commentOf(obj) });
-        for (const m of obj.methodsArray) {
-          if (m.options?.["(vnm.api.public)"] === true) publicMethods.add(`${name}/${m.name}`);
-          const named = stringsOf(m, "(vnm.api.callers)");
-          if (named) callers.set(`${name}/${m.name}`, new Set(named));
-          routes.push(...methodRoutes(messages, name, domain, m));
-        }
-      } else if (obj instanceof protobuf.Namespace || obj instanceof protobuf.Type) {
-        visit(obj);
+  for (const file of vnmFiles(decl.registry)) {
+    for (const svc of file.services) {
+      const name = svc.typeName;
+      const domain = domainOf(name);
+      if (!domain) throw new Error(`service ${name} is not in a vnm.<domain>.v<N> package`);
+      services.push({ name, domain, comment: decl.comment(svc) });
+      for (const m of svc.methods) {
+        if (decl.option<boolean>(m, "vnm.api.public") === true) publicMethods.add(`${name}/${m.name}`);
+        const named = decl.option<string[]>(m, "vnm.api.callers");
+        if (named && named.length > 0) callers.set(`${name}/${m.name}`, new Set(named));
+        routes.push(...methodRoutes(messages, name, domain, m));
       }
     }
-  };
-  visit(root);
+  }
   // Most literal segments first, so /x/literal wins over /x/{var}.
   const literals = (r: Route) => r.segments.filter((s) => "literal" in s).length;
   routes.sort((a, b) => literals(b) - literals(a));
@@ -527,11 +532,14 @@ function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<s
   };
 }
 
-export function buildCatalog(given?: protobuf.Root, descriptors?: FileRegistry): Catalog {
-  // The repository's proto files come with their descriptor set; a root read from elsewhere has what it is given.
-  const root = given ?? loadReflection();
-  const messages = new Messages(descriptors ?? (given ? undefined : loadDescriptors(PROTO_DIR)));
-  const { routes, services, publicMethods, callers } = readServices(root, messages);
+/**
+ * The catalog of a descriptor set (the repository's proto/contract.binpb when none is given): what
+ * every part derives its routes, kinds, tenancy and checks from.
+ */
+export function buildCatalog(registry: FileRegistry = loadDescriptors(PROTO_DIR)): Catalog {
+  const decl = new Declarations(registry);
+  const messages = new Messages(decl);
+  const { routes, services, publicMethods, callers } = readServices(messages);
   const resources = [...messages.all.values()].filter((m) => m.resource);
   const tree = resourceTree(routes);
   const kinds = readKinds(routes, tree);
@@ -541,7 +549,7 @@ export function buildCatalog(given?: protobuf.Root, descriptors?: FileRegistry):
     if (!k) throw new Error(`${fullName} is not a resource with an item GET route in the proto files`);
     return k;
   };
-  const rootDocuments = readRootDocuments(root);
+  const rootDocuments = readRootDocuments(decl);
   for (const m of resources) {
     const doc = m.resource!.rootDocument;
     if (doc && !rootDocuments.some((d) => d.name === doc)) throw new Error(`${m.fullName}: no root document named ${doc}`);
@@ -562,7 +570,7 @@ export function writableFields(m: MessageInfo, mode: "create" | "update"): Field
  * to what needs it (a process running several parts loads it once for all).
  */
 export function loadCatalog(dir = PROTO_DIR): Catalog {
-  return buildCatalog(loadReflection(dir), loadDescriptors(dir));
+  return buildCatalog(loadDescriptors(dir));
 }
 
 function shapeOf(response: MessageInfo): Route["shape"] {

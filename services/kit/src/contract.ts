@@ -1,10 +1,10 @@
-// The proto files as a running part uses them, loaded once by each part when it starts (once for
-// all in one process): the catalog, grpc-js's package, and the fields' rules, the last two from
-// the same files and the descriptor set buf built from them.
+// The contract as a running part uses it, loaded once by each part when it starts (once for all in
+// one process), all from the one descriptor set buf builds from the proto files
+// (proto/contract.binpb): the catalog, grpc-js's package, and the fields' rules.
 import type * as grpc from "@grpc/grpc-js";
 import { buildCatalog, type Catalog } from "./catalog.ts";
 import { loadDescriptors } from "./descriptors.ts";
-import { loadGrpc, loadReflection, PROTO_DIR } from "./proto.ts";
+import { loadGrpc, PROTO_DIR } from "./proto.ts";
 import { Rules } from "./rules.ts";
 
 export interface Contract {
@@ -17,5 +17,5 @@ export interface Contract {
 /** The contract in `dir`. */
 export function loadContract(dir = PROTO_DIR): Contract {
   const descriptors = loadDescriptors(dir);
-  return { catalog: buildCatalog(loadReflection(dir), descriptors), pkg: loadGrpc(dir), rules: new Rules(descriptors) };
+  return { catalog: buildCatalog(descriptors), pkg: loadGrpc(dir), rules: new Rules(descriptors) };
 }

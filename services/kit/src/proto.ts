@@ -1,64 +1,30 @@
-// The proto files under <repo>/proto are the contract between the gateway and the services.
-// Each part loads them once at start-up, from the directory its configuration names
-// (VNM_PROTO_DIR, the repository's proto/ by default): grpc-js gets a package definition, the
-// catalog a protobufjs Root for reflection over options (HTTP bindings, field behaviours, links).
-import { readdirSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join, relative, sep } from "node:path";
+// The contract between the gateway and the services is the proto files under <repo>/proto, built
+// by buf into one descriptor set (proto/contract.binpb, `npm run proto`). Each part loads that set
+// once at start-up, from the directory its configuration names (VNM_PROTO_DIR, the repository's
+// proto/ by default): grpc-js gets a package definition of it (contract.ts gives the rest).
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import protobuf from "protobufjs";
-
-const require = createRequire(import.meta.url);
+import { CONTRACT_FILE } from "./descriptors.ts";
 
 /** The repository's proto directory: where every part reads the contract unless told otherwise. */
 export const PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
 
 /** Options shared by every grpc-js peer: names as written, int64 as exact decimal strings. */
-const loaderOptions = (dir: string): protoLoader.Options => ({
+const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,
   longs: String,
   enums: String,
   defaults: false,
   oneofs: false,
-  includeDirs: [dir],
-});
+};
 
-/** Every .proto below proto/vnm, as paths relative to the proto directory. */
-export function vnmProtoFiles(dir = PROTO_DIR): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith(".proto")) out.push(relative(dir, p).split(sep).join("/"));
-    }
-  };
-  walk(join(dir, "vnm"));
-  return out;
-}
-
-/** The grpc-js package of the proto files in `dir` (`files`: every vnm one) and the health service. */
-export function loadGrpc(dir = PROTO_DIR, files: string[] = vnmProtoFiles(dir)): grpc.GrpcObject {
-  const def = protoLoader.loadSync([...files, "grpc/health/v1/health.proto"], loaderOptions(dir));
+/** The grpc-js package of the descriptor set in `dir`: every service of it, the health service included. */
+export function loadGrpc(dir = PROTO_DIR): grpc.GrpcObject {
+  const def = protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(join(dir, CONTRACT_FILE)), LOADER_OPTIONS);
   return grpc.loadPackageDefinition(def);
-}
-
-/** A protobufjs Root with every vnm proto resolved, for reading options. */
-export function loadReflection(dir = PROTO_DIR, files: string[] = vnmProtoFiles(dir)): protobuf.Root {
-  const root = new protobuf.Root();
-  const descriptorProto = require.resolve("protobufjs/google/protobuf/descriptor.proto");
-  root.resolvePath = (_origin, target) => {
-    if (target === "google/protobuf/descriptor.proto") return descriptorProto;
-    // Well-known types protobufjs carries itself (empty.proto, ...).
-    if (target.startsWith("google/protobuf/")) return target;
-    return target.startsWith("/") ? target : join(dir, target);
-  };
-  // `//` comments too, not only `/** */` blocks: they describe the API (GET /openapi.json).
-  root.loadSync(files, { keepCase: true, alternateCommentMode: true });
-  root.resolveAll();
-  return root;
 }
 
 /** Looks up a service's client constructor in a loaded grpc package by its full name. */

@@ -1,18 +1,19 @@
 // Test support shared by the packages' suites: the machine's Postgres/NATS/Redis addresses,
 // real processes of this repository, and a service reached directly over gRPC with signed
 // tokens. Not used by any running process.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createPrivateKey, randomBytes, randomUUID, sign as signBytes, type KeyObject } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { streamNames } from "./bus.ts";
 import { provisionRole, roleName, serviceDatabaseUrl } from "./db-roles.ts";
 import { type Identity, tokenClaims, USER_AUDIENCE } from "./auth.ts";
-import { clientConstructor, loadGrpc } from "./proto.ts";
+import { CONTRACT_FILE } from "./descriptors.ts";
+import { clientConstructor, loadGrpc, PROTO_DIR } from "./proto.ts";
 
 import { allocatorEnv, NODE_FLAGS, ROOT } from "./repo.ts";
 
@@ -24,6 +25,22 @@ export const DEPS = {
   natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
   redisUrl: process.env["REDIS_URL"] || "redis://127.0.0.1:6379",
 };
+
+/**
+ * A proto directory of the repository's files and `extra` ones (path -> source), with its
+ * descriptor set built by buf as `npm run proto` builds the repository's: for a test of a kind
+ * the repository does not have. The caller removes it.
+ */
+export function protoDirWith(extra: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "vnm-proto-"));
+  cpSync(PROTO_DIR, dir, { recursive: true });
+  for (const [path, source] of Object.entries(extra)) {
+    mkdirSync(join(dir, path, ".."), { recursive: true });
+    writeFileSync(join(dir, path), source);
+  }
+  writeFileSync(join(dir, CONTRACT_FILE), execFileSync(join(ROOT, "node_modules", ".bin", "buf"), ["build", dir, "-o", "-"], { maxBuffer: 64 << 20 }));
+  return dir;
+}
 
 export interface Proc {
   child: ChildProcess;

@@ -1,20 +1,16 @@
 // Tenancy across services: a kind whose tenant follows a parent owned by another service is
 // checked by asking that service over gRPC with the caller's token; never a 500, never skipped.
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadGrpc } from "../src/proto.ts";
-import { DEPS, type DirectService, directService, dropSchema, freePort, type Proc, startProcess, waitFor } from "../src/testing.ts";
+import { DEPS, type DirectService, directService, dropSchema, freePort, type Proc, protoDirWith, startProcess, waitFor } from "../src/testing.ts";
 import { createUpstream } from "../src/upstream.ts";
 
-// The contract of this test: the repository's protos and the zoo fixture, in a directory of its own.
-const REPO_PROTO = join(import.meta.dirname, "..", "..", "..", "proto");
-const protoDir = mkdtempSync(join(tmpdir(), "vnm-zoo-proto-"));
-cpSync(REPO_PROTO, protoDir, { recursive: true });
-cpSync(join(import.meta.dirname, "fixtures", "zoo.proto"), join(protoDir, "vnm", "zoo", "v1", "zoo.proto"));
+// The contract of this test: the repository's protos and the zoo fixture, built in a directory of its own.
+const protoDir = protoDirWith({ "vnm/zoo/v1/zoo.proto": readFileSync(join(import.meta.dirname, "fixtures", "zoo.proto"), "utf8") });
 
 let bridge: DirectService;
 let zoo: Proc;
