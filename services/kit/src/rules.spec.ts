@@ -45,6 +45,11 @@ describe("a body checked against its fields' rules", () => {
     });
   });
 
+  it("keeps the values inside nested messages and lists of them in their spelling too", () => {
+    const monitor = rules.check("vnm.compat.v1.CompatHealthMonitor", { tenant_id: "t", type: "PING", delay: 5, timeout: 5, max_retries: 3, pools: [{ pool_id: ID }, { pool_id: ID }] });
+    expect(monitor.pools).toEqual([{ pool_id: ID.toLowerCase() }, { pool_id: ID.toLowerCase() }]);
+  });
+
   it("refuses a value of the wrong type for its field, as a peer that skipped the gateway might send", () => {
     expect(() => rules.check(BRIDGE, { adminStateUp: "yes" })).toThrow(expect.objectContaining({ code: 3, message: expect.stringContaining("adminStateUp") }));
   });

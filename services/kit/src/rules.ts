@@ -21,7 +21,8 @@ const VNM_MAC = 51100;
 /** The rules of one message: the validator's, and the spelling each string field is kept in. */
 interface MessageRules {
   schema: DescMessage;
-  normal: Map<string, Normal>;
+  /** Each string field's spelling, and each message field's own (a pool reference in a list). */
+  normal: Map<string, Normal | DescMessage>;
 }
 
 export class Rules {
@@ -66,8 +67,13 @@ export class Rules {
     if (!m) {
       const schema = this.registry.getMessage(typeName);
       if (!schema) throw new Error(`${typeName} is not in ${CONTRACT_FILE}: run npm run proto`);
-      m = { schema, normal: new Map(schema.fields.flatMap((f) => normalOf(f).map((n) => [f.name, n] as const))) };
+      m = { schema, normal: new Map() };
       this.messages.set(typeName, m);
+      for (const f of schema.fields) {
+        const n = normalOf(f);
+        if (n) m.normal.set(f.name, n);
+        else if (f.message && this.spells(f.message.typeName)) m.normal.set(f.name, f.message);
+      }
     }
     return m;
   }
@@ -99,26 +105,38 @@ export class Rules {
       }
       throw ApiError.invalid([...seen.values()]);
     }
-    if (normal.size === 0) return value;
+    return this.spelled(typeName, value);
+  }
+
+  /** Whether a message or one inside it has a field kept in one spelling (a message seen again is not asked twice). */
+  private spells(typeName: string): boolean {
+    const m = this.message(typeName);
+    return m.normal.size > 0;
+  }
+
+  /** The message with each of its strings, and its messages' strings, in their one spelling. */
+  private spelled<T>(typeName: string, value: T): T {
+    const { normal } = this.message(typeName);
+    if (normal.size === 0 || typeof value !== "object" || value === null) return value;
     const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+    const one = (n: Normal | DescMessage, x: unknown) => (typeof n === "function" ? (typeof x === "string" ? n(x) : x) : this.spelled(n.typeName, x));
     for (const [name, n] of normal) {
       const v = out[name];
-      if (typeof v === "string") out[name] = n(v);
-      else if (Array.isArray(v)) out[name] = v.map((x) => (typeof x === "string" ? n(x) : x));
+      if (v !== undefined && v !== null) out[name] = Array.isArray(v) ? v.map((x) => one(n, x)) : one(n, v);
     }
     return out as T;
   }
 }
 
 /** The spelling a string field (or each item of a repeated one) is kept in, from its rules. */
-function normalOf(f: DescField): Normal[] {
+function normalOf(f: DescField): Normal | undefined {
   const top = fieldRules(f);
-  if (!top) return [];
+  if (!top) return undefined;
   const r = top.type.case === "repeated" ? top.type.value.items : top;
-  if (r?.type.case !== "string") return [];
+  if (r?.type.case !== "string") return undefined;
   const s = r.type.value;
-  if (s.wellKnown.case === "uuid" && s.wellKnown.value) return [lower];
-  if (s.wellKnown.case === "ipv6" && s.wellKnown.value) return [ipv6];
-  if (s.$unknown?.some((u) => u.no === VNM_MAC)) return [lower];
-  return [];
+  if (s.wellKnown.case === "uuid" && s.wellKnown.value) return lower;
+  if (s.wellKnown.case === "ipv6" && s.wellKnown.value) return ipv6;
+  if (s.$unknown?.some((u) => u.no === VNM_MAC)) return lower;
+  return undefined;
 }
