@@ -3,7 +3,7 @@
 // protovalidate over the descriptor set `buf` builds from the proto files (descriptors.ts). Every
 // service checks a body here, once, in the kit; what no constraint can state (one field against
 // another, against the database) stays in code beside its kind.
-import { create, type DescField, type DescMessage, type FileRegistry, fromJson } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type FileRegistry, fromJson, type Message } from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import { CONTRACT_FILE, fieldRules, loadDescriptors } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
@@ -85,8 +85,8 @@ export class Rules {
    * IPv6 addresses in RFC 5952 form).
    */
   check<T extends object>(typeName: string, value: T): T {
-    const { schema, normal } = this.message(typeName);
-    let msg: ReturnType<typeof create>;
+    const { schema } = this.message(typeName);
+    let msg: Message;
     try {
       msg = fromJson(schema, value as never, { registry: this.registry });
     } catch (err) {
