@@ -190,6 +190,47 @@ describe("L2 insertions", () => {
   });
 });
 
+describe("the rules of each field (routing.proto), as the OpenAPI document states them and the service enforces them", () => {
+  /** A field's schema keywords, whatever alternatives (a digit string for an integer, null) the document adds. */
+  const keywords = (s: { anyOf?: object[] }) => Object.assign({}, ...(s.anyOf ?? []), s);
+  const props = async (name: string) => (await http("GET", "/openapi.json")).json.components.schemas[name].properties;
+
+  it("routes: addresses IPv4, lengths in [0, 32], a weight not negative, a type from its list, a UUID next-hop port", async () => {
+    const route = await props("vnm.routing.v1.Route");
+    expect(keywords(route.dstNetworkAddr)).toMatchObject({ format: "ipv4" });
+    expect(keywords(route.nextHopGateway)).toMatchObject({ format: "ipv4" });
+    expect(keywords(route.dstNetworkLength)).toMatchObject({ minimum: 0, maximum: 32 });
+    expect(keywords(route.srcNetworkLength)).toMatchObject({ minimum: 0, maximum: 32 });
+    expect(keywords(route.weight)).toMatchObject({ minimum: 0 });
+    expect(keywords(route.type).enum).toEqual(["Normal", "BlackHole", "Reject", "Local"]);
+    expect(keywords(route.nextHopPort)).toMatchObject({ format: "uuid" });
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ srcNetworkAddr: "::1" }, "srcNetworkAddr", "must be a valid IPv4 address"],
+      [{ dstNetworkLength: 33 }, "dstNetworkLength", "must be greater than or equal to 0 and less than or equal to 32"],
+      [{ weight: -1 }, "weight", "must be greater than or equal to 0"],
+      [{ type: "Fip64" }, "type", "must be in list [Normal, BlackHole, Reject, Local]"],
+    ];
+    for (const [over, property, message] of cases) {
+      const r = await http("POST", `/routers/${ROUTER}/routes`, normal(over));
+      expectError(r, 400);
+      expect(r.json.violations, property).toEqual([{ property, message }]);
+    }
+  });
+
+  it("L2 insertions: a MAC, UUID ports, a VLAN in [0, 4095]", async () => {
+    const l2 = await props("vnm.routing.v1.L2Insertion");
+    expect(keywords(l2.mac)).toMatchObject({ pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" });
+    expect(keywords(l2.portId)).toMatchObject({ format: "uuid" });
+    expect(keywords(l2.srvPortId)).toMatchObject({ format: "uuid" });
+    expect(keywords(l2.vlan)).toMatchObject({ minimum: 0, maximum: 4095 });
+    const vlan = await http("POST", "/l2insertions", insertion({ vlan: 4096 }));
+    expectError(vlan, 400);
+    expect(vlan.json.violations).toEqual([{ property: "vlan", message: "must be greater than or equal to 0 and less than or equal to 4095" }]);
+    const mac = await http("POST", "/l2insertions", insertion({ mac: "02:ab:00:00:00" }));
+    expect(mac.json.violations).toEqual([{ property: "mac", message: "must be six groups of two hex digits separated by ':', e.g. 02:00:00:00:00:01" }]);
+  });
+});
+
 describe("like every other kind", () => {
   it("changes reach /events and invalidate the cached lists", async () => {
     const feed = await openFeed(fx.gw, fx.stack.adminToken);

@@ -2,9 +2,9 @@
 // insertion per (port, service port) pair (a unique constraint: 409, also under concurrent
 // creates); no port may be both protected and a service port, in one insertion or across
 // insertions (400 naming the field), checked under per-port locks so concurrent writes cannot
-// slip past each other. A PUT may not move an insertion to other ports.
-import { ApiError, int, mac, type Queryable, Resource, uuid } from "@vnm/kit";
-import { z } from "zod";
+// slip past each other. A PUT may not move an insertion to other ports. Each field's own rules
+// are routing.proto's; these, between fields and against the database, are named below.
+import { ApiError, type Queryable, Resource } from "@vnm/kit";
 
 interface InsertionRow {
   id: string;
@@ -16,20 +16,28 @@ interface InsertionRow {
   vlan: number;
 }
 
-const input = z
-  .object({
-    id: uuid().optional(),
-    mac: mac(),
-    portId: uuid(),
-    srvPortId: uuid(),
-    position: int(-(2 ** 31), 2 ** 31 - 1),
-    failOpen: z.boolean().optional(),
-    vlan: int(0, 4095).optional(),
-  })
-  .superRefine((b, ctx) => {
-    if (b.portId === b.srvPortId) ctx.addIssue({ code: "custom", path: ["srvPortId"], message: "must not be the protected port (portId)" });
-  });
-type Insertion = z.output<typeof input>;
+/** An insertion's body, checked against routing.proto's rules (MAC and port ids in lower case). */
+interface Insertion {
+  id?: string;
+  mac: string;
+  portId: string;
+  srvPortId: string;
+  position: number;
+  failOpen?: boolean;
+  vlan?: number;
+}
+const insertionOf = (body: unknown) => body as Insertion;
+
+/** The service port is not the protected one. */
+function portsDiffer(b: Insertion): void {
+  if (b.portId === b.srvPortId) throw ApiError.invalid([{ property: "srvPortId", message: "must not be the protected port (portId)" }]);
+}
+
+/** A PUT keeps the insertion's ports. */
+function portsKept(b: Insertion, current: InsertionRow): void {
+  if (current.port_id !== b.portId) throw ApiError.invalid([{ property: "portId", message: "cannot be changed; create another insertion" }]);
+  if (current.srv_port_id !== b.srvPortId) throw ApiError.invalid([{ property: "srvPortId", message: "cannot be changed; create another insertion" }]);
+}
 
 /** Holds both ports until commit (in id order, so two writers cannot deadlock), then checks their roles. */
 async function checkRoles(q: Queryable, b: Insertion, current?: InsertionRow): Promise<void> {
@@ -41,17 +49,18 @@ async function checkRoles(q: Queryable, b: Insertion, current?: InsertionRow): P
   if (asProtected.rowCount) throw ApiError.invalid([{ property: "srvPortId", message: "is the protected port of another insertion" }]);
 }
 
-export const l2Insertions = new Resource<typeof input, InsertionRow>({
+export const l2Insertions = new Resource({
   proto: "vnm.routing.v1.L2Insertion",
   table: "l2_insertions",
   order: ["position", "port_id", "srv_port_id"],
-  filters: { port: { column: "port_id", parse: uuid() }, srv_port: { column: "srv_port_id", parse: uuid() } },
-  input,
+  // ?port= and ?srv_port= are checked by ListL2InsertionsRequest's rules (UUIDs).
+  filters: { port: "port_id", srv_port: "srv_port_id" },
   defaults: { failOpen: false, vlan: 0 },
-  validate: async (q, b, { current }) => {
-    if (current && current.port_id !== b.portId) throw ApiError.invalid([{ property: "portId", message: "cannot be changed; create another insertion" }]);
-    if (current && current.srv_port_id !== b.srvPortId) throw ApiError.invalid([{ property: "srvPortId", message: "cannot be changed; create another insertion" }]);
+  validate: async (q, body, { current }: { current?: InsertionRow }) => {
+    const b = insertionOf(body);
+    portsDiffer(b);
+    if (current) portsKept(b, current);
     await checkRoles(q, b, current);
   },
-  conflict: (b) => `An insertion for port ${b.portId} and service port ${b.srvPortId} already exists.`,
+  conflict: (body) => `An insertion for port ${insertionOf(body).portId} and service port ${insertionOf(body).srvPortId} already exists.`,
 });

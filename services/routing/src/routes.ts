@@ -1,10 +1,8 @@
 // Route (v1): created under its router (the path's), read and deleted at /routes/{id}, never
 // changed. A Normal route needs its next hop (port and gateway); the other types must not
-// carry one. Routers and ports are only referenced here: their ids are syntax-checked.
-import { ApiError, int, ipv4, isUuid, Resource, uuid } from "@vnm/kit";
-import { z } from "zod";
-
-const TYPES = ["Normal", "BlackHole", "Reject", "Local"] as const;
+// carry one (nextHopRule). Routers and ports are only referenced here: their ids are
+// syntax-checked. Each field's own rules are routing.proto's.
+import { ApiError, isUuid, Resource, type Violation } from "@vnm/kit";
 
 interface RouteRow {
   id: string;
@@ -19,24 +17,29 @@ interface RouteRow {
   weight: number;
 }
 
-const input = z
-  .object({
-    id: uuid().optional(),
-    type: z.enum(TYPES, { error: `must be one of ${TYPES.join(", ")}` }),
-    dstNetworkAddr: ipv4(),
-    dstNetworkLength: int(0, 32),
-    srcNetworkAddr: ipv4(),
-    srcNetworkLength: int(0, 32),
-    nextHopGateway: ipv4().optional(),
-    nextHopPort: uuid().optional(),
-    weight: int(0, 2 ** 31 - 1),
-  })
-  .superRefine((r, ctx) => {
-    for (const field of ["nextHopPort", "nextHopGateway"] as const) {
-      if (r.type === "Normal" && r[field] === undefined) ctx.addIssue({ code: "custom", path: [field], message: "is required for a Normal route" });
-      if (r.type !== "Normal" && r[field] !== undefined) ctx.addIssue({ code: "custom", path: [field], message: `must not be set for a ${r.type} route` });
-    }
-  });
+/** A route's body, checked against routing.proto's rules (ids in lower case). */
+interface Route {
+  id?: string;
+  type: "Normal" | "BlackHole" | "Reject" | "Local";
+  dstNetworkAddr: string;
+  dstNetworkLength: number;
+  srcNetworkAddr: string;
+  srcNetworkLength: number;
+  nextHopGateway?: string;
+  nextHopPort?: string;
+  weight: number;
+}
+const routeOf = (body: unknown) => body as Route;
+
+/** A Normal route needs its next hop (port and gateway); the other types must not carry one. */
+function nextHopRule(r: Route): void {
+  const violations: Violation[] = [];
+  for (const property of ["nextHopPort", "nextHopGateway"] as const) {
+    if (r.type === "Normal" && r[property] === undefined) violations.push({ property, message: "is required for a Normal route" });
+    if (r.type !== "Normal" && r[property] !== undefined) violations.push({ property, message: `must not be set for a ${r.type} route` });
+  }
+  if (violations.length > 0) throw ApiError.invalid(violations);
+}
 
 /** The router a path names: a UUID, else the path names nothing. */
 function routerOf(req: Record<string, unknown>): string {
@@ -50,18 +53,21 @@ export const routes = new Resource({
   table: "routes",
   // Listed and created under /routers/{routerId}; a body's routerId is ignored (read-only).
   key: { scope: (req) => ({ router_id: routerOf(req) }) },
-  input,
-  columns: (r, req) => ({
-    router_id: routerOf(req),
-    type: r.type,
-    dst_network_addr: r.dstNetworkAddr,
-    dst_network_length: r.dstNetworkLength,
-    src_network_addr: r.srcNetworkAddr,
-    src_network_length: r.srcNetworkLength,
-    next_hop_gateway: r.nextHopGateway ?? null,
-    next_hop_port: r.nextHopPort ?? null,
-    weight: r.weight,
-  }),
+  columns: (body, req) => {
+    const r = routeOf(body);
+    return {
+      router_id: routerOf(req),
+      type: r.type,
+      dst_network_addr: r.dstNetworkAddr,
+      dst_network_length: r.dstNetworkLength,
+      src_network_addr: r.srcNetworkAddr,
+      src_network_length: r.srcNetworkLength,
+      next_hop_gateway: r.nextHopGateway ?? null,
+      next_hop_port: r.nextHopPort ?? null,
+      weight: r.weight,
+    };
+  },
+  validate: (_q, body) => nextHopRule(routeOf(body)),
   render: (r: RouteRow) => ({
     id: r.id,
     routerId: r.router_id,
