@@ -352,6 +352,59 @@ describe("MAC table (MacPort-v2)", () => {
   });
 });
 
+describe("the rules of each field (dhcp.proto, mac_table.proto), as the OpenAPI document states them and the service enforces them", () => {
+  /** A field's schema keywords, whatever alternatives (a digit string for an integer, null) the document adds. */
+  const keywords = (s: { anyOf?: object[] }) => Object.assign({}, ...(s.anyOf ?? []), s);
+  const schemas = async () => (await http("GET", "/openapi.json")).json.components.schemas;
+
+  it("DHCP subnets: IPv4 addresses, a length in [0, 32], an MTU in [0, 65536], at most 16 DNS servers and 64 option-121 routes", async () => {
+    const all = await schemas();
+    const s = all["vnm.bridge.v1.DhcpSubnet"].properties;
+    for (const f of ["subnetPrefix", "defaultGateway", "serverAddr"]) expect(keywords(s[f]), f).toMatchObject({ format: "ipv4" });
+    expect(keywords(s.subnetLength)).toMatchObject({ minimum: 0, maximum: 32 });
+    expect(keywords(s.interfaceMTU)).toMatchObject({ minimum: 0, maximum: 65536 });
+    expect(s.dnsServerAddrs).toMatchObject({ maxItems: 16, items: { format: "ipv4" } });
+    expect(s.opt121Routes).toMatchObject({ maxItems: 64 });
+    expect(keywords(all["vnm.bridge.v1.Opt121Route"].properties.destinationLength)).toMatchObject({ minimum: 0, maximum: 32 });
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ subnetPrefix: "321.4.5.6" }, "subnetPrefix", "must be a valid IPv4 address"],
+      [{ subnetLength: 33 }, "subnetLength", "must be greater than or equal to 0 and less than or equal to 32"],
+      [{ interfaceMTU: 70000 }, "interfaceMTU", "must be greater than or equal to 0 and less than or equal to 65536"],
+      [{ dnsServerAddrs: Array(17).fill("8.8.8.8") }, "dnsServerAddrs", "must contain no more than 16 item(s)"],
+    ];
+    for (const [over, property, message] of cases) {
+      const r = await http("POST", `/bridges/${bridge}/dhcp`, subnet(over));
+      expectError(r, 400);
+      expect(r.json.violations, property).toEqual([{ property, message }]);
+    }
+  });
+
+  it("DHCP hosts: a MAC, an IPv4 address, a name of at most 255 characters, at most 64 options", async () => {
+    await http("POST", `/bridges/${bridge}/dhcp`, subnet());
+    const h = (await schemas())["vnm.bridge.v1.DhcpHost"].properties;
+    expect(keywords(h.macAddr)).toMatchObject({ pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" });
+    expect(keywords(h.ipAddr)).toMatchObject({ format: "ipv4" });
+    expect(keywords(h.name)).toMatchObject({ maxLength: 255 });
+    expect(h.extraDhcpOpts).toMatchObject({ maxItems: 64 });
+    const r = await http("POST", `/bridges/${bridge}/dhcp/10.0.0.0_24/hosts`, host({ name: "x".repeat(256) }));
+    expectError(r, 400);
+    expect(r.json.violations).toEqual([{ property: "name", message: "must be at most 255 characters" }]);
+  });
+
+  it("DHCPv6 subnets: an IPv6 address with no zone, a length in [0, 128]; MAC table entries: a MAC and a UUID port", async () => {
+    const all = await schemas();
+    const v6 = all["vnm.bridge.v1.DhcpV6Subnet"].properties;
+    expect(keywords(v6.prefix)).toMatchObject({ format: "ipv6", pattern: "^[^%]*$" });
+    expect(keywords(v6.prefixLength)).toMatchObject({ minimum: 0, maximum: 128 });
+    const mt = all["vnm.bridge.v1.MacPort"].properties;
+    expect(keywords(mt.macAddr)).toMatchObject({ pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" });
+    expect(keywords(mt.portId)).toMatchObject({ format: "uuid" });
+    const len = await http("POST", `/bridges/${bridge}/dhcpV6`, { prefix: "2001:db8::", prefixLength: 129 });
+    expectError(len, 400);
+    expect(len.json.violations).toEqual([{ property: "prefixLength", message: "must be greater than or equal to 0 and less than or equal to 128" }]);
+  });
+});
+
 describe("deleting a bridge (api.md: Deletes and cascades)", () => {
   it("removes its subnets, hosts, DHCPv6 subnets and MAC entries, and the change feed says so", async () => {
     await http("POST", `/bridges/${bridge}/dhcp`, subnet());

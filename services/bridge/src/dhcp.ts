@@ -1,8 +1,9 @@
 // DHCP of a bridge: IPv4 subnets (a referenced resource docs/api.md defines) with their
 // hosts (interface "DHCP Host (v2)"), and DHCPv6 subnets (interface "DHCPv6 Subnet (v1)").
-// A subnet's path segment is <address>_<length>; a host's is its MAC address.
-import { ApiError, canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, mac, parseMac, type Queryable, Resource, text } from "@vnm/kit";
-import { z } from "zod";
+// A subnet's path segment is <address>_<length>; a host's is its MAC address (path syntax, read
+// here). The fields' rules are dhcp.proto's; what compares a field with another, or with the
+// database, is named below beside its kind.
+import { ApiError, canonicalIpv6, ipv4InSubnet, isIpv4, parseMac, type Queryable, Resource } from "@vnm/kit";
 
 /** A `:subnetAddr` path segment: <address>_<length> (length defaults to the full width). */
 export function parseSubnetAddr(segment: unknown, family: 4 | 6): { prefix: string; length: number } | undefined {
@@ -30,22 +31,21 @@ interface SubnetRow {
   enabled: boolean;
 }
 
-const subnetInput = z.object({
-  subnetPrefix: ipv4(),
-  subnetLength: int(0, 32),
-  defaultGateway: ipv4().optional(),
-  serverAddr: ipv4().optional(),
-  dnsServerAddrs: z.array(ipv4()).max(16, "must hold at most 16 addresses").optional(),
-  interfaceMTU: int(0, 65536).optional(),
-  opt121Routes: z
-    .array(z.object({ destinationPrefix: ipv4(), destinationLength: int(0, 32), gatewayAddr: ipv4() }))
-    .max(64, "must hold at most 64 routes")
-    .optional(),
-  enabled: z.boolean().optional(),
-});
+/** A DHCP subnet's body, checked against dhcp.proto's rules. */
+interface Subnet {
+  subnetPrefix: string;
+  subnetLength: number;
+  defaultGateway?: string;
+  serverAddr?: string;
+  dnsServerAddrs?: string[];
+  interfaceMTU?: number;
+  opt121Routes?: { destinationPrefix: string; destinationLength: number; gatewayAddr: string }[];
+  enabled?: boolean;
+}
+const subnetOf = (body: unknown) => body as Subnet;
 
 /** A subnet may not move so that hosts fall outside it. */
-async function keepsHostsInside(q: Queryable, s: z.output<typeof subnetInput>, current: SubnetRow): Promise<void> {
+async function keepsHostsInside(q: Queryable, s: Subnet, current: SubnetRow): Promise<void> {
   const hosts = (await q.query<{ mac: string; ip: string }>("SELECT mac, ip FROM dhcp_hosts WHERE subnet_id = $1", [current.id])).rows;
   const outside = hosts.filter((h) => !ipv4InSubnet(h.ip, s.subnetPrefix, s.subnetLength)).map((h) => h.mac);
   if (outside.length > 0) {
@@ -61,17 +61,19 @@ export const dhcpSubnets = new Resource({
   parentColumn: "bridge_id",
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 4) },
-  input: subnetInput,
-  columns: (s) => ({
-    prefix: s.subnetPrefix,
-    length: s.subnetLength,
-    default_gateway: s.defaultGateway ?? null,
-    server_addr: s.serverAddr ?? null,
-    dns_server_addrs: s.dnsServerAddrs ?? [],
-    interface_mtu: s.interfaceMTU ?? null,
-    opt121_routes: JSON.stringify(s.opt121Routes ?? []),
-    enabled: s.enabled ?? true,
-  }),
+  columns: (body) => {
+    const s = subnetOf(body);
+    return {
+      prefix: s.subnetPrefix,
+      length: s.subnetLength,
+      default_gateway: s.defaultGateway ?? null,
+      server_addr: s.serverAddr ?? null,
+      dns_server_addrs: s.dnsServerAddrs ?? [],
+      interface_mtu: s.interfaceMTU ?? null,
+      opt121_routes: JSON.stringify(s.opt121Routes ?? []),
+      enabled: s.enabled ?? true,
+    };
+  },
   render: (r: SubnetRow) => ({
     bridgeId: r.bridge_id,
     subnetPrefix: r.prefix,
@@ -83,8 +85,8 @@ export const dhcpSubnets = new Resource({
     serverAddr: r.server_addr,
     interfaceMTU: r.interface_mtu,
   }),
-  validate: (q, s, { current }) => (current ? keepsHostsInside(q, s, current) : undefined),
-  conflict: (s) => `The DHCP subnet ${s.subnetPrefix}/${s.subnetLength} already exists on this bridge.`,
+  validate: (q, body, { current }) => (current ? keepsHostsInside(q, subnetOf(body), current) : undefined),
+  conflict: (body) => `The DHCP subnet ${subnetOf(body).subnetPrefix}/${subnetOf(body).subnetLength} already exists on this bridge.`,
 });
 
 interface HostRow {
@@ -95,15 +97,21 @@ interface HostRow {
   extra_dhcp_opts: unknown[];
 }
 
-const hostInput = z.object({
-  macAddr: mac(),
-  ipAddr: ipv4(),
-  name: text(255),
-  extraDhcpOpts: z
-    .array(z.object({ optName: text(255), optValue: text(1024) }))
-    .max(64, "must hold at most 64 options")
-    .optional(),
-});
+/** A DHCP host's body, checked against dhcp.proto's rules (its MAC in lower case). */
+interface Host {
+  macAddr: string;
+  ipAddr: string;
+  name: string;
+  extraDhcpOpts?: { optName: string; optValue: string }[];
+}
+const hostOf = (body: unknown) => body as Host;
+
+/** A host's address lies inside its subnet: 400 naming ipAddr. */
+function insideSubnet(h: Host, prefix: string, length: number): void {
+  if (!ipv4InSubnet(h.ipAddr, prefix, length)) {
+    throw ApiError.invalid([{ property: "ipAddr", message: `must lie inside the subnet ${prefix}/${length}` }]);
+  }
+}
 
 export const dhcpHosts = new Resource({
   proto: "vnm.bridge.v1.DhcpHost",
@@ -116,8 +124,10 @@ export const dhcpHosts = new Resource({
       return m ? { mac: m } : undefined;
     },
   },
-  input: hostInput,
-  columns: (h) => ({ mac: h.macAddr, ip: h.ipAddr, name: h.name, extra_dhcp_opts: JSON.stringify(h.extraDhcpOpts ?? []) }),
+  columns: (body) => {
+    const h = hostOf(body);
+    return { mac: h.macAddr, ip: h.ipAddr, name: h.name, extra_dhcp_opts: JSON.stringify(h.extraDhcpOpts ?? []) };
+  },
   render: (r: HostRow, [s]) => ({
     bridgeId: s!["bridge_id"],
     subnetAddr: `${s!["prefix"]}_${s!["length"]}`,
@@ -126,13 +136,16 @@ export const dhcpHosts = new Resource({
     name: r.name,
     extraDhcpOpts: r.extra_dhcp_opts,
   }),
-  validate: (_q, h, { up: [s] }) => {
-    if (!ipv4InSubnet(h.ipAddr, s!["prefix"], s!["length"])) {
-      throw ApiError.invalid([{ property: "ipAddr", message: `must lie inside the subnet ${s!["prefix"]}/${s!["length"]}` }]);
-    }
-  },
-  conflict: (h) => `The subnet already has a host with MAC address ${h.macAddr}.`,
+  validate: (_q, body, { up: [s] }) => insideSubnet(hostOf(body), s!["prefix"], s!["length"]),
+  conflict: (body) => `The subnet already has a host with MAC address ${hostOf(body).macAddr}.`,
 });
+
+/** A DHCPv6 subnet's body, checked against dhcp.proto's rules (its prefix in RFC 5952 form). */
+interface Subnet6 {
+  prefix: string;
+  prefixLength: number;
+}
+const subnet6Of = (body: unknown) => body as Subnet6;
 
 interface Subnet6Row {
   id: string;
@@ -147,8 +160,7 @@ export const dhcpV6Subnets = new Resource({
   parentColumn: "bridge_id",
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 6) },
-  input: z.object({ prefix: ipv6(), prefixLength: int(0, 128) }),
-  columns: (s) => ({ prefix: s.prefix, length: s.prefixLength }),
+  columns: (body) => ({ prefix: subnet6Of(body).prefix, length: subnet6Of(body).prefixLength }),
   render: (r: Subnet6Row) => ({ bridgeId: r.bridge_id, prefix: r.prefix, prefixLength: r.length }),
-  conflict: (s) => `The DHCPv6 subnet ${s.prefix}/${s.prefixLength} already exists on this bridge.`,
+  conflict: (body) => `The DHCPv6 subnet ${subnet6Of(body).prefix}/${subnet6Of(body).prefixLength} already exists on this bridge.`,
 });

@@ -1,7 +1,7 @@
 // The MAC table of a bridge (MAC-Port v2), per VLAN. An entry's path segment is
-// <mac with '-' (or ':')>_<portId>; the plain /mac_table forms address VLAN 0.
-import { ApiError, isUuid, mac, parseMac, Resource, uuid } from "@vnm/kit";
-import { z } from "zod";
+// <mac with '-' (or ':')>_<portId>; the plain /mac_table forms address VLAN 0. The path's
+// pair and VLAN are path syntax, read here; the body's fields' rules are mac_table.proto's.
+import { ApiError, isUuid, parseMac, Resource } from "@vnm/kit";
 
 /** <mac with '-' (or ':')>_<portId>, as docs/api.md ("Path formats") writes a MAC-port pair in a path. */
 export function parsePair(segment: unknown): { mac: string; port_id: string } | undefined {
@@ -28,6 +28,13 @@ interface EntryRow {
   port_id: string;
 }
 
+/** A MAC table entry's body, checked against mac_table.proto's rules (MAC and port id in lower case). */
+interface Entry {
+  macAddr: string;
+  portId: string;
+}
+const entryOf = (body: unknown) => body as Entry;
+
 /** /bridges/<b>/mac_table/<pair> on VLAN 0, else under /vlans/<v>. */
 function entryPath(r: EntryRow): string {
   const pair = `${r.mac.replace(/:/g, "-")}_${r.port_id}`;
@@ -47,8 +54,7 @@ export const macPorts = new Resource({
     // The plain /mac_table list holds every VLAN's entries.
     scope: (req) => (req["vlanId"] === undefined ? {} : { vlan_id: vlanOf(req) }),
   },
-  input: z.object({ macAddr: mac(), portId: uuid() }),
-  columns: (e, req) => ({ vlan_id: vlanOf(req), mac: e.macAddr, port_id: e.portId }),
+  columns: (body, req) => ({ vlan_id: vlanOf(req), mac: entryOf(body).macAddr, port_id: entryOf(body).portId }),
   render: (r: EntryRow) => ({ macAddr: r.mac, portId: r.port_id, vlanId: r.vlan_id, selfPath: entryPath(r) }),
-  conflict: (e) => `The MAC table already maps ${e.macAddr} to port ${e.portId} on this VLAN.`,
+  conflict: (body) => `The MAC table already maps ${entryOf(body).macAddr} to port ${entryOf(body).portId} on this VLAN.`,
 });

@@ -5,7 +5,7 @@ import { generateKeyPairSync } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { AUTH_SERVICE, createUpstream, loadGrpc } from "@vnm/kit";
 import { type DirectService, directService } from "@vnm/kit/testing";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let svc: DirectService;
 const call = (rpc: string, req: unknown, bearer?: string | null) => svc.call("vnm.bridge.v1.BridgeService", rpc, req, bearer);
@@ -82,4 +82,86 @@ it("answers a part calling as itself only where the method names it: tracing rea
   }
   // A user's token is not concerned, and the refused deletion did not happen.
   expect((await call("GetBridge", { id: made.id })).res).toMatchObject({ id: made.id });
+});
+
+describe("DHCP and MAC table fields against dhcp.proto's and mac_table.proto's rules, checked here without the gateway's help", () => {
+  const dhcp = (rpc: string, req: unknown) => svc.call("vnm.bridge.v1.DhcpService", rpc, req);
+  let bridgeId = "";
+  beforeAll(async () => {
+    bridgeId = ((await call("CreateBridge", { bridge: { name: "dhcp" } })).res as { id: string }).id;
+  });
+
+  it("a subnet: IPv4 addresses, lengths and MTU in range, at most 16 DNS servers, each option-121 route checked", async () => {
+    const r = await dhcp("CreateDhcpSubnet", {
+      bridgeId,
+      subnet: {
+        subnetPrefix: "321.4.5.6",
+        subnetLength: 33,
+        defaultGateway: "nonsense",
+        dnsServerAddrs: ["8.8.8.8", "x"],
+        interfaceMTU: 65537,
+        opt121Routes: [{ destinationPrefix: "1.0.0.0", destinationLength: 40, gatewayAddr: "1.1.1.1" }],
+      },
+    });
+    expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(svc.violations(r)).toEqual([
+      { property: "subnetPrefix", message: "must be a valid IPv4 address" },
+      { property: "subnetLength", message: "must be greater than or equal to 0 and less than or equal to 32" },
+      { property: "defaultGateway", message: "must be a valid IPv4 address" },
+      { property: "dnsServerAddrs", message: "must be a valid IPv4 address" },
+      { property: "interfaceMTU", message: "must be greater than or equal to 0 and less than or equal to 65536" },
+      { property: "opt121Routes", message: "must be greater than or equal to 0 and less than or equal to 32" },
+    ]);
+    const many = await dhcp("CreateDhcpSubnet", { bridgeId, subnet: { subnetPrefix: "10.0.0.0", subnetLength: 24, dnsServerAddrs: Array(17).fill("8.8.8.8") } });
+    expect(svc.violations(many)).toEqual([{ property: "dnsServerAddrs", message: "must contain no more than 16 item(s)" }]);
+    const partial = await dhcp("CreateDhcpSubnet", { bridgeId, subnet: { subnetPrefix: "10.0.0.0", opt121Routes: [{ destinationPrefix: "1.0.0.0" }] } });
+    expect(svc.violations(partial)).toEqual([
+      { property: "subnetLength", message: "value is required" },
+      { property: "opt121Routes", message: "value is required" },
+    ]);
+  });
+
+  it("a host: a MAC kept in lower case, an IPv4 address inside its subnet, text name and options", async () => {
+    expect((await dhcp("CreateDhcpSubnet", { bridgeId, subnet: { subnetPrefix: "10.7.0.0", subnetLength: 24 } })).err).toBeNull();
+    const at = { bridgeId, subnetAddr: "10.7.0.0_24" };
+    const bad = await dhcp("CreateDhcpHost", { ...at, host: { macAddr: "2:0:0:0:0:1", ipAddr: "10.7.0.256", name: "x".repeat(256), extraDhcpOpts: [{ optName: "42", optValue: "a\u0000b" }] } });
+    expect(svc.violations(bad)).toEqual([
+      { property: "macAddr", message: "must be six groups of two hex digits separated by ':', e.g. 02:00:00:00:00:01" },
+      { property: "ipAddr", message: "must be a valid IPv4 address" },
+      { property: "name", message: "must be at most 255 characters" },
+      { property: "extraDhcpOpts", message: "must be valid Unicode text without NUL characters" },
+    ]);
+    const outside = await dhcp("CreateDhcpHost", { ...at, host: { macAddr: "02:00:00:00:00:01", ipAddr: "10.8.0.1", name: "h" } });
+    expect(svc.violations(outside)).toEqual([{ property: "ipAddr", message: "must lie inside the subnet 10.7.0.0/24" }]);
+    const ok = await dhcp("CreateDhcpHost", { ...at, host: { macAddr: "02:AA:00:00:00:01", ipAddr: "10.7.0.1", name: "h" } });
+    expect(ok.err).toBeNull();
+    expect(ok.res).toMatchObject({ macAddr: "02:aa:00:00:00:01" });
+  });
+
+  it("a DHCPv6 subnet: an IPv6 address without a zone, kept in RFC 5952 form, its length in [0, 128]", async () => {
+    const zoned = await dhcp("CreateDhcpV6Subnet", { bridgeId, subnet: { prefix: "fe80::1%eth0", prefixLength: 64 } });
+    expect(zoned.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(svc.violations(zoned)).toEqual([{ property: "prefix", message: "does not match regex pattern `^[^%]*$`" }]);
+    const bad = await dhcp("CreateDhcpV6Subnet", { bridgeId, subnet: { prefix: "10.0.0.0", prefixLength: 129 } });
+    expect(svc.violations(bad)).toEqual([
+      { property: "prefix", message: "must be a valid IPv6 address" },
+      { property: "prefixLength", message: "must be greater than or equal to 0 and less than or equal to 128" },
+    ]);
+    const ok = await dhcp("CreateDhcpV6Subnet", { bridgeId, subnet: { prefix: "2001:0DB8:0000::", prefixLength: 48 } });
+    expect(ok.err).toBeNull();
+    expect(ok.res).toMatchObject({ prefix: "2001:db8::", prefixLength: 48 });
+  });
+
+  it("a MAC table entry: a MAC and a port id, both kept in lower case", async () => {
+    const mt = (req: unknown) => svc.call("vnm.bridge.v1.MacTableService", "CreateMacPort", req);
+    const bad = await mt({ bridgeId, entry: { macAddr: "02:11:NONSENSE", portId: "not-a-uuid" } });
+    expect(svc.violations(bad)).toEqual([
+      { property: "macAddr", message: "must be six groups of two hex digits separated by ':', e.g. 02:00:00:00:00:01" },
+      { property: "portId", message: "must be a valid UUID" },
+    ]);
+    expect(svc.violations(await mt({ bridgeId, entry: { portId: "6B6D7D4E-0000-4000-8000-00000000000A" } }))).toEqual([{ property: "macAddr", message: "value is required" }]);
+    const ok = await mt({ bridgeId, entry: { macAddr: "02:AB:00:00:00:01", portId: "6B6D7D4E-0000-4000-8000-00000000000A" } });
+    expect(ok.err).toBeNull();
+    expect(ok.res).toMatchObject({ macAddr: "02:ab:00:00:00:01", portId: "6b6d7d4e-0000-4000-8000-00000000000a", vlanId: 0 });
+  });
 });
