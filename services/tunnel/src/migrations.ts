@@ -60,4 +60,19 @@ export const migrations: Migration[] = [
       ALTER TABLE vteps DROP COLUMN ports;
     `,
   },
+  {
+    version: 4,
+    name: "vteps.ports kept for the previous release",
+    // Migration 3 dropped vteps.ports, which the release before it reads during a rolling upgrade
+    // (services/kit/test/upgrade.e2e.spec.ts). The column is back, filled from vtep_ports as it
+    // stands; this release reads and writes vtep_ports only, and a later release drops the column
+    // (expand, then contract).
+    sql: `
+      ALTER TABLE vteps ADD COLUMN IF NOT EXISTS ports jsonb NOT NULL DEFAULT '[]';
+      UPDATE vteps v SET ports = coalesce(
+        (SELECT jsonb_agg(jsonb_build_object('name', p.name, 'description', p.description) ORDER BY p.name) FROM vtep_ports p WHERE p.vtep_id = v.id),
+        '[]'
+      );
+    `,
+  },
 ];
