@@ -145,10 +145,12 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
 }
 
 /**
- * The requests each user has under way at this gateway, capped: one is held from its token's
- * check until its answer has gone out to the connection (or the connection is gone), so a
- * client that asks and never reads holds its places until the write deadline cuts it off
- * (index.ts), and cannot pile up answers waiting in the gateway's memory past the cap.
+ * The requests each user has under way at this gateway, capped. A request holds its place from
+ * its token's check until both its handling is done and its answer has gone out to the
+ * connection (or the connection is gone): a client that asks and never reads holds its places
+ * until the write deadline cuts it off (index.ts), so it cannot pile up answers waiting in the
+ * gateway's memory past the cap; and one that hangs up at once does not free its place while
+ * the gateway still works on the answer.
  */
 class InFlight {
   private readonly counts = new Map<string, number>();
@@ -157,20 +159,31 @@ class InFlight {
     this.cap = cap;
   }
 
-  /** Holds a place of `user`'s for `res` (given back when it closes); false when all are taken. */
+  /** Holds a place of `user`'s for `res`, given back by `done` and its closing; false when all are taken. */
   enter(user: string, res: ApiResponse): boolean {
     if (this.cap === 0) return true;
     const n = this.counts.get(user) ?? 0;
     if (n >= this.cap) return false;
     this.counts.set(user, n + 1);
     res.locals.holder = user;
+    // An answer whose connection is already gone will not close again: its handling alone holds it.
+    res.locals.holds = res.closed ? 1 : 2;
     return true;
   }
 
-  /** Gives back the place `res` holds, if any (once). */
+  /** The request's handling is over. */
+  done(res: ApiResponse): void {
+    this.release(res);
+  }
+
+  /** The answer closed (sent, or its connection gone): called for every answer, holding a place or not. */
   leave(res: ApiResponse): void {
+    this.release(res);
+  }
+
+  private release(res: ApiResponse): void {
     const user = res.locals?.holder;
-    if (user === undefined) return;
+    if (user === undefined || --res.locals.holds > 0) return;
     res.locals.holder = undefined;
     const n = (this.counts.get(user) ?? 1) - 1;
     if (n > 0) this.counts.set(user, n);
@@ -269,9 +282,13 @@ function api(gw: Gateway, feed: EventFeed, callers: Callers, inFlight: InFlight)
       }
       // Streams have a cap of their own (VNM_EVENT_STREAMS_PER_USER); every other answer holds a place.
       if (!inFlight.enter(caller.identity.userId, res)) throw inFlight.refusal();
-      const root = req.path === "/" ? null : roots.get(req.path.endsWith("/") ? req.path.slice(0, -1) : req.path);
-      if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
-      await route(gw, req, res);
+      try {
+        const root = req.path === "/" ? null : roots.get(req.path.endsWith("/") ? req.path.slice(0, -1) : req.path);
+        if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
+        await route(gw, req, res);
+      } finally {
+        inFlight.done(res);
+      }
     } catch (err) {
       sendError(res, err, res.locals.requestId, gw.log);
     }

@@ -84,6 +84,8 @@ export type RequestState = {
   headers: readonly string[] | undefined;
   /** The user whose place among the requests under way this one holds (app.ts's InFlight). */
   holder: string | undefined;
+  /** What still holds that place: its handling and its answer's closing (2), then one of them. */
+  holds: number;
 };
 
 // express keeps the same state in its responses' `locals`.
@@ -126,6 +128,6 @@ export function asApiExchange(req: IncomingMessage, res: ServerResponse, trust: 
   // Every key the API's stages set, from the start: one object shape for every request (an
   // object made by Object.create(null) is a hash table, each key a lookup): 174.0k instructions
   // per item hit against 176.7k (callgrind).
-  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined, holder: undefined };
+  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined, holder: undefined, holds: 0 };
   return true;
 }

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
+import { createConnection } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { ERROR_TYPE, expectError, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
@@ -20,6 +21,7 @@ const stack = new Stack();
 let gw = "";
 let pid = 0;
 let other = "";
+const otherPassword = randomBytes(16).toString("hex");
 const http = httpClient(() => gw, "application/json", () => stack.adminToken);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -141,10 +143,9 @@ beforeAll(async () => {
     const batch = Array.from({ length: Math.min(PER_USER, BRIDGES - i) }, (_, j) => http("POST", "/bridges", { name: `slow-${i + j}-${"x".repeat(240)}` }));
     for (const r of await Promise.all(batch)) expect(r.status).toBe(201);
   }
-  const password = randomBytes(16).toString("hex");
-  const user = await http("POST", "/users", { name: `other-${stack.id}`, password, tenantId: `T-${stack.id}`, roles: ["tenant_admin"] });
+  const user = await http("POST", "/users", { name: `other-${stack.id}`, password: otherPassword, tenantId: `T-${stack.id}`, roles: ["tenant_admin"] });
   expect(user.status).toBe(201);
-  other = await stack.login(gw, `other-${stack.id}`, password);
+  other = await stack.login(gw, `other-${stack.id}`, otherPassword);
 }, 180_000);
 
 afterAll(async () => {
@@ -196,5 +197,28 @@ describe("clients that never read their answers", () => {
     const others = answers.filter((a) => a.status !== 200);
     expect(others).toHaveLength(SOCKETS - cut.length);
     for (const a of others) expect(a).toMatchObject({ status: 429, whole: true, end: "whole", type: ERROR_TYPE, retryAfter: "1" });
+  }, 60_000);
+
+  it("a client that hangs up while its token is being checked takes no place away", async () => {
+    // New tokens: each is verified before its request may hold a place, and the client is gone by then.
+    const tokens: string[] = [];
+    for (let i = 0; i < 3 * PER_USER; i++) tokens.push(await stack.login(gw, `other-${stack.id}`, otherPassword));
+    const { hostname, port } = new URL(gw);
+    await Promise.all(
+      tokens.map(
+        (token) =>
+          new Promise<void>((resolve) => {
+            const socket = createConnection(Number(port), hostname, () => {
+              socket.write(`GET /bridges HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nX-Auth-Token: ${token}\r\n\r\n`, () => socket.destroy());
+            });
+            socket.on("error", () => {});
+            socket.on("close", () => resolve());
+          }),
+      ),
+    );
+    await sleep(1_000);
+    // Every place of the user's is free: as many requests at once as the cap are all answered.
+    const answers = await Promise.all(Array.from({ length: PER_USER }, () => http("GET", "/", undefined, { "x-auth-token": other })));
+    expect(answers.map((r) => r.status)).toEqual(Array(PER_USER).fill(200));
   }, 60_000);
 });
