@@ -35,7 +35,7 @@ beforeAll(async () => {
   ]);
   const r = await http("POST", "/users", { name: user, password, tenantId: `T-${stack.id}`, roles: ["tenant_admin"] });
   expect(r.status).toBe(201);
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   await stack.stop();
@@ -68,7 +68,7 @@ describe("the client's address behind proxies", () => {
   it("VNM_TRUST_PROXY=true (believe every hop) stops the gateway at start, naming the variable", async () => {
     const proc = startProcess("gateway/src/main.ts", stack.gatewayEnv(0, { VNM_TRUST_PROXY: "true" }));
     const code = await new Promise<number | null>((resolve) => {
-      const t = setTimeout(() => resolve(null), 20_000);
+      const t = setTimeout(() => resolve(null), 60_000);
       proc.child.once("exit", (c) => {
         clearTimeout(t);
         resolve(c);
@@ -78,7 +78,7 @@ describe("the client's address behind proxies", () => {
     expect(code).not.toBe(0);
     expect(code).not.toBeNull();
     expect(proc.output.join("")).toContain("VNM_TRUST_PROXY");
-  }, 30_000);
+  }, 90_000);
 });
 
 describe("no cookie", () => {
