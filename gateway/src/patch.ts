@@ -5,7 +5,7 @@
 // service in the write's own transaction; when another write came in between, the PATCH is made
 // again on the new item (a few times), unless the client's own If-Match named the older one (412).
 import { constants as H } from "node:http2";
-import { etagMatches, etagOf, templateShape } from "@vnm/kit";
+import { etagMatches, etagOf, mergePatch, templateShape } from "@vnm/kit";
 import { readBodyText } from "./body.ts";
 import type { ApiRequest, ApiResponse, Gateway } from "./context.ts";
 import { dispatch, parseJsonObject, type RoutePlan } from "./dispatch.ts";
@@ -13,37 +13,13 @@ import { EdgeError } from "./http-error.ts";
 import { essence } from "./media.ts";
 import { callGet } from "./probe.ts";
 import type { Match } from "./router.ts";
-import { isJsonObject, parseJson, toJson } from "./transcode.ts";
+import { parseJson, toJson } from "./transcode.ts";
 
 export const MERGE_PATCH = "application/merge-patch+json";
 /** How many times a PATCH is made again when the item changed between its read and its write. */
 const ATTEMPTS = 3;
 
 type Obj = Record<string, unknown>;
-
-/**
- * RFC 7396's MergePatch: members of the patch replace the target's, null removes one, objects
- * merge member by member. (Written here: the npm implementation takes any object in a patch,
- * such as the gateway's exact large numbers, for one to merge into.) Iterative: a client's patch
- * may nest as deep as the body limit allows, deeper than the call stack goes.
- */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isJsonObject(patch)) return patch;
-  const merged: Obj = isJsonObject(target) ? { ...target } : {};
-  const work: [Obj, Obj][] = [[merged, patch]];
-  for (let next = work.pop(); next; next = work.pop()) {
-    const [out, p] = next;
-    for (const [key, value] of Object.entries(p)) {
-      if (value === null) delete out[key];
-      else if (isJsonObject(value)) {
-        const inner: Obj = isJsonObject(out[key]) ? { ...out[key] } : {};
-        out[key] = inner;
-        work.push([inner, value]);
-      } else out[key] = value;
-    }
-  }
-  return merged;
-}
 
 /** PATCH on a route whose PUT is `match`/`plan`. */
 export async function patchItem(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string): Promise<void> {

@@ -2,31 +2,9 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { compileLinks, type FieldInfo, isUuid, type MessageInfo, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, isJsonObject, isUuid, jsonText, LosslessNumber, type MessageInfo, type Violation } from "@vnm/kit";
 
-/** A JSON number kept as its source text (integers beyond 2^53 stay exact). */
-export class LosslessNumber {
-  readonly source: string;
-  constructor(source: string) {
-    this.source = source;
-  }
-}
-
-/**
- * JSON.parse that keeps as its source text (LosslessNumber) every number a double may not hold
- * as written: beyond 2^53 in magnitude when `lossless` (a double cannot tell 9007199254740993
- * from ...992, nor ...993.5 from ...994), and a whole double written with a fraction or an
- * exponent (`1.0000000000000001` and `1e-400` are not integers, though their doubles are).
- */
-export function parseJson(text: string, lossless: boolean): unknown {
-  // Only a number with a fraction or an exponent has a digit right before "." or "e".
-  if (!lossless && !/\d[.eE]/.test(text)) return JSON.parse(text);
-  return JSON.parse(text, (_key, value, context?: { source?: string }) => {
-    if (typeof value !== "number" || !context?.source) return value;
-    const wide = !(Math.abs(value) <= Number.MAX_SAFE_INTEGER);
-    return (lossless && wide) || (Number.isInteger(value) && !/^-?\d+$/.test(context.source)) ? new LosslessNumber(context.source) : value;
-  });
-}
+export { isJsonObject, LosslessNumber, parseJson } from "@vnm/kit";
 
 const INT_RANGES: Record<string, [bigint, bigint]> = {
   int32: [-(2n ** 31n), 2n ** 31n - 1n],
@@ -77,17 +55,6 @@ function integer(type: string, v: unknown): Converted {
   if (n < min || n > max) return { ok: false, message: `must be an integer between ${min} and ${max}` };
   // 64-bit values travel as decimal strings (proto-loader longs: String); 32-bit as numbers.
   return { ok: true, value: type.endsWith("64") ? n.toString() : Number(n) };
-}
-
-/** A client's JSON value as text: big integers keep their digits (JSON.rawJSON), keys their order. */
-function jsonText(v: unknown): string {
-  const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-  return JSON.stringify(v, (_k, x) => (x instanceof LosslessNumber ? raw(x.source) : x));
-}
-
-/** Whether a value parsed from JSON is an object (not an array, not a number kept as text). */
-export function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof LosslessNumber);
 }
 
 function jsonObjectText(v: unknown): Converted {

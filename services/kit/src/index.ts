@@ -43,5 +43,6 @@ export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, t
 export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";
 export { natsCredentials, natsPasswordVariable } from "./repo.ts";
 export { Metrics } from "./metrics.ts";
+export { isJsonObject, jsonText, LosslessNumber, mergePatch, parseJson } from "./json.ts";
 export { httpSpans, startTelemetry } from "./telemetry.ts";
 export { reclaimPeriodSeconds, reclaimWhenQuiet } from "./memory.ts";
