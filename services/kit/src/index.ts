@@ -40,7 +40,8 @@ export { AUTH_SERVICE, type Authority, type CallerCheck, callerCheck, type Ident
 export { revocations, type Revocations } from "./revocation.ts";
 export { type Access, accessRules, coarseDenial } from "./tenancy.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
-export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, type Upstream } from "./upstream.ts";
+export { addressVariable, createUpstream, FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY, type Upstream } from "./upstream.ts";
+export { PATCH_KEY, type PatchPaths, patchPaths } from "./patch.ts";
 export { natsCredentials, natsPasswordVariable } from "./repo.ts";
 export { Metrics } from "./metrics.ts";
 export { isJsonObject, jsonText, LosslessNumber, mergePatch, parseJson } from "./json.ts";

@@ -24,6 +24,8 @@ export const FILTER_KEY = "vnm-filter";
 export const FILTERED_KEY = "vnm-filtered";
 /** Metadata key of a write's If-Match: the service checks it in the write's own transaction. */
 export const IF_MATCH_KEY = "vnm-if-match";
+/** Metadata key of a write's If-None-Match, checked there too. */
+export const IF_NONE_MATCH_KEY = "vnm-if-none-match";
 
 export interface CallResult {
   response: Record<string, unknown>;
