@@ -7,7 +7,7 @@
 // Replicas read the keys again every few seconds, so all switch at the same time.
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { calculateJwkThumbprint, type JSONWebKeySet, type JWK, SignJWT } from "jose";
-import { type Identity, jwksOf, type Logger, MAX_TOKEN_SECONDS, parsePositiveInt, type Store, tokenClaims } from "@vnm/kit";
+import { type Identity, jwksOf, type Logger, MAX_TOKEN_SECONDS, type Store, tokenClaims } from "@vnm/kit";
 
 interface KeyRow {
   kid: string;
@@ -73,8 +73,8 @@ async function load(store: Store): Promise<Loaded> {
   };
 }
 
-export async function signingKeys(store: Store, log: Logger, env: NodeJS.ProcessEnv): Promise<SigningKeys> {
-  const maxAgeMs = parsePositiveInt(env["VNM_SIGNING_KEY_DAYS"] || "30") * 86_400_000;
+export async function signingKeys(store: Store, log: Logger, signingKeyDays: number): Promise<SigningKeys> {
+  const maxAgeMs = signingKeyDays * 86_400_000;
   await addKey(store, true);
   let loaded = await load(store);
   const current = async () => {

@@ -3,15 +3,22 @@
 // most VNM_HASH_CONCURRENCY at once and VNM_HASH_QUEUE waiting; past that a call is refused with
 // RESOURCE_EXHAUSTED (429 with Retry-After at the gateway) instead of slowing every other one.
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
-import { ApiError, parsePositiveInt } from "@vnm/kit";
+import { ApiError } from "@vnm/kit";
 
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 
-const CONCURRENCY = parsePositiveInt(process.env["VNM_HASH_CONCURRENCY"] || "2");
-const QUEUE = parsePositiveInt(process.env["VNM_HASH_QUEUE"] || "32");
+// The service's configuration sets them at start (setHashLimits); these hold until then.
+let CONCURRENCY = 2;
+let QUEUE = 32;
 let running = 0;
 const waiting: (() => void)[] = [];
+
+/** At most `concurrency` hashes at once and `queue` waiting (VNM_HASH_CONCURRENCY, VNM_HASH_QUEUE). */
+export function setHashLimits(concurrency: number, queue: number): void {
+  CONCURRENCY = concurrency;
+  QUEUE = queue;
+}
 
 /** Runs `work` when a slot is free; refuses at once when the queue is full. */
 async function queued<T>(work: () => Promise<T>): Promise<T> {

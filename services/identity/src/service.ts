@@ -11,8 +11,9 @@ export const service: ServiceSpec = {
   migrations,
   authority: localAuthority,
   onStart: async (svc) => {
-    await identityParts(svc).keys;
-    await ensureAdmin(svc.store, svc.log);
+    const parts = identityParts(svc);
+    await parts.keys;
+    await ensureAdmin(svc.store, svc.log, parts.config);
     return () => identityParts(svc).stop();
   },
   resources: [users],

@@ -12,8 +12,6 @@ import {
   MAX_TOKEN_SECONDS,
   partIdentity,
   partOf,
-  parseNonNegativeInt,
-  parsePositiveInt,
   SERVICE_AUDIENCE,
   SERVICE_TOKEN_SECONDS,
   type ServiceContext,
@@ -21,9 +19,12 @@ import {
 } from "@vnm/kit";
 import { type LoginLimits, connectRedis, loginLimits } from "@vnm/kit/limits";
 import type { JSONWebKeySet } from "jose";
+import { type IdentityConfig, identityConfig } from "./config.ts";
 import { type SigningKeys, signingKeys } from "./keys.ts";
+import { setHashLimits } from "./passwords.ts";
 
 export interface IdentityParts {
+  config: IdentityConfig;
   keys: Promise<SigningKeys>;
   limits: LoginLimits;
   /** Each part's name and the SHA-256 of its credential. */
@@ -35,33 +36,22 @@ export interface IdentityParts {
 
 const parts = new WeakMap<ServiceContext["store"], IdentityParts>();
 
-/** VNM_SERVICE_CLIENTS: `name:sha256hex(credential)`, comma-separated. */
-function serviceClients(value: string | undefined): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  for (const entry of (value ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "")) {
-    const m = /^([a-z][a-z0-9-]*):([0-9a-f]{64})$/.exec(entry);
-    if (!m) throw new Error(`VNM_SERVICE_CLIENTS: "${entry.split(":")[0]}" is not name:sha256hex`);
-    out.set(m[1]!, Buffer.from(m[2]!, "hex"));
-  }
-  return out;
-}
-
-/** The service's keys, limits and clients, made once per running service. */
+/** The service's configuration, keys, limits and clients, made once per running service. */
 export function identityParts(svc: ServiceContext): IdentityParts {
   let p = parts.get(svc.store);
   if (p) return p;
-  const env = svc.env;
-  const redis: Redis | undefined = env["REDIS_URL"] ? connectRedis(env["REDIS_URL"]) : undefined;
-  const limit = parseNonNegativeInt(env["VNM_LOGIN_FAILURE_LIMIT"] || "10");
-  const window = parsePositiveInt(env["VNM_LOGIN_WINDOW_SECONDS"] || "300");
-  const keys = signingKeys(svc.store, svc.log, env);
+  const config = identityConfig(svc.env);
+  setHashLimits(config.hashConcurrency, config.hashQueue);
+  const redis: Redis | undefined = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+  const keys = signingKeys(svc.store, svc.log, config.signingKeyDays);
   keys.catch(() => {});
   p = {
+    config,
     keys,
     // The same counters (and Redis keys) the gateway's /login used: one limit, whoever asks.
-    limits: loginLimits(limit, window, redis, `${env["VNM_BUS_PREFIX"] || "vnm"}:login`),
-    clients: serviceClients(env["VNM_SERVICE_CLIENTS"]),
-    ttlSeconds: Math.min(MAX_TOKEN_SECONDS, parsePositiveInt(env["VNM_TOKEN_TTL_SECONDS"] || "3600")),
+    limits: loginLimits(config.loginFailureLimit, config.loginWindowSeconds, redis, `${config.busPrefix}:login`),
+    clients: config.serviceClients,
+    ttlSeconds: Math.min(MAX_TOKEN_SECONDS, config.tokenTtlSeconds),
     async stop() {
       (await keys.catch(() => undefined))?.stop();
       redis?.disconnect();

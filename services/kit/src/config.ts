@@ -10,6 +10,8 @@ export interface ConfigItem<V = string> {
   default?: string;
   parse?: (raw: string) => V;
   description?: string;
+  /** A value not to repeat in an error (a credential, or hashes of them): the error names the variable only. */
+  secret?: boolean;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: each item carries its own value type
@@ -33,7 +35,7 @@ export function loadConfig<S extends Spec>(spec: S, source: NodeJS.ProcessEnv = 
     try {
       out[key] = item.parse ? item.parse(value) : value;
     } catch (err) {
-      problems.push(`${item.env}=${JSON.stringify(value)} is not valid: ${(err as Error).message}`);
+      problems.push(`${item.secret ? item.env : `${item.env}=${JSON.stringify(value)}`} is not valid: ${(err as Error).message}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(`configuration: ${problems.join("; ")}`);
