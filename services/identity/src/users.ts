@@ -9,17 +9,19 @@ import {
   type Logger,
   MAX_TOKEN_SECONDS,
   notice,
+  ROLES,
   Resource,
-  type Queryable,
   type ServiceContext,
   type Store,
   keyRing,
   strongestRole,
+  text,
   USER_AUDIENCE,
-  type Violation,
+  uuid,
   verifyToken,
 } from "@vnm/kit";
 import { status as Code } from "@grpc/grpc-js";
+import { z } from "zod";
 import type { IdentityConfig } from "./config.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
@@ -28,42 +30,28 @@ import { identityParts, sourceOf, tokenState } from "./tokens.ts";
 /** How many tokens of a user may be ended one at a time and not yet expired; one more moves the generation on. */
 const MAX_ENDED_TOKENS = 256;
 
-/**
- * A user's body, checked against identity.proto's rules: a name of 1 to 255 characters without
- * ':', a password of at most 1,024 characters, a tenant of at most 255, 1 to 3 distinct roles.
- */
-interface User {
-  id?: string;
-  name: string;
-  password?: string;
-  tenantId?: string;
-  roles: string[];
-}
-const userOf = (body: unknown) => body as User;
-
-/** The password policy (policy.ts), told the user's name and tenant; a user created needs a password. */
-function passwordRule(u: User, creating: boolean): Violation[] {
-  if (u.password === undefined) return creating ? [{ property: "password", message: "may not be null" }] : [];
-  const problem = passwordProblem(u.password, [u.name, u.tenantId]);
-  return problem ? [{ property: "password", message: problem }] : [];
-}
-
-/** A user whose strongest role is a tenant's belongs to a tenant. */
-function tenantRule(u: User): Violation[] {
-  return strongestRole(u.roles) !== "admin" && u.tenantId === undefined ? [{ property: "tenantId", message: "is required for tenant roles" }] : [];
-}
-
-/**
- * The last administrator cannot give the role up: nobody could give it back (a restart only
- * resets the admin's password). One such change at a time (the lock), so two administrators
- * demoting each other at once cannot both go through.
- */
-async function keepsAnAdmin(q: Queryable, u: User, current: UserRow | undefined): Promise<void> {
-  if (!current?.roles.includes("admin") || u.roles.includes("admin")) return;
-  await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:admins'))");
-  const others = await q.query("SELECT 1 FROM users WHERE 'admin' = ANY(roles) AND id <> $1 LIMIT 1", [current.id]);
-  if (others.rows.length === 0) throw ApiError.conflict("The last administrator cannot give up the admin role.");
-}
+const userInput = z
+  .object({
+    id: uuid().optional(),
+    name: text(255)
+      .refine((s) => s.length > 0, "must not be empty")
+      .refine((s) => !s.includes(":"), "must not contain ':'"),
+    // Judged with the user's name and tenant (below).
+    password: text(1024).optional(),
+    tenantId: text(255).optional(),
+    roles: z
+      .array(z.enum(ROLES, { message: `must each be one of ${ROLES.join(", ")}` }))
+      .min(1, "must name at least one role")
+      .max(3, "must name each role at most once")
+      .refine((r) => new Set(r).size === r.length, "must name each role at most once"),
+  })
+  .superRefine((u, ctx) => {
+    const problem = u.password === undefined ? undefined : passwordProblem(u.password, [u.name, u.tenantId]);
+    if (problem) ctx.addIssue({ code: "custom", path: ["password"], message: problem });
+    if (strongestRole(u.roles) !== "admin" && u.tenantId === undefined) {
+      ctx.addIssue({ code: "custom", path: ["tenantId"], message: "is required for tenant roles" });
+    }
+  });
 
 interface UserRow {
   id: string;
@@ -77,26 +65,29 @@ interface UserRow {
 export const users = new Resource({
   proto: "vnm.identity.v1.User",
   table: "users",
+  input: userInput,
   // A PUT without a password keeps the current one.
-  columns: async (body) => {
-    const u = userOf(body);
-    return {
-      name: u.name,
-      tenant_id: u.tenantId ?? null,
-      roles: u.roles,
-      ...(u.password === undefined ? {} : { password_hash: await hashPassword(u.password) }),
-    };
-  },
+  columns: async (u) => ({
+    name: u.name,
+    tenant_id: u.tenantId ?? null,
+    roles: u.roles,
+    ...(u.password === undefined ? {} : { password_hash: await hashPassword(u.password) }),
+  }),
   render: (r: UserRow) => ({ id: r.id, name: r.name, roles: r.roles, tenantId: r.tenant_id }),
   tenantColumn: "tenant_id",
-  validate: async (q, body, { current }: { current?: UserRow }) => {
-    const u = userOf(body);
-    const violations = [...passwordRule(u, !current), ...tenantRule(u)];
-    if (violations.length > 0) throw ApiError.invalid(violations);
-    await keepsAnAdmin(q, u, current);
+  validate: async (q, u, { current }) => {
+    if (!current && u.password === undefined) throw ApiError.invalid([{ property: "password", message: "may not be null" }]);
+    // The last administrator cannot give the role up: nobody could give it back (a restart only
+    // resets the admin's password). One such change at a time (the lock), so two administrators
+    // demoting each other at once cannot both go through.
+    if (current?.roles.includes("admin") && !u.roles.includes("admin")) {
+      await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:admins'))");
+      const others = await q.query("SELECT 1 FROM users WHERE 'admin' = ANY(roles) AND id <> $1 LIMIT 1", [current.id]);
+      if (others.rows.length === 0) throw ApiError.conflict("The last administrator cannot give up the admin role.");
+    }
   },
-  conflict: (body) => `A user named ${userOf(body).name} already exists.`,
-  async cascade(_q, row: UserRow, _emit, ctx) {
+  conflict: (u) => `A user named ${u.name} already exists.`,
+  async cascade(_q, row, _emit, ctx) {
     if (ctx.identity?.userId === row.id) throw ApiError.conflict("You cannot delete the user you are logged in as.");
   },
 });
