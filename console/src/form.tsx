@@ -40,13 +40,33 @@ function fromInput(f: ConsoleField, v: string | boolean): unknown {
 /** The field a violation names ("extraDhcpOpts[0].optName" is extraDhcpOpts's). */
 const fieldOfViolation = (p: string) => p.split(/[.[]/, 1)[0]!;
 
-export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string }) {
-  const editing = path !== undefined;
-  // An optional id (the service gives one) comes last.
-  const fields = kind.fields
+/** The fields a form takes: create, every writable one; edit, not the create-only ones. An optional id (the service gives one) comes last. */
+function formFields(kind: ConsoleKind, editing: boolean): ConsoleField[] {
+  return kind.fields
     .filter((f) => !f.readOnly && (!editing || !f.createOnly))
     .sort((a, b) => Number(a.name === "id" && !a.required) - Number(b.name === "id" && !b.required));
-  const parentKind = kind.parent ? KINDS.get(kind.parent) : undefined;
+}
+
+/** The body a form's values make, and a violation for each field whose JSON does not parse. */
+function bodyOf(fields: ConsoleField[], values: Values): { body: Record<string, unknown>; local: Violation[] } {
+  const body: Record<string, unknown> = {};
+  const local: Violation[] = [];
+  for (const f of fields) {
+    try {
+      const v = fromInput(f, values[f.name] ?? "");
+      if (v !== undefined) body[f.name] = v;
+    } catch {
+      local.push({ property: f.name, message: "must be JSON" });
+    }
+  }
+  return { body, local };
+}
+
+/**
+ * The form's values: a new item's defaults (a tenant user's tenant in its tenant field), or the
+ * edited item's as it is now, read again by `reload`, whose ETag goes with the next save.
+ */
+function useFormValues(kind: ConsoleKind, who: Identity, fields: ConsoleField[], path: string | undefined, setError: (e: unknown) => void) {
   const [values, setValues] = useState<Values>(() =>
     Object.fromEntries(
       fields.map((f) => {
@@ -55,18 +75,8 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
       }),
     ),
   );
-  const [pathValues, setPathValues] = useState<Record<string, string>>({});
   const [etag, setEtag] = useState<string | undefined>();
   const [itemLabel, setItemLabel] = useState<string>("");
-  const [violations, setViolations] = useState<Violation[]>([]);
-  const [error, setError] = useState<unknown>();
-  const [conflict, setConflict] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
-  const heading = usePage(title);
-  const target = editing ? { path, missing: [] as string[] } : fillPath(kind.createTemplates, parent, pathValues);
-
-  /** The item as it is now: the form shows its values, and its ETag goes with the next save. */
   const reload = async () => {
     if (!path) return;
     const a = await call("GET", path);
@@ -77,30 +87,30 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
   useEffect(() => {
     reload().catch(setError);
   }, [path]);
+  return { values, setValues, etag, itemLabel, reload };
+}
 
+type SaveOptions = { kind: ConsoleKind; fields: ConsoleField[]; values: Values; path?: string; parent?: string; target: { path?: string; missing: string[] }; etag?: string; reload: () => Promise<void> };
+
+/** Saving: PUT with If-Match (a 412 shows the conflict and the current values) or POST, then the item's page; the API's violations beside their fields. */
+function useSave({ kind, fields, values, path, parent, target, etag, reload }: SaveOptions, setError: (e: unknown) => void) {
+  const [violations, setViolations] = useState<Violation[]>([]);
+  const [conflict, setConflict] = useState(false);
+  const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(undefined);
     setViolations([]);
     setConflict(false);
-    const body: Record<string, unknown> = {};
-    const local: Violation[] = [];
-    for (const f of fields) {
-      try {
-        const v = fromInput(f, values[f.name] ?? "");
-        if (v !== undefined) body[f.name] = v;
-      } catch {
-        local.push({ property: f.name, message: "must be JSON" });
-      }
-    }
+    const { body, local } = bodyOf(fields, values);
     if (local.length > 0) {
       setViolations(local);
       setBusy(false);
       return;
     }
     try {
-      if (editing) {
+      if (path !== undefined) {
         const a = await call("PUT", path, body, etag ? { "if-match": etag } : {});
         go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parentPathOf(kind, path)) });
       } else {
@@ -119,15 +129,63 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
       setBusy(false);
     }
   };
+  return { submit, violations, conflict, busy };
+}
 
+/** The violations naming one of the form's fields, by field, and the others. */
+function placeViolations(fields: ConsoleField[], violations: Violation[]) {
   const byField = new Map<string, Violation[]>();
   for (const v of violations) {
     const name = fieldOfViolation(v.property);
     if (fields.some((f) => f.name === name)) byField.set(name, [...(byField.get(name) ?? []), v]);
   }
   const elsewhere = violations.filter((v) => !byField.has(fieldOfViolation(v.property)));
+  return { byField, elsewhere };
+}
+
+/** The violations naming no field of the form, listed above it. */
+function OtherViolations({ violations }: { violations: Violation[] }) {
+  if (violations.length === 0) return null;
+  return (
+    <ul class="error">
+      {violations.map((v) => (
+        <li key={v.property + v.message}>
+          {v.property}: {v.message}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** An input for each variable of the create path that the page's parent does not give. */
+function PathFields({ missing, values, onValues }: { missing: string[]; values: Record<string, string>; onValues: (v: Record<string, string>) => void }) {
+  return (
+    <>
+      {missing.map((v) => (
+        <div class="field" key={v}>
+          <label for={`path-${v}`}>
+            {fieldLabel(v)} <span aria-hidden="true">*</span>
+          </label>
+          <input id={`path-${v}`} required aria-required="true" value={values[v] ?? ""} onInput={(e) => onValues({ ...values, [v]: e.currentTarget.value })} />
+        </div>
+      ))}
+    </>
+  );
+}
+
+export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string }) {
+  const editing = path !== undefined;
+  const fields = formFields(kind, editing);
+  const [error, setError] = useState<unknown>();
+  const { values, setValues, etag, itemLabel, reload } = useFormValues(kind, who, fields, path, setError);
+  const [pathValues, setPathValues] = useState<Record<string, string>>({});
+  const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
+  const heading = usePage(title);
+  const target = editing ? { path, missing: [] as string[] } : fillPath(kind.createTemplates, parent, pathValues);
+  const { submit, violations, conflict, busy } = useSave({ kind, fields, values, path, parent, target, etag, reload }, setError);
+  const { byField, elsewhere } = placeViolations(fields, violations);
   const back = path ?? parent;
-  const backKind = path ? kind : parentKind;
+  const backKind = path ? kind : kind.parent ? KINDS.get(kind.parent) : undefined;
 
   return (
     <div class="form-page">
@@ -141,28 +199,13 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
         </p>
       )}
       <ErrorNote error={error} />
-      {elsewhere.length > 0 && (
-        <ul class="error">
-          {elsewhere.map((v) => (
-            <li key={v.property + v.message}>
-              {v.property}: {v.message}
-            </li>
-          ))}
-        </ul>
-      )}
+      <OtherViolations violations={elsewhere} />
       <form onSubmit={submit} noValidate>
         <p class="hint">
           Fields marked <span aria-hidden="true">*</span>
           <span class="visually-hidden">required</span> are required.
         </p>
-        {target.missing.map((v) => (
-          <div class="field" key={v}>
-            <label for={`path-${v}`}>
-              {fieldLabel(v)} <span aria-hidden="true">*</span>
-            </label>
-            <input id={`path-${v}`} required aria-required="true" value={pathValues[v] ?? ""} onInput={(e) => setPathValues({ ...pathValues, [v]: e.currentTarget.value })} />
-          </div>
-        ))}
+        <PathFields missing={target.missing} values={pathValues} onValues={setPathValues} />
         {fields.map((f) => (
           <Field key={f.name} field={f} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />
         ))}
