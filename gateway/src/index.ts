@@ -48,7 +48,8 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-function gatewayConfig(env: NodeJS.ProcessEnv) {
+/** The gateway's settings from its environment; a bad value stops it, naming the variable. */
+export function gatewayConfig(env: NodeJS.ProcessEnv) {
   return loadConfig(
     {
       port: { env: "PORT", default: "8080", parse: parsePort },
