@@ -56,7 +56,7 @@ function program(): Command {
     .action((o: { filename: string[] }) => deleteFiles(apiOf(p), o.filename));
   for (const k of allKinds()) addKindCommand(p, k);
   p.command("completion <shell>")
-    .description("print a bash or zsh completion script (ids and names complete too)")
+    .description("print a bash, zsh or fish completion script (ids and names complete too)")
     .action((shell: string) => {
       process.stdout.write(completion(p, shell));
     });
