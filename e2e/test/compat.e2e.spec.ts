@@ -37,12 +37,13 @@ describe("the family", () => {
     expect(r.headers.get("content-type")).toBe(T("Compat-v1"));
     expect(r.json.load_balancer).toMatchObject({ pools: `${fx.gw}/compat/lb/pools`, pool_template: `${fx.gw}/compat/lb/pools/{id}`, vips: `${fx.gw}/compat/lb/vips` });
     expect(r.json.security_group_rules).toBe(`${fx.gw}/compat/security_group_rules`);
-    // No compat item takes a PUT, so none names a patch format.
-    expect(JSON.stringify(r.json)).not.toContain("accept_patch");
+    // The LB kinds take PUT, hence a merge patch; security group rules take neither.
+    for (const kind of ["pool", "member", "vip", "health_monitor"]) expect(r.json.load_balancer[`${kind}_accept_patch`]).toBe("application/merge-patch+json");
+    expect(r.json).not.toHaveProperty("security_group_rule_accept_patch");
     expect(main.pools).toBe(`${fx.gw}/pools`); // the v5 pools stay in the main document
   });
 
-  it("speaks snake_case with compat media types and plural collections, no uri, and no PUT", async () => {
+  it("speaks snake_case with compat media types and plural collections, no uri; no PUT on security group rules", async () => {
     const p = await post("/compat/lb/pools", { tenant_id: TENANT, lb_method: "ROUND_ROBIN", protocol: "TCP" }, { "content-type": T("lb.Pool-v1") });
     expect(p.status).toBe(201);
     expect(p.headers.get("content-type")).toBe(T("lb.Pool-v1"));
@@ -51,7 +52,9 @@ describe("the family", () => {
     expect(p.headers.get("location")).toBe(`${fx.gw}/compat/lb/pools/${p.json.id}`);
     const list = await http("GET", "/compat/lb/pools", undefined, { accept: T("lb.Pools-v1") });
     expect(list.headers.get("content-type")).toBe(T("lb.Pools-v1"));
-    const put = await http("PUT", `/compat/lb/pools/${p.json.id}`, { tenant_id: TENANT });
+    expect((await http("PUT", `/compat/lb/pools/${p.json.id}`, { tenant_id: TENANT })).status).toBe(200);
+    const rule = await post("/compat/security_group_rules", { tenant_id: TENANT, direction: "ingress", security_group_id: "00000000-0000-4000-8000-00000000c0f9" });
+    const put = await http("PUT", `/compat/security_group_rules/${rule.json.id}`, { tenant_id: TENANT, direction: "egress" });
     expectError(put, 405);
     expect(put.headers.get("allow")).toBe("GET, DELETE");
     expectError(await post("/compat/lb/pools", { name: "no tenant" }), 400);
@@ -166,6 +169,148 @@ describe("LB rules", () => {
     expectError(await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: "00000000-0000-4000-8000-00000000c0f4" }), 404);
     expect((await http("DELETE", `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`)).status).toBe(204);
     expectError(await http("DELETE", `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`), 404);
+  });
+});
+
+const PATCH = { "content-type": "application/merge-patch+json" };
+const patch = (path: string, body: unknown, headers: Record<string, string> = {}) => http("PATCH", path, body, { ...PATCH, ...headers });
+
+describe("updates as the networking API has them: PUT replaces the POST/PUT fields, PATCH merges", () => {
+  it("pools: PUT replaces the writable fields (left out ones return to their defaults), keeps id and tenant_id, ignores derived ones", async () => {
+    const p = await pool({ name: "before", description: "d", provider: "haproxy", lb_method: "ROUND_ROBIN", admin_state_up: true });
+    const other = "00000000-0000-4000-8000-00000000c0fa";
+    const r = await http("PUT", `/compat/lb/pools/${p.id}`, { id: other, tenant_id: "tenant-b", name: "after", admin_state_up: false, members: [other], vip_id: other }, { "content-type": T("lb.Pool-v1") });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe(T("lb.Pool-v1"));
+    expect(r.json).toMatchObject({ id: p.id, tenant_id: TENANT, name: "after", admin_state_up: false, members: [], health_monitors: [], vip_id: null, description: null, provider: null });
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json).toEqual(r.json);
+    // A PUT is judged by the same rules as a POST.
+    const bad = await http("PUT", `/compat/lb/pools/${p.id}`, { lb_method: "LEAST_CONNECTIONS" });
+    expectError(bad, 400);
+    expect(violated(bad)).toEqual(["lb_method"]);
+    expectError(await http("PUT", "/compat/lb/pools/00000000-0000-4000-8000-00000000c0fb", { name: "x" }), 404);
+  });
+
+  it("PATCH merges into the item (null removes a field); If-Match with a stale tag is a 412 on PUT and PATCH", async () => {
+    const p = await pool({ name: "n", description: "d" });
+    const got = await http("GET", `/compat/lb/pools/${p.id}`);
+    const tag = got.headers.get("etag")!;
+    const r = await patch(`/compat/lb/pools/${p.id}`, { description: null, provider: "octavia" }, { "if-match": tag });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ name: "n", provider: "octavia", tenant_id: TENANT, description: null });
+    expect(r.headers.get("etag")).not.toBe(tag);
+    expectError(await patch(`/compat/lb/pools/${p.id}`, { name: "late" }, { "if-match": tag }), 412);
+    expectError(await http("PUT", `/compat/lb/pools/${p.id}`, { name: "late" }, { "if-match": tag }), 412);
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.name).toBe("n");
+    const now = await http("PUT", `/compat/lb/pools/${p.id}`, { name: "current" }, { "if-match": r.headers.get("etag")! });
+    expect(now.status).toBe(200);
+    expect(now.json.name).toBe("current");
+  });
+
+  it("members: weight, address, port and pool change (both pools' members follow); the rules and the uniqueness hold", async () => {
+    const [p1, p2] = [await pool(), await pool()];
+    const address = ip();
+    const m = (await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p1.id, address, protocol_port: 80, weight: 5 })).json;
+    const r = await patch(`/compat/lb/members/${m.id}`, { pool_id: p2.id, protocol_port: 8080, tenant_id: "tenant-b" });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ pool_id: p2.id, address, protocol_port: 8080, weight: 5, tenant_id: TENANT });
+    expect((await http("GET", `/compat/lb/pools/${p1.id}`)).json.members).toEqual([]);
+    expect((await http("GET", `/compat/lb/pools/${p2.id}`)).json.members).toEqual([m.id]);
+    // PUT: weight left out returns to its default 1.
+    const put = await http("PUT", `/compat/lb/members/${m.id}`, { pool_id: p2.id, address, protocol_port: 8080 });
+    expect(put.json.weight).toBe(1);
+    const bad = await patch(`/compat/lb/members/${m.id}`, { weight: 257 });
+    expectError(bad, 400);
+    expect(violated(bad)).toEqual(["weight"]);
+    const missing = "00000000-0000-4000-8000-00000000c0fc";
+    expectError(await patch(`/compat/lb/members/${m.id}`, { pool_id: missing }), 404);
+    await post("/compat/lb/members", { tenant_id: TENANT, pool_id: p2.id, address, protocol_port: 81 });
+    expectError(await patch(`/compat/lb/members/${m.id}`, { protocol_port: 81 }), 409);
+  });
+
+  it("VIPs: fields change, session_persistence is replaced or removed (null), a move to a pool with a VIP is a 409", async () => {
+    const [p1, p2, p3] = [await pool(), await pool(), await pool()];
+    const v = (await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p1.id, protocol: "TCP", protocol_port: 80, session_persistence: { type: "SOURCE_IP" } })).json;
+    await post("/compat/lb/vips", { tenant_id: TENANT, pool_id: p3.id });
+    const r = await patch(`/compat/lb/vips/${v.id}`, { pool_id: p2.id, connection_limit: 100, session_persistence: { type: "APP_COOKIE", cookie_name: "c" } });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ pool_id: p2.id, connection_limit: 100, protocol_port: 80, session_persistence: { type: "APP_COOKIE", cookie_name: "c" } });
+    expect((await http("GET", `/compat/lb/pools/${p1.id}`)).json.vip_id).toBeNull();
+    expect((await http("GET", `/compat/lb/pools/${p2.id}`)).json.vip_id).toBe(v.id);
+    const gone = await patch(`/compat/lb/vips/${v.id}`, { session_persistence: null });
+    expect(gone.status).toBe(200);
+    expect(gone.json).toMatchObject({ session_persistence: null, pool_id: p2.id, connection_limit: 100 });
+    const cookie = await patch(`/compat/lb/vips/${v.id}`, { session_persistence: { type: "HTTP_COOKIE", cookie_name: "c" } });
+    expectError(cookie, 400);
+    expect(cookie.json.violations[0].message).toContain("cookie_name is only for APP_COOKIE");
+    expectError(await patch(`/compat/lb/vips/${v.id}`, { protocol: "HTTP" }), 400);
+    expectError(await patch(`/compat/lb/vips/${v.id}`, { pool_id: p3.id }), 409);
+  });
+
+  it("health monitors: timings change (delay >= timeout holds), type keeps its value, pools replace the associations", async () => {
+    const [p1, p2] = [await pool(), await pool()];
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP", delay: 5, timeout: 5, pools: [{ pool_id: p1.id }] })).json;
+    const r = await patch(`/compat/lb/health_monitors/${hm.id}`, { delay: 10, type: "PING", pools: [{ pool_id: p2.id, status: "ACTIVE" }] });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ delay: 10, timeout: 5, type: "TCP", pools: [{ pool_id: p2.id, status: "ACTIVE" }] });
+    expect(r.json.pools).toHaveLength(1);
+    expect((await http("GET", `/compat/lb/pools/${p1.id}`)).json.health_monitors).toEqual([]);
+    expect((await http("GET", `/compat/lb/pools/${p2.id}`)).json.health_monitors).toEqual([hm.id]);
+    const bad = await patch(`/compat/lb/health_monitors/${hm.id}`, { timeout: 11 });
+    expectError(bad, 400);
+    expect(violated(bad)).toEqual(["delay"]);
+    expectError(await patch(`/compat/lb/health_monitors/${hm.id}`, { pools: [{ pool_id: "00000000-0000-4000-8000-00000000c0fd" }] }), 404);
+    // A PUT without pools leaves it associated with none (PUT replaces); then it may go.
+    const put = await http("PUT", `/compat/lb/health_monitors/${hm.id}`, { delay: 1 });
+    expect(put.json).toMatchObject({ delay: 1, timeout: 0, type: "TCP", pools: [] });
+    expect((await http("DELETE", `/compat/lb/health_monitors/${hm.id}`)).status).toBe(204);
+  });
+
+  it("tenancy: a tenant admin changes its own, another tenant's item is a 404", async () => {
+    const p = await pool();
+    expect((await patch(`/compat/lb/pools/${p.id}`, { name: "mine" }, as("taA"))).status).toBe(200);
+    expectError(await patch(`/compat/lb/pools/${p.id}`, { name: "theirs" }, as("taB")), 404);
+    expectError(await http("PUT", `/compat/lb/pools/${p.id}`, { name: "theirs" }, as("taB")), 404);
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.name).toBe("mine");
+  });
+});
+
+describe("the pool/health-monitor association as an item", () => {
+  it("its POST answers with a Location where GET reads it; its DELETE honours If-Match", async () => {
+    const p = await pool();
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP" })).json;
+    const a = await post(`/compat/lb/pools/${p.id}/health_monitors`, { id: hm.id });
+    expect(a.status).toBe(201);
+    const at = `${fx.gw}/compat/lb/pools/${p.id}/health_monitors/${hm.id}`;
+    expect(a.headers.get("location")).toBe(at);
+    const fresh = { id: hm.id, pool_id: p.id, status: null, status_description: null };
+    expect(a.json).toEqual(fresh);
+    const got = await http("GET", at.slice(fx.gw.length), undefined, { accept: T("lb.PoolHealthMonitor-v1") });
+    expect(got.status).toBe(200);
+    expect(got.json).toEqual(fresh);
+    const tag = got.headers.get("etag")!;
+    expect(tag).toBe(a.headers.get("etag"));
+    // The association changes (its status, through the monitor's pools): the tag read before is stale.
+    expect((await patch(`/compat/lb/health_monitors/${hm.id}`, { pools: [{ pool_id: p.id, status: "INACTIVE" }] })).status).toBe(200);
+    const now = await http("GET", at.slice(fx.gw.length));
+    expect(now.json).toEqual({ ...fresh, status: "INACTIVE" });
+    expect(now.headers.get("etag")).not.toBe(tag);
+    const stale = await http("DELETE", at.slice(fx.gw.length), undefined, { "if-match": tag });
+    expectError(stale, 412);
+    expect(stale.headers.get("etag")).toBe(now.headers.get("etag"));
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.health_monitors).toEqual([hm.id]);
+    expect((await http("DELETE", at.slice(fx.gw.length), undefined, { "if-match": now.headers.get("etag")! })).status).toBe(204);
+    expectError(await http("GET", at.slice(fx.gw.length)), 404);
+    expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.health_monitors).toEqual([]);
+  });
+
+  it("another tenant's association is a 404 on GET and DELETE", async () => {
+    const p = await pool();
+    const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP", pools: [{ pool_id: p.id }] })).json;
+    const at = `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`;
+    expectError(await http("GET", at, undefined, as("taB")), 404);
+    expectError(await http("DELETE", at, undefined, as("taB")), 404);
+    expect((await http("GET", at, undefined, as("taA"))).status).toBe(200);
   });
 });
 

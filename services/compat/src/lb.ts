@@ -5,8 +5,10 @@
 // tenant (404 naming them otherwise); uniqueness is held by constraints (a member per pool,
 // address and port; a VIP per pool); deletes blocked by use are 409s; a pool's members, health
 // monitors and VIP, and a monitor's pools, are read as they are now, and each change to them is
-// announced as a change of the pool or monitor.
-import { ApiError, type Queryable, Resource, type Violation } from "@vnm/kit";
+// announced as a change of the pool or monitor. A PUT replaces the fields the interface marks
+// POST/PUT (id, tenant_id and a monitor's type keep their value, kit's update): a member or VIP
+// moved to another pool changes both pools; a monitor's `pools` replace its associations.
+import { ApiError, type Change, type Queryable, Resource, type Violation } from "@vnm/kit";
 
 type Row = Record<string, unknown>;
 
@@ -81,8 +83,14 @@ export const members = new Resource({
     const m = body as MemberBody;
     return `Pool ${m.pool_id} already has a member at ${m.address}:${m.protocol_port}.`;
   },
-  changed: (q, m, _event, emit) => pools.touched(q, m["pool_id"], emit),
+  changed: (q, m, _event, emit, _body, before) => poolsTouched(q, emit, m, before),
 });
+
+/** The pool of a member or VIP written, and on a move the pool it left: their derived fields changed. */
+async function poolsTouched(q: Queryable, emit: (c: Change) => void, row: Row, before?: Row): Promise<void> {
+  await pools.touched(q, row["pool_id"], emit);
+  if (before && before["pool_id"] !== row["pool_id"]) await pools.touched(q, before["pool_id"], emit);
+}
 
 /** A VIP's session persistence: a cookie name with APP_COOKIE, and only with it. */
 export function persistenceViolations(v: VipBody): Violation[] {
@@ -105,12 +113,37 @@ export const vips = new Resource({
   },
   validate: (_q, body) => refuse(persistenceViolations(body as VipBody)),
   conflict: (body) => `Pool ${(body as VipBody).pool_id} already has a VIP.`,
-  changed: (q, v, _event, emit) => pools.touched(q, v["pool_id"], emit),
+  changed: (q, v, _event, emit, _body, before) => poolsTouched(q, emit, v, before),
 });
 
 /** A health monitor's timings: it waits no longer for an answer than between two probes. */
 export function timingViolations(h: HealthMonitorBody): Violation[] {
   return (h.delay ?? 0) < (h.timeout ?? 0) ? [{ property: "delay", message: "must be at least timeout" }] : [];
+}
+
+/**
+ * A monitor's associations made the pools named (the first entry of a pool named twice), with
+ * their status; those of other pools removed. The pools whose association came, went or changed.
+ */
+export async function associationsReplaced(q: Queryable, monitorId: string, named: NonNullable<HealthMonitorBody["pools"]>): Promise<string[]> {
+  const wanted = new Map<string, { status: string | null; status_description: string | null }>();
+  for (const p of named) if (!wanted.has(p.pool_id)) wanted.set(p.pool_id, { status: p.status ?? null, status_description: p.status_description ?? null });
+  const had = (await q.query("SELECT pool_id, status, status_description FROM pool_monitors WHERE health_monitor_id = $1 ORDER BY pool_id FOR UPDATE", [monitorId])).rows;
+  const touched = new Set<string>();
+  const gone = had.filter((a) => !wanted.has(a["pool_id"])).map((a) => a["pool_id"] as string);
+  if (gone.length > 0) await q.query("DELETE FROM pool_monitors WHERE health_monitor_id = $1 AND pool_id = ANY($2::uuid[])", [monitorId, gone]);
+  for (const id of gone) touched.add(id);
+  for (const [poolId, a] of wanted) {
+    const before = had.find((h) => h["pool_id"] === poolId);
+    if (before && before["status"] === a.status && before["status_description"] === a.status_description) continue;
+    await q.query(
+      `INSERT INTO pool_monitors (pool_id, health_monitor_id, status, status_description) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (pool_id, health_monitor_id) DO UPDATE SET status = EXCLUDED.status, status_description = EXCLUDED.status_description`,
+      [poolId, monitorId, a.status, a.status_description],
+    );
+    touched.add(poolId);
+  }
+  return [...touched];
 }
 
 export const healthMonitors = new Resource({
@@ -129,18 +162,24 @@ export const healthMonitors = new Resource({
     for (const p of h.pools ?? []) await referenced(q, "pools", "Pool", p.pool_id, h.tenant_id);
   },
   validate: (_q, body) => refuse(timingViolations(body as HealthMonitorBody)),
-  // The pools it names at creation are associated with it (each pool announced).
+  // The pools it names are associated with it: at creation added, on PUT instead of those it
+  // had (each pool whose association came, went or changed announced).
   async changed(q, h, event, emit, body) {
-    if (event !== "created") return;
-    for (const p of (body as HealthMonitorBody | undefined)?.pools ?? []) {
-      await q.query("INSERT INTO pool_monitors (pool_id, health_monitor_id, status, status_description) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [
-        p.pool_id,
-        h["id"],
-        p.status ?? null,
-        p.status_description ?? null,
-      ]);
-      await pools.touched(q, p.pool_id, emit);
+    if (event === "deleted") return;
+    const named = (body as HealthMonitorBody | undefined)?.pools ?? [];
+    if (event === "created") {
+      for (const p of named) {
+        await q.query("INSERT INTO pool_monitors (pool_id, health_monitor_id, status, status_description) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [
+          p.pool_id,
+          h["id"],
+          p.status ?? null,
+          p.status_description ?? null,
+        ]);
+        await pools.touched(q, p.pool_id, emit);
+      }
+      return;
     }
+    for (const poolId of await associationsReplaced(q, h["id"] as string, named)) await pools.touched(q, poolId, emit);
   },
   async cascade(q, hm) {
     const used = (await q.query("SELECT pool_id FROM pool_monitors WHERE health_monitor_id = $1 ORDER BY seq", [hm["id"]])).rows;

@@ -1,7 +1,7 @@
 // The compat service: the /compat family (LBaaS v1 pools, members, VIPs, health monitors, and
-// security group rules), with the pool/health-monitor association endpoints.
+// security group rules), with the pool/health-monitor association endpoints (POST, GET, DELETE).
 import { type CallContext, type ServiceSpec, mergeHandlers } from "@vnm/kit";
-import { associate, dissociate } from "./associations.ts";
+import { associate, association, dissociate } from "./associations.ts";
 import { healthMonitors, members, pools, vips } from "./lb.ts";
 import { migrations } from "./migrations.ts";
 import { securityGroupRules } from "./sg-rules.ts";
@@ -11,13 +11,14 @@ export const service: ServiceSpec = {
   migrations,
   resources: [pools, members, vips, healthMonitors, securityGroupRules],
   services: ({ store, resources }) => {
-    const { rules } = resources;
-    if (!rules) throw new Error("compat: its resources were made without the fields' rules");
+    const { rules, pkg } = resources;
+    if (!rules || !pkg) throw new Error("compat: its resources were made without the fields' rules or the grpc package");
     return mergeHandlers({
       [pools.info.service]: {
         AssociateHealthMonitor: (req: Record<string, unknown>, ctx: CallContext) => store.tx(ctx, (q, emit) => associate(q, emit, rules, req)),
+        GetPoolHealthMonitor: (req: Record<string, unknown>) => association(store.pool, req),
         DissociateHealthMonitor: async (req: Record<string, unknown>, ctx: CallContext) => {
-          await store.tx(ctx, (q, emit) => dissociate(q, emit, req));
+          await store.tx(ctx, (q, emit) => dissociate(q, emit, pkg, req, ctx));
           return {};
         },
       },

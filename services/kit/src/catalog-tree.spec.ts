@@ -88,12 +88,13 @@ describe("routes per shape", () => {
     expect(route("DELETE", "/bridges/{id}").shape.kind).toBe("empty");
   });
 
-  it("kinds served without PUT have none: VTEPs, routes, MAC-port entries and the compat family", () => {
-    for (const k of ["tunnel.Vtep", "routing.Route", "bridge.MacPort", "compat.CompatPool", "compat.CompatSecurityGroupRule"]) {
+  it("kinds served without PUT have none: VTEPs, routes, MAC-port entries and compat security group rules", () => {
+    for (const k of ["tunnel.Vtep", "routing.Route", "bridge.MacPort", "compat.CompatSecurityGroupRule"]) {
       expect(kind(k).rpcs.update, k).toBeUndefined();
       expect(catalog.routes.some((r) => r.method === "PUT" && r.service === kind(k).service && templateShape(r.template) === templateShape(kind(k).itemTemplate)), k).toBe(false);
     }
     expect(kind("bridge.Bridge").rpcs.update).toBe("UpdateBridge");
+    expect(kind("compat.CompatPool").rpcs.update).toBe("UpdateCompatPool");
   });
 
   it("one RPC serves each of its bindings: the MAC table with and without a VLAN, both spellings of a monitor's pools", () => {

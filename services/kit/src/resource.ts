@@ -102,9 +102,10 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
   conflict?: (body: z.output<S>, constraint: string) => string;
   /**
    * After the item was written and announced: what else it changes, announced (a member
-   * created changes its pool's `members`). `body` is what was written (none on a delete).
+   * created changes its pool's `members`). `body` is what was written (none on a delete);
+   * `before` the row an update replaced (a member moved changes its old pool too).
    */
-  changed?: (q: Queryable, row: R, event: ChangeEvent, emit: Emit, body?: z.output<S>) => Promise<void>;
+  changed?: (q: Queryable, row: R, event: ChangeEvent, emit: Emit, body?: z.output<S>, before?: R) => Promise<void>;
 }
 
 /** A page of a list: at most `limit` items after the item `marker`. */
@@ -351,9 +352,14 @@ export class Resource<S extends z.ZodType, R extends Row> {
   }
 
 
-  /** A POST or PUT body, checked: by the declared input, else by the proto's rules for its fields. */
-  private parse(req: Req): z.output<S> {
-    const body = req[this.info.body ?? ""] ?? {};
+  /**
+   * A POST or PUT body, checked: by the declared input, else by the proto's rules for its fields.
+   * `kept`: on PUT, the current values of the fields accepted at POST only (IMMUTABLE), which
+   * keep their value whatever the body says.
+   */
+  private parse(req: Req, kept: Record<string, unknown> = {}): z.output<S> {
+    const sent = req[this.info.body ?? ""] ?? {};
+    const body = Object.keys(kept).length > 0 ? { ...(sent as object), ...kept } : sent;
     if (this.spec.input) return parseInput(this.spec.input, body);
     const { rules } = this.binding.set;
     if (!rules) throw new Error(`${this.spec.proto}: its ResourceSet was made without the rules`);
@@ -662,12 +668,19 @@ export class Resource<S extends z.ZodType, R extends Row> {
     if (!etagMatches(header, etag, "strong")) throw ApiError.changed(etag);
   }
 
+  /** The item's values of the fields accepted at POST only (IMMUTABLE), but its id (the path names it). */
+  private keptOf(row: R, up: Row[]): Record<string, unknown> {
+    const shown = this.toMessage(row, up);
+    const fields = this.info.message.fields.filter((f) => f.name !== "id" && f.behaviors.has("IMMUTABLE") && !f.behaviors.has("OUTPUT_ONLY"));
+    return Object.fromEntries(fields.filter((f) => shown[f.name] !== undefined).map((f) => [f.name, shown[f.name]]));
+  }
+
   /** Replaces the item's writable columns; a changed path is announced as a move. */
   async update(q: Queryable, emit: Emit, req: Req, ctx?: CallContext) {
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);
-    const body = this.parse(req);
+    const body = this.parse(req, this.keptOf(current, up));
     await this.spec.references?.(q, body);
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
@@ -684,8 +697,9 @@ export class Resource<S extends z.ZodType, R extends Row> {
       emit(before);
       emit({ ...after, event: "created" });
     }
-    await this.spec.changed?.(q, row, "updated", emit, body);
-    return this.toMessage(row, up);
+    await this.spec.changed?.(q, row, "updated", emit, body, locked);
+    // What `changed` wrote may show in the item's derived columns.
+    return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
   }
 
   /** Deletes the item, its children first (each announced), then what `cascade` takes. */
