@@ -288,10 +288,18 @@ describe("the words offered", () => {
       { id: "8a0f2b7e-1c1d-4c55-9d0e-000000000006", tenantId: "mallory", name: "bidi\u202egnp.exe", adminStateUp: true },
       { id: "--output=yaml", tenantId: "mallory", name: "-", adminStateUp: true },
     ];
+    // VTEPs as the tunnel service lists them: the name is the switch's, as the device reports it.
+    const vteps = [
+      { id: "6b1d3c2a-0f4e-4a7b-8c9d-000000000001", managementIp: "192.0.2.10", managementPort: 6632, name: `sw$(touch${IFS}pwned-vtep)` },
+      { id: "6b1d3c2a-0f4e-4a7b-8c9d-000000000002", managementIp: "192.0.2.11", managementPort: 6632, name: "sw `touch pwned-vtep2` *" },
+      { id: "6b1d3c2a-0f4e-4a7b-8c9d-000000000003", managementIp: "192.0.2.12", managementPort: 6632, name: "sw\n$(touch pwned-vtep3)" },
+      { id: "6b1d3c2a-0f4e-4a7b-8c9d-000000000004", managementIp: "192.0.2.13", managementPort: 6632, name: "--context=evil" },
+    ];
     beforeAll(async () => {
       stub = createServer((req, res) => {
-        if (req.method === "GET" && req.url?.split("?")[0] === "/bridges") {
-          res.writeHead(200, { "content-type": "application/vnd.org.midonet.collection.Bridge-v4+json" }).end(JSON.stringify(items));
+        const path = req.url?.split("?")[0];
+        if (req.method === "GET" && (path === "/bridges" || path === "/vteps")) {
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(path === "/bridges" ? items : vteps));
         } else res.writeHead(404, { "content-type": "application/json" }).end('{"message":"not found","code":404}');
       });
       await new Promise<void>((r) => stub.listen(0, "127.0.0.1", () => r()));
@@ -305,6 +313,14 @@ describe("the words offered", () => {
       expect(printed.split("\n").filter(Boolean).sort()).toEqual(want);
       expect((await bashWords(["vnm", "bridge", "get", ""], url)).sort()).toEqual(want);
       expect((await fishWords("vnm bridge get ", url)).sort()).toEqual(want);
+      expect(ran()).toEqual([]);
+    });
+
+    it("offers a device's switch names (vnm vtep get) the same way", async () => {
+      const want = [...vteps.map((v) => v.id), vteps[0]!.name, vteps[1]!.name].sort();
+      expect((await bashWords(["vnm", "vtep", "get", ""], url)).sort()).toEqual(want);
+      expect((await bashWords(["vnm", "vtep", "describe", "sw"], url)).sort()).toEqual([vteps[0]!.name, vteps[1]!.name].sort());
+      expect((await fishWords("vnm vtep get ", url)).sort()).toEqual(want);
       expect(ran()).toEqual([]);
     });
   });
