@@ -162,8 +162,8 @@ export interface DirectService {
   token(who?: Partial<Identity>, key?: KeyObject): string;
   /** The identity service the service asks for keys and generations. */
   identity: TestIdentity;
-  /** Calls `<service>/<rpc>` with the admin token, another token, or none (null). */
-  call(service: string, rpc: string, request: unknown, token?: string | null): Promise<Reply>;
+  /** Calls `<service>/<rpc>` with the admin token, another token, or none (null), and any other metadata (a gateway's If-Match). */
+  call(service: string, rpc: string, request: unknown, token?: string | null, metadata?: Record<string, string>): Promise<Reply>;
   /** The field violations of an INVALID_ARGUMENT reply. */
   violations(r: Reply): { property: string; message: string }[];
   /** Everything the process printed so far. */
@@ -323,10 +323,11 @@ export async function directService(domain: string, env: NodeJS.ProcessEnv = {},
     proc,
     token,
     identity,
-    call(service, rpc, request, bearer = admin) {
+    call(service, rpc, request, bearer = admin, metadata = {}) {
       const client = clientOf(service);
       const md = new grpc.Metadata();
       if (bearer !== null) md.set("authorization", `Bearer ${bearer}`);
+      for (const [k, v] of Object.entries(metadata)) md.set(k, v);
       return new Promise((resolve) => {
         (client as unknown as Record<string, (...a: unknown[]) => void>)[rpc]!.call(
           client,
