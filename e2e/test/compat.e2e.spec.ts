@@ -269,6 +269,11 @@ describe("updates as the networking API has them: PUT replaces the POST/PUT fiel
   it("tenancy: a tenant admin changes its own, another tenant's item is a 404", async () => {
     const p = await pool();
     expect((await patch(`/compat/lb/pools/${p.id}`, { name: "mine" }, as("taA"))).status).toBe(200);
+    // tenant_id is POST only: naming another tenant neither moves the item there nor is refused.
+    const moved = await http("PUT", `/compat/lb/pools/${p.id}`, { tenant_id: "tenant-b", name: "mine" }, as("taA"));
+    expect(moved.status).toBe(200);
+    expect(moved.json.tenant_id).toBe(TENANT);
+    expectError(await http("GET", `/compat/lb/pools/${p.id}`, undefined, as("taB")), 404);
     expectError(await patch(`/compat/lb/pools/${p.id}`, { name: "theirs" }, as("taB")), 404);
     expectError(await http("PUT", `/compat/lb/pools/${p.id}`, { name: "theirs" }, as("taB")), 404);
     expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.name).toBe("mine");
