@@ -13,7 +13,12 @@ export const CONTRACT_FILE = "contract.binpb";
 
 /** The messages of the descriptor set built from the proto files in `dir`. */
 export function loadDescriptors(dir: string): FileRegistry {
-  return createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(join(dir, CONTRACT_FILE))));
+  return descriptorsOf(readFileSync(join(dir, CONTRACT_FILE)));
+}
+
+/** The messages of a descriptor set's bytes (what `buf build` writes). */
+export function descriptorsOf(bytes: Uint8Array): FileRegistry {
+  return createFileRegistry(fromBinary(FileDescriptorSetSchema, bytes));
 }
 
 /** A field's rules as the proto states them, if any. */
