@@ -3,7 +3,7 @@
 // A subnet's path segment is <address>_<length>; a host's is its MAC address (path syntax, read
 // here). The fields' rules are dhcp.proto's; what compares a field with another, or with the
 // database, is named below beside its kind.
-import { ApiError, canonicalIpv6, ipv4InSubnet, isIpv4, parseMac, type Queryable, Resource } from "@vnm/kit";
+import { ApiError, type Checked, canonicalIpv6, ipv4InSubnet, isIpv4, parseMac, type Queryable, Resource } from "@vnm/kit";
 
 /** A `:subnetAddr` path segment: <address>_<length> (length defaults to the full width). */
 export function parseSubnetAddr(segment: unknown, family: 4 | 6): { prefix: string; length: number } | undefined {
@@ -32,17 +32,7 @@ interface SubnetRow {
 }
 
 /** A DHCP subnet's body, checked against dhcp.proto's rules. */
-interface Subnet {
-  subnetPrefix: string;
-  subnetLength: number;
-  defaultGateway?: string;
-  serverAddr?: string;
-  dnsServerAddrs?: string[];
-  interfaceMTU?: number;
-  opt121Routes?: { destinationPrefix: string; destinationLength: number; gatewayAddr: string }[];
-  enabled?: boolean;
-}
-const subnetOf = (body: unknown) => body as Subnet;
+type Subnet = Checked<"vnm.bridge.v1.DhcpSubnet">;
 
 /** A subnet may not move so that hosts fall outside it. */
 async function keepsHostsInside(q: Queryable, s: Subnet, current: SubnetRow): Promise<void> {
@@ -61,19 +51,16 @@ export const dhcpSubnets = new Resource({
   parentColumn: "bridge_id",
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 4) },
-  columns: (body) => {
-    const s = subnetOf(body);
-    return {
-      prefix: s.subnetPrefix,
-      length: s.subnetLength,
-      default_gateway: s.defaultGateway ?? null,
-      server_addr: s.serverAddr ?? null,
-      dns_server_addrs: s.dnsServerAddrs ?? [],
-      interface_mtu: s.interfaceMTU ?? null,
-      opt121_routes: JSON.stringify(s.opt121Routes ?? []),
-      enabled: s.enabled ?? true,
-    };
-  },
+  columns: (s) => ({
+    prefix: s.subnetPrefix,
+    length: s.subnetLength,
+    default_gateway: s.defaultGateway ?? null,
+    server_addr: s.serverAddr ?? null,
+    dns_server_addrs: s.dnsServerAddrs ?? [],
+    interface_mtu: s.interfaceMTU ?? null,
+    opt121_routes: JSON.stringify(s.opt121Routes ?? []),
+    enabled: s.enabled ?? true,
+  }),
   render: (r: SubnetRow) => ({
     bridgeId: r.bridge_id,
     subnetPrefix: r.prefix,
@@ -85,8 +72,8 @@ export const dhcpSubnets = new Resource({
     serverAddr: r.server_addr,
     interfaceMTU: r.interface_mtu,
   }),
-  validate: (q, body, { current }) => (current ? keepsHostsInside(q, subnetOf(body), current) : undefined),
-  conflict: (body) => `The DHCP subnet ${subnetOf(body).subnetPrefix}/${subnetOf(body).subnetLength} already exists on this bridge.`,
+  validate: (q, s, { current }) => (current ? keepsHostsInside(q, s, current) : undefined),
+  conflict: (s) => `The DHCP subnet ${s.subnetPrefix}/${s.subnetLength} already exists on this bridge.`,
 });
 
 interface HostRow {
@@ -98,13 +85,7 @@ interface HostRow {
 }
 
 /** A DHCP host's body, checked against dhcp.proto's rules (its MAC in lower case). */
-interface Host {
-  macAddr: string;
-  ipAddr: string;
-  name: string;
-  extraDhcpOpts?: { optName: string; optValue: string }[];
-}
-const hostOf = (body: unknown) => body as Host;
+type Host = Checked<"vnm.bridge.v1.DhcpHost">;
 
 /** A host's address lies inside its subnet: 400 naming ipAddr. */
 function insideSubnet(h: Host, prefix: string, length: number): void {
@@ -124,10 +105,7 @@ export const dhcpHosts = new Resource({
       return m ? { mac: m } : undefined;
     },
   },
-  columns: (body) => {
-    const h = hostOf(body);
-    return { mac: h.macAddr, ip: h.ipAddr, name: h.name, extra_dhcp_opts: JSON.stringify(h.extraDhcpOpts ?? []) };
-  },
+  columns: (h) => ({ mac: h.macAddr, ip: h.ipAddr, name: h.name, extra_dhcp_opts: JSON.stringify(h.extraDhcpOpts ?? []) }),
   render: (r: HostRow, [s]) => ({
     bridgeId: s!["bridge_id"],
     subnetAddr: `${s!["prefix"]}_${s!["length"]}`,
@@ -136,16 +114,9 @@ export const dhcpHosts = new Resource({
     name: r.name,
     extraDhcpOpts: r.extra_dhcp_opts,
   }),
-  validate: (_q, body, { up: [s] }) => insideSubnet(hostOf(body), s!["prefix"], s!["length"]),
-  conflict: (body) => `The subnet already has a host with MAC address ${hostOf(body).macAddr}.`,
+  validate: (_q, h, { up: [s] }) => insideSubnet(h, s!["prefix"], s!["length"]),
+  conflict: (h) => `The subnet already has a host with MAC address ${h.macAddr}.`,
 });
-
-/** A DHCPv6 subnet's body, checked against dhcp.proto's rules (its prefix in RFC 5952 form). */
-interface Subnet6 {
-  prefix: string;
-  prefixLength: number;
-}
-const subnet6Of = (body: unknown) => body as Subnet6;
 
 interface Subnet6Row {
   id: string;
@@ -160,7 +131,8 @@ export const dhcpV6Subnets = new Resource({
   parentColumn: "bridge_id",
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 6) },
-  columns: (body) => ({ prefix: subnet6Of(body).prefix, length: subnet6Of(body).prefixLength }),
+  // The prefix as dhcp.proto's rules keep it (RFC 5952 form).
+  columns: (s) => ({ prefix: s.prefix, length: s.prefixLength }),
   render: (r: Subnet6Row) => ({ bridgeId: r.bridge_id, prefix: r.prefix, prefixLength: r.length }),
-  conflict: (body) => `The DHCPv6 subnet ${subnet6Of(body).prefix}/${subnet6Of(body).prefixLength} already exists on this bridge.`,
+  conflict: (s) => `The DHCPv6 subnet ${s.prefix}/${s.prefixLength} already exists on this bridge.`,
 });

@@ -15,8 +15,8 @@ export function parsePair(segment: unknown): { mac: string; port_id: string } | 
 
 /** A VLAN path segment: [0, 4095], else the path names nothing; absent means VLAN 0. */
 function vlanOf(req: Record<string, unknown>): number {
-  const v = (req["vlanId"] as number | undefined) ?? 0;
-  if (!Number.isInteger(v) || v < 0 || v > 4095) throw ApiError.notFound(`There is no VLAN ${v} on a bridge.`);
+  const v = req["vlanId"] ?? 0;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > 4095) throw ApiError.notFound(`There is no VLAN ${String(v)} on a bridge.`);
   return v;
 }
 
@@ -27,13 +27,6 @@ interface EntryRow {
   mac: string;
   port_id: string;
 }
-
-/** A MAC table entry's body, checked against mac_table.proto's rules (MAC and port id in lower case). */
-interface Entry {
-  macAddr: string;
-  portId: string;
-}
-const entryOf = (body: unknown) => body as Entry;
 
 /** /bridges/<b>/mac_table/<pair> on VLAN 0, else under /vlans/<v>. */
 function entryPath(r: EntryRow): string {
@@ -54,7 +47,8 @@ export const macPorts = new Resource({
     // The plain /mac_table list holds every VLAN's entries.
     scope: (req) => (req["vlanId"] === undefined ? {} : { vlan_id: vlanOf(req) }),
   },
-  columns: (body, req) => ({ vlan_id: vlanOf(req), mac: entryOf(body).macAddr, port_id: entryOf(body).portId }),
+  // The MAC and port id as mac_table.proto's rules keep them (lower case).
+  columns: (e, req) => ({ vlan_id: vlanOf(req), mac: e.macAddr, port_id: e.portId }),
   render: (r: EntryRow) => ({ macAddr: r.mac, portId: r.port_id, vlanId: r.vlan_id, selfPath: entryPath(r) }),
-  conflict: (body) => `The MAC table already maps ${entryOf(body).macAddr} to port ${entryOf(body).portId} on this VLAN.`,
+  conflict: (e) => `The MAC table already maps ${e.macAddr} to port ${e.portId} on this VLAN.`,
 });

@@ -8,7 +8,13 @@ import { ApiError, type CallContext, type Change, clientConstructor, etagMatches
 import { healthMonitors, pools } from "./lb.ts";
 
 type Emit = (c: Change) => void;
-type Row = Record<string, unknown>;
+/** A row of pool_monitors. */
+interface Association {
+  pool_id: string;
+  health_monitor_id: string;
+  status: string | null;
+  status_description: string | null;
+}
 /** The fields' rules of the service's proto files, as the kit checks them. */
 type Rules = NonNullable<ServiceContext["resources"]["rules"]>;
 
@@ -20,7 +26,7 @@ async function announce(q: Queryable, emit: Emit, poolId: string, monitorId: str
 }
 
 /** An association as PoolHealthMonitor shows it: the monitor's id, the pool's, the status. */
-function shown(a: Row): Record<string, unknown> {
+function shown(a: Association): Record<string, unknown> {
   const out: Record<string, unknown> = { id: a["health_monitor_id"], pool_id: a["pool_id"] };
   if (a["status"] != null) out["status"] = a["status"];
   if (a["status_description"] != null) out["status_description"] = a["status_description"];
@@ -28,11 +34,11 @@ function shown(a: Row): Record<string, unknown> {
 }
 
 /** The association a path names (the pool visible to the caller), optionally locked; 404 otherwise. */
-async function located(q: Queryable, req: Record<string, unknown>, lock?: "update"): Promise<Row> {
+async function located(q: Queryable, req: Record<string, unknown>, lock?: "update"): Promise<Association> {
   const { row: pool } = await pools.locate(q, { id: req["poolId"] }, lock && "key share");
   const id = String(req["healthMonitorId"] ?? "");
   const sql = `SELECT pool_id, health_monitor_id, status, status_description FROM pool_monitors WHERE pool_id = $1 AND health_monitor_id = $2${lock ? " FOR UPDATE" : ""}`;
-  const row = isUuid(id) ? (await q.query(sql, [pool["id"], id.toLowerCase()])).rows[0] : undefined;
+  const row = isUuid(id) ? (await q.query<Association>(sql, [pool["id"], id.toLowerCase()])).rows[0] : undefined;
   if (!row) throw ApiError.notFound(`Health monitor ${id} is not associated with pool ${pool["id"]}.`);
   return row;
 }
@@ -41,26 +47,26 @@ async function located(q: Queryable, req: Record<string, unknown>, lock?: "updat
  * The tag of an association as the gateway computes it from the GET's answer: the message as a
  * gRPC peer decodes it (see Resource.etagOf).
  */
-function tagOf(pkg: grpc.GrpcObject, a: Row): string {
+function tagOf(pkg: grpc.GrpcObject, a: Association): string {
   const method = clientConstructor(pkg, pools.info.service).service["GetPoolHealthMonitor"];
   if (!method) throw new Error("compat: no GetPoolHealthMonitor in the proto files");
-  return etagOf(method.responseDeserialize(method.responseSerialize(shown(a))) as Record<string, unknown>);
+  return etagOf(method.responseDeserialize(method.responseSerialize(shown(a))));
 }
 
 /** The body names the monitor by its id (PoolHealthMonitor's rules: present, a UUID). */
 export async function associate(q: Queryable, emit: Emit, rules: Rules, req: Record<string, unknown>): Promise<Record<string, unknown>> {
   const { row: pool } = await pools.locate(q, { id: req["poolId"] }, "key share");
-  const { id } = rules.check(ASSOCIATION, (req["association"] ?? {}) as { id: string });
+  const { id } = rules.checked(ASSOCIATION, req["association"] ?? {});
   const monitor = (await q.query("SELECT * FROM health_monitors WHERE id = $1 FOR KEY SHARE", [id])).rows[0];
   if (!monitor || monitor["tenant_id"] !== pool["tenant_id"]) throw ApiError.notFound(`There is no HealthMonitor with ID ${id}.`);
-  let row: Row | undefined;
+  let row: Association | undefined;
   try {
-    row = (await q.query("INSERT INTO pool_monitors (pool_id, health_monitor_id) VALUES ($1, $2) RETURNING *", [pool["id"], id])).rows[0];
+    row = (await q.query<Association>("INSERT INTO pool_monitors (pool_id, health_monitor_id) VALUES ($1, $2) RETURNING *", [pool["id"], id])).rows[0];
   } catch (err) {
     if (pgCode(err) === PG.uniqueViolation) throw ApiError.conflict(`Health monitor ${id} is already associated with pool ${pool["id"]}.`);
     throw err;
   }
-  await announce(q, emit, pool["id"] as string, id);
+  await announce(q, emit, row!.pool_id, id);
   return shown(row!);
 }
 
@@ -77,5 +83,5 @@ export async function dissociate(q: Queryable, emit: Emit, pkg: grpc.GrpcObject,
     if (!etagMatches(header, etag, "strong")) throw ApiError.changed(etag);
   }
   await q.query("DELETE FROM pool_monitors WHERE pool_id = $1 AND health_monitor_id = $2", [a["pool_id"], a["health_monitor_id"]]);
-  await announce(q, emit, a["pool_id"] as string, a["health_monitor_id"] as string);
+  await announce(q, emit, a.pool_id, a.health_monitor_id);
 }

@@ -8,37 +8,15 @@
 // announced as a change of the pool or monitor. A PUT replaces the fields the interface marks
 // POST/PUT (id, tenant_id and a monitor's type keep their value, kit's update): a member or VIP
 // moved to another pool changes both pools; a monitor's `pools` replace its associations.
-import { ApiError, type Change, type Queryable, Resource, type Violation } from "@vnm/kit";
+import { ApiError, type Change, type Checked, type Queryable, Resource, type Violation } from "@vnm/kit";
 
 type Row = Record<string, unknown>;
 
-/** What every kind of the family carries: its tenant, required by its proto. */
-interface Owned {
-  tenant_id: string;
-}
+/** A VIP's body as its rules (compat.proto) passed it: its tenant, as every kind's of the family, required. */
+type VipBody = Checked<"vnm.compat.v1.CompatVip">;
 
-/** A member's body (CompatMember) as its rules passed it: the fields its hooks read. */
-interface MemberBody extends Owned {
-  pool_id?: string;
-  address?: string;
-  protocol_port?: number;
-}
-
-/** A VIP's body (CompatVip): the fields its hooks read. */
-interface VipBody extends Owned {
-  pool_id?: string;
-  session_persistence?: { type: string; cookie_name?: string } | null;
-}
-
-/** A health monitor's body (CompatHealthMonitor). */
-interface HealthMonitorBody extends Owned {
-  admin_state_up?: boolean;
-  delay?: number;
-  max_retries?: number;
-  timeout?: number;
-  type?: string;
-  pools?: { pool_id: string; status?: string; status_description?: string }[];
-}
+/** A health monitor's body (CompatHealthMonitor): each of its pools names one (pool_id required). */
+type HealthMonitorBody = Checked<"vnm.compat.v1.CompatHealthMonitor">;
 
 /** A referenced item of the same tenant, locked until commit; 404 naming it otherwise. */
 async function referenced(q: Queryable, table: string, display: string, id: string, tenantId: string): Promise<Row> {
@@ -75,14 +53,10 @@ export const members = new Resource({
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
   defaults: { admin_state_up: true, weight: 1 },
-  async references(q, body) {
-    const m = body as MemberBody;
+  async references(q, m) {
     if (m.pool_id !== undefined) await referenced(q, "pools", "Pool", m.pool_id, m.tenant_id);
   },
-  conflict: (body) => {
-    const m = body as MemberBody;
-    return `Pool ${m.pool_id} already has a member at ${m.address}:${m.protocol_port}.`;
-  },
+  conflict: (m) => `Pool ${m.pool_id} already has a member at ${m.address}:${m.protocol_port}.`,
   changed: (q, m, _event, emit, _body, before) => poolsTouched(q, emit, m, before),
 });
 
@@ -106,13 +80,13 @@ export const vips = new Resource({
   table: "vips",
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
-  defaults: { admin_state_up: true, connection_limit: -1 },
-  async references(q, body) {
-    const v = body as VipBody;
+  // connection_limit is an int64: a decimal string, as a gRPC peer holds it.
+  defaults: { admin_state_up: true, connection_limit: "-1" },
+  async references(q, v) {
     if (v.pool_id !== undefined) await referenced(q, "pools", "Pool", v.pool_id, v.tenant_id);
   },
-  validate: (_q, body) => refuse(persistenceViolations(body as VipBody)),
-  conflict: (body) => `Pool ${(body as VipBody).pool_id} already has a VIP.`,
+  validate: (_q, v) => refuse(persistenceViolations(v)),
+  conflict: (v) => `Pool ${v.pool_id} already has a VIP.`,
   changed: (q, v, _event, emit, _body, before) => poolsTouched(q, emit, v, before),
 });
 
@@ -153,20 +127,23 @@ export const healthMonitors = new Resource({
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
   // Its pools are associations, written after it (changed).
-  columns: (body) => {
-    const h = body as HealthMonitorBody;
-    return { tenant_id: h.tenant_id, admin_state_up: h.admin_state_up ?? true, delay: h.delay ?? 0, max_retries: h.max_retries ?? 0, timeout: h.timeout ?? 0, type: h.type ?? null };
-  },
-  async references(q, body) {
-    const h = body as HealthMonitorBody;
+  columns: (h) => ({
+    tenant_id: h.tenant_id,
+    admin_state_up: h.admin_state_up ?? true,
+    delay: h.delay ?? 0,
+    max_retries: h.max_retries ?? 0,
+    timeout: h.timeout ?? 0,
+    type: h.type ?? null,
+  }),
+  async references(q, h) {
     for (const p of h.pools ?? []) await referenced(q, "pools", "Pool", p.pool_id, h.tenant_id);
   },
-  validate: (_q, body) => refuse(timingViolations(body as HealthMonitorBody)),
+  validate: (_q, h) => refuse(timingViolations(h)),
   // The pools it names are associated with it: at creation added, on PUT instead of those it
   // had (each pool whose association came, went or changed announced).
   async changed(q, h, event, emit, body) {
     if (event === "deleted") return;
-    const named = (body as HealthMonitorBody | undefined)?.pools ?? [];
+    const named = body?.pools ?? [];
     if (event === "created") {
       for (const p of named) {
         await q.query("INSERT INTO pool_monitors (pool_id, health_monitor_id, status, status_description) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [

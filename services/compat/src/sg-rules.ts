@@ -4,7 +4,7 @@
 // CIDR form), and the same rule of the same tenant in the same group refused (409): the same as
 // the networking API judges it (rules.ts, sameRuleKey), checked under a lock on the group so
 // parallel creates cannot both pass; a unique index backs the plain case.
-import { ApiError, type Queryable, Resource } from "@vnm/kit";
+import { ApiError, type Checked, type Queryable, Resource } from "@vnm/kit";
 import { normalisePrefix, parseProtocol, protocolFor, type RuleInput, type RuleShape, ruleViolations, sameRuleKey } from "./rules.ts";
 
 type Row = Record<string, unknown>;
@@ -14,23 +14,10 @@ type Row = Record<string, unknown>;
  * tenant, direction and group present, UUIDs, lengths, an ethertype of the three in any case.
  * The protocol is the JSON text the client sent (a name or a number).
  */
-interface RuleBody {
-  tenant_id: string;
-  direction: string;
-  security_group_id: string;
-  ethertype?: string;
-  name?: string;
-  port_range_min?: number;
-  port_range_max?: number;
-  protocol?: string;
-  remote_group_id?: string;
-  remote_ip_prefix?: string;
-}
+type RuleBody = Checked<"vnm.compat.v1.CompatSecurityGroupRule">;
 
 /** A rule in its one spelling: ethertype in lower case (ipv4 when absent), the protocol by its name. */
-interface Rule extends RuleBody, RuleInput {
-  ethertype: string;
-}
+type Rule = RuleBody & RuleInput;
 
 /**
  * The rule a body states, as it will be stored; a 400 naming the protocol when its JSON value
@@ -78,7 +65,7 @@ export const securityGroupRules = new Resource({
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
   columns: (body) => {
-    const r = ruleOf(body as RuleBody);
+    const r = ruleOf(body);
     return {
       tenant_id: r.tenant_id,
       direction: r.direction,
@@ -100,7 +87,7 @@ export const securityGroupRules = new Resource({
   // Neutron's rules of one field against another (rules.ts, docs/security-group-rules.md), then
   // the same rule already in the group.
   validate: async (q, body) => {
-    const r = ruleOf(body as RuleBody);
+    const r = ruleOf(body);
     const broken = ruleViolations(r);
     if (broken.length > 0) throw ApiError.invalid(broken);
     await refuseSameRule(q, r);

@@ -6,13 +6,13 @@
 // against Postgres.
 import { status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import type { Change } from "./changes.ts";
 import type { Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { loadCatalog } from "./catalog.ts";
+import { PROTO_DIR } from "./proto.ts";
 import { columnOf, mergeHandlers, pageOf, Resource, ResourceSet } from "./resource.ts";
-import { text, uuid } from "./validate.ts";
+import { Rules } from "./rules.ts";
 
 type Row = Record<string, unknown>;
 
@@ -51,12 +51,6 @@ const bridges = new Resource({
   proto: "vnm.bridge.v1.Bridge",
   table: "bridges",
   tenantColumn: "tenant_id",
-  input: z.object({
-    id: uuid().optional(),
-    tenantId: text(255).optional(),
-    name: text(255).optional(),
-    adminStateUp: z.boolean().optional(),
-  }),
   defaults: { adminStateUp: true },
   conflict: (b, constraint) => `constraint ${constraint} holds ${String(b.name)}`,
 });
@@ -67,21 +61,20 @@ const subnets6 = new Resource({
   table: "dhcp6_subnets",
   parentColumn: "bridge_id",
   key: { read: (req) => (req["subnetAddr"] === "2001:db8::_64" ? { prefix: "2001:db8::", length: 64 } : undefined) },
-  input: z.object({ prefix: z.string(), prefixLength: z.number() }),
   render: (r: Subnet6Row) => ({ bridgeId: r.bridge_id, prefix: r.prefix, prefixLength: r.length }),
 });
 
 const catalog = loadCatalog();
-const kinds = new ResourceSet(catalog, [bridges, subnets6]);
+const kinds = new ResourceSet(catalog, [bridges, subnets6], undefined, Rules.load(PROTO_DIR));
 
 const ID = "3f2a3c3e-8a57-4d0e-9a43-6c1f7b0e2d11";
 
 describe("a body is judged before anything is written", () => {
   it("each offending field is a violation of a 400, and no statement is sent", async () => {
     const { q, sql } = queryable();
-    const err = await refusal(bridges.create(q, () => {}, { bridge: { name: 7, adminStateUp: "maybe", id: "not-a-uuid" } }));
+    const err = await refusal(bridges.create(q, () => {}, { bridge: { name: "n".repeat(256), inboundFilterId: "nope", id: "not-a-uuid" } }));
     expect(err.code).toBe(status.INVALID_ARGUMENT);
-    expect(err.violations.map((v) => v.property).sort()).toEqual(["adminStateUp", "id", "name"]);
+    expect(err.violations.map((v) => v.property).sort()).toEqual(["id", "inboundFilterId", "name"]);
     expect(sql).toEqual([]);
   });
 
@@ -122,7 +115,7 @@ describe("a create", () => {
 
 describe("rendering", () => {
   it("shows the proto's fields from their columns, leaves out nulls, links and write-only fields", () => {
-    const users = new Resource({ proto: "vnm.identity.v1.User", table: "users", input: z.object({}) });
+    const users = new Resource({ proto: "vnm.identity.v1.User", table: "users" });
     new ResourceSet(catalog, [users]);
     const shown = users.toMessage({ id: ID, name: "ann", password: "scrypt$secret", tenant_id: null, roles: ["admin"], uri: "x" });
     expect(shown).toEqual({ id: ID, name: "ann", roles: ["admin"] });
@@ -143,7 +136,7 @@ describe("rendering", () => {
   });
 
   it("a kind declared under a parent without a parentColumn is refused at start-up", () => {
-    const macPorts = new Resource({ proto: "vnm.bridge.v1.MacPort", table: "mac_ports", input: z.object({}) });
+    const macPorts = new Resource({ proto: "vnm.bridge.v1.MacPort", table: "mac_ports" });
     expect(() => new ResourceSet(catalog, [macPorts])).toThrow(/lives under bridge\.Bridge: declare its parentColumn/);
   });
 });
@@ -194,13 +187,13 @@ describe("a service's set of kinds", () => {
   });
 
   it("a kind whose parent the service does not declare says so when it needs it", () => {
-    const orphan = new Resource({ proto: "vnm.bridge.v1.DhcpV6Subnet", table: "dhcp6_subnets", parentColumn: "bridge_id", input: z.object({}) });
+    const orphan = new Resource({ proto: "vnm.bridge.v1.DhcpV6Subnet", table: "dhcp6_subnets", parentColumn: "bridge_id" });
     new ResourceSet(catalog, [orphan]);
     expect(() => orphan.parent).toThrow("bridge.DhcpV6Subnet lives under bridge.Bridge, which this service does not declare");
   });
 
   it("a Resource no service has started has no catalog entry to answer from", () => {
-    const loose = new Resource({ proto: "vnm.bridge.v1.Bridge", table: "bridges", input: z.object({}) });
+    const loose = new Resource({ proto: "vnm.bridge.v1.Bridge", table: "bridges" });
     expect(() => loose.name).toThrow("vnm.bridge.v1.Bridge is not part of a started service");
   });
 

@@ -17,7 +17,8 @@ import { clientConstructor } from "./proto.ts";
 import { FILTER_KEY, IF_MATCH_KEY } from "./upstream.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
-import type { Rules } from "./rules.ts";
+import type { Checked, MessageName, Rules } from "./rules.ts";
+import type { Messages } from "./gen/messages.ts";
 import { isUuid, parseInput } from "./validate.ts";
 
 type Emit = (c: Change) => void;
@@ -44,9 +45,13 @@ export interface KeySpec {
 /** The default key: the request's `id`, a UUID, in column `id`. */
 const byId = (req: Req) => (isUuid(req["id"]) ? { id: (req["id"] as string).toLowerCase() } : undefined);
 
-export interface ResourceSpec<S extends z.ZodType, R extends Row> {
+/**
+ * One kind's declaration. `P` is its proto message: the hooks get a body that passed the
+ * message's rules (rules.ts), typed as the message (`Checked<P>`, gen/messages.ts).
+ */
+export interface ResourceSpec<P extends MessageName, R extends Row> {
   /** The proto message ("vnm.lb.v1.Pool"): RPCs, name, parent, path and tenancy come from the catalog. */
-  proto: string;
+  proto: P;
   /** Table with an `id` primary key; top-level tables also keep `seq` (creation order). */
   table: string;
   /**
@@ -63,27 +68,27 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
    */
   order?: string[];
   /**
-   * What a client may send (POST and PUT), where the proto does not state it yet; `id` is read
-   * on POST only. Without it, a body is checked against its fields' rules in the proto
-   * (`buf.validate`, rules.ts).
+   * What a client may send (POST and PUT), for a kind whose fields' rules are not all in its
+   * proto yet; `id` is read on POST only. Without it, a body is checked against its fields'
+   * rules in the proto (`buf.validate`, rules.ts).
    */
-  input?: S;
+  input?: z.ZodType<Checked<P>>;
   /**
    * Values of the writable fields the body leaves out (PUT replaces); null when not named here.
    * Used by the columns derived from the proto.
    */
-  defaults?: Record<string, unknown>;
+  defaults?: Partial<Messages[P]>;
   /**
    * Values of the writable columns. By default each writable field of the proto (not read-only,
    * not `id`) goes to the column of its snake_case name, or its default when the body leaves it out.
    */
-  columns?: (body: z.output<S>, req: Req) => Record<string, unknown> | Promise<Record<string, unknown>>;
+  columns?(body: Checked<P>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * Row (and its ancestors' rows, nearest first) -> proto message; null columns are left out.
    * By default each field of the proto but links and write-only ones is read from the column of
    * its snake_case name.
    */
-  render?: (row: R, up: Row[]) => Record<string, unknown | null>;
+  render?(row: R, up: Row[]): Record<string, unknown | null>;
   /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
   /**
@@ -93,19 +98,19 @@ export interface ResourceSpec<S extends z.ZodType, R extends Row> {
    */
   filters?: Record<string, string | { column: string; parse: z.ZodType }>;
   /** Checks (and locks) what the body refers to, before the row is written. */
-  references?: (q: Queryable, body: z.output<S>) => Promise<void>;
+  references?(q: Queryable, body: Checked<P>): Promise<void>;
   /** Checks a body against the item's place: its ancestors, and on PUT its current row. */
-  validate?: (q: Queryable, body: z.output<S>, at: { up: Row[]; current?: R }) => Promise<void> | void;
+  validate?(q: Queryable, body: Checked<P>, at: { up: Row[]; current?: R }): Promise<void> | void;
   /** What else goes when the item goes (beyond its children), announced; runs first. */
-  cascade?: (q: Queryable, row: R, emit: Emit, ctx: CallContext) => Promise<void>;
+  cascade?(q: Queryable, row: R, emit: Emit, ctx: CallContext): Promise<void>;
   /** The message of a 409 for a unique constraint other than the primary key. */
-  conflict?: (body: z.output<S>, constraint: string) => string;
+  conflict?(body: Checked<P>, constraint: string): string;
   /**
    * After the item was written and announced: what else it changes, announced (a member
    * created changes its pool's `members`). `body` is what was written (none on a delete);
    * `before` the row an update replaced (a member moved changes its old pool too).
    */
-  changed?: (q: Queryable, row: R, event: ChangeEvent, emit: Emit, body?: z.output<S>, before?: R) => Promise<void>;
+  changed?(q: Queryable, row: R, event: ChangeEvent, emit: Emit, body?: Checked<P>, before?: R): Promise<void>;
 }
 
 /** A page of a list: at most `limit` items after the item `marker`. */
@@ -223,8 +228,10 @@ function toColumn(v: unknown): unknown {
 }
 
 /** A resource of any input and row type (lists of a service's kinds). */
-// biome-ignore lint/suspicious/noExplicitAny: the kinds of one service differ in both
-export type AnyResource = Resource<any, any>;
+/** A resource of any message and row type (lists of a service's kinds); its hooks take their own kind's (bivariant methods). */
+export type AnyResource = Resource<MessageName, Row>;
+
+const isObject = (v: unknown): v is object => typeof v === "object" && v !== null && !Array.isArray(v);
 
 type Column = { name: string; column: string };
 
@@ -279,11 +286,11 @@ export class ResourceSet {
   }
 }
 
-export class Resource<S extends z.ZodType, R extends Row> {
-  readonly spec: ResourceSpec<S, R>;
+export class Resource<P extends MessageName, R extends Row> {
+  readonly spec: ResourceSpec<P, R>;
   private bound: Binding | undefined;
 
-  constructor(spec: ResourceSpec<S, R>) {
+  constructor(spec: ResourceSpec<P, R>) {
     assertIdentifier(spec.table);
     if (spec.view) assertIdentifier(spec.view);
     this.spec = spec;
@@ -357,19 +364,19 @@ export class Resource<S extends z.ZodType, R extends Row> {
    * `kept`: on PUT, the current values of the fields accepted at POST only (IMMUTABLE), which
    * keep their value whatever the body says.
    */
-  private parse(req: Req, kept: Record<string, unknown> = {}): z.output<S> {
+  private parse(req: Req, kept: Record<string, unknown> = {}): Checked<P> {
     const sent = req[this.info.body ?? ""] ?? {};
-    const body = Object.keys(kept).length > 0 ? { ...(sent as object), ...kept } : sent;
+    const body = Object.keys(kept).length > 0 && isObject(sent) ? { ...sent, ...kept } : sent;
     if (this.spec.input) return parseInput(this.spec.input, body);
     const { rules } = this.binding.set;
     if (!rules) throw new Error(`${this.spec.proto}: its ResourceSet was made without the rules`);
-    return rules.check(this.spec.proto, body as object) as z.output<S>;
+    return rules.checked(this.spec.proto, body);
   }
 
-  private columnsOf(body: z.output<S>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>> {
+  private columnsOf(body: Checked<P>, req: Req): Record<string, unknown> | Promise<Record<string, unknown>> {
     if (this.spec.columns) return this.spec.columns(body, req);
-    const b = body as Record<string, unknown>;
-    const d = this.spec.defaults ?? {};
+    const b: Record<string, unknown> = body;
+    const d: Record<string, unknown> = this.spec.defaults ?? {};
     return Object.fromEntries(this.binding.writable.map((f) => [f.column, toColumn(b[f.name] ?? d[f.name] ?? null)]));
   }
 
@@ -604,7 +611,7 @@ export class Resource<S extends z.ZodType, R extends Row> {
   }
 
   /** Runs a write, turning a unique violation into a 409 that says what is taken. */
-  private async writing(body: z.output<S>, id: unknown, run: () => Promise<R | undefined>): Promise<R | undefined> {
+  private async writing(body: Checked<P>, id: unknown, run: () => Promise<R | undefined>): Promise<R | undefined> {
     try {
       return await run();
     } catch (err) {
@@ -619,15 +626,16 @@ export class Resource<S extends z.ZodType, R extends Row> {
    * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
    * with its checks, in the caller's transaction, under the parent the request names.
    */
-  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<z.output<S>> = {}, finish?: Finish) {
+  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<Checked<P>> = {}, finish?: Finish) {
     const up = await this.ancestors(q, req, "key share");
     this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
-    const body = { ...(this.parse(req) as object), ...fixed } as z.output<S>;
+    const body: Checked<P> = { ...this.parse(req), ...fixed };
     await this.spec.references?.(q, body);
     await this.spec.validate?.(q, body, { up });
     const cols: Record<string, unknown> = { ...(await this.columnsOf(body, req)) };
     // Top-level items are named by a UUID (the client's, or a new one); nested ones by their key.
-    const id = this.spec.parentColumn ? undefined : ((body as { id?: string }).id ?? randomUUID());
+    const sent: Record<string, unknown> = body;
+    const id = this.spec.parentColumn ? undefined : typeof sent["id"] === "string" ? sent["id"] : randomUUID();
     if (id) cols["id"] = id;
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
     const names = Object.keys(cols).map(assertIdentifier);

@@ -7,7 +7,22 @@ import { type DescField, type DescMessage, type FileRegistry, fromJson, type Mes
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import { CONTRACT_FILE, fieldRules, loadDescriptors } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
+import type { MessageFields, Messages, RequiredFields } from "./gen/messages.ts";
 import { canonicalIpv6 } from "./validate.ts";
+
+/** A message of the contract by its full proto name ("vnm.lb.v1.Pool"). */
+export type MessageName = keyof Messages;
+
+/**
+ * A message that passed its rules: of its fields' types, with the fields they require, and so
+ * each message inside it.
+ */
+export type Checked<P extends MessageName> = WithRequired<{ [K in keyof Messages[P]]: Inner<Messages[P][K], K extends keyof MessageFields[P] ? MessageFields[P][K] : never> }, RequiredFields[P]>;
+
+type WithRequired<T, K> = T & { [F in K & keyof T]-?: Exclude<T[F], undefined> };
+
+/** A field's value that passed its rules: a message (or list of them) of name N checked in turn. */
+type Inner<V, N> = [N] extends [never] ? V : N extends MessageName ? (Exclude<V, undefined> extends unknown[] ? Checked<N>[] : Checked<N>) | Extract<V, undefined> : V;
 
 /** How a string field's value is kept once it passed its rules: one spelling per value. */
 type Normal = (s: string) => string;
@@ -84,7 +99,7 @@ export class Rules {
    * back the message with each string kept in its one spelling (UUIDs and MACs in lower case,
    * IPv6 addresses in RFC 5952 form).
    */
-  check<T extends object>(typeName: string, value: T): T {
+  check<T>(typeName: string, value: T): T {
     const { schema } = this.message(typeName);
     let msg: Message;
     try {
@@ -106,6 +121,15 @@ export class Rules {
       throw ApiError.invalid([...seen.values()]);
     }
     return this.spelled(typeName, value);
+  }
+
+  /**
+   * A message as a gRPC peer decoded it (no nulls, unset fields absent) checked against its
+   * rules (check), typed as the message that passed them: fromJson took each field by its
+   * type, and the validator found the required ones.
+   */
+  checked<P extends MessageName>(typeName: P, value: unknown): Checked<P> {
+    return this.check(typeName, value) as Checked<P>;
   }
 
   /** Whether a message or one inside it has a field kept in one spelling (a message seen again is not asked twice). */

@@ -36,20 +36,13 @@ interface PoolRow {
   status: string;
 }
 
-/** A pool's body once it passed its rules (lb.proto): what the references check reads. */
-interface PoolBody {
-  loadBalancerId: string;
-  healthMonitorId?: string;
-}
-
 export const pools = new Resource({
   proto: "vnm.lb.v1.Pool",
   table: "pools",
   // status is the service's: ACTIVE at creation (the column default), kept by PUT.
   defaults: { protocol: "TCP", adminStateUp: true },
   // Its load balancer and health monitor must exist (404 naming them), and stay until commit.
-  async references(q, body) {
-    const b = body as PoolBody;
+  async references(q, b) {
     await loadBalancers.find(q, b.loadBalancerId, "key share");
     if (b.healthMonitorId !== undefined) await healthMonitors.find(q, b.healthMonitorId, "key share");
   },

@@ -4,7 +4,7 @@
 // insertions (400 naming the field), checked under per-port locks so concurrent writes cannot
 // slip past each other. A PUT may not move an insertion to other ports. Each field's own rules
 // are routing.proto's; these, between fields and against the database, are named below.
-import { ApiError, type Queryable, Resource } from "@vnm/kit";
+import { ApiError, type Checked, type Queryable, Resource } from "@vnm/kit";
 
 interface InsertionRow {
   id: string;
@@ -17,16 +17,7 @@ interface InsertionRow {
 }
 
 /** An insertion's body, checked against routing.proto's rules (MAC and port ids in lower case). */
-interface Insertion {
-  id?: string;
-  mac: string;
-  portId: string;
-  srvPortId: string;
-  position: number;
-  failOpen?: boolean;
-  vlan?: number;
-}
-const insertionOf = (body: unknown) => body as Insertion;
+type Insertion = Checked<"vnm.routing.v1.L2Insertion">;
 
 /** The service port is not the protected one. */
 function portsDiffer(b: Insertion): void {
@@ -56,11 +47,10 @@ export const l2Insertions = new Resource({
   // ?port= and ?srv_port= are checked by ListL2InsertionsRequest's rules (UUIDs).
   filters: { port: "port_id", srv_port: "srv_port_id" },
   defaults: { failOpen: false, vlan: 0 },
-  validate: async (q, body, { current }: { current?: InsertionRow }) => {
-    const b = insertionOf(body);
+  validate: async (q, b, { current }: { current?: InsertionRow }) => {
     portsDiffer(b);
     if (current) portsKept(b, current);
     await checkRoles(q, b, current);
   },
-  conflict: (body) => `An insertion for port ${insertionOf(body).portId} and service port ${insertionOf(body).srvPortId} already exists.`,
+  conflict: (b) => `An insertion for port ${b.portId} and service port ${b.srvPortId} already exists.`,
 });

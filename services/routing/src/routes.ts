@@ -2,7 +2,7 @@
 // changed. A Normal route needs its next hop (port and gateway); the other types must not
 // carry one (nextHopRule). Routers and ports are only referenced here: their ids are
 // syntax-checked. Each field's own rules are routing.proto's.
-import { ApiError, isUuid, Resource, type Violation } from "@vnm/kit";
+import { ApiError, type Checked, isUuid, Resource, type Violation } from "@vnm/kit";
 
 interface RouteRow {
   id: string;
@@ -17,19 +17,8 @@ interface RouteRow {
   weight: number;
 }
 
-/** A route's body, checked against routing.proto's rules (ids in lower case). */
-interface Route {
-  id?: string;
-  type: "Normal" | "BlackHole" | "Reject" | "Local";
-  dstNetworkAddr: string;
-  dstNetworkLength: number;
-  srcNetworkAddr: string;
-  srcNetworkLength: number;
-  nextHopGateway?: string;
-  nextHopPort?: string;
-  weight: number;
-}
-const routeOf = (body: unknown) => body as Route;
+/** A route's body, checked against routing.proto's rules (ids in lower case, type one of Normal, BlackHole, Reject, Local). */
+type Route = Checked<"vnm.routing.v1.Route">;
 
 /** A Normal route needs its next hop (port and gateway); the other types must not carry one. */
 function nextHopRule(r: Route): void {
@@ -53,21 +42,18 @@ export const routes = new Resource({
   table: "routes",
   // Listed and created under /routers/{routerId}; a body's routerId is ignored (read-only).
   key: { scope: (req) => ({ router_id: routerOf(req) }) },
-  columns: (body, req) => {
-    const r = routeOf(body);
-    return {
-      router_id: routerOf(req),
-      type: r.type,
-      dst_network_addr: r.dstNetworkAddr,
-      dst_network_length: r.dstNetworkLength,
-      src_network_addr: r.srcNetworkAddr,
-      src_network_length: r.srcNetworkLength,
-      next_hop_gateway: r.nextHopGateway ?? null,
-      next_hop_port: r.nextHopPort ?? null,
-      weight: r.weight,
-    };
-  },
-  validate: (_q, body) => nextHopRule(routeOf(body)),
+  columns: (r, req) => ({
+    router_id: routerOf(req),
+    type: r.type,
+    dst_network_addr: r.dstNetworkAddr,
+    dst_network_length: r.dstNetworkLength,
+    src_network_addr: r.srcNetworkAddr,
+    src_network_length: r.srcNetworkLength,
+    next_hop_gateway: r.nextHopGateway ?? null,
+    next_hop_port: r.nextHopPort ?? null,
+    weight: r.weight,
+  }),
+  validate: (_q, r) => nextHopRule(r),
   render: (r: RouteRow) => ({
     id: r.id,
     routerId: r.router_id,

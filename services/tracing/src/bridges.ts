@@ -2,7 +2,7 @@
 // when the bridge service announces the bridge deleted. A trace written and the deletion
 // handled for the same bridge take the same transaction lock, and the deletion leaves a
 // tombstone, so a trace created while its bridge is deleted never survives it.
-import { ApiError, type BusMessage, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
 
 /** Serialises the writes that concern one bridge, until the transaction ends. */
 async function lockBridge(q: Queryable, id: string): Promise<void> {
@@ -29,7 +29,7 @@ const TOMBSTONE_DAYS = 1;
 export function onBridgeDeleted(svc: ServiceContext) {
   const traces = svc.resources.of("vnm.tracing.v1.TraceRequest");
   return async (msg: BusMessage): Promise<void> => {
-    const id = (msg.data as { id?: unknown } | null)?.id;
+    const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
     if (typeof id !== "string" || !isUuid(id)) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await lockBridge(q, id);

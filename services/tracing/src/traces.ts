@@ -3,21 +3,13 @@
 // and returned as is; `limit` and `creationTimestampMs` are 64-bit and travel as decimal strings
 // end to end. What no rule in the proto states is checked here, by name: that the condition is a
 // JSON object, and that a BRIDGE trace's bridge exists.
-import { ApiError, Resource, type ServiceContext } from "@vnm/kit";
+import { ApiError, type Checked, Resource, type ServiceContext } from "@vnm/kit";
 import { requireBridge } from "./bridges.ts";
 
 const MAX_LIMIT = "9223372036854775807";
 
 /** A trace's body once it passed its rules (tracing.proto); 64-bit values as decimal strings. */
-interface TraceBody {
-  name: string;
-  deviceType: "BRIDGE" | "PORT" | "ROUTER";
-  deviceId: string;
-  condition: string;
-  enabled?: boolean;
-  creationTimestampMs?: string;
-  limit?: string;
-}
+type TraceBody = Checked<"vnm.tracing.v1.TraceRequest">;
 
 interface TraceRow {
   id: string;
@@ -52,18 +44,15 @@ export function traceRequests(svc: Pick<ServiceContext, "call">) {
     proto: "vnm.tracing.v1.TraceRequest",
     table: "trace_requests",
     // PUT replaces: an absent timestamp is the time of this write, an absent limit the default.
-    columns: (body) => {
-      const t = body as TraceBody;
-      return {
-        name: t.name,
-        device_type: t.deviceType,
-        device_id: t.deviceId,
-        condition: t.condition,
-        enabled: t.enabled ?? false,
-        creation_timestamp_ms: t.creationTimestampMs ?? String(Date.now()),
-        trace_limit: t.limit ?? MAX_LIMIT,
-      };
-    },
+    columns: (t) => ({
+      name: t.name,
+      device_type: t.deviceType,
+      device_id: t.deviceId,
+      condition: t.condition,
+      enabled: t.enabled ?? false,
+      creation_timestamp_ms: t.creationTimestampMs ?? String(Date.now()),
+      trace_limit: t.limit ?? MAX_LIMIT,
+    }),
     render: (r: TraceRow) => ({
       id: r.id,
       name: r.name,
@@ -76,8 +65,7 @@ export function traceRequests(svc: Pick<ServiceContext, "call">) {
     }),
     // The condition must be a JSON object; a BRIDGE must exist (the bridge service says), PORT
     // and ROUTER ids are syntax-checked only (their rules).
-    validate: async (q, body) => {
-      const t = body as TraceBody;
+    validate: async (q, t) => {
       conditionIsJsonObject(t);
       if (t.deviceType === "BRIDGE") await requireBridge(svc, q, t.deviceId);
     },
