@@ -390,11 +390,12 @@ export function redisCache(
 
 /** In-process stand-in for a single gateway (no REDIS_URL). */
 export function memoryCache(maxEntriesPerKind = 1000, items = true): CollectionCache {
-  const kinds = new Map<string, { gen: number; entries: Map<string, Buffer> }>();
+  // Each kind's answers, the least recently read going first past the bound.
+  const kinds = new Map<string, { gen: number; entries: LRUCache<string, Buffer> }>();
   const slot = (kind: string) => {
     let s = kinds.get(kind);
     if (!s) {
-      s = { gen: 0, entries: new Map() };
+      s = { gen: 0, entries: new LRUCache({ max: maxEntriesPerKind }) };
       kinds.set(kind, s);
     }
     return s;
@@ -415,7 +416,6 @@ export function memoryCache(maxEntriesPerKind = 1000, items = true): CollectionC
     async fill(kind, key, body, token) {
       const s = slot(kind);
       if (!feed || String(s.gen) !== token) return;
-      if (s.entries.size >= maxEntriesPerKind) s.entries.clear();
       s.entries.set(key, body);
     },
     async invalidate(list) {

@@ -1,4 +1,8 @@
 // Media types: vendor names, Accept negotiation (RFC 9110 section 12.5.1) and Content-Type checks.
+// The negotiation is our own, not negotiator's: on equal quality the earlier offer wins (the
+// vendor type for "application/json, <vendor>"), a media range's parameters (charset) do not
+// stop it matching, and an empty Accept means any type; negotiator does otherwise in all three.
+import { LRUCache } from "lru-cache";
 
 export const VENDOR_PREFIX = "application/vnd.org.service.";
 export const JSON_TYPE = "application/json";
@@ -14,7 +18,8 @@ interface Range {
   q: number;
 }
 
-const parsedCache = new Map<string, Range[]>();
+/** The Accept headers parsed last (a gateway sees the same few again and again). */
+const parsedCache = new LRUCache<string, Range[]>({ max: 1000 });
 
 /** Parses an Accept header into media ranges; unparsable members are skipped. */
 export function parseAccept(header: string): Range[] {
@@ -35,7 +40,6 @@ export function parseAccept(header: string): Range[] {
     }
     ranges.push({ type: m[1]!.toLowerCase(), subtype: m[2]!.toLowerCase(), q });
   }
-  if (parsedCache.size > 1000) parsedCache.clear();
   parsedCache.set(header, ranges);
   return ranges;
 }

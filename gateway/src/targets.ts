@@ -3,13 +3,15 @@
 // gateway is asked for the same few targets over and over (an item, a list), so each is worked
 // out once and kept; what is kept is frozen, shared by every request for that target.
 import { parse as parseQuery } from "node:querystring";
+import { LRUCache } from "lru-cache";
 import type { Match, Router } from "./router.ts";
 
 /** A target longer than this is worked out for its own request only, never kept. */
 const KEPT_CHARS = 512;
 /**
- * How many targets are kept. A full memory starts again: a client spreading its requests over
- * ever new targets costs the gateway only the work those requests need anyway.
+ * How many targets are kept, the least recently asked for going first: a client spreading its
+ * requests over ever new targets costs the gateway only the work those requests need anyway, and
+ * the targets asked for again and again stay.
  */
 const KEPT_TARGETS = 1024;
 
@@ -83,7 +85,7 @@ export class Target {
 
 /** The targets a gateway has worked out, by their text as sent. */
 export class Targets {
-  private readonly kept = new Map<string, Target>();
+  private readonly kept = new LRUCache<string, Target>({ max: KEPT_TARGETS });
 
   /** The target of a request's URL, which starts with a single "/". */
   of(url: string): Target {
@@ -91,10 +93,7 @@ export class Targets {
     if (t !== undefined) return t;
     const q = url.indexOf("?");
     t = new Target(q < 0 ? url : url.slice(0, q), q < 0 ? NO_QUERY : frozenQuery(url.slice(q + 1)));
-    if (url.length <= KEPT_CHARS) {
-      if (this.kept.size >= KEPT_TARGETS) this.kept.clear();
-      this.kept.set(url, t);
-    }
+    if (url.length <= KEPT_CHARS) this.kept.set(url, t);
     return t;
   }
 }
