@@ -205,6 +205,24 @@ function rootSchema(example: Record<string, unknown>, title: string): Schema {
   return { type: "object", ...(title ? { description: title } : {}), required: Object.keys(example), properties };
 }
 
+/** A message's POST-only (IMMUTABLE) fields, which a PUT's body may carry and the gateway ignores (transcode.ts). */
+const postOnly = (m: MessageInfo) => m.fields.filter((f) => !f.internal && f.behaviors.has("IMMUTABLE")).map((f) => f.name);
+const replaceName = (m: MessageInfo) => `${m.fullName}.Replace`;
+
+/**
+ * A PUT's body: the item's schema, but its POST-only fields are neither required nor checked
+ * (a PUT's value of one is ignored and the item keeps its own), as the gateway takes it.
+ */
+function replaceSchema(m: MessageInfo): Schema {
+  const s = messageSchema(m);
+  const kept = postOnly(m);
+  const properties = { ...(s["properties"] as Record<string, Schema>) };
+  for (const name of kept) properties[name] = { description: "Accepted in POST only: a PUT's value is ignored, and the item keeps its own." };
+  const required = ((s["required"] as string[] | undefined) ?? []).filter((n) => !kept.includes(n));
+  const { required: _all, ...rest } = s;
+  return { ...rest, properties, ...(required.length > 0 ? { required } : {}) };
+}
+
 /** Every message a route reaches, by full name (bodies, items, and the messages inside them). */
 function schemas(catalog: Catalog): Record<string, Schema> {
   const out: Record<string, Schema> = {};
@@ -216,6 +234,7 @@ function schemas(catalog: Catalog): Record<string, Schema> {
   for (const r of catalog.routes) {
     if (r.bodyField?.message) add(r.bodyField.message);
     if (r.shape.kind !== "empty") add(r.shape.item);
+    if (r.method === "PUT" && r.bodyField?.message && postOnly(r.bodyField.message).length > 0) out[replaceName(r.bodyField.message)] = replaceSchema(r.bodyField.message);
   }
   out["Error"] = {
     type: "object",
@@ -389,7 +408,8 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     responses,
   };
   const body = route.bodyField?.message;
-  if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), ref(body), exampleOf(body, "request")) };
+  const bodySchema = body && route.method === "PUT" && postOnly(body).length > 0 ? { $ref: `#/components/schemas/${replaceName(body)}` } : body && ref(body);
+  if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), bodySchema, exampleOf(body, "request")) };
   return op;
 }
 
