@@ -98,6 +98,8 @@ function requestOf({ route, params }: Match, req: ApiRequest, plan: RoutePlan): 
     }
     const c = fromText((field ?? filter)!, raw);
     if (!c.ok) violations.push({ property: name, message: c.message });
+    // A value the field may not hold matches nothing: a mistake worth telling, as the document says.
+    else if (filter?.values && !filter.values.includes(raw)) violations.push({ property: name, message: `must be one of ${filter.values.join(", ")}` });
     else if (field) request[name] = c.value;
     else filters.push([name, normalFilter(typeof c.value === "bigint" ? String(c.value) : c.value)]);
   }
