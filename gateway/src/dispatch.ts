@@ -2,7 +2,7 @@
 // path, query and body, the collection cache, the call, and the answer.
 import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
-import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, IF_MATCH_KEY, type Identity, itemPath, type Route, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, IF_MATCH_KEY, IF_NONE_MATCH_KEY, type Identity, PATCH_KEY, type PatchPaths, itemPath, type Route, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
@@ -10,7 +10,7 @@ import type { Gateway } from "./context.ts";
 import { EdgeError, send } from "./http-error.ts";
 import { perCopy } from "./kept.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
-import { checkConditions, probeTarget } from "./probe.ts";
+import { probeTarget } from "./probe.ts";
 import type { Match } from "./router.ts";
 import { arrayBody, filterItems, filterMetadata, listFilters, normalFilter, STREAM_PAGE, streamable, streamList } from "./lists.ts";
 import { BASE_MARK, fromJson, fromText, isJsonObject, parseJson, toJson, unknownFields, withBase } from "./transcode.ts";
@@ -139,7 +139,7 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { ro
   const bodyType = route.bodyField!.message!;
   const json = given ?? (await readJsonObject(gw, req, route));
   const violations: Violation[] = [];
-  const value = fromJson(bodyType, json, route.method === "PUT" ? "replace" : "create", violations);
+  const value = fromJson(bodyType, json, given ? "patch" : route.method === "PUT" ? "replace" : "create", violations);
   const mode = fieldValidation(req);
   const unknown = mode === "Ignore" ? [] : unknownFields(bodyType, json);
   if (mode === "Strict") for (const property of unknown) violations.push({ property, message: "is not a field of this resource" });
@@ -315,14 +315,14 @@ function answerItem(gw: Gateway, req: ApiRequest, res: ApiResponse, slot: ItemSl
   return true;
 }
 
-/** What a PATCH hands on as its PUT: the merged body, and the tag the item must still have. */
+/** What a PATCH hands on as its PUT: the patch's members, and the paths it sets and removes (the service merges them). */
 export interface Replacement {
   body: Obj;
-  ifMatch: string;
+  paths: PatchPaths;
 }
 
 export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, match: Match, plan: RoutePlan, base: string, replacement?: Replacement): Promise<void> {
-  const { route, parts } = match;
+  const { route } = match;
   res.locals.route = route.template;
   const { identity, token } = res.locals.caller!;
   // Refusals that need no data are made here, without a hop; the service checks again.
@@ -337,20 +337,21 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
   if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
-  const { "if-none-match": ifNoneMatch } = req.headers;
-  const ifMatch = replacement?.ifMatch ?? req.headers["if-match"];
+  const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
   const conditional = route.method === "PUT" || route.method === "DELETE";
-  if ((ifMatch || ifNoneMatch) && conditional) {
-    await checkConditions(gw, route, parts, ifMatch || undefined, ifNoneMatch || undefined, token);
-  }
   const slot = reading ? reading.slot(identity) : listSlot(listBase(route, asked), scopeOf(identity));
   const item = slot ? undefined : reading ? reading.item : itemSlot(plan, route, request);
   if (answeredNow(gw, req, res, type!, base, identity, slot, item)) return;
   const fillToken = await fromCache(gw, req, res, type!, base, identity, slot, item);
   if (fillToken === true) return;
-  // The service checks If-Match again in the write's own transaction: the check above only
-  // spares it a write that would fail, and a write landing in between is refused there.
-  const extra = { ...filterMetadata(asked.filters), ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}) };
+  // A write's conditions (and a PATCH's paths) go with its one call: the service checks them
+  // against the item as it locks it in the write's own transaction, with no read before.
+  const extra = {
+    ...filterMetadata(asked.filters),
+    ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}),
+    ...(ifNoneMatch && conditional ? { [IF_NONE_MATCH_KEY]: ifNoneMatch } : {}),
+    ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
+  };
   const call = (r: Obj) => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);

@@ -1,10 +1,9 @@
 // Reads the gateway makes on its own behalf before a write: the target (or its parent) of a
-// request whose body is refused, so that a missing item is a 404 before a 400; and the item a
-// conditional PUT or DELETE names, for If-Match and If-None-Match.
+// request whose body is refused, so that a missing item is a 404 before a 400. (A write's
+// If-Match and If-None-Match are the service's, in the write's own transaction.)
 import { status as Code } from "@grpc/grpc-js";
-import { ApiError, bind, etagMatches, etagOf, type Route, templateShape } from "@vnm/kit";
+import { ApiError, bind, type Route, templateShape } from "@vnm/kit";
 import type { Gateway } from "./context.ts";
-import { EdgeError } from "./http-error.ts";
 import { fromText } from "./transcode.ts";
 
 /** Calls a GET route with the path variables taken, by position, from `parts` (and `extra`). */
@@ -41,25 +40,5 @@ export async function probeTarget(gw: Gateway, route: Route, parts: readonly str
   } catch (err) {
     const e = ApiError.from(err);
     if (e.code === Code.NOT_FOUND) throw e;
-  }
-}
-
-/**
- * If-Match and If-None-Match on a PUT or DELETE (RFC 9110, 13.1): the item as it is now must
- * carry one of If-Match's tags, compared strongly (a weak tag never matches), and none of
- * If-None-Match's ("*": any item), else 412. The check reads the item just before the write,
- * sparing the service a write that would fail; If-Match is checked again by the service in the
- * write's own transaction, where a write landing in between is seen.
- */
-export async function checkConditions(gw: Gateway, route: Route, parts: readonly string[], ifMatch: string | undefined, ifNoneMatch: string | undefined, token: string): Promise<void> {
-  const get = gw.catalog.tree.getAt(templateShape(route.template));
-  if (get?.shape.kind !== "item") return;
-  const response = await callGet(gw, get, parts, token);
-  const etag = etagOf(response);
-  if (ifMatch !== undefined && !etagMatches(ifMatch, etag, "strong")) {
-    throw EdgeError.preconditionFailed(`The item has changed since it was read: its ETag is now ${etag}`, etag);
-  }
-  if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, etag)) {
-    throw EdgeError.preconditionFailed(`The item exists and If-None-Match names it: its ETag is ${etag}`, etag);
   }
 }

@@ -62,7 +62,7 @@ function jsonObjectText(v: unknown): Converted {
   return { ok: true, value: jsonText(v) };
 }
 
-function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string): Converted {
+function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: string, mode: Mode): Converted {
   if (field.jsonObject) return jsonObjectText(v);
   if (field.jsonValue) return { ok: true, value: jsonText(v) };
   switch (field.type) {
@@ -90,7 +90,7 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
     case "message": {
       if (!isJsonObject(v)) return { ok: false, message: "must be an object" };
       const before = violations.length;
-      const value = fromJson(field.message!, v, "create", violations, path);
+      const value = fromJson(field.message!, v, mode === "patch" ? "patch" : "create", violations, path);
       return violations.length === before ? { ok: true, value } : { ok: true, value: undefined };
     }
     case "bytes":
@@ -100,15 +100,19 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
   }
 }
 
+/** What a body is: a new item (POST), a whole replacement (PUT), or the members a merge patch names (PATCH). */
+type Mode = "create" | "replace" | "patch";
+
 /**
  * Converts a client JSON object into a proto object of `msg`. Read-only fields are ignored,
- * and so are POST-only (IMMUTABLE) fields when `mode` is "replace"; null means absent.
- * Problems are appended to `violations`, named by the top-level JSON property.
+ * and so are POST-only (IMMUTABLE) fields when `mode` is "replace" or "patch"; null means
+ * absent, and a patch need not name a required field. Problems are appended to `violations`,
+ * named by the top-level JSON property.
  */
 export function fromJson(
   msg: MessageInfo,
   json: Record<string, unknown>,
-  mode: "create" | "replace",
+  mode: Mode,
   violations: Violation[],
   path = "",
 ): Record<string, unknown> {
@@ -117,12 +121,12 @@ export function fromJson(
     if (field.internal) continue;
     // A field this request may not set is ignored, but still judged by its type: a client
     // sending `"members": "not-a-list"` made a mistake worth telling, derived field or not.
-    const ignored = field.behaviors.has("OUTPUT_ONLY") || (mode === "replace" && field.behaviors.has("IMMUTABLE"));
+    const ignored = field.behaviors.has("OUTPUT_ONLY") || (mode !== "create" && field.behaviors.has("IMMUTABLE"));
     const out = ignored ? {} : result;
     const property = path ? `${path}.${field.name}` : field.name;
     const v = Object.hasOwn(json, field.name) ? json[field.name] : undefined;
     if (v === undefined || v === null) {
-      if (!ignored && field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
+      if (!ignored && mode !== "patch" && field.behaviors.has("REQUIRED")) violations.push({ property, message: "may not be null" });
       continue;
     }
     if (field.repeated) {
@@ -132,7 +136,7 @@ export function fromJson(
       }
       const items: unknown[] = [];
       for (const item of v) {
-        const c = item === null ? ({ ok: false, message: "must not contain null" } as const) : scalar(field, item, violations, property);
+        const c = item === null ? ({ ok: false, message: "must not contain null" } as const) : scalar(field, item, violations, property, mode);
         if (!c.ok) {
           violations.push({ property, message: `each element ${c.message}` });
           break;
@@ -142,7 +146,7 @@ export function fromJson(
       out[field.name] = items;
       continue;
     }
-    const c = scalar(field, v, violations, property);
+    const c = scalar(field, v, violations, property, mode);
     if (c.ok) out[field.name] = c.value;
     else violations.push({ property, message: c.message });
   }
@@ -168,7 +172,7 @@ export function unknownFields(msg: MessageInfo, json: Record<string, unknown>, p
 
 export function fromText(field: FieldInfo, raw: string): Converted {
   if (field.repeated || field.type === "message") return { ok: false, message: "cannot be given in the query" };
-  return scalar(field, raw, [], field.name);
+  return scalar(field, raw, [], field.name, "create");
 }
 
 // ---- output -------------------------------------------------------------------------------

@@ -104,6 +104,53 @@ describe("PATCH with a JSON Merge Patch", () => {
     expect(typo.headers.get("warning")).toBe('299 - "unknown field \\"nmae\\""');
   });
 
+  it("is one call to the service, as a PUT or DELETE with If-Match is: the item is read, merged and checked in the write's own transaction", async () => {
+    const calls = async (method: string) => {
+      const text = (await http("GET", "/metrics", undefined, as())).text;
+      let n = 0;
+      for (const m of text.matchAll(new RegExp(`^vnm_grpc_client_calls_total\\{[^}]*method="${method}"[^}]*\\} (\\d+)`, "gm"))) n += Number(m[1]);
+      return n;
+    };
+    const b = await create({ name: "one", tenantId: "patch" });
+    const tag = (await http("GET", b.uri, undefined, as())).headers.get("etag")!;
+    const [gets, updates, deletes] = [await calls("GetBridge"), await calls("UpdateBridge"), await calls("DeleteBridge")];
+    const patched = await http("PATCH", b.uri, { name: "two" }, as({ ...MERGE, "if-match": tag }));
+    expect(patched.status).toBe(200);
+    const put = await http("PUT", b.uri, { name: "three", tenantId: "patch" }, as({ "if-match": patched.headers.get("etag")! }));
+    expect(put.status).toBe(200);
+    expectError(await http("DELETE", b.uri, undefined, as({ "if-match": tag })), 412);
+    expect((await http("DELETE", b.uri, undefined, as({ "if-match": put.headers.get("etag")! }))).status).toBe(204);
+    expect([await calls("GetBridge"), await calls("UpdateBridge"), await calls("DeleteBridge")]).toEqual([gets, updates + 2, deletes + 2]);
+  });
+
+  it("merges into the item as the write finds it: concurrent patches of different fields all stay", async () => {
+    const b = await create({ name: "n0", tenantId: "patch", adminStateUp: true });
+    const results = await Promise.all([
+      http("PATCH", b.uri, { name: "renamed" }, as(MERGE)),
+      http("PATCH", b.uri, { adminStateUp: false }, as(MERGE)),
+      http("PATCH", b.uri, { inboundFilterId: "00000000-0000-4000-8000-0000000000aa" }, as(MERGE)),
+      http("PATCH", b.uri, { outboundMirrorIds: ["00000000-0000-4000-8000-0000000000bb"] }, as(MERGE)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect((await http("GET", b.uri, undefined, as())).json).toMatchObject({
+      name: "renamed",
+      adminStateUp: false,
+      inboundFilterId: "00000000-0000-4000-8000-0000000000aa",
+      outboundMirrorIds: ["00000000-0000-4000-8000-0000000000bb"],
+    });
+  });
+
+  it("If-None-Match on a write is checked against the item too: * or its tag is a 412, another tag lets it through", async () => {
+    const b = await create({ name: "inm", tenantId: "patch" });
+    const tag = (await http("GET", b.uri, undefined, as())).headers.get("etag")!;
+    const star = await http("PUT", b.uri, { name: "x", tenantId: "patch" }, as({ "if-none-match": "*" }));
+    expectError(star, 412);
+    expect(star.headers.get("etag")).toBe(tag);
+    expectError(await http("PATCH", b.uri, { name: "x" }, as({ ...MERGE, "if-none-match": tag })), 412);
+    expect((await http("PATCH", b.uri, { name: "y" }, as({ ...MERGE, "if-none-match": '"other"' }))).status).toBe(200);
+    expect((await http("GET", b.uri, undefined, as())).json.name).toBe("y");
+  });
+
   it("in another media type is a 415 with Accept-Patch; not an object, a 400; a missing item, a 404; no PUT, a 405", async () => {
     const b = await create({ name: "m", tenantId: "patch" });
     const json = await http("PATCH", b.uri, { name: "x" }, as());

@@ -46,6 +46,10 @@ export class ApiError extends Error {
   static changed(etag: string): ApiError {
     return new ApiError(status.FAILED_PRECONDITION, `The item has changed since it was read: its ETag is now ${etag}`, [], { etag });
   }
+  /** The item exists with a tag If-None-Match names ("*": any item), on a write that asked otherwise (412). */
+  static exists(etag: string): ApiError {
+    return new ApiError(status.FAILED_PRECONDITION, `The item exists and If-None-Match names it: its ETag is ${etag}`, [], { etag });
+  }
 
   static invalid(violations: Violation[], message = "Validation error(s) found"): ApiError {
     return new ApiError(status.INVALID_ARGUMENT, message, violations);

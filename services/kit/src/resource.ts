@@ -14,7 +14,8 @@ import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./d
 import { ApiError, type Violation } from "./errors.ts";
 import { etagMatches, etagOf } from "./etag.ts";
 import { clientConstructor } from "./proto.ts";
-import { FILTER_KEY, IF_MATCH_KEY } from "./upstream.ts";
+import { FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "./upstream.ts";
+import { PATCH_KEY, type PatchPaths, patchedMessage, readPatchPaths } from "./patch.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import type { Checked, MessageName, Rules } from "./rules.ts";
@@ -666,14 +667,28 @@ export class Resource<P extends MessageName, R extends Row> {
   }
 
   /**
-   * The caller's If-Match (IF_MATCH_KEY), checked against the item as it is locked in the write's
-   * own transaction: two writes naming the same tag cannot both pass (412 for the later).
+   * The caller's If-Match and If-None-Match (IF_MATCH_KEY, IF_NONE_MATCH_KEY; RFC 9110, 13.1),
+   * checked against the item as it is locked in the write's own transaction, with no read before
+   * it: two writes naming the same tag cannot both pass (412 for the later).
    */
-  private checkIfMatch(ctx: CallContext | undefined, row: R, up: Row[]): void {
-    const header = ctx?.metadata.get(IF_MATCH_KEY)[0];
-    if (typeof header !== "string") return;
+  private checkConditions(ctx: CallContext | undefined, row: R, up: Row[]): void {
+    const ifMatch = ctx?.metadata.get(IF_MATCH_KEY)[0];
+    const ifNoneMatch = ctx?.metadata.get(IF_NONE_MATCH_KEY)[0];
+    if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
     const etag = this.etagOf(row, up);
-    if (!etagMatches(header, etag, "strong")) throw ApiError.changed(etag);
+    if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
+    if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
+  }
+
+  /**
+   * A PATCH's body (PATCH_KEY's paths, the request's body field holding the patch's values):
+   * the patch merged into the item as it is, then what a PUT of it would carry.
+   */
+  private patched(req: Req, row: R, up: Row[], paths: PatchPaths) {
+    const merged = patchedMessage(this.info.message, this.toMessage(row, up), (req[this.info.body ?? ""] ?? {}) as Record<string, unknown>, paths);
+    const writable = new Set(writableFields(this.info.message, "update").map((f) => f.name));
+    const body = Object.fromEntries(Object.entries(merged).filter(([name]) => writable.has(name)));
+    return this.parse({ ...req, [this.info.body ?? ""]: body }, this.keptOf(row, up));
   }
 
   /** The item's values of the fields accepted at POST only (IMMUTABLE), but its id (the path names it). */
@@ -683,16 +698,25 @@ export class Resource<P extends MessageName, R extends Row> {
     return Object.fromEntries(fields.filter((f) => shown[f.name] !== undefined).map((f) => [f.name, shown[f.name]]));
   }
 
-  /** Replaces the item's writable columns; a changed path is announced as a move. */
+  /**
+   * Replaces the item's writable columns (a PUT), or merges a patch into them (a PATCH, PATCH_KEY);
+   * a changed path is announced as a move.
+   */
   async update(q: Queryable, emit: Emit, req: Req, ctx?: CallContext) {
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);
-    const body = this.parse(req, this.keptOf(current, up));
+    const paths = readPatchPaths(ctx?.metadata.get(PATCH_KEY)[0]);
+    let body = paths ? this.patched(req, current, up, paths) : this.parse(req, this.keptOf(current, up));
     await this.spec.references?.(q, body);
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
-    this.checkIfMatch(ctx, locked, up);
+    this.checkConditions(ctx, locked, up);
+    // A patch merges into the item as it is locked: a write that landed since it was read is kept.
+    if (paths && JSON.stringify(locked) !== JSON.stringify(current)) {
+      body = this.patched(req, locked, up, paths);
+      await this.spec.references?.(q, body);
+    }
     await this.spec.validate?.(q, body, { up, current: locked });
     const cols = await this.columnsOf(body, req);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
@@ -713,7 +737,7 @@ export class Resource<P extends MessageName, R extends Row> {
   /** Deletes the item, its children first (each announced), then what `cascade` takes. */
   async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext): Promise<void> {
     const { row, up } = await this.locate(q, req, "update");
-    this.checkIfMatch(ctx, row, up);
+    this.checkConditions(ctx, row, up);
     await this.spec.cascade?.(q, row, emit, ctx);
     await this.removeChildren(q, emit, row, up);
     await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [row["id"]]);
