@@ -408,8 +408,10 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     responses,
   };
   const body = route.bodyField?.message;
-  const bodySchema = body && route.method === "PUT" && postOnly(body).length > 0 ? { $ref: `#/components/schemas/${replaceName(body)}` } : body && ref(body);
-  if (body) op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), bodySchema, exampleOf(body, "request")) };
+  if (body) {
+    const bodySchema = route.method === "PUT" && postOnly(body).length > 0 ? { $ref: `#/components/schemas/${replaceName(body)}` } : ref(body);
+    op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), bodySchema, exampleOf(body, "request")) };
+  }
   return op;
 }
 
