@@ -145,8 +145,8 @@ export async function verifyToken(token: string, keys: KeyRing, audiences: reado
 
 /** A user's token names a user and its generation; a part's token names `service:<name>` and none. */
 function identityOf(p: JWTPayload): Identity | undefined {
-  const role = p["role"] as Role;
-  if (!ROLES.includes(role) || typeof p.sub !== "string" || typeof p["name"] !== "string" || typeof p.exp !== "number") return undefined;
+  const role = ROLES.find((r) => r === p["role"]);
+  if (!role || typeof p.sub !== "string" || typeof p["name"] !== "string" || typeof p.exp !== "number") return undefined;
   const internal = p.aud === SERVICE_AUDIENCE || (Array.isArray(p.aud) && p.aud.includes(SERVICE_AUDIENCE));
   if (internal !== p.sub.startsWith(PART_SUBJECT) || internal === (typeof p["gen"] === "number")) return undefined;
   const tenantId = typeof p["tid"] === "string" ? p["tid"] : null;

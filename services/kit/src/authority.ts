@@ -8,6 +8,7 @@ import { type Identity, type KeySource, keyRing, SERVICE_AUDIENCE, serviceTokenS
 import type { Bus } from "./bus.ts";
 import { ApiError } from "./errors.ts";
 import { revocations, type TokenState } from "./revocation.ts";
+import { memberOf, stringMember } from "./values.ts";
 
 export const AUTH_SERVICE = "vnm.identity.v1.AuthService";
 
@@ -28,6 +29,17 @@ export function jwksOf(keys: { kid: string; x: string }[]): JSONWebKeySet {
   return { keys: keys.map((k) => ({ kty: "OKP", crv: "Ed25519", alg: "EdDSA", use: "sig", kid: k.kid, x: k.x })) };
 }
 
+/** The keys of a GetSigningKeys answer (SigningKeys): each with its id and public key; others left out. */
+function signingKeys(answer: unknown): { kid: string; x: string }[] {
+  const keys = memberOf(answer, "keys");
+  if (!Array.isArray(keys)) return [];
+  return keys.flatMap((k: unknown) => {
+    const kid = stringMember(k, "kid");
+    const x = stringMember(k, "x");
+    return kid !== undefined && x !== undefined ? [{ kid, x }] : [];
+  });
+}
+
 /** The identity service, asked over gRPC as the part `name` holding `credential`. */
 export function remoteAuthority(call: IdentityCall, name: string, credential: string): Authority {
   const serviceToken = serviceTokenSource(async () => {
@@ -35,7 +47,7 @@ export function remoteAuthority(call: IdentityCall, name: string, credential: st
     return { token: String(r["token"]), expires: Number(r["expires"]) };
   });
   return {
-    keys: async () => jwksOf(((await call("GetSigningKeys", {}))["keys"] as { kid: string; x: string }[] | undefined) ?? []),
+    keys: async () => jwksOf(signingKeys(await call("GetSigningKeys", {}))),
     serviceToken,
     async tokenState(userId) {
       try {

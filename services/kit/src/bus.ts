@@ -2,6 +2,7 @@
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
 import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
+import { messageOf, stringMember } from "./values.ts";
 
 export interface BusMessage {
   subject: string;
@@ -204,7 +205,7 @@ class NatsBus implements Bus {
         if (this.closed) return void (await conn.close());
         this.attach(conn);
       } catch (err) {
-        this.opts.log.warn("NATS unreachable, retrying", { url: this.opts.url, err: (err as Error).message });
+        this.opts.log.warn("NATS unreachable, retrying", { url: this.opts.url, err: messageOf(err) });
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 3_000);
       }
@@ -233,9 +234,9 @@ class NatsBus implements Bus {
     if (!this.js || this.current !== "connected") throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
     // The request that made the change, as a header too (tools read headers, not payloads).
-    const requestId = (data as { requestId?: unknown } | null)?.requestId;
-    const h = typeof requestId === "string" ? natsHeaders() : undefined;
-    h?.set("X-Request-Id", requestId as string);
+    const requestId = stringMember(data, "requestId");
+    const h = requestId === undefined ? undefined : natsHeaders();
+    if (requestId !== undefined) h?.set("X-Request-Id", requestId);
     await this.js.publish(subject, sc.encode(JSON.stringify(data)), { msgID: msgId, timeout: 5_000, headers: h });
   }
 
@@ -304,7 +305,7 @@ class NatsBus implements Bus {
           const done = handler({ subject: m.subject, data: payload(() => m.json()) }).then(
             () => m.ack(),
             (err) => {
-              this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: (err as Error).message });
+              this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: messageOf(err) });
               m.nak(REDELIVER_MS);
             },
           );
@@ -314,7 +315,7 @@ class NatsBus implements Bus {
         }
       } catch (err) {
         // Waiting for NATS is expected; failing while connected is worth a line.
-        if (!this.closed && this.current === "connected") this.opts.log.warn("change consumer not running; retrying", { consumer: name, err: (err as Error).message });
+        if (!this.closed && this.current === "connected") this.opts.log.warn("change consumer not running; retrying", { consumer: name, err: messageOf(err) });
       }
       await new Promise((r) => setTimeout(r, REDELIVER_MS));
     }

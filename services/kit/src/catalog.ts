@@ -2,7 +2,7 @@
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
 import { type DescField, type DescMessage, type DescMethod, type FileRegistry, ScalarType } from "@bufbuild/protobuf";
-import { fieldRulesJson, loadDescriptors } from "./descriptors.ts";
+import { fieldRules, fieldRulesJson, loadDescriptors } from "./descriptors.ts";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
 import { PROTO_DIR } from "./proto.ts";
 import { Declarations } from "./reflect.ts";
@@ -323,9 +323,11 @@ class Messages {
     if (rules) {
       fi.rules = rules;
       // A string's (or each item's) format and allowed values, as the gateway and the OpenAPI document use them.
-      const str = (rules["string"] ?? (rules["repeated"] as { items?: { string?: unknown } } | undefined)?.items?.string) as { uuid?: boolean; in?: string[] } | undefined;
-      if (str?.uuid) fi.uuid = true;
-      if (str?.in) fi.values = str.in;
+      const top = fieldRules(f);
+      const own = top?.type.case === "repeated" ? top.type.value.items : top;
+      const str = own?.type.case === "string" ? own.type.value : undefined;
+      if (str?.wellKnown.case === "uuid" && str.wellKnown.value) fi.uuid = true;
+      if (str && str.in.length > 0) fi.values = str.in;
     }
     if (fi.uuid && fi.type !== "string") throw new Error(`${where}: vnm.api.uuid is for string fields`);
     if (fi.values && fi.type !== "string") throw new Error(`${where}: vnm.api.values is for string fields`);
@@ -337,6 +339,7 @@ class Messages {
 }
 
 const METHODS = ["get", "post", "put", "delete"] as const;
+const VERBS: Record<(typeof METHODS)[number], HttpMethod> = { get: "GET", post: "POST", put: "PUT", delete: "DELETE" };
 
 /** The bindings of a method: its google.api.http rule and the additional bindings. */
 function bindingsOf(decl: Declarations, m: DescMethod): HttpRule[] {
@@ -370,7 +373,7 @@ function methodRoutes(messages: Messages, service: string, domain: string, m: De
         ? request.fields.filter((f) => !pathVariables.has(f.name) && !f.repeated && f.type !== "message").map((f) => [f.name, f] as const)
         : [],
     );
-    const verb = method.toUpperCase() as HttpMethod;
+    const verb = VERBS[method];
     return { method: verb, template, segments, service, domain, rpc: m.name, request, response, bodyField, queryFields, comment, shape: shapeOf(response) };
   });
 }

@@ -6,13 +6,15 @@ import type { Catalog } from "./catalog.ts";
 import { inTransaction, type Statement } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { parseTemplate, type Segment, templateShape } from "./paths.ts";
-import { type Carrier, traced, traceFields } from "./telemetry.ts";
+import { traced, traceFields } from "./telemetry.ts";
 import { isUuid } from "./validate.ts";
+import { isRecord, messageOf } from "./values.ts";
 
 export type ChangeEvent = "created" | "updated" | "deleted";
 
 /** Every event a change notification may name (a closed set). */
-export const CHANGE_EVENTS: ReadonlySet<string> = new Set<ChangeEvent>(["created", "updated", "deleted"]);
+const CHANGE_EVENT_LIST: readonly ChangeEvent[] = ["created", "updated", "deleted"];
+export const CHANGE_EVENTS: ReadonlySet<string> = new Set<ChangeEvent>(CHANGE_EVENT_LIST);
 
 export interface Change {
   /** Resource kind, the media type name without version ("Bridge", "DhcpSubnet"). */
@@ -106,15 +108,16 @@ export function changeReader(catalog: Pick<Catalog, "kinds" | "routes">, prefix:
     const kind = `${parsed.domain}.${parsed.kind}`;
     const shapes = forms.get(kind);
     if (!catalog.kinds.has(kind) || !shapes) return { drop: "kind" };
-    if (!CHANGE_EVENTS.has(parsed.event)) return { drop: "event" };
-    if (typeof data !== "object" || data === null || Array.isArray(data)) return { drop: "body" };
-    const c = data as Partial<Record<keyof ChangeMessage, unknown>>;
-    if (c.domain !== parsed.domain || c.kind !== parsed.kind || c.event !== parsed.event) return { drop: "body" };
-    if (typeof c.path !== "string" || typeof c.id !== "string" || !c.path.startsWith("/")) return { drop: "path" };
-    const segs = c.path.slice(1).split("/");
-    if (segs[segs.length - 1] !== c.id || !shapes.some((parts) => fits(parts, segs))) return { drop: "path" };
-    if (c.tenantId !== null && typeof c.tenantId !== "string") return { drop: "tenant" };
-    return { kind, event: parsed.event as ChangeEvent, id: c.id, path: c.path, tenantId: c.tenantId };
+    const event = CHANGE_EVENT_LIST.find((e) => e === parsed.event);
+    if (!event) return { drop: "event" };
+    if (!isRecord(data)) return { drop: "body" };
+    const { domain, kind: itsKind, event: itsEvent, path, id, tenantId } = data;
+    if (domain !== parsed.domain || itsKind !== parsed.kind || itsEvent !== event) return { drop: "body" };
+    if (typeof path !== "string" || typeof id !== "string" || !path.startsWith("/")) return { drop: "path" };
+    const segs = path.slice(1).split("/");
+    if (segs[segs.length - 1] !== id || !shapes.some((parts) => fits(parts, segs))) return { drop: "path" };
+    if (tenantId !== null && typeof tenantId !== "string") return { drop: "tenant" };
+    return { kind, event, id, path, tenantId };
   };
 }
 
@@ -226,7 +229,7 @@ export class OutboxRelay {
     this.running = this.drain()
       .catch((err) => {
         this.onFailure();
-        this.log.warn("outbox relay: publish failed, will retry", { err: (err as Error).message });
+        this.log.warn("outbox relay: publish failed, will retry", { err: messageOf(err) });
       })
       .finally(() => {
         this.running = undefined;
@@ -275,7 +278,7 @@ export class OutboxRelay {
     const rows = taken.rows.filter((r): r is typeof r & { id: string } => r.id !== null).sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : 1));
     const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
     const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
-    await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), r.payload as Carrier)));
+    await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), isRecord(r.payload) ? r.payload : undefined)));
     return rows.length;
   }
 

@@ -1,4 +1,5 @@
 // Environment configuration that fails fast, naming every missing or bad variable at once.
+import { messageOf } from "./values.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -35,7 +36,7 @@ export function loadConfig<S extends Spec>(spec: S, source: NodeJS.ProcessEnv = 
     try {
       out[key] = item.parse ? item.parse(value) : value;
     } catch (err) {
-      problems.push(`${item.secret ? item.env : `${item.env}=${JSON.stringify(value)}`} is not valid: ${(err as Error).message}`);
+      problems.push(`${item.secret ? item.env : `${item.env}=${JSON.stringify(value)}`} is not valid: ${messageOf(err)}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(`configuration: ${problems.join("; ")}`);

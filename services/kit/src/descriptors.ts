@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { createFileRegistry, type DescField, type FileRegistry, fromBinary, getOption, hasOption, toJson } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { type FieldRules, FieldRulesSchema, field as fieldRulesOption } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { isRecord } from "./values.ts";
 
 /** The descriptor set's file name in a proto directory. */
 export const CONTRACT_FILE = "contract.binpb";
@@ -33,5 +34,6 @@ export function fieldRules(f: DescField): FieldRules | undefined {
 export function fieldRulesJson(registry: FileRegistry, typeName: string, fieldName: string): Record<string, unknown> | undefined {
   const f = registry.getMessage(typeName)?.fields.find((x) => x.name === fieldName);
   const r = f && fieldRules(f);
-  return r && (toJson(FieldRulesSchema, r, { registry, useProtoFieldName: true }) as Record<string, unknown>);
+  const json = r && toJson(FieldRulesSchema, r, { registry, useProtoFieldName: true });
+  return isRecord(json) ? json : undefined;
 }

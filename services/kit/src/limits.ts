@@ -132,7 +132,8 @@ export function loginLimits(limit: number, windowSeconds: number, redis: Redis |
   /** The first refusal of a window starts the back-off: the window, doubled per strike. */
   const backOff = async (key: string, res: RateLimiterRes): Promise<number> => {
     if (res.consumedPoints !== limit + 1) return retryAfterOf(res.msBeforeNext);
-    const n = (await strikes.consume(key).catch((r: unknown) => r as RateLimiterRes)).consumedPoints ?? 1;
+    // A refusal is the limiter's answer too (its count); a failure of Redis counts as a first strike.
+    const n = (await strikes.consume(key).catch((r: unknown) => (r instanceof RateLimiterRes ? r : undefined)))?.consumedPoints ?? 1;
     const seconds = Math.min(MAX_BACKOFF_SECONDS, windowSeconds * 2 ** Math.min(n - 1, 16));
     await pair.block(key, seconds).catch(() => {});
     return seconds;

@@ -46,7 +46,17 @@ let prettyStream: ReturnType<typeof PinoPretty> | undefined;
 /** One buffer for every JSON logger of the process: their lines (and writeOut's) keep their order. */
 let jsonStream: pino.DestinationStream | undefined;
 
-export function createLogger(base: Record<string, unknown>, level: Level = (process.env["LOG_LEVEL"] as Level | undefined) ?? "info"): Logger {
+const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
+
+/** The level LOG_LEVEL names (none when unset); a name that is no level stops the process. */
+function levelOf(name: string | undefined): Level | undefined {
+  if (name === undefined || name === "") return undefined;
+  const level = LEVELS.find((l) => l === name);
+  if (!level) throw new Error(`LOG_LEVEL=${name} is not one of ${LEVELS.join(", ")}`);
+  return level;
+}
+
+export function createLogger(base: Record<string, unknown>, level: Level = levelOf(process.env["LOG_LEVEL"]) ?? "info"): Logger {
   const options: pino.LoggerOptions = { level, base, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } };
   if (!prettyLogs()) {
     jsonStream ??= pino.destination({ dest: process.stdout.fd || 1, sync: false });

@@ -21,7 +21,7 @@ let started = false;
  * the flag is on, then the flag is turned off again (the way test runners take it too).
  */
 function gcFunction(): Gc | undefined {
-  const exposed = (globalThis as { gc?: Gc }).gc;
+  const exposed = globalThis.gc;
   if (exposed) return exposed;
   try {
     setFlagsFromString("--expose-gc");

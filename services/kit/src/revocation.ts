@@ -8,6 +8,7 @@
 // stand-in bus that does not reach other processes), what is remembered lasts a second.
 import { type Identity, partOf } from "./auth.ts";
 import type { Bus } from "./bus.ts";
+import { memberOf } from "./values.ts";
 
 /** How long a user's generation is trusted: while the feed is up, and without it. */
 const TRUST_MS = { feed: 5 * 60_000, noFeed: 1_000 };
@@ -53,7 +54,7 @@ export function revocations(opts: Options): Revocations {
   opts.bus.subscribe(
     ["identity.User.*"],
     (msg) => {
-      const id = (msg.data as { id?: unknown } | null)?.id;
+      const id = memberOf(msg.data, "id");
       if (typeof id === "string") forget(id);
     },
     (state) => {

@@ -9,6 +9,7 @@ import { CONTRACT_FILE, fieldRules, loadDescriptors } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import type { MessageFields, Messages, RequiredFields } from "./gen/messages.ts";
 import { canonicalIpv6 } from "./validate.ts";
+import { messageOf } from "./values.ts";
 
 /** A message of the contract by its full proto name ("vnm.lb.v1.Pool"). */
 export type MessageName = keyof Messages;
@@ -67,7 +68,7 @@ export class Rules {
    */
   checkField(typeName: string, fieldName: string, value: unknown): unknown {
     try {
-      return (this.check(typeName, { [fieldName]: value }) as Record<string, unknown>)[fieldName];
+      return this.check(typeName, { [fieldName]: value })[fieldName];
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       const own = err.violations.filter((v) => v.property === fieldName);
@@ -107,7 +108,7 @@ export class Rules {
     } catch (err) {
       // The gateway typed the body by the same proto: a value that is not of its field's type
       // comes from a peer that did not.
-      throw ApiError.badRequest(`The body is not a ${schema.name}: ${(err as Error).message}`);
+      throw ApiError.badRequest(`The body is not a ${schema.name}: ${messageOf(err)}`);
     }
     const result = this.validator.validate(schema, msg);
     if (result.kind === "error") throw result.error;

@@ -22,6 +22,7 @@ import { addressVariable, CHANGED_KINDS_KEY, createUpstream, FILTERED_KEY, REQUE
 import { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
+import { isRecord } from "./values.ts";
 
 
 export interface CallContext {
@@ -246,7 +247,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
       log.info("call", { requestId, method: name, code, durationMs: seconds * 1000 });
     };
     // The caller's trace continues here (traceparent in the metadata), when tracing is on.
-    traced(name, "server", { "rpc.system": "grpc", "rpc.method": name }, () => guarded(handler, call.request as Record<string, unknown>, ctx, g), () => call.metadata.getMap()).then(
+    traced(name, "server", { "rpc.system": "grpc", "rpc.method": name }, () => guarded(handler, isRecord(call.request) ? call.request : {}, ctx, g), () => call.metadata.getMap()).then(
       (response) => {
         // Trailing metadata only when there is something to say: what the call changed.
         let trailer: grpc.Metadata | undefined;
@@ -264,7 +265,7 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
           log.error("call failed", { requestId, method: name, err: apiErr.cause ?? apiErr });
         }
         done(grpc.status[apiErr.code] ?? String(apiErr.code));
-        callback(apiErr.toServiceError() as grpc.ServiceError);
+        callback(apiErr.toServiceError());
       },
     );
   };
@@ -291,7 +292,11 @@ function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalo
   const remote = createUpstream(pkg, catalog.services, (d) => env[addressVariable(d)] || undefined);
   return async (service, rpc, req, ctx) => {
     const h = all[service]?.[rpc];
-    if (h) return (await h(req, { ...ctx, changed: new Set() })) as Record<string, unknown>;
+    if (h) {
+      // An answer with no members names no owner: the tenant check then finds none.
+      const owner = await h(req, { ...ctx, changed: new Set() });
+      return isRecord(owner) ? owner : {};
+    }
     const token = bearer(ctx.metadata.get("authorization")[0]);
     return (await remote.call(service, rpc, req, OWNER_TIMEOUT_MS, token, ctx.requestId)).response;
   };

@@ -6,6 +6,7 @@
 // (Ctrl-C reaches a process twice under npm) changes nothing.
 import type { Logger } from "./log.ts";
 import { READY_MESSAGE } from "./repo.ts";
+import { messageOf } from "./values.ts";
 
 const closers: { close: () => Promise<void>; log: Logger }[] = [];
 let installed = false;
@@ -22,7 +23,7 @@ async function closeAll(reason: string): Promise<void> {
   const hard = setTimeout(() => process.exit(1), boundMs + 5_000);
   hard.unref();
   for (const c of [...closers].reverse()) {
-    await c.close().catch((err: unknown) => c.log.warn("stopped with an error", { err: (err as Error).message }));
+    await c.close().catch((err: unknown) => c.log.warn("stopped with an error", { err: messageOf(err) }));
   }
   process.exit(0);
 }

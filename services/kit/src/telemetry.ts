@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type * as Api from "@opentelemetry/api";
 import type pg from "pg";
+import { messageOf } from "./values.ts";
 
 type Kind = "server" | "client" | "producer" | "internal";
 /** Where a trace context is read from or written to: headers, metadata, a payload's fields. */
@@ -54,8 +55,8 @@ function kindOf(api: typeof Api, kind: Kind): Api.SpanKind {
 
 function finish(api: typeof Api, span: Api.Span, err?: unknown): void {
   if (err) {
-    span.recordException(err as Error);
-    span.setStatus({ code: api.SpanStatusCode.ERROR, message: (err as Error)?.message });
+    span.recordException(err instanceof Error ? err : String(err));
+    span.setStatus({ code: api.SpanStatusCode.ERROR, message: messageOf(err) });
   }
   span.end();
 }

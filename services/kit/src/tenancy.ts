@@ -12,6 +12,7 @@ import type { Identity } from "./auth.ts";
 import type { Catalog, HttpMethod, ResourceInfo } from "./catalog.ts";
 import { sharedVariables, templateShape } from "./paths.ts";
 import { ApiError } from "./errors.ts";
+import { isRecord, memberOf } from "./values.ts";
 
 export interface Access {
   verb: HttpMethod;
@@ -97,7 +98,9 @@ export async function withTenancy(
   run: () => Promise<unknown>,
 ): Promise<unknown> {
   const tf = access.resource?.tenantField;
-  const body = access.bodyField ? ((request[access.bodyField] as Obj | undefined) ?? {}) : undefined;
+  const sent = access.bodyField ? (request[access.bodyField] ?? {}) : undefined;
+  if (sent !== undefined && !isRecord(sent)) throw ApiError.badRequest("The body must be a JSON object");
+  const body = sent;
   if (access.bodyField && body) request[access.bodyField] = body;
 
   if (who.role === "admin") {
@@ -114,8 +117,8 @@ export async function withTenancy(
     const id = owner.params.length > 0 ? ownerRequest[owner.params[owner.params.length - 1]![0]] : undefined;
     const hidden = () => ApiError.noItem(owner.displayName, id);
     if (owner.self && access.verb === "GET") {
-      const item = (await run()) as Obj;
-      if (item[owner.tenantField] !== tenant) throw hidden();
+      const item = await run();
+      if (memberOf(item, owner.tenantField) !== tenant) throw hidden();
       return item;
     }
     const found = await readOwner(owner.service, owner.rpc, ownerRequest);
@@ -133,10 +136,10 @@ export async function withTenancy(
       if (asked !== undefined && asked !== tenant) return { [access.collectionField]: [] };
       request[access.tenantFilterField] = tenant;
     }
-    const result = (await run()) as Obj;
-    if (tf) {
-      const items = (result[access.collectionField] as Obj[] | undefined) ?? [];
-      result[access.collectionField] = items.filter((i) => i[tf] === tenant);
+    const result = await run();
+    if (tf && isRecord(result)) {
+      const items = result[access.collectionField];
+      result[access.collectionField] = Array.isArray(items) ? items.filter((i: unknown) => memberOf(i, tf) === tenant) : [];
     }
     return result;
   }

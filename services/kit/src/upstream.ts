@@ -9,6 +9,7 @@ import type { Metrics } from "./metrics.ts";
 import { clientConstructor } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
 import { traced, traceFields, tracing } from "./telemetry.ts";
+import { memberOf, messageOf, stringMember } from "./values.ts";
 
 /** Metadata key listing what a call changed, as "<domain>.<kind>:<event>" pairs, for the gateway's cache. */
 export const CHANGED_KINDS_KEY = "vnm-changed-kinds";
@@ -109,8 +110,8 @@ const UNREACHED_RETRY_MS = [25, 100];
 
 /** Whether a failed call is one that never reached its service (safe to make again, writes too). */
 function neverReached(err: unknown): boolean {
-  const e = err as { code?: unknown; details?: unknown };
-  return e.code === grpc.status.UNAVAILABLE && typeof e.details === "string" && NEVER_REACHED.test(e.details);
+  const details = stringMember(err, "details");
+  return memberOf(err, "code") === grpc.status.UNAVAILABLE && details !== undefined && NEVER_REACHED.test(details);
 }
 
 /** A call's failure as grpc-js reports one (code, details, trailers), for ApiError.from. */
@@ -140,9 +141,9 @@ function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: nu
       onReceiveMetadata: () => {},
       onReceiveMessage: (message: Buffer) => {
         try {
-          response = def.responseDeserialize(message) as Record<string, unknown>;
+          response = def.responseDeserialize(message);
         } catch (err) {
-          broken = { code: grpc.status.INTERNAL, details: `Response message parsing error: ${(err as Error).message}`, metadata: new grpc.Metadata() };
+          broken = { code: grpc.status.INTERNAL, details: `Response message parsing error: ${messageOf(err)}`, metadata: new grpc.Metadata() };
           call.cancelWithStatus(broken.code, broken.details);
         }
       },
@@ -160,7 +161,7 @@ function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: nu
     try {
       bytes = def.requestSerialize(request);
     } catch (err) {
-      call.cancelWithStatus(grpc.status.INTERNAL, `Request message serialization failure: ${(err as Error).message}`);
+      call.cancelWithStatus(grpc.status.INTERNAL, `Request message serialization failure: ${messageOf(err)}`);
       return;
     }
     call.sendMessageWithContext({}, bytes);
