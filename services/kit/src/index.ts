@@ -18,6 +18,7 @@ export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, int, ipv4, ipv4InSubnet, ipv6, isIpv4, isUuid, mac, parseInput, parseMac, text, uuid } from "./validate.ts";
 export { type Contract, loadContract } from "./contract.ts";
 export type { Checked, MessageName } from "./rules.ts";
+export { isRecord, memberOf, messageOf, stringMember } from "./values.ts";
 export { buildCatalog, EVERY_PART, loadCatalog, peersOf, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export {
   bearer,
