@@ -19,6 +19,15 @@ const NATS_CLUSTER_PORT = 6222;
 const NATS_MONITOR_PORT = 8222;
 const REDIS_PORT = 6379;
 
+/**
+ * The namespace of the ingress controller in front of the gateway: the only source of its API
+ * requests, so the address the controller appends to X-Forwarded-For (VNM_TRUST_PROXY=1) is the
+ * client's, never one a client reaching a pod directly wrote. A cluster whose controller lives
+ * elsewhere patches this peer in its overlay.
+ */
+export const INGRESS_NAMESPACE = "ingress-nginx";
+const ingressController: NetworkPolicyPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": INGRESS_NAMESPACE } } };
+
 /** The namespace Prometheus scrapes from: the only source of metrics requests. */
 export const MONITORING_NAMESPACE = "monitoring";
 const monitoring: NetworkPolicyPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } };
@@ -69,10 +78,10 @@ function servicePolicy(domain: string) {
   });
 }
 
-/** The gateway: the edge (its HTTP port open to all); reaches every service, Redis and NATS. */
+/** The gateway: the edge (its HTTP port open to the ingress controller, and to monitoring for /metrics); reaches every service, Redis and NATS. */
 function gatewayPolicy() {
   return networkPolicy("vnm-gateway", podSelector("vnm-gateway"), {
-    ingress: [{ ports: [tcp(HTTP_PORT)] }],
+    ingress: [from([ingressController, monitoring], HTTP_PORT)],
     egress: [dns, ...serviceDomains().map((d) => to(pods(workload(d)), GRPC_PORT)), to(pods("redis"), REDIS_PORT), to(pods("nats"), NATS_PORT)],
   });
 }

@@ -268,4 +268,11 @@ describe("production overlay: secrets, pod security, network", () => {
       }
     }
   });
+
+  it("admits the gateway's HTTP port from the ingress controller and monitoring only, so the X-Forwarded-For hop it trusts is the controller's", () => {
+    const controller = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress-nginx" } } };
+    expect(policy("vnm-gateway").ingress).toEqual([{ from: [controller, monitoring], ports: [{ protocol: "TCP", port: 8080 }] }]);
+    const env = docs.find((d) => d.kind === "Deployment" && d.metadata.name === "vnm-gateway")!.spec["template"].spec.containers[0].env as Loose[];
+    expect(env.find((e) => e.name === "VNM_TRUST_PROXY")?.value).toBe("1");
+  });
 });
