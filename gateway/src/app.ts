@@ -2,7 +2,7 @@
 // console (console.ts), the API (login, the caller, /events, the root document, then the
 // catalog's routes), and a last handler that gives anything express itself rejects the error body.
 import { randomUUID } from "node:crypto";
-import { accessRules, httpSpans, type Logger, type Metrics, type RootDocumentInfo } from "@vnm/kit";
+import { accessRules, httpSpans, type Logger, memberOf, type Metrics, type RootDocumentInfo, stringMember } from "@vnm/kit";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import { constants as H } from "node:http2";
 import express, { type NextFunction } from "express";
@@ -330,9 +330,9 @@ async function route(gw: Gateway, req: ApiRequest, res: ApiResponse): Promise<vo
 function lastResort(log: GatewayOptions["log"]) {
   return (err: unknown, _req: ApiRequest, res: ApiResponse, _next: NextFunction) => {
     const requestId = res.locals.requestId || randomUUID();
-    const status = (err as { status?: number } | null)?.status;
+    const status = memberOf(err, "status");
     const client = typeof status === "number" && status >= 400 && status < 500;
-    sendError(res, client ? EdgeError.client(status, (err as Error).message || "Bad request") : err, requestId, log);
+    sendError(res, client ? EdgeError.client(status, stringMember(err, "message") || "Bad request") : err, requestId, log);
   };
 }
 

@@ -1,4 +1,5 @@
 // Request bodies: size limit (413), content codings (gzip, else 415), UTF-8 and JSON (400).
+import { memberOf, messageOf } from "@vnm/kit";
 import { gunzip } from "node:zlib";
 import getRawBody from "raw-body";
 import type { ApiRequest } from "./context.ts";
@@ -8,10 +9,10 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** A failure of raw-body's as the client's error: over the limit 413, a body cut short or unreadable 400. */
 function readError(err: unknown, limit: number): EdgeError {
-  const type = (err as { type?: unknown }).type;
+  const type = memberOf(err, "type");
   if (type === "entity.too.large") return EdgeError.tooLarge(limit);
   if (type === "request.aborted" || type === "request.size.invalid") return EdgeError.badRequest("Request body ended before its end");
-  return EdgeError.badRequest(`Request body could not be read: ${(err as Error).message}`);
+  return EdgeError.badRequest(`Request body could not be read: ${messageOf(err)}`);
 }
 
 /**
@@ -35,7 +36,7 @@ function inflate(raw: Buffer, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>
     gunzip(raw, { maxOutputLength: limit }, (err, out) => {
       if (!err) return resolve(out);
-      if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") reject(EdgeError.tooLarge(limit));
+      if ("code" in err && err.code === "ERR_BUFFER_TOO_LARGE") reject(EdgeError.tooLarge(limit));
       else reject(EdgeError.badRequest("Request body is not valid gzip data"));
     }),
   );

@@ -4,6 +4,7 @@
 // Redis trouble makes the cache step aside (slower, never wrong, never an error): while Redis
 // or the change feed is unreachable, or after an invalidation may have been lost, reads go to
 // the services, and everything is dropped before the cache is trusted again.
+import { messageOf } from "@vnm/kit";
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "@vnm/kit";
@@ -254,7 +255,7 @@ class RedisCache implements CollectionCache {
         this.retryMs = RETRY_MIN_MS;
         this.log.info("collection cache reset", { kinds: kinds.length });
       } catch (err) {
-        this.log.warn("collection cache reset failed; retrying", { err: (err as Error).message, inMs: this.retryMs });
+        this.log.warn("collection cache reset failed; retrying", { err: messageOf(err), inMs: this.retryMs });
         this.retryLater();
       } finally {
         this.resetting = undefined;
@@ -338,7 +339,7 @@ class RedisCache implements CollectionCache {
       // Someone may now read stale entries: stop trusting the cache until it is reset.
       this.errors?.inc();
       this.dirty = true;
-      this.log.warn("collection cache invalidation failed; cache bypassed until reset", { err: (err as Error).message });
+      this.log.warn("collection cache invalidation failed; cache bypassed until reset", { err: messageOf(err) });
       // A timeout leaves the connection open (no new "ready" will come): retry until a reset lands.
       if (this.redis.status === "ready") void this.reset();
       else this.retryLater();

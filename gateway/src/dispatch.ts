@@ -2,7 +2,7 @@
 // path, query and body, the collection cache, the call, and the answer.
 import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
-import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, IF_MATCH_KEY, IF_NONE_MATCH_KEY, type Identity, PATCH_KEY, type PatchPaths, itemPath, type Route, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
@@ -125,7 +125,7 @@ export function parseJsonObject(text: string, lossless: boolean): Obj {
   try {
     json = parseJson(text, lossless);
   } catch (err) {
-    throw EdgeError.badRequest(`Request body is not valid JSON: ${(err as Error).message}`);
+    throw EdgeError.badRequest(`Request body is not valid JSON: ${messageOf(err)}`);
   }
   if (!isJsonObject(json)) throw EdgeError.badRequest("Request body must be a JSON object");
   return json;

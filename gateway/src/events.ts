@@ -7,7 +7,7 @@
 // streams of a gateway together write a bounded number of events per turn of the event loop, so
 // requests arriving meanwhile (a health probe) are read between two turns, however many replays
 // run.
-import { type Bus, type Catalog, type ChangeDrop, changeReader, type FeedChange, type Identity, type Logger, type Metrics } from "@vnm/kit";
+import { type Bus, type Catalog, type ChangeDrop, changeReader, type FeedChange, type Identity, type Logger, messageOf, type Metrics } from "@vnm/kit";
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { constants as H } from "node:http2";
@@ -275,7 +275,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
         });
       } catch (err) {
         perUser.release(who.userId);
-        log.warn("event stream could not start", { err: (err as Error).message });
+        log.warn("event stream could not start", { err: messageOf(err) });
         throw EdgeError.unavailable("The change feed is unavailable; try again later");
       }
       // The client left, or the gateway began to stop, while the consumer was being made.

@@ -6,6 +6,7 @@
 // that moved the generation, before that write's client can have its answer, so a client reads
 // its own write through any gateway. A generation is known only while both connections are up
 // and tracking is on, and for at most TRUST_MS; otherwise the cache reads it from Redis.
+import { messageOf } from "@vnm/kit";
 import type { Redis } from "ioredis";
 import type { Logger } from "@vnm/kit";
 
@@ -143,7 +144,7 @@ export class TrackedGenerations {
       this.log.info("cache generations: tracking on");
     } catch (err) {
       // An older Redis, or the connection went meanwhile: generations are read every time.
-      this.log.warn("cache generations: tracking could not start; read from Redis", { err: (err as Error).message });
+      this.log.warn("cache generations: tracking could not start; read from Redis", { err: messageOf(err) });
     }
   }
 }

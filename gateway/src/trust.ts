@@ -3,6 +3,7 @@
 // no trusted proxy could have written: every entry left of it the client may have written
 // itself, so believing the left-most (as `true` did) let a client choose its own address.
 // proxy-addr does the reading, the same one express uses for its own requests.
+import { messageOf } from "@vnm/kit";
 import type { IncomingMessage } from "node:http";
 import proxyAddr from "proxy-addr";
 
@@ -34,7 +35,7 @@ export function parseTrustProxy(raw: string): TrustProxy {
   try {
     proxyAddr.compile(list);
   } catch (err) {
-    throw new Error(`must be false, a number of proxies, or comma-separated proxy addresses or CIDRs: ${(err as Error).message}`);
+    throw new Error(`must be false, a number of proxies, or comma-separated proxy addresses or CIDRs: ${messageOf(err)}`);
   }
   return list;
 }
