@@ -1,6 +1,6 @@
 // The API as the console calls it: same origin, the token in X-Auth-Token (never a cookie:
-// requests go with credentials "omit", so the cookie /login also sets is never stored), the
-// token itself in this tab's sessionStorage only.
+// /login sets none, and requests go with credentials "omit"), the token itself in this tab's
+// sessionStorage only.
 
 export interface Identity {
   name: string;
