@@ -183,6 +183,44 @@ describe("VTEPs", () => {
   });
 });
 
+describe("the rules of each field (tunnel.proto), as the OpenAPI document states them and the service enforces them", () => {
+  /** A field's schema keywords, whatever alternatives (a digit string for an integer, null) the document adds. */
+  const keywords = (s: { anyOf?: object[] }) => Object.assign({}, ...(s.anyOf ?? []), s);
+  const props = async (name: string) => (await http("GET", "/openapi.json")).json.components.schemas[name].properties;
+
+  it("tunnel zones: a name of 1 to 255 characters of text, a type of gre, vxlan or vtep", async () => {
+    const z = await props("vnm.tunnel.v1.TunnelZone");
+    expect(keywords(z.id)).toMatchObject({ format: "uuid" });
+    expect(keywords(z.name)).toMatchObject({ minLength: 1, maxLength: 255, pattern: "^[^\\u0000]*$" });
+    expect(keywords(z.type).enum).toEqual(expect.arrayContaining(["gre", "vxlan", "vtep"]));
+    for (const [body, property, message] of [
+      [{ name: "", type: "gre" }, "name", "must be at least 1 characters"],
+      [{ name: "x".repeat(256), type: "gre" }, "name", "must be at most 255 characters"],
+      [{ name: "ok", type: "geneve" }, "type", "must be in list [gre, vxlan, vtep]"],
+    ] as const) {
+      const r = await http("POST", "/tunnel_zones", body);
+      expectError(r, 400);
+      expect(r.json.violations, message).toEqual([{ property, message }]);
+    }
+  });
+
+  it("VTEPs: an IP address, a port in [1, 65535], a UUID zone", async () => {
+    const v = await props("vnm.tunnel.v1.Vtep");
+    expect(keywords(v.managementIp).anyOf).toEqual(expect.arrayContaining([{ format: "ipv4" }, { format: "ipv6" }]));
+    expect(keywords(v.managementPort)).toMatchObject({ minimum: 1, maximum: 65535 });
+    expect(keywords(v.tunnelZoneId)).toMatchObject({ format: "uuid" });
+    const zoneId = (await zone()).id;
+    for (const [over, property, message] of [
+      [{ managementIp: "10.0.0.300" }, "managementIp", "must be a valid IP address"],
+      [{ managementPort: 65536 }, "managementPort", "must be greater than or equal to 1 and less than or equal to 65535"],
+    ] as const) {
+      const r = await http("POST", "/vteps", { managementIp: "192.0.2.30", managementPort: 6632, tunnelZoneId: zoneId, ...over });
+      expectError(r, 400);
+      expect(r.json.violations, message).toEqual([{ property, message }]);
+    }
+  });
+});
+
 describe("two replicas", () => {
   it("watch each VTEP exactly once; when the holder is killed the other takes over within 10 s", async () => {
     const device = await OvsdbServer.create();

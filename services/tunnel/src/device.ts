@@ -10,7 +10,6 @@
 // for (sessions.ts asks at most once per write), so a device sending updates as fast as it can
 // costs no more than its newest state.
 import { canonicalIpv6, type Logger } from "@vnm/kit";
-import { z } from "zod";
 import { excerpt, OvsdbClient, PeerError, type PeerFault } from "./ovsdb.ts";
 
 export type ConnectionState = "connected" | "disconnected" | "error";
@@ -52,22 +51,76 @@ export function backoff(attempt: number): number {
   return Math.round(step / 2 + Math.random() * (step / 2));
 }
 
-// The columns kept, with their OVSDB types (RFC 7047: a set is ["set", [...]] or a bare atom).
-const text = z.string().max(DEVICE_LIMITS.text);
-const setOf = <T extends z.ZodType>(member: T, max: number) =>
-  z.union([z.tuple([z.literal("set"), z.array(member).max(max)]), member]).transform((v): z.output<T>[] => (Array.isArray(v) && v[0] === "set" ? (v[1] as z.output<T>[]) : [v as z.output<T>]));
-const uuidAtom = z.tuple([z.literal("uuid"), z.string().max(64)]).transform((v) => v[1]);
+// The columns kept, with their OVSDB types (RFC 7047 5.1: a set is ["set", [...]] or a bare
+// atom), each read by a function that gives its value or throws what is wrong with it.
+type Column<T> = (value: unknown) => T;
 
-const switchRow = z.object({
-  name: text.optional(),
-  description: text.optional(),
-  management_ips: setOf(text, DEVICE_LIMITS.addresses).optional(),
-  tunnel_ips: setOf(text, DEVICE_LIMITS.addresses).optional(),
-  ports: setOf(uuidAtom, DEVICE_LIMITS.ports).optional(),
-});
-const portRow = z.object({ name: text.optional(), description: text.optional() });
-type SwitchRow = z.output<typeof switchRow>;
-type PortRow = z.output<typeof portRow>;
+/** What is wrong with a device's value, and where in its row (said as "<column>.<index> <problem>" in the PeerError). */
+class Unfit extends Error {
+  readonly at: string[];
+  constructor(problem: string, at: string[] = []) {
+    super(problem);
+    this.at = at;
+  }
+}
+
+/** A string atom, at most DEVICE_LIMITS.text UTF-16 units. */
+const text: Column<string> = (v) => {
+  if (typeof v !== "string") throw new Unfit("must be a string");
+  if (v.length > DEVICE_LIMITS.text) throw new Unfit(`must be at most ${DEVICE_LIMITS.text} characters`);
+  return v;
+};
+
+/** A uuid atom (["uuid", "<id>"]): its id, at most 64 characters. */
+const uuidAtom: Column<string> = (v) => {
+  if (!Array.isArray(v) || v.length !== 2 || v[0] !== "uuid" || typeof v[1] !== "string" || v[1].length > 64) throw new Unfit('must be a uuid atom (["uuid", id], an id of at most 64 characters)');
+  return v[1];
+};
+
+/** A set of at most `max` members (or one bare member). */
+const setOf =
+  <T>(member: Column<T>, max: number): Column<T[]> =>
+  (v) => {
+    if (!Array.isArray(v) || v[0] !== "set") return [member(v)];
+    const members: unknown = v[1];
+    if (v.length !== 2 || !Array.isArray(members)) throw new Unfit('must be a set (["set", [members]])');
+    if (members.length > max) throw new Unfit(`must be a set of at most ${max} members`);
+    return members.map((m, i) => {
+      try {
+        return member(m);
+      } catch (err) {
+        throw err instanceof Unfit ? new Unfit(err.message, [String(i)]) : err;
+      }
+    });
+  };
+
+type Row<C> = { [K in keyof C]?: C[K] extends Column<infer T> ? T : never };
+
+/** A row's kept columns, read by their columns' functions (a column the row lacks stays out; others are dropped). */
+function rowOf<C extends Record<string, Column<unknown>>>(columns: C, raw: unknown): Row<C> {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new Unfit("must be an object");
+  const row: Record<string, unknown> = {};
+  for (const [name, read] of Object.entries(columns)) {
+    if (!Object.hasOwn(raw, name)) continue;
+    try {
+      row[name] = read((raw as Record<string, unknown>)[name]);
+    } catch (err) {
+      throw err instanceof Unfit ? new Unfit(err.message, [name, ...err.at]) : err;
+    }
+  }
+  return row as Row<C>;
+}
+
+const SWITCH_COLUMNS = {
+  name: text,
+  description: text,
+  management_ips: setOf(text, DEVICE_LIMITS.addresses),
+  tunnel_ips: setOf(text, DEVICE_LIMITS.addresses),
+  ports: setOf(uuidAtom, DEVICE_LIMITS.ports),
+};
+const PORT_COLUMNS = { name: text, description: text };
+type SwitchRow = Row<typeof SWITCH_COLUMNS>;
+type PortRow = Row<typeof PORT_COLUMNS>;
 
 /** The bytes a kept row counts against the device's budget: its text, as stored. */
 function bytesOf(row: SwitchRow | PortRow): number {
@@ -77,13 +130,13 @@ function bytesOf(row: SwitchRow | PortRow): number {
   return n;
 }
 
-const KEPT = { Physical_Switch: switchRow, Physical_Port: portRow } as const;
+const KEPT = { Physical_Switch: SWITCH_COLUMNS, Physical_Port: PORT_COLUMNS } as const;
 const LIMIT: Record<keyof typeof KEPT, number> = { Physical_Switch: DEVICE_LIMITS.switches, Physical_Port: DEVICE_LIMITS.ports };
 
 /** What the monitor asks for: exactly the tables and columns kept. */
 export const MONITORED = {
-  Physical_Switch: { columns: Object.keys(switchRow.shape) },
-  Physical_Port: { columns: Object.keys(portRow.shape) },
+  Physical_Switch: { columns: Object.keys(SWITCH_COLUMNS) },
+  Physical_Port: { columns: Object.keys(PORT_COLUMNS) },
 };
 
 /** The rows kept of one device. */
@@ -123,13 +176,15 @@ export class DeviceTables {
           kept.delete(uuid);
           continue;
         }
-        const row = KEPT[table].safeParse(next);
-        if (!row.success) {
-          const issue = row.error.issues[0];
-          throw new PeerError("bad_message", `${table} row ${excerpt(uuid, 64)}: ${issue?.path.join(".") || "row"} ${issue?.message ?? "is not valid"}`);
+        let row: SwitchRow | PortRow;
+        try {
+          row = rowOf(KEPT[table], next);
+        } catch (err) {
+          if (!(err instanceof Unfit)) throw err;
+          throw new PeerError("bad_message", `${table} row ${excerpt(uuid, 64)}: ${err.at.join(".") || "row"} ${err.message}`);
         }
-        kept.set(uuid, row.data);
-        this.kept += bytesOf(row.data);
+        kept.set(uuid, row);
+        this.kept += bytesOf(row);
       }
       if (kept.size > LIMIT[table]) throw new PeerError("too_many_rows", `more than ${LIMIT[table]} ${table} rows`);
     }

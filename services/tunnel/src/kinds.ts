@@ -1,12 +1,12 @@
 // Tunnel zones and VTEPs: what a client may send, how they are stored and read back. A zone's
 // name is unique per type ignoring case (a unique index: 409, also under concurrent writes); a
 // zone a VTEP uses can be neither deleted nor made another type (409 naming the VTEPs). A VTEP
-// names a zone of type vtep (400 otherwise, as in the original) and one address and port.
-import { ApiError, int, type Queryable, Resource, text, uuid } from "@vnm/kit";
-import { z } from "zod";
+// names a zone of type vtep (400 otherwise, as in the original) and one address and port. Each
+// field's own rules are tunnel.proto's; what they cannot state is here, by name: a VTEP's
+// address against the deployment's policy (addressAllowed), its zone's type (zoneOfVteps), a
+// zone VTEPs use keeping its type (unusedByVteps).
+import { ApiError, type Checked, type Queryable, Resource } from "@vnm/kit";
 import { type AddressPolicy, canonicalAddress } from "./address-policy.ts";
-
-const TYPES = ["gre", "vxlan", "vtep"] as const;
 
 interface ZoneRow {
   id: string;
@@ -22,20 +22,13 @@ async function unusedByVteps(q: Queryable, zoneId: string, doing: string): Promi
   throw ApiError.conflict(`The tunnel zone is used by VTEP(s) ${named}; delete them before ${doing} it.`);
 }
 
-const zoneInput = z.object({
-  id: uuid().optional(),
-  name: text(255).refine((s) => s.length > 0, "must be between 1 and 255 characters long"),
-  type: z.enum(TYPES, { error: `must be one of ${TYPES.join(", ")}` }),
-});
-
-export const tunnelZones = new Resource<typeof zoneInput, ZoneRow>({
+export const tunnelZones = new Resource({
   proto: "vnm.tunnel.v1.TunnelZone",
   table: "tunnel_zones",
-  input: zoneInput,
-  validate: async (q, z, { current }) => {
+  validate: async (q, z, { current }: { current?: ZoneRow }) => {
     if (current?.type === "vtep" && z.type !== "vtep") await unusedByVteps(q, current.id, "changing the type of");
   },
-  cascade: (q, zone) => unusedByVteps(q, zone.id, "deleting"),
+  cascade: (q, zone: ZoneRow) => unusedByVteps(q, zone.id, "deleting"),
   conflict: (z) => `A ${z.type} tunnel zone named ${z.name} already exists (names are compared ignoring case).`,
 });
 
@@ -50,41 +43,46 @@ interface VtepRow {
   tunnel_ips: string[];
 }
 
-/** A management address in its stored form (canonicalAddress), refused where the policy says so. */
-const managementIp = (policy: AddressPolicy) =>
-  z.string().transform((s, ctx) => {
-    const ip = canonicalAddress(s);
-    if (ip === undefined) {
-      ctx.addIssue({ code: "custom", message: "must be an IPv4 or IPv6 address" });
-      return z.NEVER;
-    }
-    const refusal = policy.refusal(ip);
-    if (refusal) ctx.addIssue({ code: "custom", message: refusal });
-    return ip;
-  });
+/** A VTEP's body, checked against tunnel.proto's rules (ids in lower case; the address as sent). */
+type Vtep = Checked<"vnm.tunnel.v1.Vtep">;
+
+/** The management address in its stored form (canonicalAddress), as sent when it has none (addressAllowed refuses it). */
+const storedAddress = (v: Vtep) => canonicalAddress(v.managementIp) ?? v.managementIp;
+
+/**
+ * The management address in a form it can be stored in (IPv4, or IPv6 without a zone), and
+ * not one the deployment's policy refuses (address-policy.ts: the policy is configuration).
+ */
+function addressAllowed(policy: AddressPolicy, v: Vtep): void {
+  const ip = canonicalAddress(v.managementIp);
+  const message = ip === undefined ? "must be an IPv4 or IPv6 address" : policy.refusal(ip);
+  if (message) throw ApiError.invalid([{ property: "managementIp", message }]);
+}
+
+/** The zone a VTEP names exists and is of type vtep; it stays until this commits (locked). */
+async function zoneOfVteps(q: Queryable, { tunnelZoneId }: Vtep): Promise<void> {
+  const zone = (await q.query<ZoneRow>("SELECT * FROM tunnel_zones WHERE id = $1 FOR KEY SHARE", [tunnelZoneId])).rows[0];
+  if (!zone) throw ApiError.invalid([{ property: "tunnelZoneId", message: `must name an existing tunnel zone; there is none with ID ${tunnelZoneId}` }]);
+  if (zone.type !== "vtep") throw ApiError.invalid([{ property: "tunnelZoneId", message: `must name a tunnel zone of type vtep; ${zone.id} is ${zone.type}` }]);
+}
 
 /** The VTEP kind, its addresses checked against the deployment's policy. */
 export const vtepKind = (policy: AddressPolicy) =>
   new Resource({
-  proto: "vnm.tunnel.v1.Vtep",
-  table: "vteps",
-  input: z.object({ id: uuid().optional(), managementIp: managementIp(policy), managementPort: int(1, 65535), tunnelZoneId: uuid() }),
-  columns: (v) => ({ management_ip: v.managementIp, management_port: v.managementPort, tunnel_zone_id: v.tunnelZoneId }),
-  render: (r: VtepRow) => ({
-    id: r.id,
-    managementIp: r.management_ip,
-    managementPort: r.management_port,
-    tunnelZoneId: r.tunnel_zone_id,
-    connectionState: r.connection_state,
-    name: r.name,
-    description: r.description,
-    tunnelIpAddrs: r.tunnel_ips,
-  }),
-  // The zone must be a vtep zone, and stay until this commits.
-  async references(q, v) {
-    const zone = (await q.query<ZoneRow>("SELECT * FROM tunnel_zones WHERE id = $1 FOR KEY SHARE", [v.tunnelZoneId])).rows[0];
-    if (!zone) throw ApiError.invalid([{ property: "tunnelZoneId", message: `must name an existing tunnel zone; there is none with ID ${v.tunnelZoneId}` }]);
-    if (zone.type !== "vtep") throw ApiError.invalid([{ property: "tunnelZoneId", message: `must name a tunnel zone of type vtep; ${zone.id} is ${zone.type}` }]);
-  },
-  conflict: (v) => `A VTEP with management address ${v.managementIp} and port ${v.managementPort} already exists.`,
-});
+    proto: "vnm.tunnel.v1.Vtep",
+    table: "vteps",
+    columns: (v) => ({ management_ip: storedAddress(v), management_port: v.managementPort, tunnel_zone_id: v.tunnelZoneId }),
+    render: (r: VtepRow) => ({
+      id: r.id,
+      managementIp: r.management_ip,
+      managementPort: r.management_port,
+      tunnelZoneId: r.tunnel_zone_id,
+      connectionState: r.connection_state,
+      name: r.name,
+      description: r.description,
+      tunnelIpAddrs: r.tunnel_ips,
+    }),
+    references: zoneOfVteps,
+    validate: (_q, v) => addressAllowed(policy, v),
+    conflict: (v) => `A VTEP with management address ${storedAddress(v)} and port ${v.managementPort} already exists.`,
+  });

@@ -77,11 +77,25 @@ describe("a device's tables", () => {
     expect(faultOf(() => t.apply({ Physical_Port: { p3: { new: { name: "eth2", description: "x".repeat(80) } } } }))).toBe("over_budget");
   });
 
+  it("take a set's bare member as a set of one, and say where a value is wrong", () => {
+    const t = new DeviceTables();
+    t.apply({ ...sw({ tunnel_ips: "10.0.0.9", ports: ["uuid", "p1"] }), Physical_Port: { p1: { new: { name: "eth0" } } } });
+    expect(t.stateOf("127.0.0.1")).toMatchObject({ tunnelIps: ["10.0.0.9"], ports: new Map([["eth0", ""]]) });
+    expect(() => new DeviceTables().apply(sw({ tunnel_ips: ["set", ["10.0.0.1", 7]] }))).toThrow("Physical_Switch row s1: tunnel_ips.1 must be a string");
+    expect(() => new DeviceTables().apply(sw({ ports: ["set", [["uuid", 7]]] }))).toThrow(/^Physical_Switch row s1: ports\.0 must be a uuid atom/);
+  });
+
   it("refuse values of the wrong type or size, and too many rows", () => {
     expect(faultOf(() => new DeviceTables().apply(sw({ name: [["nested"]] })))).toBe("bad_message");
     expect(faultOf(() => new DeviceTables().apply(sw({ name: "x".repeat(1_025) })))).toBe("bad_message");
     expect(faultOf(() => new DeviceTables().apply(sw({ ports: ["set", [["uuid", 7]]] })))).toBe("bad_message");
     expect(faultOf(() => new DeviceTables().apply("not updates"))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ description: null })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ tunnel_ips: ["set", "10.0.0.1"] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ tunnel_ips: ["set", ["10.0.0.1"], "extra"] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ tunnel_ips: ["set", Array.from({ length: 65 }, (_, i) => `10.0.0.${i}`)] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply(sw({ ports: ["uuid", "p".repeat(65)] })))).toBe("bad_message");
+    expect(faultOf(() => new DeviceTables().apply({ Physical_Port: { p1: { new: ["name", "eth0"] } } }))).toBe("bad_message");
     const many = Object.fromEntries(Array.from({ length: 16_385 }, (_, i) => [`p${i}`, { new: { name: `eth${i}` } }]));
     expect(faultOf(() => new DeviceTables().apply({ Physical_Port: many }))).toBe("too_many_rows");
   });
