@@ -4,24 +4,23 @@ import { randomUUID } from "node:crypto";
 import {
   ApiError,
   type CallContext,
+  type Checked,
   type Handlers,
   isUuid,
   type Logger,
   MAX_TOKEN_SECONDS,
   notice,
-  ROLES,
   Resource,
+  type Queryable,
   type ServiceContext,
   type Store,
   keyRing,
   strongestRole,
-  text,
   USER_AUDIENCE,
-  uuid,
+  type Violation,
   verifyToken,
 } from "@vnm/kit";
 import { status as Code } from "@grpc/grpc-js";
-import { z } from "zod";
 import type { IdentityConfig } from "./config.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
 import { passwordProblem } from "./policy.ts";
@@ -30,28 +29,35 @@ import { identityParts, sourceOf, tokenState } from "./tokens.ts";
 /** How many tokens of a user may be ended one at a time and not yet expired; one more moves the generation on. */
 const MAX_ENDED_TOKENS = 256;
 
-const userInput = z
-  .object({
-    id: uuid().optional(),
-    name: text(255)
-      .refine((s) => s.length > 0, "must not be empty")
-      .refine((s) => !s.includes(":"), "must not contain ':'"),
-    // Judged with the user's name and tenant (below).
-    password: text(1024).optional(),
-    tenantId: text(255).optional(),
-    roles: z
-      .array(z.enum(ROLES, { message: `must each be one of ${ROLES.join(", ")}` }))
-      .min(1, "must name at least one role")
-      .max(3, "must name each role at most once")
-      .refine((r) => new Set(r).size === r.length, "must name each role at most once"),
-  })
-  .superRefine((u, ctx) => {
-    const problem = u.password === undefined ? undefined : passwordProblem(u.password, [u.name, u.tenantId]);
-    if (problem) ctx.addIssue({ code: "custom", path: ["password"], message: problem });
-    if (strongestRole(u.roles) !== "admin" && u.tenantId === undefined) {
-      ctx.addIssue({ code: "custom", path: ["tenantId"], message: "is required for tenant roles" });
-    }
-  });
+/**
+ * A user's body, checked against identity.proto's rules: a name of 1 to 255 characters without
+ * ':', a password of at most 1,024 characters, a tenant of at most 255, 1 to 3 distinct roles.
+ */
+type User = Checked<"vnm.identity.v1.User">;
+
+/** The password policy (policy.ts), told the user's name and tenant; a user created needs a password. */
+function passwordRule(u: User, creating: boolean): Violation[] {
+  if (u.password === undefined) return creating ? [{ property: "password", message: "may not be null" }] : [];
+  const problem = passwordProblem(u.password, [u.name, u.tenantId]);
+  return problem ? [{ property: "password", message: problem }] : [];
+}
+
+/** A user whose strongest role is a tenant's belongs to a tenant. */
+function tenantRule(u: User): Violation[] {
+  return strongestRole(u.roles ?? []) !== "admin" && u.tenantId === undefined ? [{ property: "tenantId", message: "is required for tenant roles" }] : [];
+}
+
+/**
+ * The last administrator cannot give the role up: nobody could give it back (a restart only
+ * resets the admin's password). One such change at a time (the lock), so two administrators
+ * demoting each other at once cannot both go through.
+ */
+async function keepsAnAdmin(q: Queryable, u: User, current: UserRow | undefined): Promise<void> {
+  if (!current?.roles.includes("admin") || u.roles?.includes("admin")) return;
+  await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:admins'))");
+  const others = await q.query("SELECT 1 FROM users WHERE 'admin' = ANY(roles) AND id <> $1 LIMIT 1", [current.id]);
+  if (others.rows.length === 0) throw ApiError.conflict("The last administrator cannot give up the admin role.");
+}
 
 interface UserRow {
   id: string;
@@ -65,7 +71,6 @@ interface UserRow {
 export const users = new Resource({
   proto: "vnm.identity.v1.User",
   table: "users",
-  input: userInput,
   // A PUT without a password keeps the current one.
   columns: async (u) => ({
     name: u.name,
@@ -75,19 +80,13 @@ export const users = new Resource({
   }),
   render: (r: UserRow) => ({ id: r.id, name: r.name, roles: r.roles, tenantId: r.tenant_id }),
   tenantColumn: "tenant_id",
-  validate: async (q, u, { current }) => {
-    if (!current && u.password === undefined) throw ApiError.invalid([{ property: "password", message: "may not be null" }]);
-    // The last administrator cannot give the role up: nobody could give it back (a restart only
-    // resets the admin's password). One such change at a time (the lock), so two administrators
-    // demoting each other at once cannot both go through.
-    if (current?.roles.includes("admin") && !u.roles.includes("admin")) {
-      await q.query("SELECT pg_advisory_xact_lock(hashtext('vnm-identity:admins'))");
-      const others = await q.query("SELECT 1 FROM users WHERE 'admin' = ANY(roles) AND id <> $1 LIMIT 1", [current.id]);
-      if (others.rows.length === 0) throw ApiError.conflict("The last administrator cannot give up the admin role.");
-    }
+  validate: async (q, u, { current }: { current?: UserRow }) => {
+    const violations = [...passwordRule(u, !current), ...tenantRule(u)];
+    if (violations.length > 0) throw ApiError.invalid(violations);
+    await keepsAnAdmin(q, u, current);
   },
   conflict: (u) => `A user named ${u.name} already exists.`,
-  async cascade(_q, row, _emit, ctx) {
+  async cascade(_q, row: UserRow, _emit, ctx) {
     if (ctx.identity?.userId === row.id) throw ApiError.conflict("You cannot delete the user you are logged in as.");
   },
 });
