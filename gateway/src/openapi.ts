@@ -331,6 +331,15 @@ function operationIds(catalog: Catalog): Map<Route, string> {
   return out;
 }
 
+/** The rules of a field that its filter's value meets too (the list checks it): what it is, not its lengths or ranges. */
+const FILTER_FORMATS = new Set(["uuid", "ipv4", "ipv6", "ip"]);
+
+/** A filter's schema: its field's type, with the format (a UUID, an address) that its value must have. */
+function filterSchema(f: FieldInfo): Schema {
+  const rules = Object.entries((f.rules?.["string"] ?? {}) as Record<string, unknown>).filter(([k]) => FILTER_FORMATS.has(k));
+  return { ...scalarSchema(f), ...keywords(Object.fromEntries(rules), STRING_RULES) };
+}
+
 function parameterDescription(f: FieldInfo, where: "path" | "query"): string | undefined {
   if (f.comment) return f.comment.replace(/\s*\n\s*/g, " ");
   if (f.tenantFilter) return "Only the items of this tenant (a non-admin sees only its own anyway)";
@@ -367,7 +376,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     return p;
   });
   for (const f of listFilters(route).values()) {
-    query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: scalarSchema(f) });
+    query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: filterSchema(f) });
   }
   if (route.bodyField) query.push(FIELD_VALIDATION);
   const headers: Schema[] = [];
