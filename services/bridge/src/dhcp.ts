@@ -51,6 +51,7 @@ export const dhcpSubnets = new Resource({
   parentColumn: "bridge_id",
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 4) },
+  fieldColumns: { subnetPrefix: "prefix", subnetLength: "length", interfaceMTU: "interface_mtu" },
   columns: (s) => ({
     prefix: s.subnetPrefix,
     length: s.subnetLength,
@@ -105,6 +106,7 @@ export const dhcpHosts = new Resource({
       return m ? { mac: m } : undefined;
     },
   },
+  fieldColumns: { macAddr: "mac", ipAddr: "ip" },
   columns: (h) => ({ mac: h.macAddr, ip: h.ipAddr, name: h.name, extra_dhcp_opts: JSON.stringify(h.extraDhcpOpts ?? []) }),
   render: (r: HostRow, [s]) => ({
     bridgeId: s!["bridge_id"],
@@ -132,6 +134,7 @@ export const dhcpV6Subnets = new Resource({
 
   key: { read: (req) => parseSubnetAddr(req["subnetAddr"], 6) },
   // The prefix as dhcp.proto's rules keep it (RFC 5952 form).
+  fieldColumns: { prefixLength: "length" },
   columns: (s) => ({ prefix: s.prefix, length: s.prefixLength }),
   render: (r: Subnet6Row) => ({ bridgeId: r.bridge_id, prefix: r.prefix, prefixLength: r.length }),
   conflict: (s) => `The DHCPv6 subnet ${s.prefix}/${s.prefixLength} already exists on this bridge.`,

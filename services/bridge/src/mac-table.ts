@@ -47,6 +47,7 @@ export const macPorts = new Resource({
     // The plain /mac_table list holds every VLAN's entries.
     scope: (req) => (req["vlanId"] === undefined ? {} : { vlan_id: vlanOf(req) }),
   },
+  fieldColumns: { macAddr: "mac" },
   // The MAC and port id as mac_table.proto's rules keep them (lower case).
   columns: (e, req) => ({ vlan_id: vlanOf(req), mac: e.macAddr, port_id: e.portId }),
   render: (r: EntryRow) => ({ macAddr: r.mac, portId: r.port_id, vlanId: r.vlan_id, selfPath: entryPath(r) }),

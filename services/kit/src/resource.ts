@@ -93,6 +93,12 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
   /** The column holding the owning tenant; kinds under a parent carry their ancestor's. */
   tenantColumn?: string;
   /**
+   * The columns of shown fields a `render` reads from another name (a subnet's `subnetPrefix`
+   * from `prefix`): a list's field filters (`?subnetPrefix=`) compare them. Every other shown
+   * field is filtered on the column of its snake_case name.
+   */
+  fieldColumns?: Partial<Record<keyof Messages[P] & string, string>>;
+  /**
    * List filters: request field (a query parameter) -> column. The value is checked against the
    * rules the list request's proto states for that field (400 naming it); a kind whose rules are
    * not in its proto yet gives the column and a zod check instead.
@@ -573,9 +579,15 @@ export class Resource<P extends MessageName, R extends Row> {
     const types = await this.typesOf(q);
     const out: [string, unknown][] = [];
     const violations: Violation[] = [];
-    for (const [field, value] of entries) {
-      const column = this.binding.shown.find((f) => f.name === field)?.column;
+    const { rules } = this.binding.set;
+    const ruled = rules?.has(this.spec.proto) === true;
+    const renamed: Partial<Record<string, string>> = this.spec.fieldColumns ?? {};
+    for (const [field, given] of entries) {
+      const shown = this.binding.shown.find((f) => f.name === field);
+      const column = shown && (renamed[field] ?? shown.column);
       const type = column && types.get(column);
+      // The value as the field's rules keep it (a MAC in lower case), or a 400 when it breaks one.
+      const value = type && ruled ? rules!.checkField(this.spec.proto, field, given) : given;
       const v = type ? columnValue(type, value) : undefined;
       if (!type) violations.push({ property: field, message: "is not a filter of this list" });
       else if (v === undefined) violations.push({ property: field, message: `must be ${TYPE_WORDS[type] ?? "a value of its field"}` });

@@ -36,4 +36,11 @@ export const migrations: Migration[] = [
       CREATE INDEX l2_insertions_srv_port ON l2_insertions (srv_port_id);
     `,
   },
+  {
+    version: 2,
+    name: "a route's learned flag",
+    // Whether a route was learned (from BGP, say) rather than written through the API: never so
+    // for a route the API wrote. A column, so that ?learned= filters a router's routes.
+    sql: `ALTER TABLE routes ADD COLUMN learned boolean NOT NULL DEFAULT false;`,
+  },
 ];

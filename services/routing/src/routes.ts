@@ -15,6 +15,7 @@ interface RouteRow {
   next_hop_gateway: string | null;
   next_hop_port: string | null;
   weight: number;
+  learned: boolean;
 }
 
 /** A route's body, checked against routing.proto's rules (ids in lower case, type one of Normal, BlackHole, Reject, Local). */
@@ -65,6 +66,6 @@ export const routes = new Resource({
     nextHopGateway: r.next_hop_gateway,
     nextHopPort: r.next_hop_port,
     weight: r.weight,
-    learned: false,
+    learned: r.learned,
   }),
 });
