@@ -6,13 +6,14 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import type { Api } from "./client.ts";
+import { type Api, objectOf } from "./client.ts";
 import { deleteItem, kept } from "./commands.ts";
 import { CliError, usage } from "./errors.ts";
 import { toJson } from "./json.ts";
 import { allKinds, type Kind, kindNamed, type PathValues, variables } from "./kinds.ts";
 import { findItem } from "./resolve.ts";
 import { clean, say } from "./text.ts";
+import { isRecord, stringMember } from "@vnm/kit/values";
 
 interface Doc {
   where: string;
@@ -47,7 +48,7 @@ export function readDocs(paths: string[]): Doc[] {
     parsed.forEach((d, n) => {
       const at = `${where}${parsed.length > 1 ? ` (document ${n + 1})` : ""}`;
       if (d.errors.length) throw usage(`${at}: ${clean(d.errors[0]!.message.split("\n")[0]!)}`);
-      const value = d.toJS() as unknown;
+      const value: unknown = d.toJS();
       for (const [i, v] of (Array.isArray(value) ? value : value === null || value === undefined ? [] : [value]).entries()) {
         docs.push(docOf(Array.isArray(value) ? `${at} [${i}]` : at, v));
       }
@@ -62,8 +63,9 @@ const exact = (v: unknown): unknown =>
   typeof v === "bigint" ? (Number.isSafeInteger(Number(v)) ? Number(v) : v) : Array.isArray(v) ? v.map(exact) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, exact(x)])) : v;
 
 function docOf(where: string, v: unknown): Doc {
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw usage(`${where}: a document is an object with kind: and the kind's fields`);
-  const { kind: name, id, ...rest } = exact(v) as Record<string, unknown>;
+  const doc = exact(v);
+  if (!isRecord(doc)) throw usage(`${where}: a document is an object with kind: and the kind's fields`);
+  const { kind: name, id, ...rest } = doc;
   if (typeof name !== "string") throw usage(`${where}: no kind: (one of ${allKinds().map((k) => k.command).join(", ")})`);
   const kind = kindNamed(name);
   if (!kind) throw usage(`${where}: no kind ${clean(name)} (one of ${allKinds().map((k) => k.command).join(", ")})`);
@@ -84,17 +86,17 @@ const same = (a: unknown, b: unknown) => toJson(a) === toJson(b);
 type Outcome = "created" | "updated" | "unchanged";
 
 async function existing(api: Api, d: Doc): Promise<{ item: Record<string, unknown>; etag: string | null } | undefined> {
-  const key = d.id ?? (typeof d.fields["name"] === "string" && d.kind.has("name") ? (d.fields["name"] as string) : undefined);
+  const key = d.id ?? (d.kind.has("name") ? stringMember(d.fields, "name") : undefined);
   if (key === undefined) return undefined;
   try {
     if (d.id !== undefined) {
       const path = d.kind.path(d.kind.get, { ...d.values, [d.kind.key]: d.id }, "get");
       const a = await api.call("GET", path);
-      return { item: a.body as Record<string, unknown>, etag: a.headers.get("etag") };
+      return { item: objectOf(a), etag: a.headers.get("etag") };
     }
     // No id: the item of that name, if there is one (several is findItem's error).
     const tenantField = d.kind.info.resource.tenantField;
-    const tenant = tenantField && typeof d.fields[tenantField] === "string" ? (d.fields[tenantField] as string) : undefined;
+    const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
     return await findItem(api, d.kind, key, d.values, tenant);
   } catch (err) {
     if (err instanceof CliError && err.status === 404) return undefined;
@@ -107,7 +109,7 @@ async function applyOne(api: Api, d: Doc): Promise<{ outcome: Outcome; item: Rec
   if (!now) {
     const body = Object.fromEntries(Object.entries(d.fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
     const created = await api.call("POST", d.kind.path(d.kind.create, d.values, "create"), body);
-    return { outcome: "created", item: created.body as Record<string, unknown> };
+    return { outcome: "created", item: objectOf(created) };
   }
   // What the document says of the fields an item shows (a write-only one, a password, is never read back).
   const shown = new Set(d.kind.writable("create").filter((f) => !f.behaviors.has("INPUT_ONLY")).map((f) => f.name));
@@ -121,7 +123,7 @@ async function applyOne(api: Api, d: Doc): Promise<{ outcome: Outcome; item: Rec
   const body = { ...kept(d.kind, now.item), ...Object.fromEntries(differs) };
   const path = d.kind.path(d.kind.update, d.kind.valuesOf(now.item), "update");
   const updated = await api.call("PUT", path, body, now.etag ? { "if-match": now.etag } : {});
-  return { outcome: "updated", item: updated.body as Record<string, unknown> };
+  return { outcome: "updated", item: objectOf(updated) };
 }
 
 /** Applies every document in order (parents before their children, as written); exit 1 if any failed. */
@@ -145,11 +147,11 @@ export async function apply(api: Api, paths: string[]): Promise<void> {
 export async function deleteFiles(api: Api, paths: string[]): Promise<void> {
   let failed = false;
   for (const d of readDocs(paths)) {
-    const key = d.id ?? (typeof d.fields["name"] === "string" ? (d.fields["name"] as string) : undefined);
+    const key = d.id ?? stringMember(d.fields, "name");
     try {
       if (key === undefined) throw usage(`${d.where}: neither id: nor name: says which ${d.kind.command} to delete`);
       const tenantField = d.kind.info.resource.tenantField;
-      await deleteItem(api, d.kind, key, d.values, tenantField ? (d.fields[tenantField] as string | undefined) : undefined);
+      await deleteItem(api, d.kind, key, d.values, tenantField ? stringMember(d.fields, tenantField) : undefined);
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${d.where}: ${err.message}\n`);

@@ -5,22 +5,19 @@ import { CliError } from "./errors.ts";
 import { parseExact, toJson } from "./json.ts";
 import { clean } from "./text.ts";
 import type { Target } from "./config.ts";
-
-interface ErrorBody {
-  message?: string;
-  violations?: { property: string; message: string }[];
-}
+import { isRecord, memberOf, messageOf, stringMember } from "@vnm/kit/values";
 
 /** The error body as one line, then each violation on its own line. */
 function refusal(status: number, text: string, url: string, authenticated: boolean): string {
-  let body: ErrorBody = {};
+  let body: unknown;
   try {
-    body = JSON.parse(text) as ErrorBody;
+    body = JSON.parse(text);
   } catch {
     /* not the error body */
   }
-  const lines = [`error ${status}: ${clean(body.message ?? (text.slice(0, 200) || "no message"))}`];
-  for (const v of body.violations ?? []) lines.push(`  ${clean(String(v.property))}: ${clean(String(v.message))}`);
+  const violations = memberOf(body, "violations");
+  const lines = [`error ${status}: ${clean(stringMember(body, "message") ?? (text.slice(0, 200) || "no message"))}`];
+  for (const v of Array.isArray(violations) ? violations : []) lines.push(`  ${clean(String(memberOf(v, "property")))}: ${clean(String(memberOf(v, "message")))}`);
   if (status === 401 && !authenticated) lines[0] += ` (not logged in to ${url}: vnm login)`;
   return lines.join("\n");
 }
@@ -30,6 +27,20 @@ export interface Answer {
   headers: Headers;
   /** The parsed JSON body, if any. */
   body: unknown;
+}
+
+/** An answer that must be one object (an item, a root document, a login); exit 1 otherwise. */
+export function objectOf(a: Answer): Record<string, unknown> {
+  if (!isRecord(a.body)) throw new CliError(`error ${a.status}: the gateway's answer is not a JSON object`, 1, a.status);
+  return a.body;
+}
+
+/** An answer that must be a list of objects (a collection); exit 1 otherwise. */
+export function itemsOf(a: Answer): Record<string, unknown>[] {
+  const body: unknown = a.body;
+  const items: unknown[] = Array.isArray(body) ? body : [undefined];
+  if (!items.every(isRecord)) throw new CliError(`error ${a.status}: the gateway's answer is not a list of objects`, 1, a.status);
+  return items;
 }
 
 export class Api {
@@ -58,8 +69,8 @@ export class Api {
       // they lead.
       res = await fetch(url, { method, headers, body, signal: init.signal, redirect: "manual" });
     } catch (err) {
-      if ((err as Error).name === "AbortError") throw err;
-      const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
+      if (memberOf(err, "name") === "AbortError") throw err;
+      const cause = stringMember(memberOf(err, "cause"), "message") ?? messageOf(err);
       throw new CliError(`cannot reach the gateway at ${this.url}: ${cause}`, 3);
     }
     if (res.status >= 300 && res.status < 400) {

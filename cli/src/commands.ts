@@ -13,12 +13,22 @@ import { allKinds, camel, type Kind, kebab, optionOf, type PathValues, variables
 import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
 import { findItem, listItems } from "./resolve.ts";
 import { clean, say } from "./text.ts";
+import { isRecord, messageOf } from "@vnm/kit/values";
 
 
 type Opts = Record<string, unknown>;
 
+/** An option's value when it is text (commander gives `true` for a flag without one). */
+function textOpt(o: Opts, name: string): string | undefined {
+  const v = o[name];
+  return typeof v === "string" ? v : undefined;
+}
+
+/** The program's --url and --context. */
+export const flagsOf = (program: Command) => ({ url: textOpt(program.opts(), "url"), context: textOpt(program.opts(), "context") });
+
 /** The gateway and token of this invocation (--url, --context, the config). */
-export const apiOf = (program: Command) => new Api(target(program.opts() as { url?: string; context?: string }));
+export const apiOf = (program: Command) => new Api(target(flagsOf(program)));
 
 /** A flag's text as the field's JSON value. */
 function fieldValue(f: Field, text: string): unknown {
@@ -41,10 +51,10 @@ function dataOf(text: string): Record<string, unknown> {
   try {
     v = parseExact(text);
   } catch (err) {
-    throw usage(`--data is not JSON: ${clean((err as Error).message)}`);
+    throw usage(`--data is not JSON: ${clean(messageOf(err))}`);
   }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw usage("--data must be a JSON object");
-  return v as Record<string, unknown>;
+  if (!isRecord(v)) throw usage("--data must be a JSON object");
+  return v;
 }
 
 /** The body from the field flags (and --data, which the flags override). */
@@ -75,7 +85,7 @@ function addParentOptions(cmd: Command, names: string[]): Command {
 
 /** The path values the options give. */
 function valuesOf(names: string[], opts: Opts): PathValues {
-  return Object.fromEntries(names.map((v) => [v, opts[camel(optionOf(v))] as string | undefined]));
+  return Object.fromEntries(names.map((v) => [v, textOpt(opts, camel(optionOf(v)))]));
 }
 
 const withOutput = (c: Command) => c.option("-o, --output <format>", FORMATS);
@@ -94,25 +104,25 @@ export function addKindCommand(program: Command, kind: Kind): void {
     if (kind.list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
     c.option("-w, --watch", "after the list, print each change as it happens");
     c.action(async (o: Opts) => {
-      const format = parseFormat(o["output"] as string | undefined);
+      const format = parseFormat(textOpt(o, "output"));
       const values = valuesOf(kind.parents(kind.list), o);
       const q = new URLSearchParams();
       if (o["tenant"]) q.set("tenant_id", String(o["tenant"]));
       if (o["limit"]) q.set("limit", String(o["limit"]));
       const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
-      if (o["watch"]) return watchList(api(), kind, path, format, o["tenant"] as string | undefined);
+      if (o["watch"]) return watchList(api(), kind, path, format, textOpt(o, "tenant"));
       write(render(kind, (await api().call("GET", path)).body, format));
     });
   }
   if (kind.get) {
     withTenant(withOutput(addParentOptions(cmd.command(`get ${keyArg}`).description("show one item"), parents)), kind).action(async (arg: string, o: Opts) => {
-      const format = parseFormat(o["output"] as string | undefined);
-      write(render(kind, (await findItem(api(), kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined)).item, format));
+      const format = parseFormat(textOpt(o, "output"));
+      write(render(kind, (await findItem(api(), kind, arg, valuesOf(parents, o), textOpt(o, "tenant"))).item, format));
     });
     withTenant(addParentOptions(cmd.command(`describe ${keyArg}`).description("show one item field by field, with its children and links"), parents), kind).action(
       async (arg: string, o: Opts) => {
         const a = api();
-        const found = await findItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+        const found = await findItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
         write([...describeLines(kind, found.item), ...(await childLines(a, kind, found.item))].join("\n"));
       },
     );
@@ -121,7 +131,7 @@ export function addKindCommand(program: Command, kind: Kind): void {
     const fields = kind.writable("create");
     const c = withOutput(addFieldFlags(addParentOptions(cmd.command("create").description("create an item"), kind.parents(kind.create)), fields, "create"));
     c.action(async (o: Opts) => {
-      const format = parseFormat(o["output"] as string | undefined);
+      const format = parseFormat(textOpt(o, "output"));
       const body = bodyOf(fields, o);
       write(render(kind, (await api().call("POST", kind.path(kind.create, valuesOf(kind.parents(kind.create), o), "create"), body)).body, format));
     });
@@ -131,10 +141,10 @@ export function addKindCommand(program: Command, kind: Kind): void {
     const c = withTenant(withOutput(addFieldFlags(addParentOptions(cmd.command(`update ${keyArg}`).description("change an item"), parents), fields, "update")), kind);
     // A PUT replaces: the item as it is now, with what the flags change, if it has not changed meanwhile.
     c.action(async (arg: string, o: Opts) => {
-      const format = parseFormat(o["output"] as string | undefined);
+      const format = parseFormat(textOpt(o, "output"));
       const changes = bodyOf(fields, o);
       const a = api();
-      const found = await findItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+      const found = await findItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
       const body = { ...kept(kind, found.item), ...changes };
       const path = kind.path(kind.update, kind.valuesOf(found.item), "update");
       write(render(kind, (await a.call("PUT", path, body, found.etag ? { "if-match": found.etag } : {})).body, format));
@@ -147,7 +157,7 @@ export function addKindCommand(program: Command, kind: Kind): void {
         let failed: CliError | undefined;
         for (const arg of args) {
           try {
-            await deleteItem(a, kind, arg, valuesOf(parents, o), o["tenant"] as string | undefined);
+            await deleteItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
           } catch (err) {
             if (!(err instanceof CliError) || err.exitCode === 3) throw err;
             say(`${err.message}\n`);

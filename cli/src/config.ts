@@ -9,6 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { CliError } from "./errors.ts";
+import { isRecord, messageOf, stringMember } from "@vnm/kit/values";
 
 export interface Context {
   url?: string;
@@ -33,18 +34,31 @@ export function configFile(): string {
 export function loadConfig(): Config {
   const f = configFile();
   if (!existsSync(f)) return { contexts: {} };
-  let raw: Record<string, unknown>;
+  let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(f, "utf8")) as Record<string, unknown>;
+    raw = JSON.parse(readFileSync(f, "utf8"));
   } catch (err) {
-    throw new CliError(`${f} is not valid JSON (${(err as Error).message}): fix or remove it`, 2);
+    throw new CliError(`${f} is not valid JSON (${messageOf(err)}): fix or remove it`, 2);
   }
+  if (!isRecord(raw)) throw new CliError(`${f} is not a JSON object: fix or remove it`, 2);
   // The single login of earlier versions: one context, named default.
   if (!raw["contexts"]) {
-    const url = raw["url"] as string | undefined;
-    return url ? { current: "default", contexts: { default: { url, token: raw["token"] as string | undefined, issuer: url } } } : { contexts: {} };
+    const url = stringMember(raw, "url");
+    return url ? { current: "default", contexts: { default: { url, token: stringMember(raw, "token"), issuer: url } } } : { contexts: {} };
   }
-  return { current: raw["current"] as string | undefined, contexts: raw["contexts"] as Record<string, Context> };
+  const contexts = raw["contexts"];
+  if (!isRecord(contexts)) throw new CliError(`${f}: contexts is not a JSON object: fix or remove it`, 2);
+  return { current: stringMember(raw, "current"), contexts: Object.fromEntries(Object.entries(contexts).map(([name, c]) => [name, contextOf(c)])) };
+}
+
+/** A context as the file keeps it: its text members (a member of another type is left out). */
+function contextOf(c: unknown): Context {
+  const out: Context = {};
+  for (const k of ["url", "token", "issuer", "user"] as const) {
+    const v = stringMember(c, k);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 export function saveConfig(config: Config): void {

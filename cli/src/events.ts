@@ -2,17 +2,19 @@
 // each change; `vnm <kind> list --watch` prints the list, then each change of that kind. When the
 // connection drops, both reconnect after a second with Last-Event-ID, so nothing is missed.
 import { createParser } from "eventsource-parser";
-import type { Api } from "./client.ts";
+import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import { toJson } from "./json.ts";
 import type { Kind } from "./kinds.ts";
 import { cell, columnsOf, type Format, fit, lines, TABLE_WIDTH } from "./output.ts";
 import { clean, escapeJson, say, toYaml } from "./text.ts";
+import { isRecord } from "@vnm/kit/values";
 
 export interface Change {
   id: string;
   event: string;
-  data: { kind: string; id: string; uri: string };
+  /** The notification as the gateway sent it: each member checked where it is read. */
+  data: { kind?: unknown; id?: unknown; uri?: unknown };
 }
 
 /** Opens the stream after `last`; the caller reads it with `read`. */
@@ -27,18 +29,19 @@ async function read(res: Response, last: string | undefined, each: (c: Change) =
   const pending: Change[] = [];
   const parser = createParser({
     onEvent(e) {
-      let data: Change["data"];
+      let data: unknown;
       try {
-        data = JSON.parse(e.data) as Change["data"];
+        data = JSON.parse(e.data);
       } catch {
         return;
       }
+      if (!isRecord(data)) return;
       pending.push({ id: e.id ?? "", event: e.event ?? "message", data });
     },
   });
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body ?? []) {
       parser.feed(decoder.decode(chunk, { stream: true }));
       for (const c of pending.splice(0)) {
         await each(c);
@@ -96,7 +99,7 @@ export function followEvents(api: Api, from?: string): Promise<never> {
 export async function watchList(api: Api, kind: Kind, listPath: string, format: Format, tenant?: string): Promise<never> {
   // The feed first, so no change between the list and the stream goes unseen.
   const stream = await open(api, undefined);
-  const items = (await api.call("GET", listPath)).body as Record<string, unknown>[];
+  const items = itemsOf(await api.call("GET", listPath));
   const scope = kind.valuesOf({ uri: `${api.url}${listPath.replace(/\?.*$/, "")}/x` });
   delete scope[kind.key];
   const tenantField = kind.info.resource.tenantField;
@@ -128,7 +131,7 @@ export async function watchList(api: Api, kind: Kind, listPath: string, format: 
     }
     let item: Record<string, unknown>;
     try {
-      item = (await api.call("GET", sameGateway(api, c.data.uri))).body as Record<string, unknown>;
+      item = objectOf(await api.call("GET", sameGateway(api, c.data.uri)));
     } catch (err) {
       if (err instanceof CliError && err.status === 404) return; // gone again meanwhile
       throw err;

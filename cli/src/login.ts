@@ -9,6 +9,7 @@ import { Api } from "./client.ts";
 import { type Config, loadConfig, normalUrl, saveConfig, target } from "./config.ts";
 import { CliError, usage } from "./errors.ts";
 import { say } from "./text.ts";
+import { stringMember } from "@vnm/kit/values";
 
 export interface Flags {
   url?: string;
@@ -45,7 +46,9 @@ export async function login(flags: Flags, user: string, project?: string): Promi
   const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${user}:${pw}`).toString("base64")}` };
   if (project) headers["x-auth-project"] = project;
   const { body } = await new Api({ url }).call("POST", "/login", undefined, headers);
-  const { key, expires } = body as { key: string; expires: string };
+  const key = stringMember(body, "key");
+  const expires = stringMember(body, "expires");
+  if (key === undefined || expires === undefined) throw new CliError(`error: ${url} answered a login without a token (key, expires)`, 1);
   const name = contextFor(config, url, flags.context);
   config.contexts[name] = { ...config.contexts[name], url, token: key, issuer: url, user };
   config.current ??= name;

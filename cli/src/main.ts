@@ -6,14 +6,16 @@
 import { Command, CommanderError, Option } from "commander";
 import pkg from "../package.json" with { type: "json" };
 import { apply, deleteFiles } from "./apply.ts";
-import { apiOf, addKindCommand } from "./commands.ts";
+import { apiOf, addKindCommand, flagsOf } from "./commands.ts";
 import { completeItems, completion } from "./completion.ts";
 import { configCommand } from "./contexts.ts";
+import { objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import { followEvents } from "./events.ts";
 import { allKinds } from "./kinds.ts";
 import { login, logout } from "./login.ts";
 import { clean, say } from "./text.ts";
+import { messageOf } from "@vnm/kit/values";
 
 function program(): Command {
   const p = new Command("vnm")
@@ -23,7 +25,7 @@ function program(): Command {
     .option("--context <name>", "the context (gateway and token) to use instead of the current one");
   p.exitOverride().showHelpAfterError(false);
   p.configureOutput({ outputError: (text, write) => write(clean(text.trimEnd()) + "\n") });
-  const flags = () => p.opts() as { url?: string; context?: string };
+  const flags = () => flagsOf(p);
   p.command("login")
     .description("log in; the token is kept in ~/.config/vnm (mode 600), for this gateway only")
     .option("-u, --user <name>", "user name", process.env["VNM_USER"] ?? "admin")
@@ -38,8 +40,8 @@ function program(): Command {
     .action(async () => {
       process.stdout.write(`client: ${pkg.version}\n`);
       const api = apiOf(p);
-      const root = (await api.call("GET", "/")).body as { version?: string };
-      process.stdout.write(`server: ${clean(String(root.version ?? "unknown"))} (${api.url})\n`);
+      const root = objectOf(await api.call("GET", "/"));
+      process.stdout.write(`server: ${clean(String(root["version"] ?? "unknown"))} (${api.url})\n`);
     });
   p.addCommand(configCommand(flags));
   p.command("events")
@@ -81,7 +83,7 @@ function fail(err: unknown): never {
     if (err.message) say(`${err.message}\n`);
     process.exit(err.exitCode);
   }
-  say(`vnm: ${(err as Error)?.message ?? String(err)}\n`);
+  say(`vnm: ${messageOf(err)}\n`);
   process.exit(1);
 }
 

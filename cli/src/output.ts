@@ -6,6 +6,7 @@ import { usage } from "./errors.ts";
 import { toJson } from "./json.ts";
 import type { Kind } from "./kinds.ts";
 import { clean, escapeJson, say, toYaml } from "./text.ts";
+import { isRecord, memberOf } from "@vnm/kit/values";
 
 export interface Column {
   header: string;
@@ -20,12 +21,15 @@ export const FORMATS = "table, wide, json, yaml, name or custom-columns=HEADER:.
 function pathGetter(path: string): (item: Record<string, unknown>) => unknown {
   if (!/^\.?[\w$-]+(\.[\w$-]+|\[\d+\])*$/.test(path)) throw usage(`custom-columns: ${path} is not a field path such as .name or .a.b[0]`);
   const steps = [...path.replace(/^\./, "").matchAll(/[\w$-]+|\[(\d+)\]/g)].map((m) => (m[1] !== undefined ? Number(m[1]) : m[0]));
-  return (item) => steps.reduce<unknown>((v, s) => (v !== null && typeof v === "object" ? (v as Record<string | number, unknown>)[s] : undefined), item);
+  return (item) => steps.reduce<unknown>((v, s) => (Array.isArray(v) ? (typeof s === "number" ? v[s] : undefined) : memberOf(v, String(s))), item);
 }
+
+const PLAIN_FORMATS = ["table", "wide", "json", "yaml", "name"] as const;
 
 export function parseFormat(text: string | undefined): Format {
   if (text === undefined) return { type: process.stdout.isTTY ? "table" : "json" };
-  if (["table", "wide", "json", "yaml", "name"].includes(text)) return { type: text as "table" };
+  const plain = PLAIN_FORMATS.find((f) => f === text);
+  if (plain) return { type: plain };
   const custom = /^custom-columns=(.+)$/.exec(text);
   if (!custom) throw usage(`-o ${text}: the formats are ${FORMATS}`);
   const columns = custom[1]!.split(",").map((spec) => {
@@ -100,7 +104,8 @@ export const json = (value: unknown) => escapeJson(toJson(value, 2));
 export function render(kind: Kind, value: unknown, format: Format): string {
   if (format.type === "json") return json(value);
   if (format.type === "yaml") return toYaml(value);
-  const items = (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
+  // Rows are objects: anything else in a list is no item of the kind.
+  const items = (Array.isArray(value) ? value : [value]).filter(isRecord);
   if (format.type === "name") return items.map((i) => `${kind.command}/${clean(kind.keyOf(i))}`).join("\n");
   return table(kind, items, format);
 }
@@ -113,7 +118,7 @@ export function describeLines(kind: Kind, item: Record<string, unknown>): string
   const out = [`${"Kind:".padEnd(label)}${kind.command}`];
   const nested = (v: unknown, indent: string): string[] => {
     if (Array.isArray(v)) return v.flatMap((x) => (x !== null && typeof x === "object" ? [`${indent}-`, ...nested(x, `${indent}  `)] : [`${indent}- ${cell(x)}`]));
-    return Object.entries(v as Record<string, unknown>).flatMap(([k, x]) =>
+    return Object.entries(isRecord(v) ? v : {}).flatMap(([k, x]) =>
       x !== null && typeof x === "object" ? [`${indent}${clean(k)}:`, ...nested(x, `${indent}  `)] : [`${indent}${clean(k)}: ${cell(x)}`],
     );
   };

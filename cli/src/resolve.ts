@@ -1,7 +1,7 @@
 // An item named on the command line by its key (id, MAC, subnet) or by its unique name: the key
 // is tried first; when nothing has it, the kind's list is searched by name (within --tenant).
 // Several items of that name are an error listing their keys.
-import type { Api } from "./client.ts";
+import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import type { Kind, PathValues } from "./kinds.ts";
 import { clean } from "./text.ts";
@@ -14,7 +14,7 @@ export interface Found {
 
 async function fetchItem(api: Api, path: string): Promise<Found> {
   const a = await api.call("GET", path);
-  return { item: a.body as Record<string, unknown>, path, etag: a.headers.get("etag") };
+  return { item: objectOf(a), path, etag: a.headers.get("etag") };
 }
 
 /** The items of a kind (under the parents given), within a tenant if named. */
@@ -22,7 +22,7 @@ export async function listItems(api: Api, kind: Kind, values: PathValues, tenant
   const q = new URLSearchParams();
   if (tenant && kind.list?.queryFields.has("tenant_id")) q.set("tenant_id", tenant);
   const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
-  const items = (await api.call("GET", path)).body as Record<string, unknown>[];
+  const items = itemsOf(await api.call("GET", path));
   const field = kind.info.resource.tenantField;
   return tenant && field ? items.filter((i) => i[field] === tenant) : items;
 }
