@@ -80,7 +80,11 @@ function listen(app: ReturnType<typeof express>): void {
 function serveHttp(): void {
   const server = createServer((_req, res) => sendBody(res));
   server.keepAliveTimeout = 60_000;
-  server.listen(0, "127.0.0.1", () => ready((server.address() as { port: number }).port));
+  server.listen(0, "127.0.0.1", () => {
+    const at = server.address();
+    if (at === null || typeof at === "string") throw new Error("the baseline server listens on no TCP port");
+    ready(at.port);
+  });
 }
 
 function serveExpress(): void {
@@ -115,10 +119,32 @@ function createStatement(schema: string): string {
   return `WITH written AS (${written}), announced AS (INSERT INTO ${schema}.outbox (subject, payload) VALUES ($9, $10::jsonb)) SELECT * FROM written`;
 }
 
+/** A row of the bench's bridges table (COLUMNS). */
+interface BridgeRow {
+  id: string;
+  tenant_id: string | null;
+  name: string | null;
+  admin_state_up: boolean;
+  inbound_filter_id: string | null;
+  outbound_filter_id: string | null;
+  inbound_mirror_ids: string[];
+  outbound_mirror_ids: string[];
+  vxlan_port_ids: string[];
+}
+
 /** A row as the Echo service's Bridge: columns by their camelCase names, NULL as proto3's empty value. */
-function asMessage(row: Record<string, unknown>): Bridge {
-  const camel = (k: string) => k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
-  return Object.fromEntries(Object.entries(row).map(([k, v]) => [camel(k), v ?? ""])) as unknown as Bridge;
+function asMessage(row: BridgeRow): Bridge {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id ?? "",
+    name: row.name ?? "",
+    adminStateUp: row.admin_state_up,
+    inboundFilterId: row.inbound_filter_id ?? "",
+    outboundFilterId: row.outbound_filter_id ?? "",
+    inboundMirrorIds: row.inbound_mirror_ids,
+    outboundMirrorIds: row.outbound_mirror_ids,
+    vxlanPortIds: row.vxlan_port_ids,
+  };
 }
 
 /** Create: the bridge asked for, under a new id, and its change notification, written together; answers the row. */
@@ -133,7 +159,7 @@ function creator(pool: import("pg").Pool, schema: string) {
     const values = [id, tenantId, orNull(b.name), b.adminStateUp, orNull(b.inboundFilterId), orNull(b.outboundFilterId), b.inboundMirrorIds, b.outboundMirrorIds, "bench.bridge.Bridge.created", payload];
     pool
       .query({ name: "create_bridge", text, values })
-      .then((r: { rows: Record<string, unknown>[] }) => cb(null, asMessage(r.rows[0]!)))
+      .then((r: { rows: BridgeRow[] }) => cb(null, asMessage(r.rows[0]!)))
       .catch((err: Error) => cb(err));
   };
 }

@@ -43,7 +43,9 @@ export async function readAll(url: string, api: (u: string) => Promise<Response>
   const lastByteMs = performance.now() - t0;
   clearInterval(sampler);
   const body = Buffer.concat(chunks);
-  const items = (JSON.parse(body.toString()) as unknown[]).length;
+  const list: unknown = JSON.parse(body.toString());
+  if (!Array.isArray(list)) throw new Error(`the unpaged list is not a JSON array: ${body.toString().slice(0, 200)}`);
+  const items = list.length;
   return { items, bytes: body.length, firstByteMs, lastByteMs, rise: { gateway: peak.gateway - start.gateway, bridge: peak.bridge - start.bridge } };
 }
 

@@ -106,8 +106,9 @@ export class Bridges {
   async checkList(url: string, n: number): Promise<void> {
     for (let i = 0; i < 2; i++) {
       const r = await this.api(url);
-      const items = (await r.json()) as unknown[];
-      if (r.status !== 200 || items.length !== n) throw new Error(`${url}: ${r.status}, ${items.length} items, expected ${n}`);
+      const items: unknown = await r.json();
+      const count = Array.isArray(items) ? items.length : "no list of";
+      if (r.status !== 200 || count !== n) throw new Error(`${url}: ${r.status}, ${count} items, expected ${n}`);
     }
   }
 }

@@ -169,7 +169,7 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
 try {
   await main();
 } catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? err}`);
+  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exitCode = 1;
 } finally {
   await cleanup();

@@ -10,6 +10,7 @@ import { credentialEnv } from "@vnm/kit/repo";
 import { DEPS, deleteStreams, freePort, serviceCredentials, startProcess, waitFor } from "@vnm/kit/testing";
 import { connect } from "nats";
 import pg from "pg";
+import { stringMember } from "@vnm/kit/values";
 
 const CHANGES = Number(process.argv[2] ?? 3000);
 const CLIENTS = Number(process.argv[3] ?? 40);
@@ -32,7 +33,7 @@ procs.push(startProcess("gateway/src/main.ts", { ...env, ...addrs, ...own("gatew
 let token = "";
 await waitFor("login", async () => {
   const r = await fetch(`${base}/login`, { method: "POST", headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString("base64")}` } });
-  if (r.status === 200) token = ((await r.json()) as { key: string }).key;
+  if (r.status === 200) token = stringMember(await r.json(), "key") ?? "";
   return r.status === 200;
 }, 60_000);
 const auth = { "x-auth-token": token };
@@ -90,7 +91,8 @@ const probe = new Worker(
 );
 const times = await Promise.all(Array.from({ length: CLIENTS }, () => replay(CHANGES)));
 probe.postMessage("stop");
-const [latencies] = (await once(probe, "message")) as [number[]];
+const [reply]: unknown[] = await once(probe, "message");
+const latencies = Array.isArray(reply) ? reply.filter((x): x is number => typeof x === "number") : [];
 latencies.sort((a, b) => a - b);
 const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1);
 console.log(`${CLIENTS} replays of ${CHANGES} events: slowest ${Math.round(Math.max(...times.map((t) => t.ms)))} ms, fewest events seen ${Math.min(...times.map((t) => t.seen))}`);

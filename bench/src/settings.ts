@@ -71,8 +71,12 @@ function onlyArg(argv: string[]): Path[] | undefined {
     else if (a.startsWith("--only=")) picked.push(...a.slice(7).split(","));
     else throw new Error(`unknown argument ${a}; usage: npm run bench [-- --only ${PATHS.join("|")}[,...]]`);
   }
-  for (const p of picked) if (!(PATHS as readonly string[]).includes(p)) throw new Error(`--only ${p}: one of ${PATHS.join(", ")}`);
-  return picked.length > 0 ? (picked as Path[]) : undefined;
+  const paths = picked.map((p) => {
+    const path = PATHS.find((x) => x === p);
+    if (!path) throw new Error(`--only ${p}: one of ${PATHS.join(", ")}`);
+    return path;
+  });
+  return paths.length > 0 ? paths : undefined;
 }
 
 export const ONLY = onlyArg(process.argv.slice(2));

@@ -122,7 +122,9 @@ export class BenchStack {
 
   /** fetch with the admin token. */
   api(url: string | URL, init: RequestInit = {}): Promise<Response> {
-    return fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), ...this.auth() } });
+    const headers = new Headers(init.headers);
+    for (const [k, v] of Object.entries(this.auth())) headers.set(k, v);
+    return fetch(url, { ...init, headers });
   }
 
   /** The bridge service's Prometheus metrics (its VNM_METRICS_PORT). */

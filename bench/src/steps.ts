@@ -121,7 +121,8 @@ async function growthStep(c: Ctx, size: number, label: string, group: string, mi
   const fixedUrl = `${c.base}/bridges?tenant_id=${FIXED_TENANT}`;
   await c.bridges.checkList(fixedUrl, c.bridges.fixed.length);
   const page = await c.bench.api(pageUrl);
-  if (page.status !== 200 || ((await page.json()) as unknown[]).length !== 100) throw new Error(`${pageUrl}: ${page.status}`);
+  const items: unknown = await page.json();
+  if (page.status !== 200 || !Array.isArray(items) || items.length !== 100) throw new Error(`${pageUrl}: ${page.status}`);
   const item = await c.runner.scenario(`item GET @${label}`, group, { url: c.itemUrl }, { paired: express });
   const miss = await c.runner.scenario(`item GET, cache miss @${label}`, group, { url: `${missBase}${c.path}` }, { paired: floor });
   const pageRow = await c.runner.scenario(`list page ?limit=100 @${label}`, group, { url: pageUrl }, { cacheBase: c.base, paired: floor });
@@ -151,7 +152,8 @@ export async function growthRows(c: Ctx): Promise<Step[]> {
     growth.push(await growthStep(c, size, label, `growth-${step}`, missGateway.base));
   }
   await c.bench.stopProc(missGateway.proc);
-  const [g100, g1k] = growth.slice(-2) as [Step, Step];
+  const [g100, g1k] = growth.slice(-2);
+  if (!g100 || !g1k) throw new Error("the growth steps ran fewer than two sizes");
   for (const row of ["item", "miss", "page", "fixed"] as const) holdGrowth(g100[row], g1k[row]);
   return growth;
 }

@@ -4,6 +4,10 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { memberOf } from "@vnm/kit/values";
+
+/** What the wrk script's summary line (WRKJSON) holds, each a number. */
+const WRK_FIELDS = ["us", "requests", "p50", "p99", "status", "connect", "read", "write", "timeout"] as const;
 
 export interface WrkRequest {
   method?: string;
@@ -124,16 +128,19 @@ export function wrk(bin: string, tmpDir: string, run: WrkRun): Promise<WrkResult
     child.on("exit", (code) => {
       const m = /^WRKJSON (.*)$/m.exec(out);
       if (code !== 0 || !m) return reject(new Error(`wrk ${args.join(" ")} exited ${code}:\n${out}`));
-      const j = JSON.parse(m[1]!) as Record<string, number>;
-      const secs = j.us! / 1e6;
+      const j: unknown = JSON.parse(m[1]!);
+      const missing = WRK_FIELDS.filter((k) => typeof memberOf(j, k) !== "number");
+      if (missing.length > 0) return reject(new Error(`wrk's summary has no ${missing.join(", ")}:\n${m[1]}`));
+      const n = (k: (typeof WRK_FIELDS)[number]) => Number(memberOf(j, k));
+      const secs = n("us") / 1e6;
       resolve({
-        requests: j.requests!,
-        rps: secs > 0 ? j.requests! / secs : 0,
-        p50: j.p50! / 1000,
-        p99: j.p99! / 1000,
-        non2xx: j.status!,
-        errors: j.connect! + j.read! + j.write!,
-        timeouts: j.timeout!,
+        requests: n("requests"),
+        rps: secs > 0 ? n("requests") / secs : 0,
+        p50: n("p50") / 1000,
+        p99: n("p99") / 1000,
+        non2xx: n("status"),
+        errors: n("connect") + n("read") + n("write"),
+        timeouts: n("timeout"),
       });
     });
   });
