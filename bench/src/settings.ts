@@ -60,7 +60,7 @@ export const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 export const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
 
 /** The paths `--only` selects (comma-separated or repeated); the express and design-floor baselines always run, the durable-write floor with `post`. */
-export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "mixed", "biglist"] as const;
+export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist"] as const;
 export type Path = (typeof PATHS)[number];
 
 function onlyArg(argv: string[]): Path[] | undefined {

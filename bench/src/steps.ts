@@ -159,7 +159,7 @@ export async function growthRows(c: Ctx): Promise<Step[]> {
 }
 
 /**
- * POST, PUT and a 90/10 mix of item GETs and PUTs, each checked for its notifications on NATS.
+ * POST, PUT, PATCH and a 90/10 mix of item GETs and PUTs, each checked for its notifications on NATS.
  * POST is held to the durable-write floor in turns with it: both write a bridge and its change
  * notification durably before answering 201.
  */
@@ -191,6 +191,23 @@ export async function writeRows(c: Ctx): Promise<void> {
       return warm + put.ok2xx;
     });
     hold(put, pg);
+  }
+  if (want("patch")) {
+    // A JSON Merge Patch of one field, with the item's If-Match as a careful client sends it: one
+    // call to the bridge service, which merges and checks the tag in the write's transaction.
+    const patches: WrkRequest[] = c.bridges.collection.map((id, i) => ({
+      method: "PATCH",
+      path: `/bridges/${id}`,
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ adminStateUp: i % 2 === 0 }),
+    }));
+    let patch!: Result;
+    let warm = 0;
+    await c.publications.check("PATCH bridge", "updated", "UpdateBridge", async () => {
+      patch = await c.runner.scenario("PATCH /bridges/:id (merge patch)", "writes", { url: c.base, requests: patches }, { onWarmup: (w) => (warm = ok(w)) });
+      return warm + patch.ok2xx;
+    });
+    hold(patch, pg);
   }
   if (want("mixed")) {
     // Every connection cycles through 9 item GETs and 1 PUT (of the next id).
