@@ -193,8 +193,8 @@ export async function writeRows(c: Ctx): Promise<void> {
     hold(put, pg);
   }
   if (want("patch")) {
-    // A JSON Merge Patch of one field, with the item's If-Match as a careful client sends it: one
-    // call to the bridge service, which merges and checks the tag in the write's transaction.
+    // A JSON Merge Patch of one field: one call to the bridge service, which reads the item,
+    // merges the patch and writes it in one transaction.
     const patches: WrkRequest[] = c.bridges.collection.map((id, i) => ({
       method: "PATCH",
       path: `/bridges/${id}`,
