@@ -3,6 +3,7 @@
 // status details (message) and a trailing metadata entry holding the violations as JSON.
 import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import { PG } from "./db.ts";
+import { stringMember } from "./values.ts";
 
 export interface Violation {
   property: string;
@@ -103,9 +104,8 @@ export class ApiError extends Error {
       if (retryAfter > 0) e.retryAfter = retryAfter;
       return e;
     }
-    const raw = (err as { code?: unknown } | null)?.code;
-    const code = typeof raw === "string" ? raw : undefined;
-    if ((code && (DB_DOWN.has(code) || code.startsWith("08"))) || DB_DOWN_MESSAGE.test((err as Error | null)?.message ?? "")) {
+    const code = stringMember(err, "code");
+    if ((code && (DB_DOWN.has(code) || code.startsWith("08"))) || DB_DOWN_MESSAGE.test(stringMember(err, "message") ?? "")) {
       return new ApiError(status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
     }
     if (code && DB_CONFLICT.has(code)) return new ApiError(status.ABORTED, "A concurrent change got in the way of this request; try again", [], { cause: err });
@@ -128,9 +128,18 @@ export function isServiceError(err: unknown): err is ServiceError {
   return (
     typeof err === "object" &&
     err !== null &&
-    typeof (err as ServiceError).code === "number" &&
-    (err as ServiceError).metadata instanceof Metadata
+    "code" in err &&
+    typeof err.code === "number" &&
+    "metadata" in err &&
+    err.metadata instanceof Metadata
   );
+}
+
+/** A violation as a peer sent it (property and message), or none when it is not one. */
+function violationOf(v: unknown): Violation[] {
+  const property = stringMember(v, "property");
+  const message = stringMember(v, "message");
+  return property !== undefined && message !== undefined ? [{ property, message }] : [];
 }
 
 function readViolations(metadata: Metadata | undefined): Violation[] {
@@ -138,7 +147,7 @@ function readViolations(metadata: Metadata | undefined): Violation[] {
   if (typeof raw !== "string") return [];
   try {
     const parsed: unknown = JSON.parse(raw);
-    return Array.isArray(parsed) ? (parsed as Violation[]) : [];
+    return Array.isArray(parsed) ? parsed.flatMap((v: unknown) => violationOf(v)) : [];
   } catch {
     return [];
   }

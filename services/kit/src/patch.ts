@@ -6,6 +6,7 @@
 import type { FieldInfo, MessageInfo } from "./catalog.ts";
 import { ApiError } from "./errors.ts";
 import { isJsonObject, jsonText, mergePatch, parseJson } from "./json.ts";
+import { memberOf } from "./values.ts";
 
 /** Metadata key of a PATCH call: its PatchPaths as JSON. */
 export const PATCH_KEY = "vnm-patch";
@@ -42,9 +43,23 @@ export function readPatchPaths(raw: unknown): PatchPaths | undefined {
   } catch {
     parsed = undefined;
   }
-  const paths = (v: unknown) => Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length > 0 && p.every((s) => typeof s === "string"));
-  if (!isJsonObject(parsed) || !paths(parsed["set"]) || !paths(parsed["unset"])) throw ApiError.badRequest("The call's patch paths are malformed");
-  return parsed as unknown as PatchPaths;
+  const set = pathsOf(memberOf(parsed, "set"));
+  const unset = pathsOf(memberOf(parsed, "unset"));
+  if (!set || !unset) throw ApiError.badRequest("The call's patch paths are malformed");
+  return { set, unset };
+}
+
+/** A list of field paths (each a non-empty list of names), or undefined when it is not one. */
+function pathsOf(v: unknown): string[][] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const out: string[][] = [];
+  for (const p of v) {
+    if (!Array.isArray(p) || p.length === 0) return undefined;
+    const names = p.filter((s): s is string => typeof s === "string");
+    if (names.length !== p.length) return undefined;
+    out.push(names);
+  }
+  return out;
 }
 
 /** The value a field takes when a patch sets it to its proto default (which the wire leaves out). */
@@ -76,9 +91,11 @@ export function patchedMessage(m: MessageInfo, current: Obj, patch: Obj, paths: 
       if (!field.message || field.repeated) return undefined;
       const inner = at[name];
       if (!isJsonObject(inner) && !make) return undefined;
-      at[name] = isJsonObject(inner) ? { ...inner } : {};
-      at = at[name] as Obj;
-      from = isJsonObject(from?.[name]) ? (from[name] as Obj) : undefined;
+      const copy: Obj = isJsonObject(inner) ? { ...inner } : {};
+      at[name] = copy;
+      at = copy;
+      const inside: unknown = from?.[name];
+      from = isJsonObject(inside) ? inside : undefined;
       msg = field.message;
     }
     return undefined;
@@ -94,7 +111,8 @@ export function patchedMessage(m: MessageInfo, current: Obj, patch: Obj, paths: 
     const given = from?.[field.name];
     if (field.message && !field.repeated) at[field.name] = isJsonObject(at[field.name]) ? at[field.name] : {};
     else if (field.jsonObject) {
-      const before = typeof at[field.name] === "string" ? parseJson(at[field.name] as string, true) : {};
+      const stored = at[field.name];
+      const before = typeof stored === "string" ? parseJson(stored, true) : {};
       at[field.name] = jsonText(mergePatch(before, parseJson(typeof given === "string" ? given : "{}", true)));
     } else at[field.name] = given ?? zeroOf(field);
   }

@@ -21,6 +21,7 @@ import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import type { Checked, MessageName, Rules } from "./rules.ts";
 import type { Messages } from "./gen/messages.ts";
 import { isUuid, parseInput } from "./validate.ts";
+import { isRecord, stringMember } from "./values.ts";
 
 type Emit = (c: Change) => void;
 type Row = pg.QueryResultRow;
@@ -44,7 +45,7 @@ export interface KeySpec {
 }
 
 /** The default key: the request's `id`, a UUID, in column `id`. */
-const byId = (req: Req) => (isUuid(req["id"]) ? { id: (req["id"] as string).toLowerCase() } : undefined);
+const byId = (req: Req) => (isUuid(req["id"]) ? { id: req["id"].toLowerCase() } : undefined);
 
 /**
  * One kind's declaration. `P` is its proto message: the hooks get a body that passed the
@@ -140,7 +141,7 @@ export function pageOf(req: Req): Page {
   }
   if (req["marker"] !== undefined && req["marker"] !== "") {
     if (!isUuid(req["marker"])) throw badMarker();
-    page.marker = (req["marker"] as string).toLowerCase();
+    page.marker = req["marker"].toLowerCase();
   }
   return page;
 }
@@ -162,7 +163,7 @@ function whereEqual(cols: Record<string, unknown> | [string, unknown][]): { sql:
 function columnValue(type: string, v: unknown): unknown {
   switch (type) {
     case "uuid":
-      return isUuid(v) ? (v as string).toLowerCase() : undefined;
+      return isUuid(v) ? v.toLowerCase() : undefined;
     case "boolean":
       return typeof v === "boolean" ? v : undefined;
     case "smallint":
@@ -239,6 +240,12 @@ function toColumn(v: unknown): unknown {
 export type AnyResource = Resource<MessageName, Row>;
 
 const isObject = (v: unknown): v is object => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The request's body field (a message: an object), or none. */
+const bodyOf = (req: Req, field: string | undefined): Record<string, unknown> => {
+  const sent = req[field ?? ""];
+  return isRecord(sent) ? sent : {};
+};
 
 type Column = { name: string; column: string };
 
@@ -398,7 +405,7 @@ export class Resource<P extends MessageName, R extends Row> {
 
   /** The item's path below the API root: its `uri` link resolved against its message. */
   pathOf(row: R, up: Row[] = []): string {
-    const path = itemPath(this.info.message, this.renderOf(row, up) as Req);
+    const path = itemPath(this.info.message, this.renderOf(row, up));
     if (!path) throw new Error(`${this.info.kind} has no uri link or root path`);
     return path;
   }
@@ -423,7 +430,7 @@ export class Resource<P extends MessageName, R extends Row> {
     let r: AnyResource | undefined = this;
     for (const at of [row, ...up]) {
       if (!r) break;
-      if (r.spec.tenantColumn) return (at[r.spec.tenantColumn] as string | null) ?? null;
+      if (r.spec.tenantColumn) return stringMember(at, r.spec.tenantColumn) ?? null;
       r = r.info.parent ? r.parent : undefined;
     }
     return null;
@@ -503,7 +510,7 @@ export class Resource<P extends MessageName, R extends Row> {
 
   /** The id of an existing top-level item named by a path segment (404 when malformed or missing). */
   async existing(q: Queryable, rawId: unknown): Promise<string> {
-    return (await this.locate(q, { id: rawId })).row["id"] as string;
+    return String((await this.locate(q, { id: rawId })).row["id"]);
   }
 
   /** Items in list order where the columns are equal, a page at a time (keyset: after the marker's place). */
@@ -629,7 +636,7 @@ export class Resource<P extends MessageName, R extends Row> {
       return await run();
     } catch (err) {
       if (pgCode(err) !== PG.uniqueViolation) throw err;
-      const constraint = (err as { constraint?: string }).constraint ?? "";
+      const constraint = stringMember(err, "constraint") ?? "";
       if (constraint.endsWith("_pkey")) throw ApiError.conflict(`A ${this.name} with ID ${String(id)} already exists.`);
       throw ApiError.conflict(this.spec.conflict?.(body, constraint) ?? `A ${this.name} with these values already exists.`);
     }
@@ -675,7 +682,7 @@ export class Resource<P extends MessageName, R extends Row> {
     if (!pkg) throw new Error(`${this.info.kind}: its ResourceSet was made without the grpc package`);
     const method = clientConstructor(pkg, this.info.service).service[this.info.rpcs.get ?? ""];
     if (!method) throw new Error(`${this.info.kind} has no get RPC`);
-    return etagOf(method.responseDeserialize(method.responseSerialize(this.toMessage(row, up))) as Record<string, unknown>);
+    return etagOf(method.responseDeserialize(method.responseSerialize(this.toMessage(row, up))));
   }
 
   /**
@@ -697,7 +704,7 @@ export class Resource<P extends MessageName, R extends Row> {
    * the patch merged into the item as it is, then what a PUT of it would carry.
    */
   private patched(req: Req, row: R, up: Row[], paths: PatchPaths) {
-    const merged = patchedMessage(this.info.message, this.toMessage(row, up), (req[this.info.body ?? ""] ?? {}) as Record<string, unknown>, paths);
+    const merged = patchedMessage(this.info.message, this.toMessage(row, up), bodyOf(req, this.info.body), paths);
     const writable = new Set(writableFields(this.info.message, "update").map((f) => f.name));
     const body = Object.fromEntries(Object.entries(merged).filter(([name]) => writable.has(name)));
     return this.parse({ ...req, [this.info.body ?? ""]: body }, this.keptOf(row, up));
