@@ -9,7 +9,7 @@ import express, { type NextFunction } from "express";
 import { type AuditTrail, auditTrail } from "./audit.ts";
 import { consolePages } from "./console.ts";
 import { authenticate, type Callers, gatewayCallers, loginHandler, logout, sendLogin, sourceKey, userKey } from "./auth.ts";
-import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions } from "./context.ts";
+import { type ApiRequest, type ApiResponse, asApiExchange, type Gateway, type GatewayOptions, type RequestState } from "./context.ts";
 import { dispatch, routePlans } from "./dispatch.ts";
 import { docsRoutes, isDocsPath } from "./docs.ts";
 import { MERGE_PATCH, patchItem } from "./patch.ts";
@@ -117,13 +117,15 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
    * so `begin` sets both on those.
    */
   class Response extends ServerResponse {
+    /** Set on each answer by asApiExchange, or by express (its answers' locals). */
+    declare locals: RequestState;
     override emit(event: string | symbol, ...args: unknown[]): boolean {
-      if (event === "finish") finished(this as unknown as ApiResponse);
-      else if (event === "close") inFlight.leave(this as unknown as ApiResponse);
+      if (event === "finish") finished(this);
+      else if (event === "close") inFlight.leave(this);
       return super.emit(event, ...args);
     }
   }
-  Response.prototype.writeHead = writeHead as unknown as ServerResponse["writeHead"];
+  Response.prototype.writeHead = writeHead as unknown as Response["writeHead"];
   const begin = (req: ApiRequest, res: ApiResponse): boolean => {
     const given = req.headers["x-request-id"];
     res.locals.requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -362,7 +364,7 @@ export function createApp(opts: GatewayOptions): {
   const { begin, Response } = edge(opts.metrics, opts.log, audit, opts.draining ?? (() => false), inFlight);
   app.use(spans);
   app.use((req, res, next) => {
-    if (begin(req as ApiRequest, res as ApiResponse)) next();
+    if (begin(req, res)) next();
   });
   healthRoutes(app, gw);
   docsRoutes(app, opts.log);
@@ -371,7 +373,7 @@ export function createApp(opts: GatewayOptions): {
   const serve = api(gw, feed, callers, inFlight);
   // The web console: / for a browser, /console/* (no token needed), before the API.
   const ui = consolePages({ apiTypes: [ROOT_TYPE, JSON_TYPE], log: opts.log });
-  app.use((req, res) => ui(req as ApiRequest, res as ApiResponse) || serve(req as ApiRequest, res as ApiResponse));
+  app.use((req, res) => ui(req, res) || serve(req, res));
   app.use(lastResort(opts.log));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     if (!asApiExchange(req, res, trust, gw.targets) || OPERATIONAL.has((req as ApiRequest).path) || isDocsPath((req as ApiRequest).path)) return void app(req, res);

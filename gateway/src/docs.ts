@@ -8,7 +8,6 @@ import { dirname, join } from "node:path";
 import { constants as H } from "node:http2";
 import type express from "express";
 import type { Logger } from "@vnm/kit";
-import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError, sendError } from "./http-error.ts";
 import { sameOriginPolicy, sendStatic, type StaticFile, staticFile } from "./static-files.ts";
 
@@ -84,10 +83,10 @@ export function docsRoutes(app: express.Express, log: Logger): void {
     const path = req.path === "/docs/" || req.path === "/docs/index.html" ? "/docs" : req.path;
     files ??= assets();
     const file = files.get(path);
-    if (!file) return sendError(res as ApiResponse, EdgeError.notFound(`There is no file at ${req.path}`), res.locals.requestId, log);
+    if (!file) return sendError(res, EdgeError.notFound(`There is no file at ${req.path}`), res.locals.requestId, log);
     res.locals.route = "/docs";
     // The page and its files change with the gateway's version only; a browser may keep them a day.
     const cache = path === "/docs" ? "no-cache" : "public, max-age=86400";
-    sendStatic(req as ApiRequest, res as ApiResponse, H.HTTP_STATUS_OK, file, { cache, policy: DOCS_CSP, vary: "Accept-Encoding" });
+    sendStatic(req, res, H.HTTP_STATUS_OK, file, { cache, policy: DOCS_CSP, vary: "Accept-Encoding" });
   });
 }

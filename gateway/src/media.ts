@@ -46,7 +46,7 @@ export function parseAccept(header: string): Range[] {
 
 /** q-value the ranges give an offer: the most specific matching range decides. */
 function quality(ranges: Range[], offer: string): number {
-  const [type, subtype] = offer.toLowerCase().split("/") as [string, string];
+  const [type = "", subtype = ""] = offer.toLowerCase().split("/");
   let best = -1;
   let q = 0;
   for (const r of ranges) {

@@ -68,7 +68,7 @@ const BY_NAME: Record<string, unknown> = {
 function fieldExample(f: FieldInfo, ids: () => string): unknown {
   const named = BY_NAME[f.name];
   const closed = f.values ?? f.enumValues;
-  if (closed && !(named !== undefined && [named].flat().every((v) => closed.includes(v as string)))) return f.repeated ? [closed[0]] : closed[0];
+  if (closed && !(named !== undefined && [named].flat().every((v) => typeof v === "string" && closed.includes(v)))) return f.repeated ? [closed[0]] : closed[0];
   if (named !== undefined && !f.message) {
     const v = named;
     // A compat security group rule's protocol is a name or a number.

@@ -5,7 +5,7 @@
 // filters: RFC 6570's `{?name,...}`), and beside the template of each item that takes a PATCH
 // the patch format it accepts (RFC 5789's Accept-Patch: `bridgeAcceptPatch`). Dotted keys
 // ("load_balancer.pools") nest; the main document links to the others by their name.
-import { type Catalog, type ResourceInfo, type RootDocumentInfo, templateShape } from "@vnm/kit";
+import { type Catalog, isRecord, type ResourceInfo, type RootDocumentInfo, templateShape } from "@vnm/kit";
 import { listFilters } from "./lists.ts";
 import { MERGE_PATCH } from "./patch.ts";
 
@@ -14,8 +14,10 @@ function put(doc: Record<string, unknown>, key: string, value: string): void {
   const parts = key.split(".");
   let at = doc;
   for (const p of parts.slice(0, -1)) {
-    at[p] ??= {};
-    at = at[p] as Record<string, unknown>;
+    const inner = at[p];
+    const next = isRecord(inner) ? inner : {};
+    at[p] = next;
+    at = next;
   }
   at[parts[parts.length - 1]!] = value;
 }
