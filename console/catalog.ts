@@ -1,6 +1,6 @@
 // The console's catalog, derived at build time from the proto catalog the gateway and the CLI use
 // (@vnm/kit) and from the services' resource declarations (the values they store for fields a
-// body leaves out, the values a field's check allows). Vite bundles it as the module "virtual:vnm-catalog": a new kind in the proto
+// body leaves out). Vite bundles it as the module "virtual:vnm-catalog": a new kind in the proto
 // files is a new page of the console, with no console code.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,32 +9,14 @@ import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
 import { fieldLabel, kindNames, phrase } from "./src/words.ts";
 
-/** What a service's declaration of a kind says beyond the proto files. */
-interface Declared {
-  /** What the service stores for a field a body leaves out. */
-  defaults: Record<string, unknown>;
-  /** The values a field takes, when its check names them (a zod enum or literal). */
-  allowed: Record<string, string[]>;
-}
-
-/** The values a zod schema allows, when it is an enum or literal (through optional, pipe, array). */
-function allowedValues(schema: unknown): string[] | undefined {
-  let s = schema as { _zod?: { def: Record<string, unknown> } } | undefined;
-  for (let depth = 0; depth < 10 && s?._zod; depth++) {
-    const def = s._zod.def;
-    if (def["type"] === "enum") return Object.values(def["entries"] as Record<string, unknown>).map(String);
-    if (def["type"] === "literal") return (def["values"] as unknown[]).map(String);
-    const inner = def["innerType"] ?? def["element"] ?? (def["type"] === "pipe" ? def["out"] : undefined);
-    if (!inner) return undefined;
-    s = inner as typeof s;
-  }
-  return undefined;
-}
+/** What a service's declaration of a kind says beyond the proto files: what it stores for a field a body leaves out. */
+type Declared = Record<string, unknown>;
 
 /**
  * Each kind's declaration in its service: the services' modules are loaded (nothing runs) and
  * the Resources they declare outright are read (a kind whose Resource its service makes when it
- * starts, a VTEP's or a trace's, or that no Resource serves, has no defaults or choices here).
+ * starts, a VTEP's or a trace's, or that no Resource serves, has no defaults here). The values a
+ * field takes are the proto's (its `string.in` rule, the catalog's `values`).
  */
 async function declarations(c: Catalog): Promise<Map<string, Declared>> {
   const resources: AnyResource[] = [];
@@ -43,18 +25,7 @@ async function declarations(c: Catalog): Promise<Map<string, Declared>> {
     // A kind whose Resource is made from the service's context (a function here) is left out.
     for (const r of service.resources ?? []) if (typeof r !== "function") resources.push(r);
   }
-  const out = new Map<string, Declared>();
-  for (const declared of new ResourceSet(c, resources).all()) {
-    const k = declared.info;
-    const shape = (declared.spec.input as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
-    const allowed: Record<string, string[]> = {};
-    for (const [name, schema] of Object.entries(shape)) {
-      const values = allowedValues(schema);
-      if (values) allowed[name] = values;
-    }
-    out.set(k.kind, { defaults: declared.spec.defaults ?? {}, allowed });
-  }
-  return out;
+  return new Map(new ResourceSet(c, resources).all().map((r) => [r.info.kind, r.spec.defaults ?? {}]));
 }
 
 function typeOf(f: FieldInfo): FieldType {
@@ -79,9 +50,9 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
     link: f.link !== undefined,
   };
   // A proto enum's values, the values the field's rules allow (`string.in`), or a declaration's.
-  const values = f.enumValues ?? f.values ?? declared?.allowed[f.name];
+  const values = f.enumValues ?? f.values;
   if (values) out.enumValues = values;
-  if (declared?.defaults[f.name] !== undefined) out.default = declared.defaults[f.name];
+  if (declared?.[f.name] !== undefined) out.default = declared[f.name];
   return out;
 }
 

@@ -7,7 +7,6 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type * as grpc from "@grpc/grpc-js";
-import type { z } from "zod";
 import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
 import type { Change, ChangeEvent } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
@@ -20,7 +19,7 @@ import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import type { Checked, MessageName, Rules } from "./rules.ts";
 import type { Messages } from "./gen/messages.ts";
-import { isUuid, parseInput } from "./validate.ts";
+import { isUuid } from "./validate.ts";
 import { isRecord, stringMember } from "./values.ts";
 
 type Emit = (c: Change) => void;
@@ -70,12 +69,6 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
    */
   order?: string[];
   /**
-   * What a client may send (POST and PUT), for a kind whose fields' rules are not all in its
-   * proto yet; `id` is read on POST only. Without it, a body is checked against its fields'
-   * rules in the proto (`buf.validate`, rules.ts).
-   */
-  input?: z.ZodType<Checked<P>>;
-  /**
    * Values of the writable fields the body leaves out (PUT replaces); null when not named here.
    * Used by the columns derived from the proto.
    */
@@ -101,10 +94,9 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
   fieldColumns?: Partial<Record<keyof Messages[P] & string, string>>;
   /**
    * List filters: request field (a query parameter) -> column. The value is checked against the
-   * rules the list request's proto states for that field (400 naming it); a kind whose rules are
-   * not in its proto yet gives the column and a zod check instead.
+   * rules the list request's proto states for that field (400 naming it).
    */
-  filters?: Record<string, string | { column: string; parse: z.ZodType }>;
+  filters?: Record<string, string>;
   /** Checks (and locks) what the body refers to, before the row is written. */
   references?(q: Queryable, body: Checked<P>): Promise<void>;
   /** Checks a body against the item's place: its ancestors, and on PUT its current row. */
@@ -235,7 +227,7 @@ function toColumn(v: unknown): unknown {
   return typeof v === "object" && v !== null ? JSON.stringify(v) : v;
 }
 
-/** A resource of any input and row type (lists of a service's kinds). */
+/** A resource of any message and row type (lists of a service's kinds). */
 /** A resource of any message and row type (lists of a service's kinds); its hooks take their own kind's (bivariant methods). */
 export type AnyResource = Resource<MessageName, Row>;
 
@@ -266,7 +258,7 @@ export class ResourceSet {
   readonly catalog: Catalog;
   /** grpc-js's package of the same proto files: a write's entity tag is its GET's answer as a peer decodes it. */
   readonly pkg: grpc.GrpcObject | undefined;
-  /** The fields' rules of the same proto files (buf.validate), for the kinds that declare no input. */
+  /** The fields' rules of the same proto files (buf.validate), every body and filter is checked against. */
   readonly rules: Rules | undefined;
   private readonly byKind = new Map<string, AnyResource>();
 
@@ -374,14 +366,13 @@ export class Resource<P extends MessageName, R extends Row> {
 
 
   /**
-   * A POST or PUT body, checked: by the declared input, else by the proto's rules for its fields.
+   * A POST or PUT body, checked against the proto's rules for its fields (rules.ts).
    * `kept`: on PUT, the current values of the fields accepted at POST only (IMMUTABLE), which
    * keep their value whatever the body says.
    */
   private parse(req: Req, kept: Record<string, unknown> = {}): Checked<P> {
     const sent = req[this.info.body ?? ""] ?? {};
     const body = Object.keys(kept).length > 0 && isObject(sent) ? { ...sent, ...kept } : sent;
-    if (this.spec.input) return parseInput(this.spec.input, body);
     const { rules } = this.binding.set;
     if (!rules) throw new Error(`${this.spec.proto}: its ResourceSet was made without the rules`);
     return rules.checked(this.spec.proto, body);
@@ -539,15 +530,9 @@ export class Resource<P extends MessageName, R extends Row> {
   /** The columns a list request's filters (query parameters) ask for; 400 naming a bad value. */
   private filtered(req: Req): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    for (const [field, f] of Object.entries(this.spec.filters ?? {})) {
+    for (const [field, column] of Object.entries(this.spec.filters ?? {})) {
       if (typeof req[field] !== "string") continue;
-      if (typeof f === "string") {
-        out[f] = this.listRequest && this.binding.set.rules?.has(this.listRequest) ? this.binding.set.rules.checkField(this.listRequest, field, req[field]) : req[field];
-        continue;
-      }
-      const checked = f.parse.safeParse(req[field]);
-      if (!checked.success) throw ApiError.invalid([{ property: field, message: checked.error.issues[0]?.message ?? "is not valid" }]);
-      out[f.column] = checked.data;
+      out[column] = this.listRequest && this.binding.set.rules?.has(this.listRequest) ? this.binding.set.rules.checkField(this.listRequest, field, req[field]) : req[field];
     }
     return out;
   }
