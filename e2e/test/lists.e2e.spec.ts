@@ -73,7 +73,7 @@ describe("filters", () => {
     expect(bad.json.violations).toEqual([{ property: "adminStateUp", message: expect.any(String) }]);
     const uuid = await http("GET", "/bridges?inboundFilterId=not-a-uuid");
     expectError(uuid, 400);
-    expect(uuid.json.violations).toEqual([{ property: "inboundFilterId", message: "must be a UUID" }]);
+    expect(uuid.json.violations).toEqual([{ property: "inboundFilterId", message: "must be a valid UUID" }]);
     const junk = await http("GET", "/bridges?nmae=red&utm_source=x");
     expectError(junk, 400);
     expect(junk.json.violations.map((v: { property: string }) => v.property).sort()).toEqual(["nmae", "utm_source"]);
@@ -94,7 +94,7 @@ describe("filters", () => {
     expectError(await http("GET", "/compat/lb/pools?admin_state_up=nope"), 400);
     const vip = await http("GET", "/compat/lb/pools?vip_id=not-a-uuid");
     expectError(vip, 400);
-    expect(vip.json.violations).toEqual([{ property: "vip_id", message: "must be a UUID" }]);
+    expect(vip.json.violations).toEqual([{ property: "vip_id", message: "must be a valid UUID" }]);
   });
 
   it("a filtered list is cached under its own filter and emptied by a write", async () => {

@@ -72,7 +72,7 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
       if (v.includes("\u0000") || !v.isWellFormed()) {
         return { ok: false, message: "must be valid Unicode text without NUL characters" };
       }
-      if (field.uuid && !isUuid(v)) return { ok: false, message: "must be a UUID" };
+      if (field.uuid && !isUuid(v)) return { ok: false, message: "must be a valid UUID" };
       return { ok: true, value: v };
     case "bool":
       if (typeof v === "boolean") return { ok: true, value: v };

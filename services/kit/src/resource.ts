@@ -179,7 +179,7 @@ function columnValue(type: string, v: unknown): unknown {
 }
 
 /** What a column of a type is called in a 400. */
-const TYPE_WORDS: Record<string, string> = { uuid: "a UUID", boolean: "true or false", smallint: "an integer", integer: "an integer", bigint: "an integer" };
+const TYPE_WORDS: Record<string, string> = { uuid: "a valid UUID", boolean: "true or false", smallint: "an integer", integer: "an integer", bigint: "an integer" };
 
 /** A list call's filters (FILTER_KEY): field name -> value as the gateway typed it from the query. */
 function filtersOf(ctx: CallContext | undefined): Record<string, unknown> {
