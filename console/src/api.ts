@@ -1,6 +1,7 @@
 // The API as the console calls it: same origin, the token in X-Auth-Token (never a cookie:
 // /login sets none, and requests go with credentials "omit"), the token itself in this tab's
 // sessionStorage only.
+import { memberOf, stringMember } from "@vnm/kit/values";
 
 export interface Identity {
   name: string;
@@ -37,13 +38,29 @@ const KEY = "vnm.session";
 let token: string | undefined = sessionStorage.getItem(KEY) ?? undefined;
 const listeners = new Set<() => void>();
 
+const ROLES: readonly Identity["role"][] = ["admin", "tenant_admin", "tenant_user"];
+
+/** The violations of an error body: each with its property and message (others left out). */
+function violationsOf(v: unknown): Violation[] {
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((x: unknown) => {
+    const property = stringMember(x, "property");
+    const message = stringMember(x, "message");
+    return property !== undefined && message !== undefined ? [{ property, message }] : [];
+  });
+}
+
 /** The claims of a token (its signature is the gateway's to check; these only shape the pages). */
 function claimsOf(t: string): Identity | undefined {
   try {
     const part = t.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/");
     const bytes = Uint8Array.from(atob(part), (c) => c.charCodeAt(0));
-    const c = JSON.parse(new TextDecoder().decode(bytes)) as { name: string; role: Identity["role"]; tid: string | null; exp: number };
-    return { name: c.name, role: c.role, tenantId: c.tid ?? null, exp: c.exp };
+    const c: unknown = JSON.parse(new TextDecoder().decode(bytes));
+    const name = stringMember(c, "name");
+    const role = ROLES.find((r) => r === memberOf(c, "role"));
+    const exp = memberOf(c, "exp");
+    if (name === undefined || !role || typeof exp !== "number") return undefined;
+    return { name, role, tenantId: stringMember(c, "tid") ?? null, exp };
   } catch {
     return undefined;
   }
@@ -86,9 +103,8 @@ async function answer(res: Response): Promise<Answer> {
     body = undefined;
   }
   if (res.status >= 400) {
-    const b = (body ?? {}) as { message?: string; violations?: Violation[] };
     if (res.status === 401 && token) setToken(undefined);
-    throw new ApiError(res.status, b.message ?? `The gateway answered ${res.status}`, b.violations ?? []);
+    throw new ApiError(res.status, stringMember(body, "message") ?? `The gateway answered ${res.status}`, violationsOf(memberOf(body, "violations")));
   }
   return { status: res.status, headers: res.headers, body };
 }
@@ -98,7 +114,9 @@ export async function login(name: string, password: string, tenant: string): Pro
   if (tenant.trim() !== "") headers["x-auth-project"] = tenant.trim();
   const res = await fetch("/login", { method: "POST", headers, credentials: "omit" });
   const a = await answer(res);
-  setToken((a.body as { key: string }).key);
+  const key = stringMember(a.body, "key");
+  if (key === undefined) throw new ApiError(a.status, "The gateway's answer to the login carries no token");
+  setToken(key);
 }
 
 /** Ends this tab's token (POST /logout; the user's other sessions go on), and forgets it whatever the answer. */

@@ -28,7 +28,8 @@ function Login() {
   const heading = usePage("Log in");
   const submit = async (e: Event) => {
     e.preventDefault();
-    const form = new FormData(e.currentTarget as HTMLFormElement);
+    if (!(e.currentTarget instanceof HTMLFormElement)) return;
+    const form = new FormData(e.currentTarget);
     setBusy(true);
     try {
       await login(String(form.get("name")), String(form.get("password")), String(form.get("tenant") ?? ""));

@@ -4,6 +4,10 @@
 // missed while it was away (with no event received yet, the pages read what they show again).
 import { createParser } from "eventsource-parser";
 import { currentToken } from "./api.ts";
+import { stringMember } from "@vnm/kit/values";
+
+/** The events of the feed's notifications. */
+const CHANGE_EVENTS: readonly Change["event"][] = ["created", "updated", "deleted"];
 
 export interface Change {
   /** "resync": the feed was away and cannot replay what it missed; whatever is shown is read again. */
@@ -62,8 +66,11 @@ async function readOnce(signal: AbortSignal): Promise<void> {
       if (e.id) lastId = e.id;
       if (!e.data) return;
       try {
-        const d = JSON.parse(e.data) as { kind: string; id: string; uri: string };
-        const change: Change = { event: e.event as Change["event"], kind: d.kind, id: d.id, path: new URL(d.uri, location.href).pathname };
+        const d: unknown = JSON.parse(e.data);
+        const event = CHANGE_EVENTS.find((x) => x === e.event);
+        const [kind, id, uri] = [stringMember(d, "kind"), stringMember(d, "id"), stringMember(d, "uri")];
+        if (!event || kind === undefined || id === undefined || uri === undefined) return;
+        const change: Change = { event, kind, id, path: new URL(uri, location.href).pathname };
         for (const l of listeners) l(change);
       } catch {
         // not a change: ignored

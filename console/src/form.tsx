@@ -18,7 +18,7 @@ function toInput(f: ConsoleField, v: unknown): string | boolean {
   if (f.type === "boolean" && !f.repeated) return v === true;
   if (v === null || v === undefined) return "";
   if (f.type === "json") return JSON.stringify(v, null, 2);
-  if (f.repeated) return (v as unknown[]).map(String).join(", ");
+  if (f.repeated && Array.isArray(v)) return v.map(String).join(", ");
   return String(v);
 }
 

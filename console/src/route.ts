@@ -10,7 +10,7 @@ export type Route =
   | { page: "edit"; kind: string; path: string };
 
 export function parseRoute(hash: string): Route {
-  const [page, kind, rest] = hash.replace(/^#\/?/, "").split("/") as [string?, string?, string?];
+  const [page, kind, rest]: (string | undefined)[] = hash.replace(/^#\/?/, "").split("/");
   const path = rest ? decodeURIComponent(rest) : undefined;
   if (page === "list" && kind) return { page, kind };
   if ((page === "item" || page === "edit") && kind && path) return { page, kind, path };
