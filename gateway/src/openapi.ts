@@ -6,7 +6,7 @@
 // type, and the error body on
 // every error status. The gateway's own paths (the root documents, /login, /logout, /events and
 // the probes) are described here too.
-import { type Catalog, type FieldInfo, type KindInfo, linkFields, type MessageInfo, type RootDocumentInfo, type Route, templateShape, writableFields } from "@vnm/kit";
+import { type Catalog, type FieldInfo, isRecord, type KindInfo, linkFields, memberOf, type MessageInfo, type RootDocumentInfo, type Route, stringMember, templateShape, writableFields } from "@vnm/kit";
 import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
 import { MERGE_PATCH } from "./patch.ts";
@@ -14,6 +14,9 @@ import { rootDocument } from "./root.ts";
 import { listFilters } from "./lists.ts";
 
 type Schema = Record<string, unknown>;
+
+/** A member of a schema or rule that is itself one (an object), else undefined. */
+const objectAt = (v: unknown): Schema | undefined => (isRecord(v) ? v : undefined);
 
 const ref = (m: MessageInfo) => ({ $ref: `#/components/schemas/${m.fullName}` });
 const ROOT_TYPE = "Application-v5";
@@ -65,7 +68,7 @@ const NUMBER_RULES: Record<string, (v: unknown) => Schema> = {
   lte: (v) => ({ maximum: Number(v) }),
   gt: (v) => ({ exclusiveMinimum: Number(v) }),
   lt: (v) => ({ exclusiveMaximum: Number(v) }),
-  in: (v) => ({ enum: (v as unknown[]).map(Number) }),
+  in: (v) => ({ enum: (Array.isArray(v) ? v : []).map(Number) }),
 };
 const LIST_RULES: Record<string, (v: unknown) => Schema> = {
   max_items: (v) => ({ maxItems: Number(v) }),
@@ -96,7 +99,7 @@ function valueRules(rules: Record<string, unknown> | undefined): Schema {
   if (rest.length === 0) return out;
   const [type, r] = rest[0]!;
   if (rest.length > 1 || !(type === "string" || /int|fixed|float|double/.test(type))) throw new Error(`the OpenAPI document has no words for the rules ${rest.map(([k]) => k).join(", ")}`);
-  return { ...keywords(r as Record<string, unknown>, type === "string" ? STRING_RULES : NUMBER_RULES), ...out };
+  return { ...keywords(objectAt(r), type === "string" ? STRING_RULES : NUMBER_RULES), ...out };
 }
 
 /**
@@ -104,7 +107,7 @@ function valueRules(rules: Record<string, unknown> | undefined): Schema {
  * Schema cannot state: kept as `x-cel` (id and expression), and said in the description.
  */
 function celRules(cel: unknown): Schema {
-  const rules = (Array.isArray(cel) ? cel : []) as { id?: string; message?: string; expression?: string }[];
+  const rules = (Array.isArray(cel) ? cel : []).map((r: unknown) => ({ id: stringMember(r, "id"), message: stringMember(r, "message"), expression: stringMember(r, "expression") }));
   if (rules.length === 0) return {};
   return {
     "x-cel": rules.map((r) => ({ id: r.id, expression: r.expression })),
@@ -115,10 +118,12 @@ function celRules(cel: unknown): Schema {
 /** A value that may be null (every field but a required one is answered null when unset). */
 function nullable(s: Schema): Schema {
   if (s["$ref"]) return { anyOf: [s, { type: "null" }] };
-  if (s["anyOf"]) return { ...s, anyOf: [...(s["anyOf"] as Schema[]), { type: "null" }] };
+  const anyOf = s["anyOf"];
+  if (Array.isArray(anyOf)) return { ...s, anyOf: [...anyOf, { type: "null" }] };
   if (!s["type"]) return s;
   const out: Schema = { ...s, type: [s["type"], "null"] };
-  if (s["enum"]) out["enum"] = [...(s["enum"] as unknown[]), null];
+  const values = s["enum"];
+  if (Array.isArray(values)) out["enum"] = [...values, null];
   return out;
 }
 
@@ -129,7 +134,8 @@ function nullable(s: Schema): Schema {
  */
 function accepted(s: Schema): Schema {
   const alt = (t: string) => (s["type"] === t ? { anyOf: [s, t === "boolean" ? { type: "string", enum: ["true", "false"] } : { type: "string", pattern: "^-?[0-9]+$" }] } : undefined);
-  if (s["type"] === "array") return { ...s, items: accepted(s["items"] as Schema) };
+  const items = objectAt(s["items"]);
+  if (s["type"] === "array" && items) return { ...s, items: accepted(items) };
   return alt("boolean") ?? alt("integer") ?? s;
 }
 
@@ -138,8 +144,8 @@ const isRequired = (f: FieldInfo) => f.behaviors.has("REQUIRED") || f.rules?.["r
 
 /** A field's schema with its value rules (each item's, for a list). */
 function ruledSchema(f: FieldInfo): Schema {
-  const list = f.rules?.["repeated"] as Record<string, unknown> | undefined;
-  if (f.repeated) return { type: "array", items: { ...scalarSchema(f), ...valueRules(list?.["items"] as Record<string, unknown> | undefined) }, ...keywords(list, LIST_RULES, ["items"]) };
+  const list = objectAt(f.rules?.["repeated"]);
+  if (f.repeated) return { type: "array", items: { ...scalarSchema(f), ...valueRules(objectAt(list?.["items"])) }, ...keywords(list, LIST_RULES, ["items"]) };
   return { ...scalarSchema(f), ...valueRules(f.rules) };
 }
 
@@ -198,7 +204,7 @@ function rootValueSchema(key: string): Schema {
 function rootSchema(example: Record<string, unknown>, title: string): Schema {
   const properties: Record<string, Schema> = {};
   for (const [k, v] of Object.entries(example)) {
-    if (typeof v === "object" && v) properties[k] = rootSchema(v as Record<string, unknown>, "");
+    if (isRecord(v)) properties[k] = rootSchema(v, "");
     else if (k === "version") properties[k] = { type: "string" };
     else properties[k] = rootValueSchema(k);
   }
@@ -216,9 +222,10 @@ const replaceName = (m: MessageInfo) => `${m.fullName}.Replace`;
 function replaceSchema(m: MessageInfo): Schema {
   const s = messageSchema(m);
   const kept = postOnly(m);
-  const properties = { ...(s["properties"] as Record<string, Schema>) };
+  const properties: Schema = { ...objectAt(s["properties"]) };
   for (const name of kept) properties[name] = { description: "Accepted in POST only: a PUT's value is ignored, and the item keeps its own." };
-  const required = ((s["required"] as string[] | undefined) ?? []).filter((n) => !kept.includes(n));
+  const named = s["required"];
+  const required = (Array.isArray(named) ? named : []).filter((n) => !kept.includes(n));
   const { required: _all, ...rest } = s;
   return { ...rest, properties, ...(required.length > 0 ? { required } : {}) };
 }
@@ -336,7 +343,7 @@ const FILTER_FORMATS = new Set(["uuid", "ipv4", "ipv6", "ip"]);
 
 /** A filter's schema: its field's type, with the format (a UUID, an address) that its value must have. */
 function filterSchema(f: FieldInfo): Schema {
-  const rules = Object.entries((f.rules?.["string"] ?? {}) as Record<string, unknown>).filter(([k]) => FILTER_FORMATS.has(k));
+  const rules = Object.entries(objectAt(f.rules?.["string"]) ?? {}).filter(([k]) => FILTER_FORMATS.has(k));
   return { ...scalarSchema(f), ...keywords(Object.fromEntries(rules), STRING_RULES) };
 }
 
@@ -444,8 +451,8 @@ function mergePatchSchema(m: MessageInfo): Schema {
 }
 
 function patchOperation(put: Schema, item: MessageInfo): Schema {
-  const body = Object.values((put["requestBody"] as Schema)["content"] as Record<string, Schema>)[0]!;
-  const example = Object.fromEntries(Object.entries((body["example"] ?? {}) as Record<string, unknown>).slice(0, 1));
+  const body = Object.values(objectAt(objectAt(put["requestBody"])?.["content"]) ?? {})[0];
+  const example = Object.fromEntries(Object.entries(objectAt(memberOf(body, "example")) ?? {}).slice(0, 1));
   return {
     ...put,
     operationId: String(put["operationId"]).replace(/^update/, "patch"),
@@ -458,7 +465,7 @@ function patchOperation(put: Schema, item: MessageInfo): Schema {
 
 /** GET / and the other root documents. */
 function rootOperation(catalog: Catalog, which?: RootDocumentInfo): Schema {
-  const example = JSON.parse(rootDocument(catalog, EXAMPLE_BASE, which)) as Record<string, unknown>;
+  const example = objectAt(JSON.parse(rootDocument(catalog, EXAMPLE_BASE, which))) ?? {};
   const type = vendor(which ? which.mediaType : ROOT_TYPE);
   const what = which ? `the ${which.name} family's root document` : "the root document";
   return {
@@ -549,8 +556,9 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
     "/metrics": probe("metrics", "Prometheus metrics", "Prometheus text exposition: requests by route template, gRPC calls, the cache, open event streams, Node's own.", "text/plain", { type: "string" }, "vnm_http_requests_total{route=\"/bridges\",method=\"GET\",status=\"200\",part=\"gateway\"} 1\n"),
     "/openapi.json": probe("openapi", "This description", "The OpenAPI 3.1 description of the API, derived from the proto files.", "application/json", { type: "object" }, { openapi: "3.1.0" }),
   });
-  (paths["/readyz"]!["get"] as Schema)["responses"] = {
-    ...((paths["/readyz"]!["get"] as Schema)["responses"] as Schema),
+  const readyz = objectAt(paths["/readyz"]?.["get"]) ?? {};
+  readyz["responses"] = {
+    ...objectAt(readyz["responses"]),
     "503": { description: "No service answers: this gateway is cut off", content: { "application/json": { schema: { type: "object" }, example: { status: "unavailable", checks: { bridge: "unavailable" }, degraded: ["bridge"] } } } },
   };
   return paths;
