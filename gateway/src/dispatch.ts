@@ -2,7 +2,7 @@
 // path, query and body, the collection cache, the call, and the answer.
 import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
-import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isRecord, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, stringMember, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
@@ -431,7 +431,8 @@ async function answerList(req: ApiRequest, res: ApiResponse, a: ListAnswer, keep
   if (route.shape.kind !== "collection") throw new Error("not a collection route");
   const field = route.shape.field.name;
   const itemsOf = (r: Obj) => {
-    const items = (r[field] as Obj[] | undefined) ?? [];
+    const listed = r[field];
+    const items: Obj[] = Array.isArray(listed) && listed.every(isRecord) ? listed : [];
     return a.filtered ? items : filterItems(items, asked.filters);
   };
   const items = itemsOf(a.first);
@@ -439,7 +440,7 @@ async function answerList(req: ApiRequest, res: ApiResponse, a: ListAnswer, keep
   if (whole && typeof next === "string" && next !== "") {
     return streamList(req, res, route, a.type, base, items, next, async (marker) => {
       const page = (await a.call({ ...asked.request, limit: STREAM_PAGE, marker })).response;
-      return { items: itemsOf(page), next: (page["next_marker"] as string | undefined) || undefined };
+      return { items: itemsOf(page), next: stringMember(page, "next_marker") || undefined };
     });
   }
   if (!whole) linkNext(req, res, next, base);

@@ -2,7 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { compileLinks, type FieldInfo, isJsonObject, isUuid, jsonText, LosslessNumber, type MessageInfo, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, isJsonObject, isRecord, isUuid, jsonText, LosslessNumber, type MessageInfo, type Violation } from "@vnm/kit";
 
 export { isJsonObject, LosslessNumber, parseJson } from "@vnm/kit";
 
@@ -219,7 +219,7 @@ function valueWriter(field: FieldInfo): (v: unknown, base: string) => string {
   switch (field.type) {
     case "message": {
       const msg = field.message!;
-      return (v, base) => toJson(msg, v as Obj, base);
+      return (v, base) => (isRecord(v) ? toJson(msg, v, base) : "null");
     }
     case "string":
     case "enum":
@@ -228,7 +228,7 @@ function valueWriter(field: FieldInfo): (v: unknown, base: string) => string {
       return (v) => (v ? "true" : "false");
     case "double":
     case "float":
-      return (v) => (Number.isFinite(v as number) ? String(v) : "null");
+      return (v) => (Number.isFinite(v) ? String(v) : "null");
     default:
       // Integers: proto-loader gives int64 as decimal strings, 32-bit as numbers.
       return (v) => {
@@ -252,8 +252,8 @@ function compile(msg: MessageInfo): Writer {
     const write = valueWriter(f);
     if (f.repeated) {
       return (obj, base) => {
-        const v = obj[f.name] as unknown[] | undefined;
-        if (!v || v.length === 0) return `${key}[]`;
+        const v = obj[f.name];
+        if (!Array.isArray(v) || v.length === 0) return `${key}[]`;
         let s = `${key}[`;
         for (let j = 0; j < v.length; j++) s += (j > 0 ? "," : "") + write(v[j], base);
         return `${s}]`;
