@@ -9,7 +9,7 @@
 // past it the session ends in `error`, `over_budget`); the state is worked out when it is asked
 // for (sessions.ts asks at most once per write), so a device sending updates as fast as it can
 // costs no more than its newest state.
-import { canonicalIpv6, type Logger } from "@vnm/kit";
+import { canonicalIpv6, isRecord, type Logger, messageOf } from "@vnm/kit";
 import { excerpt, OvsdbClient, PeerError, type PeerFault } from "./ovsdb.ts";
 
 export type ConnectionState = "connected" | "disconnected" | "error";
@@ -98,12 +98,12 @@ type Row<C> = { [K in keyof C]?: C[K] extends Column<infer T> ? T : never };
 
 /** A row's kept columns, read by their columns' functions (a column the row lacks stays out; others are dropped). */
 function rowOf<C extends Record<string, Column<unknown>>>(columns: C, raw: unknown): Row<C> {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new Unfit("must be an object");
+  if (!isRecord(raw)) throw new Unfit("must be an object");
   const row: Record<string, unknown> = {};
   for (const [name, read] of Object.entries(columns)) {
     if (!Object.hasOwn(raw, name)) continue;
     try {
-      row[name] = read((raw as Record<string, unknown>)[name]);
+      row[name] = read(raw[name]);
     } catch (err) {
       throw err instanceof Unfit ? new Unfit(err.message, [name, ...err.at]) : err;
     }
@@ -131,6 +131,7 @@ function bytesOf(row: SwitchRow | PortRow): number {
 }
 
 const KEPT = { Physical_Switch: SWITCH_COLUMNS, Physical_Port: PORT_COLUMNS } as const;
+const KEPT_TABLES: readonly (keyof typeof KEPT)[] = ["Physical_Switch", "Physical_Port"];
 const LIMIT: Record<keyof typeof KEPT, number> = { Physical_Switch: DEVICE_LIMITS.switches, Physical_Port: DEVICE_LIMITS.ports };
 
 /** What the monitor asks for: exactly the tables and columns kept. */
@@ -158,18 +159,18 @@ export class DeviceTables {
 
   /** Applies a monitor's table-updates ({table: {uuid: {old, new}}}); a PeerError when they are not that, too many, or over the budget. */
   apply(updates: unknown): void {
-    if (typeof updates !== "object" || updates === null || Array.isArray(updates)) throw new PeerError("bad_message", `table-updates that are not an object: ${excerpt(updates)}`);
-    for (const table of Object.keys(KEPT) as (keyof typeof KEPT)[]) {
-      const rows = (updates as Record<string, unknown>)[table];
+    if (!isRecord(updates)) throw new PeerError("bad_message", `table-updates that are not an object: ${excerpt(updates)}`);
+    for (const table of KEPT_TABLES) {
+      const rows = updates[table];
       if (rows === undefined) continue;
-      if (typeof rows !== "object" || rows === null || Array.isArray(rows)) throw new PeerError("bad_message", `${table} updates that are not an object`);
+      if (!isRecord(rows)) throw new PeerError("bad_message", `${table} updates that are not an object`);
       const uuids = Object.keys(rows);
       if (uuids.length > LIMIT[table]) throw new PeerError("too_many_rows", `more than ${LIMIT[table]} ${table} rows in one update`);
       const kept: Map<string, SwitchRow | PortRow> = table === "Physical_Switch" ? this.switches : this.ports;
       for (const uuid of uuids) {
-        const change = (rows as Record<string, unknown>)[uuid];
-        if (typeof change !== "object" || change === null || Array.isArray(change)) throw new PeerError("bad_message", `a ${table} row update that is not an object`);
-        const next = (change as Record<string, unknown>)["new"];
+        const change = rows[uuid];
+        if (!isRecord(change)) throw new PeerError("bad_message", `a ${table} row update that is not an object`);
+        const next = change["new"];
         const was = kept.get(uuid);
         if (was) this.kept -= bytesOf(was);
         if (next === undefined) {
@@ -291,7 +292,7 @@ export class DeviceSession {
     try {
       this.hooks.changed();
     } catch (err) {
-      this.log.error("VTEP state could not be reported", { err: err as Error });
+      this.log.error("VTEP state could not be reported", { err });
     }
     if (this.stopped) return;
     clearTimeout(this.retry);
@@ -337,7 +338,7 @@ export class DeviceSession {
     } catch (err) {
       if (monitoring) throw err;
       this.client = undefined;
-      const why = err instanceof PeerError ? err : new PeerError(/no answer/.test((err as Error).message) ? "no_answer" : "not_vtep", `not this VTEP's OVSDB: ${(err as Error).message}`);
+      const why = err instanceof PeerError ? err : new PeerError(/no answer/.test(messageOf(err)) ? "no_answer" : "not_vtep", `not this VTEP's OVSDB: ${messageOf(err)}`);
       client.close(why);
       this.ended(why, false);
     }

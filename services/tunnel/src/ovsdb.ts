@@ -8,6 +8,7 @@
 // input is rationed, what it leaves unread is bounded, and whatever goes wrong while handling
 // its input ends that session with a PeerError; nothing escapes into the process.
 import { connect, type Socket } from "node:net";
+import { isRecord, messageOf } from "@vnm/kit/values";
 
 /** What one message from a peer may be. */
 export interface MessageLimits {
@@ -98,7 +99,7 @@ export class JsonStream {
           try {
             out.push(JSON.parse(this.buf.slice(this.start, i + 1)));
           } catch (err) {
-            throw new PeerError("not_json", `not JSON: ${(err as Error).message.slice(0, 120)}`);
+            throw new PeerError("not_json", `not JSON: ${messageOf(err).slice(0, 120)}`);
           }
         }
       } else if (this.depth === 0 && c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
@@ -247,7 +248,7 @@ export class OvsdbClient {
         if (this.closed) return;
       }
     } catch (err) {
-      this.end(err instanceof PeerError ? err : new PeerError("internal", `handling the peer's input failed: ${(err as Error)?.message ?? String(err)}`));
+      this.end(err instanceof PeerError ? err : new PeerError("internal", `handling the peer's input failed: ${messageOf(err)}`));
       return;
     }
     this.ration(performance.now() - started);
@@ -274,8 +275,8 @@ export class OvsdbClient {
   }
 
   private handle(m: unknown): void {
-    if (typeof m !== "object" || m === null || Array.isArray(m)) throw new PeerError("bad_message", "a message that is not an object");
-    const msg = m as Record<string, unknown>;
+    if (!isRecord(m)) throw new PeerError("bad_message", "a message that is not an object");
+    const msg = m;
     if (msg["method"] === "echo") {
       this.send({ result: msg["params"], error: null, id: msg["id"] });
     } else if (msg["method"] === "update") {

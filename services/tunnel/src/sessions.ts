@@ -12,7 +12,7 @@
 // switch's row when it changed, and only the ports added, changed or gone, so a device changing
 // one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
 // one write in flight and none queued behind it.
-import type { AnyResource, Logger, ServiceContext } from "@vnm/kit";
+import { type AnyResource, type Logger, messageOf, type ServiceContext } from "@vnm/kit";
 import pg from "pg";
 import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -253,7 +253,7 @@ export class VtepSessions {
         if (!written) return;
         w.stored = { head, ports: s.ports };
       } catch (err) {
-        this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: (err as Error).message });
+        this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: messageOf(err) });
         w.dirty = true;
         await sleep(RETRY_WRITE_MS);
       }
