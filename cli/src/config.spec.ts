@@ -51,4 +51,15 @@ describe("which token goes where", () => {
     expect(loadConfig()).toEqual({ current: "default", contexts: { default: { url: "http://old:8080", token: "old-token", issuer: "http://old:8080" } } });
     expect(target({ url: "http://other:8080" }).token).toBeUndefined();
   });
+
+  it("names a config file that is not the CLI's (exit 2), and keeps only a context's text members", () => {
+    mkdirSync(join(dir, "vnm"), { recursive: true });
+    const file = join(dir, "vnm", "config.json");
+    for (const [text, says] of [["[]", /config\.json is not a JSON object/], ['{"contexts": 7}', /config\.json: contexts is not a JSON object/]] as const) {
+      writeFileSync(file, text);
+      expect(() => loadConfig(), text).toThrow(expect.objectContaining({ exitCode: 2, message: expect.stringMatching(says) }));
+    }
+    writeFileSync(file, JSON.stringify({ current: "lab", contexts: { lab: { url: 8080, token: "lab-token", user: ["ann"] } } }));
+    expect(loadConfig()).toEqual({ current: "lab", contexts: { lab: { token: "lab-token" } } });
+  });
 });
