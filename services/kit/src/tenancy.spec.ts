@@ -105,6 +105,14 @@ describe("tenant admins", () => {
     expect(put.seen).toEqual({ ran: true, ownerAsked: { id: "b1" } });
   });
 
+  it("a body that is not an object is a 400, and nothing is written", async () => {
+    for (const sent of ["b", ["b"], 7]) {
+      const { result, seen } = await call(access(BRIDGES, "CreateBridge"), acmeAdmin, { bridge: sent });
+      expect(await refusal(result), JSON.stringify(sent)).toEqual({ code: status.INVALID_ARGUMENT, message: "The body must be a JSON object" });
+      expect(seen.ran).toBe(false);
+    }
+  });
+
   it("may not hand an item to another tenant (403), and nothing is written", async () => {
     const { result, seen } = await call(access(BRIDGES, "CreateBridge"), acmeAdmin, { bridge: { name: "b", tenantId: "zeta" } });
     expect(await refusal(result)).toEqual({ code: status.PERMISSION_DENIED, message: "You may not assign another tenant's tenantId" });
