@@ -23,7 +23,7 @@ const MIN_REST_SCORE = 2;
 /** Words every user of this product shares, so none of them makes a password harder to guess. */
 const PRODUCT_WORDS = ["vnm", "midonet", "admin", "tenant"];
 
-const COMMON = new Set((dictionary["passwords-common"] as string[]).map((p) => p.toLowerCase()));
+const COMMON = new Set(dictionary["passwords-common"].map((p) => p.toLowerCase()));
 
 const options: OptionsType = {
   maxLength: 64,

@@ -123,7 +123,8 @@ export function authHandlers(svc: ServiceContext): Handlers {
   const ring = keyRing(async () => (await parts.keys).published());
   const generation = (row: { token_generation: number } | undefined) => {
     if (!row) throw ApiError.notFound("There is no such user");
-    return { generation: row.token_generation, endedTokens: [] as string[] };
+    const endedTokens: string[] = [];
+    return { generation: row.token_generation, endedTokens };
   };
   return {
     async GetTokenGeneration(req: { id?: string }) {
