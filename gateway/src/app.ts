@@ -102,7 +102,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
   };
   /** A finished answer: counted, logged, and audited when it was a write. */
   const finished = (res: ApiResponse) => {
-    const req = res.req as ApiRequest;
+    const { req } = res;
     const route = routeLabel(req, res);
     const seconds = (performance.now() - res.locals.startedAt) / 1000;
     count(route, req.method, res.statusCode, seconds);
@@ -116,7 +116,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
    * a gateway's 43 of CPU per cache hit). express gives the answers it routes its own prototype,
    * so `begin` sets both on those.
    */
-  class Response extends ServerResponse {
+  class Response extends ServerResponse<ApiRequest> {
     /** Set on each answer by asApiExchange, or by express (its answers' locals). */
     declare locals: RequestState;
     override emit(event: string | symbol, ...args: unknown[]): boolean {

@@ -1,6 +1,7 @@
 // What every stage of request handling shares: the catalog and its routes, the upstream
 // services, the cache, each route's plan and the options the gateway was started with.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { TLSSocket } from "node:tls";
 import type { Bus, Catalog, Identity, Logger, Metrics, Route, Upstream } from "@vnm/kit";
 import type { RoutePlan } from "./dispatch.ts";
 import type { RateLimiter } from "@vnm/kit/limits";
@@ -95,7 +96,7 @@ declare global {
   }
 }
 
-export interface ApiResponse extends ServerResponse {
+export interface ApiResponse extends ServerResponse<ApiRequest> {
   locals: RequestState;
 }
 
@@ -124,7 +125,7 @@ export function asApiExchange(req: IncomingMessage, res: ServerResponse, trust: 
   // Host and protocol as the nearest proxy says, when it is trusted (express's reading).
   const proxied = trust?.(req.socket.remoteAddress ?? "", 0) ? req.headers : undefined;
   r.host = firstOf(proxied?.["x-forwarded-host"]) ?? req.headers.host ?? undefined;
-  r.protocol = firstOf(proxied?.["x-forwarded-proto"]) ?? ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
+  r.protocol = firstOf(proxied?.["x-forwarded-proto"]) ?? (req.socket instanceof TLSSocket ? "https" : "http");
   // Every key the API's stages set, from the start: one object shape for every request (an
   // object made by Object.create(null) is a hash table, each key a lookup): 174.0k instructions
   // per item hit against 176.7k (callgrind).
