@@ -119,15 +119,21 @@ function callError(st: grpc.StatusObject): grpc.ServiceError {
   return Object.assign(new Error(`${st.code} ${grpc.status[st.code] ?? ""}: ${st.details}`), { code: st.code, details: st.details, metadata: st.metadata });
 }
 
+/** A service's client and its methods (the client's constructor's, kept rather than read back from it). */
+interface Peer {
+  client: grpc.Client;
+  methods: grpc.ServiceDefinition;
+}
+
 /**
  * One unary call: the answer and the kinds the call changed (its trailers), or the call's error.
  * Made on the client's channel directly (what grpc-js's generated method does beneath its
  * interceptor layer, which this code never uses): that method also captures the caller's stack
  * on every call, for the message of one that fails, which an API error never shows.
  */
-function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult> {
+function unary(peer: Peer, rpc: string, request: unknown, timeoutMs: number, token?: string, requestId?: string, extra?: Record<string, string>): Promise<CallResult> {
   return new Promise((resolve, reject) => {
-    const def = (client.constructor as grpc.ServiceClientConstructor).service?.[rpc];
+    const def = peer.methods[rpc];
     if (!def || def.requestStream || def.responseStream) return reject(new Error(`no unary RPC ${rpc}`));
     let response: Record<string, unknown> | undefined;
     let broken: grpc.StatusObject | undefined;
@@ -136,7 +142,7 @@ function unary(client: grpc.Client, rpc: string, request: unknown, timeoutMs: nu
     if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
     for (const [k, v] of Object.entries(extra ?? {})) metadata.set(k, v);
     if (tracing()) for (const [k, v] of Object.entries(traceFields())) metadata.set(k, v);
-    const call = client.getChannel().createCall(def.path, Date.now() + timeoutMs, undefined, null, undefined);
+    const call = peer.client.getChannel().createCall(def.path, Date.now() + timeoutMs, undefined, null, undefined);
     call.start(metadata, {
       onReceiveMetadata: () => {},
       onReceiveMessage: (message: Buffer) => {
@@ -175,8 +181,8 @@ export function createUpstream(
   addressOf: (domain: string) => string | undefined,
   metrics?: Metrics,
 ): Upstream {
-  const clients = new Map<string, grpc.Client>();
-  const health = new Map<string, grpc.Client>();
+  const clients = new Map<string, Peer>();
+  const health = new Map<string, Peer>();
   const domainOf = new Map(services.map((s) => [s.name, s.domain]));
   for (const domain of new Set(services.map((s) => s.domain))) {
     const address = addressOf(domain);
@@ -184,9 +190,9 @@ export function createUpstream(
     const target = grpcTarget(address);
     const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, clientConstructor(pkg, s.name)]));
     const options = domainChannelOptions(new Map([...ctors].map(([n, c]) => [n, c.service])));
-    for (const [name, Ctor] of ctors) clients.set(name, new Ctor(target, grpc.credentials.createInsecure(), options));
+    for (const [name, Ctor] of ctors) clients.set(name, { client: new Ctor(target, grpc.credentials.createInsecure(), options), methods: Ctor.service });
     const H = clientConstructor(pkg, "grpc.health.v1.Health");
-    health.set(domain, new H(target, grpc.credentials.createInsecure(), options));
+    health.set(domain, { client: new H(target, grpc.credentials.createInsecure(), options), methods: H.service });
   }
 
   return {
@@ -231,7 +237,7 @@ export function createUpstream(
       }
     },
     close() {
-      for (const c of [...clients.values(), ...health.values()]) c.close();
+      for (const c of [...clients.values(), ...health.values()]) c.client.close();
     },
   };
 }
