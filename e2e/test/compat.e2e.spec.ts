@@ -293,6 +293,10 @@ describe("the pool/health-monitor association as an item", () => {
     const got = await http("GET", at.slice(fx.gw.length), undefined, { accept: T("lb.PoolHealthMonitor-v1") });
     expect(got.status).toBe(200);
     expect(got.json).toEqual(fresh);
+    const list = await http("GET", `/compat/lb/pools/${p.id}/health_monitors`, undefined, { accept: T("lb.PoolHealthMonitors-v1") });
+    expect(list.status).toBe(200);
+    expect(list.headers.get("content-type")).toBe(T("lb.PoolHealthMonitors-v1"));
+    expect(list.json).toEqual([fresh]);
     const tag = got.headers.get("etag")!;
     expect(tag).toBe(a.headers.get("etag"));
     // The association changes (its status, through the monitor's pools): the tag read before is stale.
@@ -307,14 +311,17 @@ describe("the pool/health-monitor association as an item", () => {
     expect((await http("DELETE", at.slice(fx.gw.length), undefined, { "if-match": now.headers.get("etag")! })).status).toBe(204);
     expectError(await http("GET", at.slice(fx.gw.length)), 404);
     expect((await http("GET", `/compat/lb/pools/${p.id}`)).json.health_monitors).toEqual([]);
+    expect((await http("GET", `/compat/lb/pools/${p.id}/health_monitors`)).json).toEqual([]);
   });
 
-  it("another tenant's association is a 404 on GET and DELETE", async () => {
+  it("another tenant's association, or pool's list of them, is a 404 on GET and DELETE", async () => {
     const p = await pool();
     const hm = (await post("/compat/lb/health_monitors", { tenant_id: TENANT, type: "TCP", pools: [{ pool_id: p.id }] })).json;
     const at = `/compat/lb/pools/${p.id}/health_monitors/${hm.id}`;
     expectError(await http("GET", at, undefined, as("taB")), 404);
     expectError(await http("DELETE", at, undefined, as("taB")), 404);
+    expectError(await http("GET", `/compat/lb/pools/${p.id}/health_monitors`, undefined, as("taB")), 404);
+    expect((await http("GET", `/compat/lb/pools/${p.id}/health_monitors`, undefined, as("taA"))).json).toEqual([expect.objectContaining({ id: hm.id, pool_id: p.id })]);
     expect((await http("GET", at, undefined, as("taA"))).status).toBe(200);
   });
 });

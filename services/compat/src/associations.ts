@@ -1,5 +1,5 @@
 // A pool's health monitors: POST /compat/lb/pools/{poolId}/health_monitors {"id": <monitor>}
-// (201 with the association's Location; twice is a 409), GET and DELETE
+// (201 with the association's Location; twice is a 409), GET of the pool's list, GET and DELETE
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
 // If-Match is checked against the association as it is locked, 412 when it changed). Writes
 // announce the pool and the monitor, whose derived fields change.
@@ -68,6 +68,13 @@ export async function associate(q: Queryable, emit: Emit, rules: Rules, req: Rec
   }
   await announce(q, emit, row!.pool_id, id);
   return shown(row!);
+}
+
+/** A pool's associations (the pool visible to the caller), in the order they were made. */
+export async function associations(q: Queryable, req: Record<string, unknown>): Promise<{ items: Record<string, unknown>[] }> {
+  const { row: pool } = await pools.locate(q, { id: req["poolId"] });
+  const rows = (await q.query("SELECT pool_id, health_monitor_id, status, status_description FROM pool_monitors WHERE pool_id = $1 ORDER BY seq", [pool["id"]])).rows;
+  return { items: rows.map(shown) };
 }
 
 export async function association(q: Queryable, req: Record<string, unknown>): Promise<Record<string, unknown>> {
