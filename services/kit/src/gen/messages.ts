@@ -443,11 +443,18 @@ export declare namespace vnm.compat.v1 {
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
   };
+  type ListPoolHealthMonitorsRequest = {
+    poolId?: string;
+  };
+  type ListPoolHealthMonitorsResponse = {
+    items?: vnm.compat.v1.PoolHealthMonitor[];
+  };
   /**
    * A pool's association with a health monitor: the body of POST
    * /compat/lb/pools/{poolId}/health_monitors names the monitor; the association is then at
    * /compat/lb/pools/{poolId}/health_monitors/{id} (the POST's Location), read with GET and
-   * removed with DELETE (If-Match honoured).
+   * removed with DELETE (If-Match honoured); GET /compat/lb/pools/{poolId}/health_monitors lists
+   * the pool's.
    */
   type PoolHealthMonitor = {
     /** The health monitor. */
@@ -1063,6 +1070,8 @@ export interface Messages {
   "vnm.compat.v1.ListCompatSecurityGroupRulesResponse": vnm.compat.v1.ListCompatSecurityGroupRulesResponse;
   "vnm.compat.v1.ListCompatVipsRequest": vnm.compat.v1.ListCompatVipsRequest;
   "vnm.compat.v1.ListCompatVipsResponse": vnm.compat.v1.ListCompatVipsResponse;
+  "vnm.compat.v1.ListPoolHealthMonitorsRequest": vnm.compat.v1.ListPoolHealthMonitorsRequest;
+  "vnm.compat.v1.ListPoolHealthMonitorsResponse": vnm.compat.v1.ListPoolHealthMonitorsResponse;
   "vnm.compat.v1.PoolHealthMonitor": vnm.compat.v1.PoolHealthMonitor;
   "vnm.compat.v1.PoolHealthMonitorRef": vnm.compat.v1.PoolHealthMonitorRef;
   "vnm.compat.v1.SessionPersistence": vnm.compat.v1.SessionPersistence;
@@ -1222,6 +1231,8 @@ export interface RequiredFields {
   "vnm.compat.v1.ListCompatSecurityGroupRulesResponse": never;
   "vnm.compat.v1.ListCompatVipsRequest": never;
   "vnm.compat.v1.ListCompatVipsResponse": never;
+  "vnm.compat.v1.ListPoolHealthMonitorsRequest": never;
+  "vnm.compat.v1.ListPoolHealthMonitorsResponse": never;
   "vnm.compat.v1.PoolHealthMonitor": "id";
   "vnm.compat.v1.PoolHealthMonitorRef": never;
   "vnm.compat.v1.SessionPersistence": "type";
@@ -1381,6 +1392,8 @@ export interface MessageFields {
   "vnm.compat.v1.ListCompatSecurityGroupRulesResponse": { items: "vnm.compat.v1.CompatSecurityGroupRule" };
   "vnm.compat.v1.ListCompatVipsRequest": Record<never, never>;
   "vnm.compat.v1.ListCompatVipsResponse": { items: "vnm.compat.v1.CompatVip" };
+  "vnm.compat.v1.ListPoolHealthMonitorsRequest": Record<never, never>;
+  "vnm.compat.v1.ListPoolHealthMonitorsResponse": { items: "vnm.compat.v1.PoolHealthMonitor" };
   "vnm.compat.v1.PoolHealthMonitor": Record<never, never>;
   "vnm.compat.v1.PoolHealthMonitorRef": Record<never, never>;
   "vnm.compat.v1.SessionPersistence": Record<never, never>;
