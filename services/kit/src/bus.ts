@@ -1,6 +1,6 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
-import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
 import { messageOf, stringMember } from "./values.ts";
 
@@ -59,6 +59,13 @@ export function subjectMatches(filter: string, subject: string): boolean {
 }
 
 const REDELIVER_MS = 1_000;
+/**
+ * How long a change delivered to a durable consumer may go unacknowledged before it is delivered
+ * again: a consumer takes one change at a time, so a process killed while handling one (SIGKILL,
+ * a lost host) holds back every later change of that consumer this long. A handler still at work
+ * says so every third of it (`working`). The server's default is 30 s.
+ */
+const ACK_WAIT_MS = 5_000;
 /** How long closing waits for the changes being handled. */
 const CLOSE_HANDLING_MS = 5_000;
 
@@ -294,7 +301,15 @@ class NatsBus implements Bus {
         // From the start of the stream's history: a consumer created after its service started
         // (NATS still connecting) must not miss what was announced meanwhile; handlers are
         // idempotent, so a day of history handled again is harmless.
-        await jsm.consumers.add(stream, { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1 });
+        const config = { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1, ack_wait: nanos(ACK_WAIT_MS) };
+        try {
+          await jsm.consumers.add(stream, config);
+        } catch (err) {
+          // A consumer an earlier release made with the server's 30 s ack wait: given this one's.
+          if (!/already (exists|in use)/i.test(messageOf(err))) throw err;
+          const { config: was } = await jsm.consumers.info(stream, name);
+          await jsm.consumers.update(stream, name, { ...was, ack_wait: config.ack_wait });
+        }
         const messages = await (await this.js.consumers.get(stream, name)).consume();
         for await (const m of messages) {
           // Given back at once: the consumer's next instance gets it without waiting out its ack wait.
@@ -302,13 +317,18 @@ class NatsBus implements Bus {
             m.nak();
             break;
           }
-          const done = handler({ subject: m.subject, data: payload(() => m.json()) }).then(
-            () => m.ack(),
-            (err) => {
-              this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: messageOf(err) });
-              m.nak(REDELIVER_MS);
-            },
-          );
+          // While it is handled the change is said to be in progress, so a long handler keeps it;
+          // a process that dies with it unacknowledged holds it back one ack wait only.
+          const beat = setInterval(() => m.working(), ACK_WAIT_MS / 3);
+          const done = handler({ subject: m.subject, data: payload(() => m.json()) })
+            .then(
+              () => m.ack(),
+              (err) => {
+                this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: messageOf(err) });
+                m.nak(REDELIVER_MS);
+              },
+            )
+            .finally(() => clearInterval(beat));
           this.handling.add(done);
           await done;
           this.handling.delete(done);
@@ -324,7 +344,7 @@ class NatsBus implements Bus {
   /**
    * Changes being handled finish and are acknowledged first (for up to CLOSE_HANDLING_MS): a
    * durable consumer has one change in flight at a time, so one left unacknowledged would hold
-   * back every later change from the consumer's next instance for the whole ack wait (30 s).
+   * back every later change from the consumer's next instance for the whole ack wait (ACK_WAIT_MS).
    */
   async close(): Promise<void> {
     this.closed = true;

@@ -8,7 +8,7 @@ import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
-import { deleteStreams, waitFor } from "../src/testing.ts";
+import { deleteStreams, startProcess, waitFor } from "../src/testing.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
 const NATS_URL = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -266,6 +266,26 @@ describe("outbox relay", () => {
     await waitFor("the second change", async () => got.some((d) => (d as { n?: number }).n === 2), 5_000);
     expect(got).toEqual([{ n: 2 }]);
     await second.close();
+  });
+
+  it("a part killed while it handles a change holds its consumer back one ack wait (5 s), not the server's 30 s", async () => {
+    const consumer = `kit-killed-${id}`;
+    const dying = startProcess("services/kit/test/fixtures/killed-consumer.ts", {}, [], [NATS_URL, prefix, consumer]);
+    const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-killed" });
+    await connected(bus);
+    await bus.publish(`${prefix}.killed.Thing.deleted`, { n: 1 }, `killed-1-${id}`);
+    await waitFor("the change being handled", async () => dying.output.join("").includes("handling"), 20_000);
+    await dying.stop("SIGKILL");
+    const killedAt = Date.now();
+    const got: unknown[] = [];
+    bus.consume(consumer, ["killed.>"], async (m) => {
+      got.push(m.data);
+    });
+    await bus.publish(`${prefix}.killed.Thing.deleted`, { n: 2 }, `killed-2-${id}`);
+    await waitFor("both changes", async () => got.length === 2, 20_000);
+    expect(got).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(Date.now() - killedAt).toBeLessThan(12_000);
+    await bus.close();
   });
 
   it("commits outbox rows as literals exactly, quotes and backslashes included", async () => {
