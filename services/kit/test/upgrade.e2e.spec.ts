@@ -12,7 +12,7 @@
 //   release that changed how parts authenticate is still spoken to in its own terms.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -85,35 +85,10 @@ describe(`migrations against the previous release (${previous.slice(0, 12)})`, (
 });
 
 /**
- * The packages the previous release installs (its lockfile's top-level, non-dev entries) that
- * this checkout no longer has (a dependency dropped since, as zod was), fetched at their locked
- * versions into the copy: the previous release runs on its own dependencies, not on what this
- * one happens to keep.
- */
-function installDropped(dir: string): void {
-  const lock = JSON.parse(git("show", `${previous}:package-lock.json`)) as { packages?: Record<string, { version?: string; link?: boolean; dev?: boolean; optional?: boolean; devOptional?: boolean }> };
-  for (const [path, p] of Object.entries(lock.packages ?? {})) {
-    const name = /^node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path)?.[1];
-    if (!name || p.link || !p.version || p.dev || p.optional || p.devOptional || existsSync(join(ROOT, "node_modules", name))) continue;
-    const scope = name.includes("/") ? join(dir, "node_modules", name.split("/")[0]!) : undefined;
-    if (scope && lstatSync(scope, { throwIfNoEntry: false })?.isSymbolicLink()) {
-      // The scope is this checkout's: made a folder of its members, so the package goes into the copy only.
-      const real = readlinkSync(scope);
-      unlinkSync(scope);
-      mkdirSync(scope);
-      for (const member of readdirSync(real)) symlinkSync(join(real, member), join(scope, member));
-    }
-    const packed = execFileSync("npm", ["pack", `${name}@${p.version}`, "--silent", "--pack-destination", work], { cwd: work, encoding: "utf8" }).trim().split("\n").at(-1)!;
-    const target = join(dir, "node_modules", name);
-    mkdirSync(target, { recursive: true });
-    execFileSync("tar", ["-xzf", join(work, packed), "-C", target, "--strip-components=1"]);
-  }
-}
-
-/**
  * The previous release's services/, proto/ and package files in a directory of their own, with
- * the installed packages (and those it needs that this checkout dropped) but its own workspaces
- * (node_modules/@vnm points into the copy).
+ * the installed packages but its own workspaces (node_modules/@vnm points into the copy). A
+ * package the previous release runs on that this one dropped stays a dev dependency of the kit
+ * for one release (zod, dropped with the last zod schema), so the copy finds it offline.
  */
 function previousCopy(): string {
   const dir = join(work, "previous");
@@ -124,7 +99,6 @@ function previousCopy(): string {
     if (entry !== "@vnm") symlinkSync(join(ROOT, "node_modules", entry), join(dir, "node_modules", entry));
   }
   for (const d of readdirSync(join(dir, "services"))) symlinkSync(join(dir, "services", d), join(dir, "node_modules", "@vnm", d === "kit" ? "kit" : `${d}-service`));
-  installDropped(dir);
   return dir;
 }
 
