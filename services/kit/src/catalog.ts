@@ -2,7 +2,7 @@
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
 import { type DescField, type DescMessage, type DescMethod, type FileRegistry, ScalarType } from "@bufbuild/protobuf";
-import { fieldRules, fieldRulesJson, loadDescriptors } from "./descriptors.ts";
+import { fieldRulesJson, loadDescriptors, stringRules } from "./descriptors.ts";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
 import { PROTO_DIR } from "./proto.ts";
 import { Declarations } from "./reflect.ts";
@@ -319,13 +319,11 @@ class Messages {
       values: values && values.length > 0 ? values : undefined,
       comment: this.decl.comment(f),
     };
-    const rules = fieldRulesJson(this.decl.registry, type.typeName, f.name);
+    const rules = fieldRulesJson(this.decl.registry, f);
     if (rules) {
       fi.rules = rules;
       // A string's (or each item's) format and allowed values, as the gateway and the OpenAPI document use them.
-      const top = fieldRules(f);
-      const own = top?.type.case === "repeated" ? top.type.value.items : top;
-      const str = own?.type.case === "string" ? own.type.value : undefined;
+      const str = stringRules(f);
       if (str?.wellKnown.case === "uuid" && str.wellKnown.value) fi.uuid = true;
       if (str && str.in.length > 0) fi.values = str.in;
     }

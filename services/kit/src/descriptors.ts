@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createFileRegistry, type DescField, type FileRegistry, fromBinary, getOption, hasOption, toJson } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { type FieldRules, FieldRulesSchema, field as fieldRulesOption } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { type FieldRules, FieldRulesSchema, field as fieldRulesOption, type StringRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { isRecord } from "./values.ts";
 
 /** The descriptor set's file name in a proto directory. */
@@ -27,13 +27,19 @@ export function fieldRules(f: DescField): FieldRules | undefined {
   return hasOption(f, fieldRulesOption) ? getOption(f, fieldRulesOption) : undefined;
 }
 
+/** The string rules of a string field, or of each item of a repeated one, if any. */
+export function stringRules(f: DescField): StringRules | undefined {
+  const top = fieldRules(f);
+  const own = top?.type.case === "repeated" ? top.type.value.items : top;
+  return own?.type.case === "string" ? own.type.value : undefined;
+}
+
 /**
  * A field's rules in protobuf's JSON form with proto field names (`{string: {max_len: "255"}}`,
- * vnm's own as `[vnm.api.mac]`); undefined when the message or the field has none.
+ * vnm's own as `[vnm.api.mac]`); undefined when it has none.
  */
-export function fieldRulesJson(registry: FileRegistry, typeName: string, fieldName: string): Record<string, unknown> | undefined {
-  const f = registry.getMessage(typeName)?.fields.find((x) => x.name === fieldName);
-  const r = f && fieldRules(f);
+export function fieldRulesJson(registry: FileRegistry, f: DescField): Record<string, unknown> | undefined {
+  const r = fieldRules(f);
   const json = r && toJson(FieldRulesSchema, r, { registry, useProtoFieldName: true });
   return isRecord(json) ? json : undefined;
 }

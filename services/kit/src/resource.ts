@@ -231,8 +231,6 @@ function toColumn(v: unknown): unknown {
 /** A resource of any message and row type (lists of a service's kinds); its hooks take their own kind's (bivariant methods). */
 export type AnyResource = Resource<MessageName, Row>;
 
-const isObject = (v: unknown): v is object => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** The request's body field (a message: an object), or none. */
 const bodyOf = (req: Req, field: string | undefined): Record<string, unknown> => {
   const sent = req[field ?? ""];
@@ -248,6 +246,8 @@ interface Binding {
   /** The fields of the proto a client may send (but `id`), and those it reads back (but links and write-only ones). */
   writable: Column[];
   shown: Column[];
+  /** The list RPC's request message, whose fields' rules check the list's filters. */
+  listRequest: string | undefined;
 }
 
 /**
@@ -309,7 +309,8 @@ export class Resource<P extends MessageName, R extends Row> {
     const named = (f: FieldInfo) => ({ name: f.name, column: columnOf(f.name) });
     const writable = writableFields(info.message, "create").filter((f) => f.name !== "id").map(named);
     const shown = info.message.fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);
-    this.bound = { set, info, writable, shown };
+    const listRequest = set.catalog.routes.find((r) => r.service === info.service && r.rpc === info.rpcs.list)?.request.fullName;
+    this.bound = { set, info, writable, shown, listRequest };
     return info;
   }
 
@@ -372,7 +373,7 @@ export class Resource<P extends MessageName, R extends Row> {
    */
   private parse(req: Req, kept: Record<string, unknown> = {}): Checked<P> {
     const sent = req[this.info.body ?? ""] ?? {};
-    const body = Object.keys(kept).length > 0 && isObject(sent) ? { ...sent, ...kept } : sent;
+    const body = Object.keys(kept).length > 0 && isRecord(sent) ? { ...sent, ...kept } : sent;
     const { rules } = this.binding.set;
     if (!rules) throw new Error(`${this.spec.proto}: its ResourceSet was made without the rules`);
     return rules.checked(this.spec.proto, body);
@@ -532,15 +533,10 @@ export class Resource<P extends MessageName, R extends Row> {
     const out: Record<string, unknown> = {};
     for (const [field, column] of Object.entries(this.spec.filters ?? {})) {
       if (typeof req[field] !== "string") continue;
-      out[column] = this.listRequest && this.binding.set.rules?.has(this.listRequest) ? this.binding.set.rules.checkField(this.listRequest, field, req[field]) : req[field];
+      const { listRequest, set } = this.binding;
+      out[column] = listRequest && set.rules?.has(listRequest) ? set.rules.checkField(listRequest, field, req[field]) : req[field];
     }
     return out;
-  }
-
-  /** The list RPC's request message, whose fields' rules check the list's filters. */
-  private get listRequest(): string | undefined {
-    const { info, set } = this.binding;
-    return set.catalog.routes.find((r) => r.service === info.service && r.rpc === info.rpcs.list)?.request.fullName;
   }
 
   private columnTypes: Promise<Map<string, string>> | undefined;
@@ -689,15 +685,15 @@ export class Resource<P extends MessageName, R extends Row> {
    * the patch merged into the item as it is, then what a PUT of it would carry.
    */
   private patched(req: Req, row: R, up: Row[], paths: PatchPaths) {
-    const merged = patchedMessage(this.info.message, this.toMessage(row, up), bodyOf(req, this.info.body), paths);
+    const shown = this.toMessage(row, up);
+    const merged = patchedMessage(this.info.message, shown, bodyOf(req, this.info.body), paths);
     const writable = new Set(writableFields(this.info.message, "update").map((f) => f.name));
     const body = Object.fromEntries(Object.entries(merged).filter(([name]) => writable.has(name)));
-    return this.parse({ ...req, [this.info.body ?? ""]: body }, this.keptOf(row, up));
+    return this.parse({ ...req, [this.info.body ?? ""]: body }, this.keptOf(shown));
   }
 
-  /** The item's values of the fields accepted at POST only (IMMUTABLE), but its id (the path names it). */
-  private keptOf(row: R, up: Row[]): Record<string, unknown> {
-    const shown = this.toMessage(row, up);
+  /** The item's values (`shown`, its message) of the fields accepted at POST only (IMMUTABLE), but its id (the path names it). */
+  private keptOf(shown: Record<string, unknown>): Record<string, unknown> {
     const fields = this.info.message.fields.filter((f) => f.name !== "id" && f.behaviors.has("IMMUTABLE") && !f.behaviors.has("OUTPUT_ONLY"));
     return Object.fromEntries(fields.filter((f) => shown[f.name] !== undefined).map((f) => [f.name, shown[f.name]]));
   }
@@ -711,7 +707,7 @@ export class Resource<P extends MessageName, R extends Row> {
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);
     const paths = readPatchPaths(ctx?.metadata.get(PATCH_KEY)[0]);
-    let body = paths ? this.patched(req, current, up, paths) : this.parse(req, this.keptOf(current, up));
+    let body = paths ? this.patched(req, current, up, paths) : this.parse(req, this.keptOf(this.toMessage(current, up)));
     await this.spec.references?.(q, body);
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);

@@ -5,7 +5,7 @@
 // another, against the database) stays in code beside its kind.
 import { type DescField, type DescMessage, type FileRegistry, fromJson, type Message } from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
-import { CONTRACT_FILE, fieldRules, loadDescriptors } from "./descriptors.ts";
+import { CONTRACT_FILE, loadDescriptors, stringRules } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import type { MessageFields, Messages, RequiredFields } from "./gen/messages.ts";
 import { canonicalIpv6 } from "./validate.ts";
@@ -155,11 +155,8 @@ export class Rules {
 
 /** The spelling a string field (or each item of a repeated one) is kept in, from its rules. */
 function normalOf(f: DescField): Normal | undefined {
-  const top = fieldRules(f);
-  if (!top) return undefined;
-  const r = top.type.case === "repeated" ? top.type.value.items : top;
-  if (r?.type.case !== "string") return undefined;
-  const s = r.type.value;
+  const s = stringRules(f);
+  if (!s) return undefined;
   if (s.wellKnown.case === "uuid" && s.wellKnown.value) return lower;
   if (s.wellKnown.case === "ipv6" && s.wellKnown.value) return ipv6;
   if (s.$unknown?.some((u) => u.no === VNM_MAC)) return lower;
