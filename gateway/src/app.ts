@@ -121,7 +121,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     declare locals: RequestState;
     override emit(event: string | symbol, ...args: unknown[]): boolean {
       if (event === "finish") finished(this);
-      else if (event === "close") inFlight.leave(this);
+      else if (event === "close") inFlight.release(this);
       return super.emit(event, ...args);
     }
   }
@@ -133,7 +133,7 @@ function edge(metrics: Metrics, log: Logger, audit: AuditTrail, draining: () => 
     if (!(res instanceof Response)) {
       res.writeHead = writeHead as unknown as ApiResponse["writeHead"];
       res.on("finish", () => finished(res));
-      res.on("close", () => inFlight.leave(res));
+      res.on("close", () => inFlight.release(res));
     }
     if (req.method !== "OPTIONS") return true;
     // Preflight-only headers (the Fetch standard reads them from a preflight's answer alone).
@@ -161,7 +161,7 @@ class InFlight {
     this.cap = cap;
   }
 
-  /** Holds a place of `user`'s for `res`, given back by `done` and its closing; false when all are taken. */
+  /** Holds a place of `user`'s for `res`, given back at the second of its two releases; false when all are taken. */
   enter(user: string, res: ApiResponse): boolean {
     if (this.cap === 0) return true;
     const n = this.counts.get(user) ?? 0;
@@ -173,17 +173,12 @@ class InFlight {
     return true;
   }
 
-  /** The request's handling is over. */
-  done(res: ApiResponse): void {
-    this.release(res);
-  }
-
-  /** The answer closed (sent, or its connection gone): called for every answer, holding a place or not. */
-  leave(res: ApiResponse): void {
-    this.release(res);
-  }
-
-  private release(res: ApiResponse): void {
+  /**
+   * One of the two ends of a request's hold: its handling is over, or its answer closed (sent,
+   * or its connection gone; called for every answer, holding a place or not). The place is given
+   * back at the second.
+   */
+  release(res: ApiResponse): void {
     const user = res.locals?.holder;
     if (user === undefined || --res.locals.holds > 0) return;
     res.locals.holder = undefined;
@@ -289,7 +284,7 @@ function api(gw: Gateway, feed: EventFeed, callers: Callers, inFlight: InFlight)
         if (root !== undefined) return serveRoot(gw, req, res, root ?? undefined);
         await route(gw, req, res);
       } finally {
-        inFlight.done(res);
+        inFlight.release(res);
       }
     } catch (err) {
       sendError(res, err, res.locals.requestId, gw.log);
