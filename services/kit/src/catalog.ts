@@ -1,8 +1,8 @@
 // What the proto files declare, read once at start-up: resources, their fields and
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
-import { type DescField, type DescMessage, type DescMethod, type FileRegistry, ScalarType } from "@bufbuild/protobuf";
-import { fieldRulesJson, loadDescriptors, stringRules } from "./descriptors.ts";
+import type { DescField, DescMessage, DescMethod, FileRegistry } from "@bufbuild/protobuf";
+import { fieldRulesJson, loadDescriptors, scalarName, stringRules } from "./descriptors.ts";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
 import { PROTO_DIR } from "./proto.ts";
 import { Declarations } from "./reflect.ts";
@@ -203,12 +203,6 @@ export interface Catalog {
 
 const INT64 = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 
-/** A scalar's name as the proto spells it ("int64"). */
-const SCALAR_NAMES: Record<number, string> = Object.fromEntries(
-  Object.entries(ScalarType)
-    .filter(([, v]) => typeof v === "number")
-    .map(([k, v]) => [v, k.toLowerCase()]),
-);
 
 const BEHAVIORS = new Set<string>(["REQUIRED", "OUTPUT_ONLY", "IMMUTABLE", "INPUT_ONLY"]);
 
@@ -307,7 +301,7 @@ class Messages {
     const values = opt<string[]>("vnm.api.values");
     const fi: FieldInfo = {
       name: f.name,
-      type: kind === "scalar" ? SCALAR_NAMES[scalar!]! : kind,
+      type: kind === "scalar" ? scalarName(scalar!)! : kind,
       repeated: f.fieldKind === "list",
       behaviors: this.behaviorsOf(f),
       link: opt<string>("vnm.api.link") || undefined,

@@ -4,7 +4,7 @@
 // checks messages against them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createFileRegistry, type DescField, type FileRegistry, fromBinary, getOption, hasOption, toJson } from "@bufbuild/protobuf";
+import { createFileRegistry, type DescField, type FileRegistry, fromBinary, getOption, hasOption, ScalarType, toJson } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { type FieldRules, FieldRulesSchema, field as fieldRulesOption, type StringRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { isRecord } from "./values.ts";
@@ -20,6 +20,20 @@ export function loadDescriptors(dir: string): FileRegistry {
 /** The messages of a descriptor set's bytes (what `buf build` writes). */
 export function descriptorsOf(bytes: Uint8Array): FileRegistry {
   return createFileRegistry(fromBinary(FileDescriptorSetSchema, bytes));
+}
+
+const SCALAR_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(ScalarType)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => [v, k.toLowerCase()]),
+);
+
+/**
+ * A scalar type's name as a .proto spells it ("int64"), by its number (protobuf-es's ScalarType,
+ * which is descriptor.proto's field type); undefined for a message, an enum or a group.
+ */
+export function scalarName(type: number): string | undefined {
+  return SCALAR_NAMES[type];
 }
 
 /** A field's rules as the proto states them, if any. */

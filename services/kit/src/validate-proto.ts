@@ -6,31 +6,14 @@
 import { isFieldSet } from "@bufbuild/protobuf";
 import { type DescriptorProto, type EnumDescriptorProto, type FieldDescriptorProto, FieldDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { file_buf_validate_validate as validateFile } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { scalarName } from "./descriptors.ts";
 
-/** descriptor.proto's scalar type numbers. */
-const SCALARS: Record<number, string> = {
-  1: "double",
-  2: "float",
-  3: "int64",
-  4: "uint64",
-  5: "int32",
-  6: "fixed64",
-  7: "fixed32",
-  8: "bool",
-  9: "string",
-  12: "bytes",
-  13: "uint32",
-  15: "sfixed32",
-  16: "sfixed64",
-  17: "sint32",
-  18: "sint64",
-};
 const LABELS: Record<number, string> = { 1: "optional", 2: "required", 3: "repeated" };
 /** descriptor.proto's exclusive upper bound of field numbers (an extension range "to max"). */
 const MAX_FIELD = 536_870_912;
 
 const field = (f: FieldDescriptorProto, label = true) =>
-  `${label ? `${LABELS[f.label]} ` : ""}${SCALARS[f.type] ?? f.typeName} ${f.name} = ${f.number};`;
+  `${label ? `${LABELS[f.label]} ` : ""}${scalarName(f.type) ?? f.typeName} ${f.name} = ${f.number};`;
 
 const enumLines = (e: EnumDescriptorProto, ind: string) => [`${ind}enum ${e.name} {`, ...e.value.map((v) => `${ind}  ${v.name} = ${v.number};`), `${ind}}`];
 
