@@ -6,7 +6,7 @@
 // type, and the error body on
 // every error status. The gateway's own paths (the root documents, /login, /logout, /events and
 // the probes) are described here too.
-import { type Catalog, type FieldInfo, isRecord, type KindInfo, linkFields, memberOf, type MessageInfo, type RootDocumentInfo, type Route, stringMember, templateShape, writableFields } from "@vnm/kit";
+import { type Catalog, type FieldInfo, MAC_PATTERN, isRecord, type KindInfo, linkFields, memberOf, type MessageInfo, type RootDocumentInfo, type Route, stringMember, templateShape, writableFields } from "@vnm/kit";
 import { EXAMPLE_BASE, exampleOf } from "./openapi-examples.ts";
 import { ERROR_TYPE, JSON_TYPE, vendor } from "./media.ts";
 import { MERGE_PATCH } from "./patch.ts";
@@ -34,33 +34,19 @@ function split(comment: string | undefined): { summary?: string; description?: s
 }
 
 const escapeRegex = (text: string) => text.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
-const OCTET = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
-/** An IPv4 address and a prefix length: 10.0.0.0/8. */
-const IPV4_PREFIX = `^${OCTET}(\\.${OCTET}){3}/(3[0-2]|[12]?\\d)$`;
 
 /** JSON Schema's words for the value rules of a string, a number or a list (buf.validate's JSON form). */
 const STRING_RULES: Record<string, (v: unknown) => Schema> = {
   max_len: (v) => ({ maxLength: Number(v) }),
   min_len: (v) => ({ minLength: Number(v) }),
-  len: (v) => ({ minLength: Number(v), maxLength: Number(v) }),
   pattern: (v) => ({ pattern: v }),
   in: (v) => ({ enum: v }),
   uuid: (v) => (v ? { format: "uuid" } : {}),
   ipv4: (v) => (v ? { format: "ipv4" } : {}),
   ipv6: (v) => (v ? { format: "ipv6" } : {}),
   ip: (v) => (v ? { anyOf: [{ format: "ipv4" }, { format: "ipv6" }] } : {}),
-  const: (v) => ({ const: v }),
-  not_in: (v) => ({ not: { enum: v } }),
-  prefix: (v) => ({ pattern: `^${escapeRegex(String(v))}` }),
-  suffix: (v) => ({ pattern: `${escapeRegex(String(v))}$` }),
-  contains: (v) => ({ pattern: escapeRegex(String(v)) }),
   not_contains: (v) => ({ not: { pattern: escapeRegex(String(v)) } }),
-  ipv4_prefix: (v) => (v ? { pattern: IPV4_PREFIX } : {}),
-  ipv4_with_prefixlen: (v) => (v ? { pattern: IPV4_PREFIX } : {}),
-  hostname: (v) => (v ? { format: "hostname" } : {}),
-  email: (v) => (v ? { format: "email" } : {}),
-  uri: (v) => (v ? { format: "uri" } : {}),
-  "[vnm.api.mac]": (v) => (v ? { pattern: "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$" } : {}),
+  "[vnm.api.mac]": (v) => (v ? { pattern: MAC_PATTERN } : {}),
   "[vnm.api.text]": (v) => (v ? { pattern: "^[^\\u0000]*$" } : {}),
 };
 const NUMBER_RULES: Record<string, (v: unknown) => Schema> = {

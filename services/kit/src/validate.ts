@@ -10,7 +10,9 @@ export function isUuid(value: unknown): value is string {
 // ---- network values -------------------------------------------------------------------
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
+/** A MAC address as the API writes it: six groups of two hex digits separated by ':' (vnm/api/rules.proto's mac rule). */
+export const MAC_PATTERN = "^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$";
+const MAC = new RegExp(MAC_PATTERN);
 
 export function isIpv4(value: string): boolean {
   return IPV4.test(value);
