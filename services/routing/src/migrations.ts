@@ -43,4 +43,80 @@ export const migrations: Migration[] = [
     // for a route the API wrote. A column, so that ?learned= filters a router's routes.
     sql: `ALTER TABLE routes ADD COLUMN learned boolean NOT NULL DEFAULT false;`,
   },
+  {
+    version: 3,
+    name: "routers, ports and links; routes on real routers",
+    // Routers and ports (topology.md §1-§3) beside the routes, so that a router's or a port's
+    // delete and its routes are one transaction. A port's device is a router of this table
+    // (router_id, its foreign key, set for Router ports) or a bridge of the bridge service
+    // (device_id only). A port's tenant is its device's, kept on the port so that lists filter
+    // by it. host_id and interface_name are a port's binding (topology.md §6).
+    //
+    // Earlier releases accepted any router id on a route: every route keeps its place by
+    // adopting its router (a router with that id, no tenant, a name saying so) and, for a
+    // Normal route, its next-hop port (an unaddressed port of the router of the port's first
+    // route, as MidoNet 5 allows router ports without an address). The foreign keys then hold
+    // for every row, old and new.
+    sql: `
+      CREATE TABLE routers (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        tenant_id text,
+        name text,
+        admin_state_up boolean NOT NULL DEFAULT true,
+        inbound_filter_id uuid,
+        outbound_filter_id uuid,
+        load_balancer_id uuid,
+        as_number integer NOT NULL DEFAULT 0
+      );
+      CREATE INDEX routers_tenant_seq ON routers (tenant_id, seq);
+      CREATE INDEX routers_load_balancer ON routers (load_balancer_id);
+
+      CREATE TABLE ports (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        type text NOT NULL CHECK (type IN ('Bridge', 'Router', 'Vxlan')),
+        device_id uuid NOT NULL,
+        router_id uuid GENERATED ALWAYS AS (CASE WHEN type = 'Router' THEN device_id END) STORED REFERENCES routers (id),
+        tenant_id text,
+        admin_state_up boolean NOT NULL DEFAULT true,
+        inbound_filter_id uuid,
+        outbound_filter_id uuid,
+        inbound_mirror_ids uuid[] NOT NULL DEFAULT '{}',
+        outbound_mirror_ids uuid[] NOT NULL DEFAULT '{}',
+        vif_id uuid,
+        vlan_id integer,
+        port_address text,
+        network_length integer,
+        port_mac text,
+        peer_id uuid REFERENCES ports (id),
+        host_id uuid,
+        interface_name text,
+        vtep_id uuid,
+        CHECK (peer_id IS DISTINCT FROM id)
+      );
+      CREATE INDEX ports_device_seq ON ports (device_id, seq);
+      CREATE INDEX ports_tenant_seq ON ports (tenant_id, seq);
+      CREATE INDEX ports_peer ON ports (peer_id);
+      CREATE INDEX ports_host ON ports (host_id);
+
+      -- Bridges the bridge service announced deleted: a port created for one while its
+      -- deletion is handled must not survive it.
+      CREATE TABLE deleted_bridges (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+
+      INSERT INTO routers (id, name)
+        SELECT router_id, 'adopted: routes of an earlier release named this router'
+        FROM routes GROUP BY router_id ORDER BY min(seq);
+      INSERT INTO ports (id, type, device_id)
+        SELECT DISTINCT ON (next_hop_port) next_hop_port, 'Router', router_id
+        FROM routes WHERE next_hop_port IS NOT NULL ORDER BY next_hop_port, seq;
+
+      ALTER TABLE routes ADD CONSTRAINT routes_router FOREIGN KEY (router_id) REFERENCES routers (id);
+      ALTER TABLE routes ADD CONSTRAINT routes_next_hop_port FOREIGN KEY (next_hop_port) REFERENCES ports (id);
+      CREATE INDEX routes_next_hop_port ON routes (next_hop_port);
+    `,
+  },
 ];
