@@ -193,6 +193,7 @@ describe("the role x method matrix", () => {
     await http("POST", `/bridges/${b.id}/dhcpV6`, { prefix: "2001:db8::", prefixLength: 64 });
     const port = "11111111-2222-4333-8444-555555555555";
     await http("POST", `/bridges/${b.id}/mac_table`, { macAddr: "02:00:00:00:00:09", portId: port });
+    await http("POST", `/bridges/${b.id}/arp_table`, { ip: "10.0.0.9", mac: "02:00:00:00:00:09" });
     return {
       id: b.id as string,
       bridge: `/bridges/${b.id}`,
@@ -200,6 +201,7 @@ describe("the role x method matrix", () => {
       host: `/bridges/${b.id}/dhcp/10.0.0.0_24/hosts/02:00:00:00:00:01`,
       subnet6: `/bridges/${b.id}/dhcpV6/2001:db8::_64`,
       mac: `/bridges/${b.id}/mac_table/02-00-00-00-00-09_${port}`,
+      arp: `/bridges/${b.id}/arp_table/10.0.0.9_02-00-00-00-00-09`,
     };
   }
 
@@ -245,6 +247,12 @@ describe("the role x method matrix", () => {
       list: (t) => `${t.bridge}/mac_table`,
       item: (t) => t.mac,
       post: (t) => [`${t.bridge}/mac_table`, { macAddr: "02:00:00:00:00:0a", portId: "11111111-2222-4333-8444-555555555555" }],
+    },
+    {
+      name: "Ip4MacPair",
+      list: (t) => `${t.bridge}/arp_table`,
+      item: (t) => t.arp,
+      post: (t) => [`${t.bridge}/arp_table`, { ip: "10.0.0.10", mac: "02:00:00:00:00:0a" }],
     },
   ];
 

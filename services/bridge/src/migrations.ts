@@ -85,3 +85,18 @@ migrations.push({
     CREATE INDEX IF NOT EXISTS bridges_outbound_filter_seq ON bridges (outbound_filter_id, seq);
   `,
 });
+
+migrations.push({
+  version: 5,
+  name: "arp table",
+  // A bridge's ARP table: IPv4-MAC pairs, one row per pair (an address may have several MACs).
+  sql: `
+    CREATE TABLE arp_entries (
+      id bigserial PRIMARY KEY,
+      bridge_id uuid NOT NULL REFERENCES bridges (id) ON DELETE CASCADE,
+      ip text NOT NULL,
+      mac text NOT NULL,
+      UNIQUE (bridge_id, ip, mac)
+    );
+  `,
+});

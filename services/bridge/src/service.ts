@@ -1,5 +1,6 @@
 // The bridge service: what it declares; main.ts runs it on its own, the launcher beside the others.
 import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
+import { arpEntries } from "./arp-table.ts";
 import { bridges } from "./bridges.ts";
 import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
 import { macPorts } from "./mac-table.ts";
@@ -8,11 +9,11 @@ import { migrations } from "./migrations.ts";
 export const service: ServiceSpec = {
   domain: "bridge",
   migrations,
-  resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts],
+  resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts, arpEntries],
   // Lists of kinds this interface only references: empty, under an item that must exist.
   services: ({ store }) =>
     mergeHandlers(
-      bridges.referencedLists(store, "ListBridgePorts", "ListArpTable"),
+      bridges.referencedLists(store, "ListBridgePorts"),
       dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"),
     ),
 };

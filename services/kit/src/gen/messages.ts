@@ -58,6 +58,11 @@ export declare namespace vnm.api {
 }
 
 export declare namespace vnm.bridge.v1 {
+  type ArpEntryRef = {
+    bridgeId?: string;
+    /** <ip>_<mac>, the MAC with '-' or ':'. */
+    ipMacPair?: string;
+  };
   type Bridge = {
     id?: string;
     tenantId?: string;
@@ -85,6 +90,10 @@ export declare namespace vnm.bridge.v1 {
   /** A request naming one bridge by its path variable, for the lists below it. */
   type BridgeRef = {
     bridgeId?: string;
+  };
+  type CreateArpEntryRequest = {
+    bridgeId?: string;
+    entry?: vnm.bridge.v1.Ip4MacPair;
   };
   type CreateBridgeRequest = {
     bridge?: vnm.bridge.v1.Bridge;
@@ -158,10 +167,18 @@ export declare namespace vnm.bridge.v1 {
     subnetAddr?: string;
     hostMac?: string;
   };
-  /** An IPv4-MAC pair of the ARP table: referenced only; the list is empty. */
+  /**
+   * An IPv4-MAC pair of a bridge's ARP table. Unique per bridge, address and MAC (409); one
+   * address may be paired with several MACs, as MidoNet's table of persistent entries allows.
+   */
   type Ip4MacPair = {
+    /** An IPv4 address (dotted quad). */
     ip?: string;
+    /** Stored and returned lower case, with ':'. */
     mac?: string;
+    /** Path of the entry: /bridges/<b>/arp_table/<ip>_<mac with '-'>. */
+    selfPath?: string;
+    uri?: string;
   };
   type ListBridgesRequest = {
     /** Query parameter ?tenant_id= */
@@ -1006,8 +1023,10 @@ export interface Messages {
   "google.protobuf.Empty": google.protobuf.Empty;
   "vnm.api.Resource": vnm.api.Resource;
   "vnm.api.RootDocument": vnm.api.RootDocument;
+  "vnm.bridge.v1.ArpEntryRef": vnm.bridge.v1.ArpEntryRef;
   "vnm.bridge.v1.Bridge": vnm.bridge.v1.Bridge;
   "vnm.bridge.v1.BridgeRef": vnm.bridge.v1.BridgeRef;
+  "vnm.bridge.v1.CreateArpEntryRequest": vnm.bridge.v1.CreateArpEntryRequest;
   "vnm.bridge.v1.CreateBridgeRequest": vnm.bridge.v1.CreateBridgeRequest;
   "vnm.bridge.v1.CreateDhcpHostRequest": vnm.bridge.v1.CreateDhcpHostRequest;
   "vnm.bridge.v1.CreateDhcpSubnetRequest": vnm.bridge.v1.CreateDhcpSubnetRequest;
@@ -1167,8 +1186,10 @@ export interface RequiredFields {
   "google.protobuf.Empty": never;
   "vnm.api.Resource": never;
   "vnm.api.RootDocument": never;
+  "vnm.bridge.v1.ArpEntryRef": never;
   "vnm.bridge.v1.Bridge": never;
   "vnm.bridge.v1.BridgeRef": never;
+  "vnm.bridge.v1.CreateArpEntryRequest": never;
   "vnm.bridge.v1.CreateBridgeRequest": never;
   "vnm.bridge.v1.CreateDhcpHostRequest": never;
   "vnm.bridge.v1.CreateDhcpSubnetRequest": never;
@@ -1182,7 +1203,7 @@ export interface RequiredFields {
   "vnm.bridge.v1.ExtraDhcpOpt": "optName" | "optValue";
   "vnm.bridge.v1.GetBridgeRequest": never;
   "vnm.bridge.v1.HostRef": never;
-  "vnm.bridge.v1.Ip4MacPair": never;
+  "vnm.bridge.v1.Ip4MacPair": "ip" | "mac";
   "vnm.bridge.v1.ListBridgesRequest": never;
   "vnm.bridge.v1.ListBridgesResponse": never;
   "vnm.bridge.v1.ListDhcpHostsResponse": never;
@@ -1328,8 +1349,10 @@ export interface MessageFields {
   "google.protobuf.Empty": Record<never, never>;
   "vnm.api.Resource": Record<never, never>;
   "vnm.api.RootDocument": Record<never, never>;
+  "vnm.bridge.v1.ArpEntryRef": Record<never, never>;
   "vnm.bridge.v1.Bridge": Record<never, never>;
   "vnm.bridge.v1.BridgeRef": Record<never, never>;
+  "vnm.bridge.v1.CreateArpEntryRequest": { entry: "vnm.bridge.v1.Ip4MacPair" };
   "vnm.bridge.v1.CreateBridgeRequest": { bridge: "vnm.bridge.v1.Bridge" };
   "vnm.bridge.v1.CreateDhcpHostRequest": { host: "vnm.bridge.v1.DhcpHost" };
   "vnm.bridge.v1.CreateDhcpSubnetRequest": { subnet: "vnm.bridge.v1.DhcpSubnet" };
