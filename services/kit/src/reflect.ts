@@ -1,14 +1,14 @@
 // Reading declarations out of the descriptor set (descriptors.ts): an option's value on a message,
 // field, service or method, by the extension's full name, and the proto comment written above (or
-// beside) a declaration, from the source information buf keeps in the set.
-import { type DescField, type DescFile, type DescMessage, type DescMethod, type DescService, type FileRegistry, getOption, hasOption } from "@bufbuild/protobuf";
+// beside) a declaration, as descriptors.ts kept it from the source information buf writes.
+import { type DescField, type DescMessage, type DescMethod, type DescService, type FileRegistry, getOption, hasOption } from "@bufbuild/protobuf";
+import { commentAt } from "./descriptors.ts";
 
 type Described = DescMessage | DescField | DescService | DescMethod;
 
-/** The options of one registry: extensions looked up once by name, comments once per file. */
+/** The options of one registry (extensions looked up by name), and the comments descriptors.ts kept. */
 export class Declarations {
   readonly registry: FileRegistry;
-  private readonly comments = new Map<DescFile, Map<string, string>>();
 
   constructor(registry: FileRegistry) {
     this.registry = registry;
@@ -25,24 +25,7 @@ export class Declarations {
   /** The comment written above a declaration (else after it on its line), trimmed, or undefined. */
   comment(desc: Described): string | undefined {
     const file = desc.kind === "field" ? desc.parent.file : desc.kind === "rpc" ? desc.parent.file : desc.file;
-    return this.commentsOf(file).get(pathOf(desc).join("."));
-  }
-
-  private commentsOf(file: DescFile): Map<string, string> {
-    let out = this.comments.get(file);
-    if (!out) {
-      out = new Map();
-      for (const loc of file.proto.sourceCodeInfo?.location ?? []) {
-        const text = (loc.leadingComments || loc.trailingComments)
-          .split("\n")
-          .map((l) => l.trim())
-          .join("\n")
-          .trim();
-        if (text) out.set(loc.path.join("."), text);
-      }
-      this.comments.set(file, out);
-    }
-    return out;
+    return commentAt(file, pathOf(desc));
   }
 }
 
