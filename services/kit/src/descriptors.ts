@@ -4,7 +4,7 @@
 // checks messages against them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createFileRegistry, type DescField, type DescFile, type FileRegistry, fromBinary, getOption, hasOption, ScalarType, toJson } from "@bufbuild/protobuf";
+import { createFileRegistry, type DescEnum, type DescField, type DescFile, type DescMessage, type FileRegistry, fromBinary, getOption, hasOption, ScalarType, toBinary, toJson } from "@bufbuild/protobuf";
 import { type FileDescriptorProto, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { type FieldRules, FieldRulesSchema, field as fieldRulesOption, type StringRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { isRecord } from "./values.ts";
@@ -41,6 +41,37 @@ export function descriptorsOf(bytes: Uint8Array): FileRegistry {
     file.sourceCodeInfo = undefined;
   }
   return createFileRegistry(set);
+}
+
+/**
+ * The part of a descriptor set that crosses the wire: the files of the services and of the
+ * messages and enums their methods carry (field by field), without source information. What only
+ * declares options (buf.validate, google.api, vnm.api) stays out: grpc-js's package definition
+ * of the whole set held 2 MB more in every process.
+ */
+export function wireDescriptors(bytes: Uint8Array): Uint8Array {
+  const set = fromBinary(FileDescriptorSetSchema, bytes);
+  const registry = createFileRegistry(set);
+  const files = new Set<string>();
+  const seen = new Set<DescMessage | DescEnum>();
+  const visit = (d: DescMessage | DescEnum | undefined): void => {
+    if (!d || seen.has(d)) return;
+    seen.add(d);
+    files.add(d.file.proto.name);
+    if (d.kind === "message") for (const f of d.fields) visit(f.message ?? f.enum);
+  };
+  for (const file of registry.files) {
+    for (const svc of file.services) {
+      files.add(file.proto.name);
+      for (const m of svc.methods) {
+        visit(m.input);
+        visit(m.output);
+      }
+    }
+  }
+  set.file = set.file.filter((f) => files.has(f.name));
+  for (const f of set.file) f.sourceCodeInfo = undefined;
+  return toBinary(FileDescriptorSetSchema, set);
 }
 
 /** The comment above (else beside) the declaration at a source-information path of a file, trimmed. */

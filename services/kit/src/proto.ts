@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { CONTRACT_FILE } from "./descriptors.ts";
+import { CONTRACT_FILE, wireDescriptors } from "./descriptors.ts";
 
 /** The repository's proto directory: where every part reads the contract unless told otherwise. */
 export const PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -21,9 +21,9 @@ const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: false,
 };
 
-/** The grpc-js package of the descriptor set in `dir`: every service of it, the health service included. */
+/** The grpc-js package of the descriptor set in `dir`: every service of it, the health service included, and what their methods carry. */
 export function loadGrpc(dir = PROTO_DIR): grpc.GrpcObject {
-  const def = protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(join(dir, CONTRACT_FILE)), LOADER_OPTIONS);
+  const def = protoLoader.loadFileDescriptorSetFromBuffer(Buffer.from(wireDescriptors(readFileSync(join(dir, CONTRACT_FILE)))), LOADER_OPTIONS);
   return grpc.loadPackageDefinition(def);
 }
 
