@@ -21,10 +21,14 @@ function responseOffers(route: Route): string[] {
   switch (route.shape.kind) {
     case "empty":
       return [];
-    case "collection":
-      return [vendor(route.shape.item.resource!.collectionMediaType), JSON_TYPE];
-    case "item":
-      return [vendor(route.shape.item.resource!.mediaType), JSON_TYPE];
+    case "collection": {
+      const r = route.shape.item.resource!;
+      return [r.collectionMediaType, ...r.aliasCollectionMediaTypes].map(vendor).concat(JSON_TYPE);
+    }
+    case "item": {
+      const r = route.shape.item.resource!;
+      return [r.mediaType, ...r.aliasMediaTypes].map(vendor).concat(JSON_TYPE);
+    }
   }
 }
 
@@ -110,7 +114,8 @@ function requestOf({ route, params }: Match, req: ApiRequest, plan: RoutePlan): 
 /** The request's body: JSON of the body field's message (or its vendor type), a JSON object. */
 async function readJsonObject(gw: Gateway, req: ApiRequest, route: Route): Promise<Obj> {
   const bodyType = route.bodyField!.message!;
-  const accepted = [vendor(bodyType.resource?.mediaType ?? ""), JSON_TYPE].map((t) => t.toLowerCase());
+  const names = bodyType.resource ? [bodyType.resource.mediaType, ...bodyType.resource.aliasMediaTypes] : [""];
+  const accepted = [...names.map(vendor), JSON_TYPE].map((t) => t.toLowerCase());
   const ct = essence(req.headers["content-type"]);
   if (!ct || !accepted.includes(ct)) {
     const send = `send ${accepted.join(" or ")}`;

@@ -301,8 +301,10 @@ function errorResponses(): Record<string, Schema> {
 const errors = (...codes: string[]) => Object.fromEntries(codes.map((c) => [c, { $ref: `#/components/responses/E${c}` }]));
 
 /** The vendor type and plain JSON, each with the same schema and example. */
-function content(type: string, schema: Schema, example: unknown): Schema {
-  return { [type]: { schema, example }, [JSON_TYPE]: { schema, example } };
+/** A body's content: its vendor types (the main one, then any alias) and JSON, each with the same schema. */
+function content(types: string | string[], schema: Schema, example: unknown): Schema {
+  const all = [...(Array.isArray(types) ? types : [types]), JSON_TYPE];
+  return Object.fromEntries(all.map((t) => [t, { schema, example }]));
 }
 
 const ETAG = { ETag: { description: "The item's entity tag, for If-Match and If-None-Match", schema: { type: "string" } } };
@@ -380,7 +382,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
   if (route.shape.kind === "empty") responses["204"] = { description: "Done" };
   else if (route.shape.kind === "item") {
     const item = route.shape.item;
-    const body = content(vendor(item.resource!.mediaType), ref(item), exampleOf(item, "response"));
+    const body = content([item.resource!.mediaType, ...item.resource!.aliasMediaTypes].map(vendor), ref(item), exampleOf(item, "response"));
     if (route.method === "POST") {
       responses["201"] = {
         description: "Created: the new item",
@@ -396,7 +398,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
       ...(query.some((q) => q["name"] === "limit")
         ? { headers: { Link: { description: 'With `limit`: `<url>; rel="next"` while more items follow', schema: { type: "string" } } } }
         : {}),
-      content: content(vendor(item.resource!.collectionMediaType), { type: "array", items: ref(item) }, [exampleOf(item, "response")]),
+      content: content([item.resource!.collectionMediaType, ...item.resource!.aliasCollectionMediaTypes].map(vendor), { type: "array", items: ref(item) }, [exampleOf(item, "response")]),
     };
   }
   const { summary, description } = split(route.comment);
@@ -412,7 +414,8 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
   const body = route.bodyField?.message;
   if (body) {
     const bodySchema = route.method === "PUT" && postOnly(body).length > 0 ? { $ref: `#/components/schemas/${replaceName(body)}` } : ref(body);
-    op["requestBody"] = { required: true, content: content(vendor(body.resource?.mediaType ?? ""), bodySchema, exampleOf(body, "request")) };
+    const types = body.resource ? [body.resource.mediaType, ...body.resource.aliasMediaTypes] : [""];
+    op["requestBody"] = { required: true, content: content(types.map(vendor), bodySchema, exampleOf(body, "request")) };
   }
   return op;
 }

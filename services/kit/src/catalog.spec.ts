@@ -51,6 +51,37 @@ service ZooService {
 }
 `;
 
+describe("alias media types", () => {
+  it("name the same item and its collection beside the main types, in the order declared", () => {
+    const c = catalogOf(`
+syntax = "proto3";
+package vnm.zoo.v1;
+import "google/api/annotations.proto";
+import "vnm/api/options.proto";
+message Gate {
+  option (vnm.api.resource) = { media_type: "Gate-v1" alias_media_types: "OldGate-v1" alias_media_types: "IronGate-v2" };
+  optional string id = 1;
+}
+message Post {
+  option (vnm.api.resource) = { media_type: "Post-v1" };
+  optional string id = 1;
+}
+message Ref { string id = 1; }
+service GateService {
+  rpc GetGate(Ref) returns (Gate) { option (google.api.http) = { get: "/gates/{id}" }; }
+  rpc GetPost(Ref) returns (Post) { option (google.api.http) = { get: "/posts/{id}" }; }
+}
+`);
+    expect(c.kindOf("vnm.zoo.v1.Gate").resource).toMatchObject({
+      mediaType: "Gate-v1",
+      collectionMediaType: "collection.Gate-v1",
+      aliasMediaTypes: ["OldGate-v1", "IronGate-v2"],
+      aliasCollectionMediaTypes: ["collection.OldGate-v1", "collection.IronGate-v2"],
+    });
+    expect(c.kindOf("vnm.zoo.v1.Post").resource).toMatchObject({ aliasMediaTypes: [], aliasCollectionMediaTypes: [] });
+  });
+});
+
 describe("kinds", () => {
   const catalog = catalogOf(ZOO);
 

@@ -58,6 +58,12 @@ export interface ResourceInfo {
   adminOnly: boolean;
   /** The root document listing it (a RootDocumentInfo's name); undefined for the main one. */
   rootDocument?: string;
+  /**
+   * Other vendor names of the same item and of its collection (vnm.api.Resource
+   * alias_media_types), in the order declared: accepted and offered beside the main ones.
+   */
+  aliasMediaTypes: string[];
+  aliasCollectionMediaTypes: string[];
 }
 
 /** A root document besides the main one (vnm.api.root_document on a message). */
@@ -222,6 +228,7 @@ interface ResourceOption {
   tenantField: string;
   adminOnly: boolean;
   rootDocument: string;
+  aliasMediaTypes: string[];
 }
 
 /** google.api.HttpRule as protobuf-es reads it. */
@@ -282,6 +289,8 @@ class Messages {
       tenantField: r.tenantField || undefined,
       adminOnly: r.adminOnly,
       rootDocument: r.rootDocument || undefined,
+      aliasMediaTypes: [...(r.aliasMediaTypes ?? [])],
+      aliasCollectionMediaTypes: (r.aliasMediaTypes ?? []).map((t) => `collection.${t}`),
     };
   }
 

@@ -44,6 +44,13 @@ export declare namespace vnm.api {
     admin_only?: boolean;
     /** The root document that lists it (a RootDocument's name); the main one when empty. */
     root_document?: string;
+    /**
+     * Other vendor names of the same item ("GreTunnelZoneHost-v1" beside "TunnelZoneHost-v1"),
+     * one option per name: accepted as a request body's Content-Type and offered in Accept
+     * negotiation like media_type, whose collection type is "collection.<name>". media_type stays
+     * the one answered when the client names none of them.
+     */
+    alias_media_types?: string[];
   };
   /**
    * Declares a root document besides the main one (GET /): its path, media type, and the key
