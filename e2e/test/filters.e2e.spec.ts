@@ -29,10 +29,13 @@ beforeAll(async () => {
     await http("POST", `${b}/dhcpV6`, { prefix: "fd00:9::", prefixLength: 64 }),
     await http("POST", `${b}/mac_table`, { macAddr: "02:00:00:00:09:02", portId: PORT }),
     await http("POST", `${b}/vlans/7/mac_table`, { macAddr: "02:00:00:00:09:03", portId: PORT }),
+    await http("POST", `${b}/arp_table`, { ip: "10.9.0.20", mac: "02:00:00:00:09:04" }),
     await http("POST", `/routers/${ROUTER}/routes`, { type: "Normal", dstNetworkAddr: "10.10.0.0", dstNetworkLength: 16, srcNetworkAddr: "0.0.0.0", srcNetworkLength: 0, nextHopGateway: "10.9.0.1", nextHopPort: PORT, weight: 100 }),
   ];
+  const group = (await http("POST", "/ip_addr_groups", { name: "filtered" })).json;
+  made.push(await http("POST", `/ip_addr_groups/${group.id}/ip_addrs`, { version: 4, addr: "10.9.0.30" }));
   for (const r of made) expect(r.status, r.text).toBe(201);
-  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `/routers/${ROUTER}/routes`];
+  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, `/routers/${ROUTER}/routes`];
 });
 afterAll(() => stack.stop());
 

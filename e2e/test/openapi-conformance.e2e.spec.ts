@@ -264,6 +264,9 @@ async function buildWorld(): Promise<void> {
   bodies["createMacPort"] = macBody;
   await create("createMacPort2", `${b}/mac_table`, { ...macBody(), vlanId: 9 });
   await create("createMacPort", `${b}/vlans/5/mac_table`, macBody());
+  let arp = 0;
+  bodies["createArpEntry"] = () => ({ ip: `10.8.0.${++arp}`, mac: `02:00:0a:08:00:${arp.toString(16).padStart(2, "0")}` });
+  await create("createArpEntry", `${b}/arp_table`, bodies["createArpEntry"]());
   const zone = await create("createTunnelZone", "/tunnel_zones", { name: unique("z"), type: "vtep" });
   bodies["createTunnelZone"] = () => ({ name: unique("z"), type: "gre" });
   device = await OvsdbServer.create();
@@ -286,6 +289,11 @@ async function buildWorld(): Promise<void> {
   await create("createRoute", `/routers/${ROUTER}/routes`, bodies["createRoute"]());
   bodies["createL2Insertion"] = () => ({ mac: "02:ab:00:00:00:01", portId: port(), srvPortId: port(), position: 1 });
   await create("createL2Insertion", "/l2insertions", bodies["createL2Insertion"]());
+  bodies["createIpAddrGroup"] = () => ({ name: unique("g") });
+  const addrGroup = await create("createIpAddrGroup", "/ip_addr_groups", bodies["createIpAddrGroup"]());
+  let groupAddr = 0;
+  bodies["createIpAddrGroupAddr"] = () => ({ version: 4, addr: `10.7.0.${++groupAddr}` });
+  await create("createIpAddrGroupAddr", `/ip_addr_groups/${addrGroup["id"]}/ip_addrs`, bodies["createIpAddrGroupAddr"]());
   await buildCompat();
   urls.add(`${b}/vlans/5/mac_table`);
   urls.add(`/routers/${ROUTER}/routes`);

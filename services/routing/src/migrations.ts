@@ -119,4 +119,41 @@ export const migrations: Migration[] = [
       CREATE INDEX routes_next_hop_port ON routes (next_hop_port);
     `,
   },
+  {
+    version: 4,
+    name: "ip address groups and port groups",
+    // IP address groups and their addresses (an address once per group, IPv6 in RFC 5952 form);
+    // port groups and their member ports. A membership goes with its group or its port (the
+    // port's delete announces it first; the foreign key only backs that up).
+    sql: `
+      CREATE TABLE ip_addr_groups (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        name text NOT NULL
+      );
+      CREATE TABLE ip_addr_group_addrs (
+        id bigserial PRIMARY KEY,
+        ip_addr_group_id uuid NOT NULL REFERENCES ip_addr_groups (id) ON DELETE CASCADE,
+        version integer NOT NULL CHECK (version IN (4, 6)),
+        addr text NOT NULL,
+        UNIQUE (ip_addr_group_id, addr)
+      );
+
+      CREATE TABLE port_groups (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        tenant_id text,
+        name text,
+        stateful boolean NOT NULL DEFAULT false
+      );
+      CREATE INDEX port_groups_tenant_seq ON port_groups (tenant_id, seq);
+      CREATE TABLE port_group_ports (
+        id bigserial PRIMARY KEY,
+        port_group_id uuid NOT NULL REFERENCES port_groups (id) ON DELETE CASCADE,
+        port_id uuid NOT NULL REFERENCES ports (id) ON DELETE CASCADE,
+        UNIQUE (port_group_id, port_id)
+      );
+      CREATE INDEX port_group_ports_port ON port_group_ports (port_id, id);
+    `,
+  },
 ];

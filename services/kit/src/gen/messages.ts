@@ -808,12 +808,50 @@ export declare namespace vnm.qos.v1 {
 }
 
 export declare namespace vnm.routing.v1 {
+  type CreateIpAddrGroupAddrRequest = {
+    id?: string;
+    ipAddrGroupAddr?: vnm.routing.v1.IpAddrGroupAddr;
+  };
+  type CreateIpAddrGroupRequest = {
+    ipAddrGroup?: vnm.routing.v1.IpAddrGroup;
+  };
   type CreateL2InsertionRequest = {
     l2Insertion?: vnm.routing.v1.L2Insertion;
   };
   type CreateRouteRequest = {
     routerId?: string;
     route?: vnm.routing.v1.Route;
+  };
+  type IpAddrGroup = {
+    id?: string;
+    /** 1 to 255 characters. */
+    name?: string;
+    uri?: string;
+    addrs?: string;
+  };
+  /**
+   * An address of a group, named by its version and address
+   * (`/ip_addr_groups/{id}/versions/{version}/ip_addrs/{addr}`). Unique per group (409).
+   */
+  type IpAddrGroupAddr = {
+    /** An IPv4 address, or an IPv6 one (any valid form; kept in the RFC 5952 form, with no zone). */
+    addr?: string;
+    /** 4 or 6: the family of `addr`. */
+    version?: number;
+    /** From the path of the POST. */
+    ipAddrGroupId?: string;
+    uri?: string;
+    ipAddrGroup?: string;
+  };
+  type IpAddrGroupAddrRef = {
+    id?: string;
+    /** 4 or 6, else 400. */
+    version?: number;
+    /** The address, IPv6 in any valid form (percent-encoded or not); one that does not parse is a 400. */
+    addr?: string;
+  };
+  type IpAddrGroupRef = {
+    id?: string;
   };
   type L2Insertion = {
     id?: string;
@@ -831,6 +869,19 @@ export declare namespace vnm.routing.v1 {
   };
   type L2InsertionRef = {
     id?: string;
+  };
+  type ListIpAddrGroupAddrsResponse = {
+    items?: vnm.routing.v1.IpAddrGroupAddr[];
+  };
+  type ListIpAddrGroupsRequest = {
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListIpAddrGroupsResponse = {
+    items?: vnm.routing.v1.IpAddrGroup[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListL2InsertionsRequest = {
     /** ?port= keeps the insertions protecting that port, ?srv_port= those redirecting to it. */
@@ -1152,10 +1203,19 @@ export interface Messages {
   "vnm.qos.v1.QosPolicy": vnm.qos.v1.QosPolicy;
   "vnm.qos.v1.QosPolicyRef": vnm.qos.v1.QosPolicyRef;
   "vnm.qos.v1.UpdateQosPolicyRequest": vnm.qos.v1.UpdateQosPolicyRequest;
+  "vnm.routing.v1.CreateIpAddrGroupAddrRequest": vnm.routing.v1.CreateIpAddrGroupAddrRequest;
+  "vnm.routing.v1.CreateIpAddrGroupRequest": vnm.routing.v1.CreateIpAddrGroupRequest;
   "vnm.routing.v1.CreateL2InsertionRequest": vnm.routing.v1.CreateL2InsertionRequest;
   "vnm.routing.v1.CreateRouteRequest": vnm.routing.v1.CreateRouteRequest;
+  "vnm.routing.v1.IpAddrGroup": vnm.routing.v1.IpAddrGroup;
+  "vnm.routing.v1.IpAddrGroupAddr": vnm.routing.v1.IpAddrGroupAddr;
+  "vnm.routing.v1.IpAddrGroupAddrRef": vnm.routing.v1.IpAddrGroupAddrRef;
+  "vnm.routing.v1.IpAddrGroupRef": vnm.routing.v1.IpAddrGroupRef;
   "vnm.routing.v1.L2Insertion": vnm.routing.v1.L2Insertion;
   "vnm.routing.v1.L2InsertionRef": vnm.routing.v1.L2InsertionRef;
+  "vnm.routing.v1.ListIpAddrGroupAddrsResponse": vnm.routing.v1.ListIpAddrGroupAddrsResponse;
+  "vnm.routing.v1.ListIpAddrGroupsRequest": vnm.routing.v1.ListIpAddrGroupsRequest;
+  "vnm.routing.v1.ListIpAddrGroupsResponse": vnm.routing.v1.ListIpAddrGroupsResponse;
   "vnm.routing.v1.ListL2InsertionsRequest": vnm.routing.v1.ListL2InsertionsRequest;
   "vnm.routing.v1.ListL2InsertionsResponse": vnm.routing.v1.ListL2InsertionsResponse;
   "vnm.routing.v1.ListRouterRoutesRequest": vnm.routing.v1.ListRouterRoutesRequest;
@@ -1315,10 +1375,19 @@ export interface RequiredFields {
   "vnm.qos.v1.QosPolicy": "name";
   "vnm.qos.v1.QosPolicyRef": never;
   "vnm.qos.v1.UpdateQosPolicyRequest": never;
+  "vnm.routing.v1.CreateIpAddrGroupAddrRequest": never;
+  "vnm.routing.v1.CreateIpAddrGroupRequest": never;
   "vnm.routing.v1.CreateL2InsertionRequest": never;
   "vnm.routing.v1.CreateRouteRequest": never;
+  "vnm.routing.v1.IpAddrGroup": "name";
+  "vnm.routing.v1.IpAddrGroupAddr": "addr" | "version";
+  "vnm.routing.v1.IpAddrGroupAddrRef": never;
+  "vnm.routing.v1.IpAddrGroupRef": never;
   "vnm.routing.v1.L2Insertion": "mac" | "portId" | "position" | "srvPortId";
   "vnm.routing.v1.L2InsertionRef": never;
+  "vnm.routing.v1.ListIpAddrGroupAddrsResponse": never;
+  "vnm.routing.v1.ListIpAddrGroupsRequest": never;
+  "vnm.routing.v1.ListIpAddrGroupsResponse": never;
   "vnm.routing.v1.ListL2InsertionsRequest": never;
   "vnm.routing.v1.ListL2InsertionsResponse": never;
   "vnm.routing.v1.ListRouterRoutesRequest": never;
@@ -1478,10 +1547,19 @@ export interface MessageFields {
   "vnm.qos.v1.QosPolicy": Record<never, never>;
   "vnm.qos.v1.QosPolicyRef": Record<never, never>;
   "vnm.qos.v1.UpdateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
+  "vnm.routing.v1.CreateIpAddrGroupAddrRequest": { ipAddrGroupAddr: "vnm.routing.v1.IpAddrGroupAddr" };
+  "vnm.routing.v1.CreateIpAddrGroupRequest": { ipAddrGroup: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.CreateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
   "vnm.routing.v1.CreateRouteRequest": { route: "vnm.routing.v1.Route" };
+  "vnm.routing.v1.IpAddrGroup": Record<never, never>;
+  "vnm.routing.v1.IpAddrGroupAddr": Record<never, never>;
+  "vnm.routing.v1.IpAddrGroupAddrRef": Record<never, never>;
+  "vnm.routing.v1.IpAddrGroupRef": Record<never, never>;
   "vnm.routing.v1.L2Insertion": Record<never, never>;
   "vnm.routing.v1.L2InsertionRef": Record<never, never>;
+  "vnm.routing.v1.ListIpAddrGroupAddrsResponse": { items: "vnm.routing.v1.IpAddrGroupAddr" };
+  "vnm.routing.v1.ListIpAddrGroupsRequest": Record<never, never>;
+  "vnm.routing.v1.ListIpAddrGroupsResponse": { items: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.ListL2InsertionsRequest": Record<never, never>;
   "vnm.routing.v1.ListL2InsertionsResponse": { items: "vnm.routing.v1.L2Insertion" };
   "vnm.routing.v1.ListRouterRoutesRequest": Record<never, never>;
