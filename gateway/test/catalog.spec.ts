@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { buildCatalog, loadDescriptors, parseTemplate } from "@vnm/kit";
 import { protoDirWith } from "@vnm/kit/testing";
+import { routePlans } from "../src/dispatch.ts";
 import { Router } from "../src/router.ts";
 
 describe("catalog from the proto files", () => {
@@ -19,6 +20,16 @@ describe("catalog from the proto files", () => {
     expect(bridge.resource).toMatchObject({ mediaType: "Bridge-v4", collectionMediaType: "collection.Bridge-v4" });
     expect([...bridge.byName.get("id")!.behaviors]).toEqual(["IMMUTABLE"]);
     expect([...bridge.byName.get("vxlanPortIds")!.behaviors]).toEqual(["OUTPUT_ONLY"]);
+  });
+
+  it("offers a kind's alias media types after its main one, for its items and its collections", () => {
+    const plans = routePlans(catalog, new Map(), false);
+    const offers = (method: string, template: string) => plans.get(catalog.routes.find((r) => r.method === method && r.template === template)!)!.offers;
+    const v = (name: string) => `application/vnd.org.service.${name}+json`;
+    expect(offers("GET", "/tunnel_zones/{id}/hosts/{hostId}")).toEqual([v("TunnelZoneHost-v1"), v("GreTunnelZoneHost-v1"), "application/json"]);
+    expect(offers("POST", "/tunnel_zones/{id}/hosts")).toEqual([v("TunnelZoneHost-v1"), v("GreTunnelZoneHost-v1"), "application/json"]);
+    expect(offers("GET", "/tunnel_zones/{id}/hosts")).toEqual([v("collection.TunnelZoneHost-v1"), v("collection.GreTunnelZoneHost-v1"), "application/json"]);
+    expect(offers("GET", "/bridges/{id}")).toEqual([v("Bridge-v4"), "application/json"]);
   });
 
   it("knows which cached lists depend on a kind", () => {

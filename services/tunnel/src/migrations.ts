@@ -75,4 +75,35 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: "hosts and tunnel zone hosts",
+    sql: `
+      CREATE TABLE hosts (
+        id uuid PRIMARY KEY,
+        seq bigserial NOT NULL UNIQUE,
+        name text,
+        addresses text[] NOT NULL DEFAULT '{}',
+        flooding_proxy_weight integer NOT NULL,
+        container_weight integer NOT NULL,
+        container_limit integer NOT NULL,
+        enforce_container_limit boolean NOT NULL,
+        -- Whether its agent runs: never, there is no agent (a column so that ?alive= filters).
+        alive boolean NOT NULL DEFAULT false
+      );
+      CREATE INDEX hosts_name_seq ON hosts (name, seq);
+
+      -- A host's membership of a zone; a host deleted leaves its zones (hosts.ts), a zone
+      -- deleted takes its memberships (the kit, as a zone's children).
+      CREATE TABLE tunnel_zone_hosts (
+        id bigserial PRIMARY KEY,
+        tunnel_zone_id uuid NOT NULL REFERENCES tunnel_zones (id),
+        host_id uuid NOT NULL REFERENCES hosts (id),
+        ip_address text NOT NULL,
+        -- One membership per host and zone, whoever writes at the same time.
+        CONSTRAINT tunnel_zone_hosts_member UNIQUE (tunnel_zone_id, host_id)
+      );
+      CREATE INDEX tunnel_zone_hosts_host ON tunnel_zone_hosts (host_id);
+    `,
+  },
 ];

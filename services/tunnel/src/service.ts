@@ -1,7 +1,9 @@
-// The tunnel/VTEP service: tunnel zones, VTEPs, and one OVSDB session per VTEP across every
-// replica of this service, keeping the device's state in the VTEP's row and its ports' rows.
+// The tunnel/VTEP service: tunnel zones, hosts and their zones (hosts.ts), VTEPs, and one
+// OVSDB session per VTEP across every replica of this service, keeping the device's state in
+// the VTEP's row and its ports' rows.
 import { loadConfig, mergeHandlers, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
+import { hostStanding, hosts, tunnelZoneHosts } from "./hosts.ts";
 import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
@@ -21,10 +23,11 @@ const configOf = (env: NodeJS.ProcessEnv) =>
 export const service: ServiceSpec = {
   domain: "tunnel",
   migrations,
-  resources: [tunnelZones, (svc) => vtepKind(configOf(svc.env).policy)],
+  resources: [tunnelZones, tunnelZoneHosts, hosts, (svc) => vtepKind(configOf(svc.env).policy)],
   services: (svc) => {
     const vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
-    return mergeHandlers(tunnelZones.referencedLists(svc.store, "ListTunnelZoneHosts"), vteps.referencedLists(svc.store, "ListVtepBindings"), {
+    return mergeHandlers(vteps.referencedLists(svc.store, "ListVtepBindings"), {
+      "vnm.tunnel.v1.HostService": { GetHostStanding: (req: { id?: unknown }) => hostStanding(svc.store.pool, req) },
       // The switch's ports, as the device last said, in name order.
       "vnm.tunnel.v1.VtepService": {
         ListVtepPorts: async (req: { id: string }) => {

@@ -808,6 +808,11 @@ export declare namespace vnm.qos.v1 {
 }
 
 export declare namespace vnm.routing.v1 {
+  type CreateHostPortRequest = {
+    /** The host. */
+    id?: string;
+    binding?: vnm.routing.v1.HostInterfacePort;
+  };
   type CreateIpAddrGroupAddrRequest = {
     id?: string;
     ipAddrGroupAddr?: vnm.routing.v1.IpAddrGroupAddr;
@@ -821,6 +826,26 @@ export declare namespace vnm.routing.v1 {
   type CreateRouteRequest = {
     routerId?: string;
     route?: vnm.routing.v1.Route;
+  };
+  type HostInterfacePort = {
+    /** The host, from the path. */
+    hostId?: string;
+    /** An existing port (404 otherwise) bound to no host yet (409 otherwise). */
+    portId?: string;
+    /**
+     * The host's interface the port is bound to: not used by another port on this host (409).
+     * Required: a POST without it is a 400 naming it, judged after the host, its tunnel zones and
+     * the port (MidoNet stores a null name).
+     */
+    interfaceName?: string;
+    uri?: string;
+    host?: string;
+    port?: string;
+  };
+  type HostPortRef = {
+    /** The host. */
+    id?: string;
+    portId?: string;
   };
   type IpAddrGroup = {
     id?: string;
@@ -869,6 +894,18 @@ export declare namespace vnm.routing.v1 {
   };
   type L2InsertionRef = {
     id?: string;
+  };
+  type ListHostPortsRequest = {
+    /** The host. */
+    id?: string;
+    /** Paging (?limit=N&marker=<id of the last port already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListHostPortsResponse = {
+    items?: vnm.routing.v1.HostInterfacePort[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListIpAddrGroupAddrsResponse = {
     items?: vnm.routing.v1.IpAddrGroupAddr[];
@@ -984,11 +1021,77 @@ export declare namespace vnm.tracing.v1 {
 }
 
 export declare namespace vnm.tunnel.v1 {
+  type CreateHostRequest = {
+    host?: vnm.tunnel.v1.Host;
+  };
+  type CreateTunnelZoneHostRequest = {
+    id?: string;
+    member?: vnm.tunnel.v1.TunnelZoneHost;
+  };
   type CreateTunnelZoneRequest = {
     tunnelZone?: vnm.tunnel.v1.TunnelZone;
   };
   type CreateVtepRequest = {
     vtep?: vnm.tunnel.v1.Vtep;
+  };
+  type Host = {
+    id?: string;
+    /** Set at registration; a PUT keeps it whatever its body says. */
+    name?: string;
+    /**
+     * The host's IP addresses (IPv4 or IPv6, no zone; IPv6 returned in RFC 5952 form), set at
+     * registration; a PUT keeps them.
+     */
+    addresses?: string[];
+    /** Whether the host's agent is running: always false (there is no agent). */
+    alive?: boolean;
+    /** The host's weight when a VTEP's flooding proxy is chosen (0: never); [0, 65535], default 1. */
+    floodingProxyWeight?: number;
+    /** Non-negative, default 1. */
+    containerWeight?: number;
+    /** At least -1 (no limit), default -1. */
+    containerLimit?: number;
+    /** Default false. */
+    enforceContainerLimit?: boolean;
+    /** The host's network interfaces, as its agent reports them: always empty (there is no agent). */
+    hostInterfaces?: vnm.tunnel.v1.HostInterface[];
+    uri?: string;
+    /** The ports bound to the host's interfaces. */
+    ports?: string;
+  };
+  /** A network interface of a host, as an agent reports it. */
+  type HostInterface = {
+    name?: string;
+    mac?: string;
+    mtu?: number;
+    status?: number;
+    type?: string;
+    endpoint?: string;
+    portType?: string;
+    addresses?: string[];
+  };
+  type HostRef = {
+    id?: string;
+  };
+  /** A host's standing, for the routing service before it binds a port to the host. */
+  type HostStandingRequest = {
+    id?: string;
+  };
+  type HostStandingResponse = {
+    /** Whether the host exists; when it does not, inZone is false. */
+    exists?: boolean;
+    /** Whether the host is a member of some tunnel zone. */
+    inZone?: boolean;
+  };
+  type ListHostsRequest = {
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListHostsResponse = {
+    items?: vnm.tunnel.v1.Host[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListTunnelZoneHostsResponse = {
     items?: vnm.tunnel.v1.TunnelZoneHost[];
@@ -1028,12 +1131,31 @@ export declare namespace vnm.tunnel.v1 {
     uri?: string;
     hosts?: string;
   };
-  /** A host of a tunnel zone: referenced only; a zone's list is served empty. */
+  /**
+   * A host's membership of a tunnel zone, with the address its tunnels use. Both media types name
+   * it: MidoNet's python client sends the Gre one for gre zones and this one for the others.
+   */
   type TunnelZoneHost = {
+    /** An existing host (404 otherwise), not already a member (409). */
+    hostId?: string;
+    /** The zone, from the path. */
+    tunnelZoneId?: string;
+    /** The host's tunnel endpoint in this zone: an IPv4 address. */
+    ipAddress?: string;
+    uri?: string;
+    host?: string;
+    tunnelZone?: string;
+  };
+  type TunnelZoneHostRef = {
+    id?: string;
     hostId?: string;
   };
   type TunnelZoneRef = {
     id?: string;
+  };
+  type UpdateHostRequest = {
+    id?: string;
+    host?: vnm.tunnel.v1.Host;
   };
   type UpdateTunnelZoneRequest = {
     id?: string;
@@ -1203,16 +1325,21 @@ export interface Messages {
   "vnm.qos.v1.QosPolicy": vnm.qos.v1.QosPolicy;
   "vnm.qos.v1.QosPolicyRef": vnm.qos.v1.QosPolicyRef;
   "vnm.qos.v1.UpdateQosPolicyRequest": vnm.qos.v1.UpdateQosPolicyRequest;
+  "vnm.routing.v1.CreateHostPortRequest": vnm.routing.v1.CreateHostPortRequest;
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": vnm.routing.v1.CreateIpAddrGroupAddrRequest;
   "vnm.routing.v1.CreateIpAddrGroupRequest": vnm.routing.v1.CreateIpAddrGroupRequest;
   "vnm.routing.v1.CreateL2InsertionRequest": vnm.routing.v1.CreateL2InsertionRequest;
   "vnm.routing.v1.CreateRouteRequest": vnm.routing.v1.CreateRouteRequest;
+  "vnm.routing.v1.HostInterfacePort": vnm.routing.v1.HostInterfacePort;
+  "vnm.routing.v1.HostPortRef": vnm.routing.v1.HostPortRef;
   "vnm.routing.v1.IpAddrGroup": vnm.routing.v1.IpAddrGroup;
   "vnm.routing.v1.IpAddrGroupAddr": vnm.routing.v1.IpAddrGroupAddr;
   "vnm.routing.v1.IpAddrGroupAddrRef": vnm.routing.v1.IpAddrGroupAddrRef;
   "vnm.routing.v1.IpAddrGroupRef": vnm.routing.v1.IpAddrGroupRef;
   "vnm.routing.v1.L2Insertion": vnm.routing.v1.L2Insertion;
   "vnm.routing.v1.L2InsertionRef": vnm.routing.v1.L2InsertionRef;
+  "vnm.routing.v1.ListHostPortsRequest": vnm.routing.v1.ListHostPortsRequest;
+  "vnm.routing.v1.ListHostPortsResponse": vnm.routing.v1.ListHostPortsResponse;
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": vnm.routing.v1.ListIpAddrGroupAddrsResponse;
   "vnm.routing.v1.ListIpAddrGroupsRequest": vnm.routing.v1.ListIpAddrGroupsRequest;
   "vnm.routing.v1.ListIpAddrGroupsResponse": vnm.routing.v1.ListIpAddrGroupsResponse;
@@ -1229,8 +1356,17 @@ export interface Messages {
   "vnm.tracing.v1.TraceRequest": vnm.tracing.v1.TraceRequest;
   "vnm.tracing.v1.TraceRequestRef": vnm.tracing.v1.TraceRequestRef;
   "vnm.tracing.v1.UpdateTraceRequestRequest": vnm.tracing.v1.UpdateTraceRequestRequest;
+  "vnm.tunnel.v1.CreateHostRequest": vnm.tunnel.v1.CreateHostRequest;
+  "vnm.tunnel.v1.CreateTunnelZoneHostRequest": vnm.tunnel.v1.CreateTunnelZoneHostRequest;
   "vnm.tunnel.v1.CreateTunnelZoneRequest": vnm.tunnel.v1.CreateTunnelZoneRequest;
   "vnm.tunnel.v1.CreateVtepRequest": vnm.tunnel.v1.CreateVtepRequest;
+  "vnm.tunnel.v1.Host": vnm.tunnel.v1.Host;
+  "vnm.tunnel.v1.HostInterface": vnm.tunnel.v1.HostInterface;
+  "vnm.tunnel.v1.HostRef": vnm.tunnel.v1.HostRef;
+  "vnm.tunnel.v1.HostStandingRequest": vnm.tunnel.v1.HostStandingRequest;
+  "vnm.tunnel.v1.HostStandingResponse": vnm.tunnel.v1.HostStandingResponse;
+  "vnm.tunnel.v1.ListHostsRequest": vnm.tunnel.v1.ListHostsRequest;
+  "vnm.tunnel.v1.ListHostsResponse": vnm.tunnel.v1.ListHostsResponse;
   "vnm.tunnel.v1.ListTunnelZoneHostsResponse": vnm.tunnel.v1.ListTunnelZoneHostsResponse;
   "vnm.tunnel.v1.ListTunnelZonesRequest": vnm.tunnel.v1.ListTunnelZonesRequest;
   "vnm.tunnel.v1.ListTunnelZonesResponse": vnm.tunnel.v1.ListTunnelZonesResponse;
@@ -1240,7 +1376,9 @@ export interface Messages {
   "vnm.tunnel.v1.ListVtepsResponse": vnm.tunnel.v1.ListVtepsResponse;
   "vnm.tunnel.v1.TunnelZone": vnm.tunnel.v1.TunnelZone;
   "vnm.tunnel.v1.TunnelZoneHost": vnm.tunnel.v1.TunnelZoneHost;
+  "vnm.tunnel.v1.TunnelZoneHostRef": vnm.tunnel.v1.TunnelZoneHostRef;
   "vnm.tunnel.v1.TunnelZoneRef": vnm.tunnel.v1.TunnelZoneRef;
+  "vnm.tunnel.v1.UpdateHostRequest": vnm.tunnel.v1.UpdateHostRequest;
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": vnm.tunnel.v1.UpdateTunnelZoneRequest;
   "vnm.tunnel.v1.Vtep": vnm.tunnel.v1.Vtep;
   "vnm.tunnel.v1.VtepBinding": vnm.tunnel.v1.VtepBinding;
@@ -1375,16 +1513,21 @@ export interface RequiredFields {
   "vnm.qos.v1.QosPolicy": "name";
   "vnm.qos.v1.QosPolicyRef": never;
   "vnm.qos.v1.UpdateQosPolicyRequest": never;
+  "vnm.routing.v1.CreateHostPortRequest": never;
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": never;
   "vnm.routing.v1.CreateIpAddrGroupRequest": never;
   "vnm.routing.v1.CreateL2InsertionRequest": never;
   "vnm.routing.v1.CreateRouteRequest": never;
+  "vnm.routing.v1.HostInterfacePort": "portId";
+  "vnm.routing.v1.HostPortRef": never;
   "vnm.routing.v1.IpAddrGroup": "name";
   "vnm.routing.v1.IpAddrGroupAddr": "addr" | "version";
   "vnm.routing.v1.IpAddrGroupAddrRef": never;
   "vnm.routing.v1.IpAddrGroupRef": never;
   "vnm.routing.v1.L2Insertion": "mac" | "portId" | "position" | "srvPortId";
   "vnm.routing.v1.L2InsertionRef": never;
+  "vnm.routing.v1.ListHostPortsRequest": never;
+  "vnm.routing.v1.ListHostPortsResponse": never;
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": never;
   "vnm.routing.v1.ListIpAddrGroupsRequest": never;
   "vnm.routing.v1.ListIpAddrGroupsResponse": never;
@@ -1401,8 +1544,17 @@ export interface RequiredFields {
   "vnm.tracing.v1.TraceRequest": "name" | "deviceType" | "deviceId" | "condition";
   "vnm.tracing.v1.TraceRequestRef": never;
   "vnm.tracing.v1.UpdateTraceRequestRequest": never;
+  "vnm.tunnel.v1.CreateHostRequest": never;
+  "vnm.tunnel.v1.CreateTunnelZoneHostRequest": never;
   "vnm.tunnel.v1.CreateTunnelZoneRequest": never;
   "vnm.tunnel.v1.CreateVtepRequest": never;
+  "vnm.tunnel.v1.Host": never;
+  "vnm.tunnel.v1.HostInterface": never;
+  "vnm.tunnel.v1.HostRef": never;
+  "vnm.tunnel.v1.HostStandingRequest": never;
+  "vnm.tunnel.v1.HostStandingResponse": never;
+  "vnm.tunnel.v1.ListHostsRequest": never;
+  "vnm.tunnel.v1.ListHostsResponse": never;
   "vnm.tunnel.v1.ListTunnelZoneHostsResponse": never;
   "vnm.tunnel.v1.ListTunnelZonesRequest": never;
   "vnm.tunnel.v1.ListTunnelZonesResponse": never;
@@ -1411,8 +1563,10 @@ export interface RequiredFields {
   "vnm.tunnel.v1.ListVtepsRequest": never;
   "vnm.tunnel.v1.ListVtepsResponse": never;
   "vnm.tunnel.v1.TunnelZone": "name" | "type";
-  "vnm.tunnel.v1.TunnelZoneHost": never;
+  "vnm.tunnel.v1.TunnelZoneHost": "hostId" | "ipAddress";
+  "vnm.tunnel.v1.TunnelZoneHostRef": never;
   "vnm.tunnel.v1.TunnelZoneRef": never;
+  "vnm.tunnel.v1.UpdateHostRequest": never;
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": never;
   "vnm.tunnel.v1.Vtep": "managementIp" | "managementPort" | "tunnelZoneId";
   "vnm.tunnel.v1.VtepBinding": never;
@@ -1547,16 +1701,21 @@ export interface MessageFields {
   "vnm.qos.v1.QosPolicy": Record<never, never>;
   "vnm.qos.v1.QosPolicyRef": Record<never, never>;
   "vnm.qos.v1.UpdateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
+  "vnm.routing.v1.CreateHostPortRequest": { binding: "vnm.routing.v1.HostInterfacePort" };
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": { ipAddrGroupAddr: "vnm.routing.v1.IpAddrGroupAddr" };
   "vnm.routing.v1.CreateIpAddrGroupRequest": { ipAddrGroup: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.CreateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
   "vnm.routing.v1.CreateRouteRequest": { route: "vnm.routing.v1.Route" };
+  "vnm.routing.v1.HostInterfacePort": Record<never, never>;
+  "vnm.routing.v1.HostPortRef": Record<never, never>;
   "vnm.routing.v1.IpAddrGroup": Record<never, never>;
   "vnm.routing.v1.IpAddrGroupAddr": Record<never, never>;
   "vnm.routing.v1.IpAddrGroupAddrRef": Record<never, never>;
   "vnm.routing.v1.IpAddrGroupRef": Record<never, never>;
   "vnm.routing.v1.L2Insertion": Record<never, never>;
   "vnm.routing.v1.L2InsertionRef": Record<never, never>;
+  "vnm.routing.v1.ListHostPortsRequest": Record<never, never>;
+  "vnm.routing.v1.ListHostPortsResponse": { items: "vnm.routing.v1.HostInterfacePort" };
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": { items: "vnm.routing.v1.IpAddrGroupAddr" };
   "vnm.routing.v1.ListIpAddrGroupsRequest": Record<never, never>;
   "vnm.routing.v1.ListIpAddrGroupsResponse": { items: "vnm.routing.v1.IpAddrGroup" };
@@ -1573,8 +1732,17 @@ export interface MessageFields {
   "vnm.tracing.v1.TraceRequest": Record<never, never>;
   "vnm.tracing.v1.TraceRequestRef": Record<never, never>;
   "vnm.tracing.v1.UpdateTraceRequestRequest": { traceRequest: "vnm.tracing.v1.TraceRequest" };
+  "vnm.tunnel.v1.CreateHostRequest": { host: "vnm.tunnel.v1.Host" };
+  "vnm.tunnel.v1.CreateTunnelZoneHostRequest": { member: "vnm.tunnel.v1.TunnelZoneHost" };
   "vnm.tunnel.v1.CreateTunnelZoneRequest": { tunnelZone: "vnm.tunnel.v1.TunnelZone" };
   "vnm.tunnel.v1.CreateVtepRequest": { vtep: "vnm.tunnel.v1.Vtep" };
+  "vnm.tunnel.v1.Host": { hostInterfaces: "vnm.tunnel.v1.HostInterface" };
+  "vnm.tunnel.v1.HostInterface": Record<never, never>;
+  "vnm.tunnel.v1.HostRef": Record<never, never>;
+  "vnm.tunnel.v1.HostStandingRequest": Record<never, never>;
+  "vnm.tunnel.v1.HostStandingResponse": Record<never, never>;
+  "vnm.tunnel.v1.ListHostsRequest": Record<never, never>;
+  "vnm.tunnel.v1.ListHostsResponse": { items: "vnm.tunnel.v1.Host" };
   "vnm.tunnel.v1.ListTunnelZoneHostsResponse": { items: "vnm.tunnel.v1.TunnelZoneHost" };
   "vnm.tunnel.v1.ListTunnelZonesRequest": Record<never, never>;
   "vnm.tunnel.v1.ListTunnelZonesResponse": { items: "vnm.tunnel.v1.TunnelZone" };
@@ -1584,7 +1752,9 @@ export interface MessageFields {
   "vnm.tunnel.v1.ListVtepsResponse": { items: "vnm.tunnel.v1.Vtep" };
   "vnm.tunnel.v1.TunnelZone": Record<never, never>;
   "vnm.tunnel.v1.TunnelZoneHost": Record<never, never>;
+  "vnm.tunnel.v1.TunnelZoneHostRef": Record<never, never>;
   "vnm.tunnel.v1.TunnelZoneRef": Record<never, never>;
+  "vnm.tunnel.v1.UpdateHostRequest": { host: "vnm.tunnel.v1.Host" };
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": { tunnelZone: "vnm.tunnel.v1.TunnelZone" };
   "vnm.tunnel.v1.Vtep": Record<never, never>;
   "vnm.tunnel.v1.VtepBinding": Record<never, never>;
