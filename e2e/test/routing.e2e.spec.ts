@@ -1,7 +1,7 @@
 // Routes and L2 insertions end to end (docs/decisions.md, "Routing"): the routing service behind
 // the gateway, real Postgres, NATS and Redis. Each rule, each bad input with its status and error
 // body, the root document, /events and the collection cache.
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, openFeed, useStack, waitFor, expectServiceLossAndReturn } from "../harness/harness.ts";
 
 const ROUTE = "application/vnd.org.service.Route-v1+json";
@@ -10,8 +10,13 @@ const INSERTION = "application/vnd.org.service.L2Insertion-v1+json";
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 
-const ROUTER = "0000000a-0000-4000-8000-000000000001";
-const PORT = "0000000b-0000-4000-8000-000000000001";
+// Routes live on real routers (topology.md §4): a router and a port of it, made before the tests.
+let ROUTER = "";
+let PORT = "";
+beforeAll(async () => {
+  ROUTER = (await http("POST", "/routers", { name: "routes" })).json.id;
+  PORT = (await http("POST", `/routers/${ROUTER}/ports`, {})).json.id;
+});
 const normal = (over: Record<string, unknown> = {}) => ({
   type: "Normal",
   dstNetworkAddr: "10.1.0.0",
@@ -40,7 +45,8 @@ describe("routes", () => {
     const list = await http("GET", `/routers/${ROUTER}/routes`, undefined, { accept: ROUTES });
     expect(list.headers.get("content-type")).toBe(ROUTES);
     expect(list.json.map((x: { id: string }) => x.id)).toContain(r.json.id);
-    expect((await http("GET", `/routers/${port()}/routes`)).json).toEqual([]);
+    // A router that does not exist has no list of routes (404, topology.md §4).
+    expectError(await http("GET", `/routers/${port()}/routes`), 404);
     expect((await http("GET", "/")).json.routeTemplate).toMatch(/\/routes\/\{id\}$/);
   });
 
@@ -76,7 +82,7 @@ describe("routes", () => {
     }
   });
 
-  it("have no PUT (405 with Allow), a malformed or missing id is a 404, and the router link says it is not served", async () => {
+  it("have no PUT (405 with Allow), a malformed or missing id is a 404, and the router link leads to the router", async () => {
     const r = await http("POST", `/routers/${ROUTER}/routes`, normal());
     const put = await http("PUT", r.json.uri, normal());
     expectError(put, 405);
@@ -89,8 +95,8 @@ describe("routes", () => {
     expect(missing.json.message).toContain("not-a-uuid");
     expectError(await http("GET", "/routers/not-a-uuid/routes"), 404);
     const router = await http("GET", r.json.router);
-    expectError(router, 404);
-    expect(router.json.message).toContain("routers are not served by this API");
+    expect(router.status).toBe(200);
+    expect(router.json.id).toBe(ROUTER);
     expect((await http("DELETE", r.json.uri)).status).toBe(204);
     expectError(await http("DELETE", r.json.uri), 404);
     expectError(await http("GET", r.json.uri), 404);

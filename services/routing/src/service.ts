@@ -1,18 +1,24 @@
 // The routing service: routes on routers, and L2 insertions; ports bound to hosts (bindings.ts),
 // their bindings cleared when the tunnel service announces a host deleted (a durable consumer).
-import type { ServiceSpec } from "@vnm/kit";
+import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { bindingHandlers, onHostDeleted } from "./bindings.ts";
 import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
+import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports } from "./ports.ts";
+import { routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 
 export const service: ServiceSpec = {
   domain: "routing",
   migrations,
-  resources: [routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs],
-  services: (svc) => bindingHandlers(svc),
+  // Routers check their load balancer with the lb service: they need this service's calls.
+  resources: [(svc) => routersFor(svc), ports, routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs],
+  services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc)),
   onStart: async (svc) => {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
+    // A bridge's ports go with it, and follow it to another tenant.
+    svc.bus.consume("routing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
+    svc.bus.consume("routing-bridge-updates", ["bridge.Bridge.updated"], onBridgeUpdated(svc));
   },
 };

@@ -9,6 +9,9 @@ const ROUTER = "0000000a-0000-4000-8000-000000000001";
 
 beforeAll(async () => {
   svc = await directService("routing");
+  // Routes live on real routers; a Normal route's next hop is a port of its router.
+  expect((await svc.call("vnm.routing.v1.RouterService", "CreateRouter", { router: { id: ROUTER } })).err).toBeNull();
+  expect((await svc.call("vnm.routing.v1.PortService", "CreateRouterPort", { routerId: ROUTER, port: { id: "0000000b-0000-4000-8000-0000000000ff" } })).err).toBeNull();
 });
 
 afterAll(async () => {
@@ -22,6 +25,11 @@ it("refuses a Normal route without its next hop, naming both fields", async () =
   });
   expect(r.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
   expect(svc.violations(r).map((v) => v.property)).toEqual(["nextHopPort", "nextHopGateway"]);
+});
+
+it("a route on a router that does not exist is NOT_FOUND, whatever its body", async () => {
+  const r = await svc.call("vnm.routing.v1.RouteService", "CreateRoute", { routerId: "0000000a-0000-4000-8000-0000000000ee", route: { type: "Nope" } });
+  expect(r.err?.code).toBe(grpc.status.NOT_FOUND);
 });
 
 it("refuses a malformed ?port= filter, naming it", async () => {

@@ -808,6 +808,13 @@ export declare namespace vnm.qos.v1 {
 }
 
 export declare namespace vnm.routing.v1 {
+  type BridgePortsRef = {
+    bridgeId?: string;
+  };
+  type CreateBridgePortRequest = {
+    bridgeId?: string;
+    port?: vnm.routing.v1.Port;
+  };
   type CreateHostPortRequest = {
     /** The host. */
     id?: string;
@@ -826,6 +833,13 @@ export declare namespace vnm.routing.v1 {
   type CreateRouteRequest = {
     routerId?: string;
     route?: vnm.routing.v1.Route;
+  };
+  type CreateRouterPortRequest = {
+    routerId?: string;
+    port?: vnm.routing.v1.Port;
+  };
+  type CreateRouterRequest = {
+    router?: vnm.routing.v1.Router;
   };
   type HostInterfacePort = {
     /** The host, from the path. */
@@ -895,6 +909,10 @@ export declare namespace vnm.routing.v1 {
   type L2InsertionRef = {
     id?: string;
   };
+  type LinkPortRequest = {
+    id?: string;
+    link?: vnm.routing.v1.PortLink;
+  };
   type ListHostPortsRequest = {
     /** The host. */
     id?: string;
@@ -933,16 +951,102 @@ export declare namespace vnm.routing.v1 {
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
   };
+  type ListPortsRequest = {
+    /** The caller's tenant (set by the tenancy rules for a non-admin). */
+    tenant_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListPortsResponse = {
+    items?: vnm.routing.v1.Port[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
   type ListRouterRoutesRequest = {
     routerId?: string;
     /** Paging (?limit=N&marker=<id of the last item already returned>). */
     limit?: number;
     marker?: string;
   };
+  type ListRoutersRequest = {
+    /** Query parameter ?tenant_id= */
+    tenant_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListRoutersResponse = {
+    items?: vnm.routing.v1.Router[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
   type ListRoutesResponse = {
     items?: vnm.routing.v1.Route[];
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
+  };
+  type Port = {
+    id?: string;
+    /** Bridge, Router or Vxlan: the device's (a POST naming another type is a 400; Vxlan ports come from VTEP bindings only). */
+    type?: string;
+    /** The bridge or router. */
+    deviceId?: string;
+    /** Default true. */
+    adminStateUp?: boolean;
+    /** Chains; only the UUID syntax is checked while chains are not served. */
+    inboundFilterId?: string;
+    outboundFilterId?: string;
+    /** Mirrors; only the UUID syntax is checked while mirrors are not served. */
+    inboundMirrorIds?: string[];
+    outboundMirrorIds?: string[];
+    vifId?: string;
+    /** Set by POST /ports/{id}/link, cleared by its DELETE. */
+    peerId?: string;
+    /** Set by a binding (POST /hosts/{id}/ports). */
+    hostId?: string;
+    interfaceName?: string;
+    /** Always false: there is no agent to report a port active. */
+    active?: boolean;
+    /** Bridge ports: [0, 4095], default 0 (untagged). */
+    vlanId?: number;
+    /** Router ports: an IPv4 address (none: an unaddressed port, as MidoNet 5 allows). */
+    portAddress?: string;
+    /** Router ports: when sent, it must contain portAddress; always returned as the network of portAddress/networkLength. */
+    networkAddress?: string;
+    /** Router ports: [0, 32], default 0. */
+    networkLength?: number;
+    /** Router ports: a random MAC when absent; returned lower case. */
+    portMac?: string;
+    /** Router ports: ["<portAddress>/<networkLength>"]. */
+    portSubnet?: string[];
+    /** VXLAN ports: the VTEP. */
+    vtepId?: string;
+    /** The device's tenant: a port's tenant is its device's. */
+    tenantId?: string;
+    /** /bridges/<id> or /routers/<id>. */
+    devicePath?: string;
+    uri?: string;
+    device?: string;
+    link?: string;
+    peer?: string;
+    portGroups?: string;
+    host?: string;
+    hostInterfacePort?: string;
+    inboundFilter?: string;
+    outboundFilter?: string;
+  };
+  /**
+   * The body of POST /ports/{id}/link: the peer. Other fields are ignored (the python client
+   * sends the whole port with peerId set).
+   */
+  type PortLink = {
+    peerId?: string;
+    /** The caller's tenant, as the tenancy rules fill it in for the port's kind; ignored. */
+    tenantId?: string;
+  };
+  type PortRef = {
+    id?: string;
   };
   type Route = {
     /** Read-only in the original API, but a POST without one gets a new UUID, as for every kind. */
@@ -970,9 +1074,45 @@ export declare namespace vnm.routing.v1 {
   type RouteRef = {
     id?: string;
   };
+  type Router = {
+    id?: string;
+    tenantId?: string;
+    /** At most 255 characters. */
+    name?: string;
+    /** Default true. */
+    adminStateUp?: boolean;
+    /** A chain; only the UUID syntax is checked while chains are not served. */
+    inboundFilterId?: string;
+    outboundFilterId?: string;
+    /** An existing load balancer (404 otherwise). A router with a load balancer cannot be deleted (409). */
+    loadBalancerId?: string;
+    /** Default 0. */
+    asNumber?: number;
+    uri?: string;
+    ports?: string;
+    peerPorts?: string;
+    routes?: string;
+    loadBalancer?: string;
+    inboundFilter?: string;
+    outboundFilter?: string;
+  };
+  type RouterPortsRef = {
+    routerId?: string;
+  };
+  type RouterRef = {
+    id?: string;
+  };
   type UpdateL2InsertionRequest = {
     id?: string;
     l2Insertion?: vnm.routing.v1.L2Insertion;
+  };
+  type UpdatePortRequest = {
+    id?: string;
+    port?: vnm.routing.v1.Port;
+  };
+  type UpdateRouterRequest = {
+    id?: string;
+    router?: vnm.routing.v1.Router;
   };
 }
 
@@ -1325,11 +1465,15 @@ export interface Messages {
   "vnm.qos.v1.QosPolicy": vnm.qos.v1.QosPolicy;
   "vnm.qos.v1.QosPolicyRef": vnm.qos.v1.QosPolicyRef;
   "vnm.qos.v1.UpdateQosPolicyRequest": vnm.qos.v1.UpdateQosPolicyRequest;
+  "vnm.routing.v1.BridgePortsRef": vnm.routing.v1.BridgePortsRef;
+  "vnm.routing.v1.CreateBridgePortRequest": vnm.routing.v1.CreateBridgePortRequest;
   "vnm.routing.v1.CreateHostPortRequest": vnm.routing.v1.CreateHostPortRequest;
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": vnm.routing.v1.CreateIpAddrGroupAddrRequest;
   "vnm.routing.v1.CreateIpAddrGroupRequest": vnm.routing.v1.CreateIpAddrGroupRequest;
   "vnm.routing.v1.CreateL2InsertionRequest": vnm.routing.v1.CreateL2InsertionRequest;
   "vnm.routing.v1.CreateRouteRequest": vnm.routing.v1.CreateRouteRequest;
+  "vnm.routing.v1.CreateRouterPortRequest": vnm.routing.v1.CreateRouterPortRequest;
+  "vnm.routing.v1.CreateRouterRequest": vnm.routing.v1.CreateRouterRequest;
   "vnm.routing.v1.HostInterfacePort": vnm.routing.v1.HostInterfacePort;
   "vnm.routing.v1.HostPortRef": vnm.routing.v1.HostPortRef;
   "vnm.routing.v1.IpAddrGroup": vnm.routing.v1.IpAddrGroup;
@@ -1338,6 +1482,7 @@ export interface Messages {
   "vnm.routing.v1.IpAddrGroupRef": vnm.routing.v1.IpAddrGroupRef;
   "vnm.routing.v1.L2Insertion": vnm.routing.v1.L2Insertion;
   "vnm.routing.v1.L2InsertionRef": vnm.routing.v1.L2InsertionRef;
+  "vnm.routing.v1.LinkPortRequest": vnm.routing.v1.LinkPortRequest;
   "vnm.routing.v1.ListHostPortsRequest": vnm.routing.v1.ListHostPortsRequest;
   "vnm.routing.v1.ListHostPortsResponse": vnm.routing.v1.ListHostPortsResponse;
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": vnm.routing.v1.ListIpAddrGroupAddrsResponse;
@@ -1345,11 +1490,23 @@ export interface Messages {
   "vnm.routing.v1.ListIpAddrGroupsResponse": vnm.routing.v1.ListIpAddrGroupsResponse;
   "vnm.routing.v1.ListL2InsertionsRequest": vnm.routing.v1.ListL2InsertionsRequest;
   "vnm.routing.v1.ListL2InsertionsResponse": vnm.routing.v1.ListL2InsertionsResponse;
+  "vnm.routing.v1.ListPortsRequest": vnm.routing.v1.ListPortsRequest;
+  "vnm.routing.v1.ListPortsResponse": vnm.routing.v1.ListPortsResponse;
   "vnm.routing.v1.ListRouterRoutesRequest": vnm.routing.v1.ListRouterRoutesRequest;
+  "vnm.routing.v1.ListRoutersRequest": vnm.routing.v1.ListRoutersRequest;
+  "vnm.routing.v1.ListRoutersResponse": vnm.routing.v1.ListRoutersResponse;
   "vnm.routing.v1.ListRoutesResponse": vnm.routing.v1.ListRoutesResponse;
+  "vnm.routing.v1.Port": vnm.routing.v1.Port;
+  "vnm.routing.v1.PortLink": vnm.routing.v1.PortLink;
+  "vnm.routing.v1.PortRef": vnm.routing.v1.PortRef;
   "vnm.routing.v1.Route": vnm.routing.v1.Route;
   "vnm.routing.v1.RouteRef": vnm.routing.v1.RouteRef;
+  "vnm.routing.v1.Router": vnm.routing.v1.Router;
+  "vnm.routing.v1.RouterPortsRef": vnm.routing.v1.RouterPortsRef;
+  "vnm.routing.v1.RouterRef": vnm.routing.v1.RouterRef;
   "vnm.routing.v1.UpdateL2InsertionRequest": vnm.routing.v1.UpdateL2InsertionRequest;
+  "vnm.routing.v1.UpdatePortRequest": vnm.routing.v1.UpdatePortRequest;
+  "vnm.routing.v1.UpdateRouterRequest": vnm.routing.v1.UpdateRouterRequest;
   "vnm.tracing.v1.CreateTraceRequestRequest": vnm.tracing.v1.CreateTraceRequestRequest;
   "vnm.tracing.v1.ListTraceRequestsRequest": vnm.tracing.v1.ListTraceRequestsRequest;
   "vnm.tracing.v1.ListTraceRequestsResponse": vnm.tracing.v1.ListTraceRequestsResponse;
@@ -1513,11 +1670,15 @@ export interface RequiredFields {
   "vnm.qos.v1.QosPolicy": "name";
   "vnm.qos.v1.QosPolicyRef": never;
   "vnm.qos.v1.UpdateQosPolicyRequest": never;
+  "vnm.routing.v1.BridgePortsRef": never;
+  "vnm.routing.v1.CreateBridgePortRequest": never;
   "vnm.routing.v1.CreateHostPortRequest": never;
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": never;
   "vnm.routing.v1.CreateIpAddrGroupRequest": never;
   "vnm.routing.v1.CreateL2InsertionRequest": never;
   "vnm.routing.v1.CreateRouteRequest": never;
+  "vnm.routing.v1.CreateRouterPortRequest": never;
+  "vnm.routing.v1.CreateRouterRequest": never;
   "vnm.routing.v1.HostInterfacePort": "portId";
   "vnm.routing.v1.HostPortRef": never;
   "vnm.routing.v1.IpAddrGroup": "name";
@@ -1526,6 +1687,7 @@ export interface RequiredFields {
   "vnm.routing.v1.IpAddrGroupRef": never;
   "vnm.routing.v1.L2Insertion": "mac" | "portId" | "position" | "srvPortId";
   "vnm.routing.v1.L2InsertionRef": never;
+  "vnm.routing.v1.LinkPortRequest": never;
   "vnm.routing.v1.ListHostPortsRequest": never;
   "vnm.routing.v1.ListHostPortsResponse": never;
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": never;
@@ -1533,11 +1695,23 @@ export interface RequiredFields {
   "vnm.routing.v1.ListIpAddrGroupsResponse": never;
   "vnm.routing.v1.ListL2InsertionsRequest": never;
   "vnm.routing.v1.ListL2InsertionsResponse": never;
+  "vnm.routing.v1.ListPortsRequest": never;
+  "vnm.routing.v1.ListPortsResponse": never;
   "vnm.routing.v1.ListRouterRoutesRequest": never;
+  "vnm.routing.v1.ListRoutersRequest": never;
+  "vnm.routing.v1.ListRoutersResponse": never;
   "vnm.routing.v1.ListRoutesResponse": never;
+  "vnm.routing.v1.Port": never;
+  "vnm.routing.v1.PortLink": "peerId";
+  "vnm.routing.v1.PortRef": never;
   "vnm.routing.v1.Route": "dstNetworkAddr" | "dstNetworkLength" | "srcNetworkAddr" | "srcNetworkLength" | "type" | "weight";
   "vnm.routing.v1.RouteRef": never;
+  "vnm.routing.v1.Router": never;
+  "vnm.routing.v1.RouterPortsRef": never;
+  "vnm.routing.v1.RouterRef": never;
   "vnm.routing.v1.UpdateL2InsertionRequest": never;
+  "vnm.routing.v1.UpdatePortRequest": never;
+  "vnm.routing.v1.UpdateRouterRequest": never;
   "vnm.tracing.v1.CreateTraceRequestRequest": never;
   "vnm.tracing.v1.ListTraceRequestsRequest": never;
   "vnm.tracing.v1.ListTraceRequestsResponse": never;
@@ -1701,11 +1875,15 @@ export interface MessageFields {
   "vnm.qos.v1.QosPolicy": Record<never, never>;
   "vnm.qos.v1.QosPolicyRef": Record<never, never>;
   "vnm.qos.v1.UpdateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
+  "vnm.routing.v1.BridgePortsRef": Record<never, never>;
+  "vnm.routing.v1.CreateBridgePortRequest": { port: "vnm.routing.v1.Port" };
   "vnm.routing.v1.CreateHostPortRequest": { binding: "vnm.routing.v1.HostInterfacePort" };
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": { ipAddrGroupAddr: "vnm.routing.v1.IpAddrGroupAddr" };
   "vnm.routing.v1.CreateIpAddrGroupRequest": { ipAddrGroup: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.CreateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
   "vnm.routing.v1.CreateRouteRequest": { route: "vnm.routing.v1.Route" };
+  "vnm.routing.v1.CreateRouterPortRequest": { port: "vnm.routing.v1.Port" };
+  "vnm.routing.v1.CreateRouterRequest": { router: "vnm.routing.v1.Router" };
   "vnm.routing.v1.HostInterfacePort": Record<never, never>;
   "vnm.routing.v1.HostPortRef": Record<never, never>;
   "vnm.routing.v1.IpAddrGroup": Record<never, never>;
@@ -1714,6 +1892,7 @@ export interface MessageFields {
   "vnm.routing.v1.IpAddrGroupRef": Record<never, never>;
   "vnm.routing.v1.L2Insertion": Record<never, never>;
   "vnm.routing.v1.L2InsertionRef": Record<never, never>;
+  "vnm.routing.v1.LinkPortRequest": { link: "vnm.routing.v1.PortLink" };
   "vnm.routing.v1.ListHostPortsRequest": Record<never, never>;
   "vnm.routing.v1.ListHostPortsResponse": { items: "vnm.routing.v1.HostInterfacePort" };
   "vnm.routing.v1.ListIpAddrGroupAddrsResponse": { items: "vnm.routing.v1.IpAddrGroupAddr" };
@@ -1721,11 +1900,23 @@ export interface MessageFields {
   "vnm.routing.v1.ListIpAddrGroupsResponse": { items: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.ListL2InsertionsRequest": Record<never, never>;
   "vnm.routing.v1.ListL2InsertionsResponse": { items: "vnm.routing.v1.L2Insertion" };
+  "vnm.routing.v1.ListPortsRequest": Record<never, never>;
+  "vnm.routing.v1.ListPortsResponse": { items: "vnm.routing.v1.Port" };
   "vnm.routing.v1.ListRouterRoutesRequest": Record<never, never>;
+  "vnm.routing.v1.ListRoutersRequest": Record<never, never>;
+  "vnm.routing.v1.ListRoutersResponse": { items: "vnm.routing.v1.Router" };
   "vnm.routing.v1.ListRoutesResponse": { items: "vnm.routing.v1.Route" };
+  "vnm.routing.v1.Port": Record<never, never>;
+  "vnm.routing.v1.PortLink": Record<never, never>;
+  "vnm.routing.v1.PortRef": Record<never, never>;
   "vnm.routing.v1.Route": Record<never, never>;
   "vnm.routing.v1.RouteRef": Record<never, never>;
+  "vnm.routing.v1.Router": Record<never, never>;
+  "vnm.routing.v1.RouterPortsRef": Record<never, never>;
+  "vnm.routing.v1.RouterRef": Record<never, never>;
   "vnm.routing.v1.UpdateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
+  "vnm.routing.v1.UpdatePortRequest": { port: "vnm.routing.v1.Port" };
+  "vnm.routing.v1.UpdateRouterRequest": { router: "vnm.routing.v1.Router" };
   "vnm.tracing.v1.CreateTraceRequestRequest": { traceRequest: "vnm.tracing.v1.TraceRequest" };
   "vnm.tracing.v1.ListTraceRequestsRequest": Record<never, never>;
   "vnm.tracing.v1.ListTraceRequestsResponse": { items: "vnm.tracing.v1.TraceRequest" };
