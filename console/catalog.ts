@@ -37,7 +37,7 @@ function typeOf(f: FieldInfo): FieldType {
   return "string";
 }
 
-function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undefined): ConsoleField {
+function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undefined, ref: string | undefined): ConsoleField {
   const out: ConsoleField = {
     name: f.name,
     label: fieldLabel(f.name),
@@ -53,6 +53,50 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
   const values = f.enumValues ?? f.values;
   if (values) out.enumValues = values;
   if (declared?.[f.name] !== undefined) out.default = declared[f.name];
+  if (ref) out.ref = ref;
+  return out;
+}
+
+/** A name's words, lower case: "nextHopPort" -> next, hop, port; "pool_id" -> pool, id. */
+const wordsOf = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[\s_]+/).filter(Boolean);
+const endsWith = (a: string[], b: string[]) => b.length > 0 && a.length >= b.length && b.every((w, i) => a[a.length - b.length + i] === w);
+
+/**
+ * The kind whose item a field holds the id of. First the message's own word for it: a link field
+ * whose template is one kind's item path with this field as its only variable (a port's
+ * `peer`, "/ports/{peerId}"; a router's `loadBalancer`). Else the field's name: a string field
+ * whose words, less a trailing "id", end with a top-level kind's name (nextHopPort, srvPortId:
+ * Port), or, within one domain, whose words end that kind's name (compat's pool_id: CompatPool);
+ * only when exactly one kind fits.
+ */
+function referenceOf(k: KindInfo, f: FieldInfo, items: Map<string, KindInfo>, top: KindInfo[]): string | undefined {
+  if (f.link !== undefined || f.name === "id" || f.name === k.resource.tenantField || f.type !== "string" || f.repeated) return undefined;
+  for (const l of k.message.fields) {
+    const m = l.link ? /^(?:\/[^{}/]+)+\/\{(\w+)\}$/.exec(l.link) : null;
+    if (m?.[1] === f.name) {
+      const target = items.get(templateShape(l.link!));
+      if (target) return target.kind;
+    }
+  }
+  const words = wordsOf(f.name);
+  if (words.at(-1) === "id") words.pop();
+  const fits = top.filter((t) => endsWith(words, wordsOf(t.resource.name)) || (t.resource.domain === k.resource.domain && endsWith(wordsOf(t.resource.name), words)));
+  const same = fits.filter((t) => t.resource.domain === k.resource.domain);
+  const chosen = same.length > 0 ? same : fits;
+  return chosen.length === 1 ? chosen[0]!.kind : undefined;
+}
+
+/** The kinds the variables of a kind's create paths name: a variable closing the item path of a kind (routerId in /routers/{routerId}/ports). */
+function pathRefsOf(templates: string[], byShape: Map<string, KindInfo>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of templates) {
+    const segs = t.split("/");
+    segs.forEach((s, i) => {
+      const v = /^\{(\w+)\}$/.exec(s)?.[1];
+      const target = v ? byShape.get(templateShape(segs.slice(0, i + 1).join("/"))) : undefined;
+      if (v && target) out[v] = target.kind;
+    });
+  }
   return out;
 }
 
@@ -72,14 +116,27 @@ function columnsOf(k: KindInfo, fields: ConsoleField[]): string[] {
 /** The templates of a kind's RPC (every HTTP binding of it). */
 const templatesOf = (c: Catalog, k: KindInfo, rpc: string | undefined) => (rpc ? c.routes.filter((r) => r.service === k.service && r.rpc === rpc).map((r) => r.template) : []);
 
+/**
+ * Where a kind's items are created: its create RPC's paths, or, for a kind created under one of
+ * several parents that are no kind's parent of it (a port, on a router or on a bridge), every
+ * POST of its service answering one of its items.
+ */
+function createTemplatesOf(c: Catalog, k: KindInfo): string[] {
+  if (k.rpcs.create) return templatesOf(c, k, k.rpcs.create);
+  return c.routes.filter((r) => r.method === "POST" && r.service === k.service && r.shape.kind === "item" && r.shape.item === k.message && r.bodyField?.message === k.message).map((r) => r.template);
+}
+
 export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<ConsoleCatalog> {
   const declared = await declarations(c);
   const kinds = [...c.kinds.values()];
   const childrenOf = (kind: string) => kinds.filter((k) => k.parent === kind).map((k) => k.kind);
   const descendants = (kind: string): string[] => childrenOf(kind).flatMap((d) => [d, ...descendants(d)]);
+  const byShape = new Map(kinds.map((k) => [templateShape(k.itemTemplate), k]));
+  const top = kinds.filter((k) => !k.parent && (k.itemTemplate.match(/\{/g) ?? []).length === 1);
+  const topByShape = new Map(top.map((k) => [templateShape(k.itemTemplate), k]));
   const out: ConsoleKind[] = kinds.map((k) => {
     const writable = new Set(writableFields(k.message, "create").map((f) => f.name));
-    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind)));
+    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind), referenceOf(k, f, topByShape, top)));
     const listTemplates = templatesOf(c, k, k.rpcs.list);
     const itemShape = templateShape(k.itemTemplate);
     const childLists = new Set(kinds.filter((d) => d.parent === k.kind).flatMap((d) => templatesOf(c, d, d.rpcs.list).map(templateShape)));
@@ -106,7 +163,7 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
       itemTemplate: k.itemTemplate,
       key: [...k.itemTemplate.matchAll(/\{(\w+)\}/g)].at(-1)![1]!,
       listTemplates,
-      createTemplates: templatesOf(c, k, k.rpcs.create),
+      createTemplates: createTemplatesOf(c, k),
       canUpdate: k.rpcs.update !== undefined,
       canDelete: k.rpcs.delete !== undefined,
       listQuery: list ? [...list.queryFields.keys()] : [],
@@ -114,6 +171,7 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
       columns: columnsOf(k, fields),
       nameField: fields.some((f) => f.name === "name") ? "name" : undefined,
       linkedLists,
+      pathRefs: pathRefsOf(createTemplatesOf(c, k), byShape),
     };
   });
   out.sort((a, b) => a.plural.localeCompare(b.plural));

@@ -8,6 +8,7 @@ import { FormPage } from "./form.tsx";
 import { ItemPage } from "./item.tsx";
 import { GROUPS, KINDS, visibleTo } from "./kinds.ts";
 import { ListView } from "./list.tsx";
+import { TopologyPage, topologyKinds } from "./topology.tsx";
 import type { ConsoleKind } from "./model.ts";
 import { href, type Route, useRoute } from "./route.ts";
 import { ErrorNote, usePage } from "./ui.tsx";
@@ -83,7 +84,7 @@ function Shell({ who }: { who: Identity }) {
   useEffect(() => setMenuOpen(false), [route]);
   const nav = navigation(who);
   const first = nav[0]?.kinds[0];
-  const current = "kind" in route ? route.kind : first?.kind;
+  const current = "kind" in route ? route.kind : route.page === "topology" ? undefined : first?.kind;
   return (
     <>
       <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>
@@ -107,6 +108,15 @@ function Shell({ who }: { who: Identity }) {
       </header>
       <div class="layout">
         <nav id="nav" class={menuOpen ? "nav open" : "nav"} aria-label="Kinds">
+          {topologyKinds() && (
+            <ul class="nav-pages">
+              <li>
+                <a href={href({ page: "topology" })} aria-current={route.page === "topology" ? "page" : undefined}>
+                  Topology
+                </a>
+              </li>
+            </ul>
+          )}
           {nav.map((g) => (
             <div key={g.title}>
               <h2>{g.title}</h2>
@@ -131,6 +141,7 @@ function Shell({ who }: { who: Identity }) {
 }
 
 function Page({ route, who, first }: { route: Route; who: Identity; first?: ConsoleKind }) {
+  if (route.page === "topology") return <TopologyPage who={who} />;
   const kind = "kind" in route ? KINDS.get(route.kind) : first;
   if (!kind || !visibleTo(kind, who)) return <Missing />;
   switch (route.page) {

@@ -7,6 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, type Identity, call, type Violation } from "./api.ts";
 import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
+import { RefPicker } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { ErrorNote, listing, usePage } from "./ui.tsx";
 import { fieldLabel, inSentence } from "./words.ts";
@@ -157,18 +158,47 @@ function OtherViolations({ violations }: { violations: Violation[] }) {
   );
 }
 
-/** An input for each variable of the create path that the page's parent does not give. */
-function PathFields({ missing, values, onValues }: { missing: string[]; values: Record<string, string>; onValues: (v: Record<string, string>) => void }) {
+/**
+ * Where to create, when the kind is created under one of several parents (a port: on a router or
+ * on a bridge): a choice of them. Then an input for each variable of the create path that the
+ * page's parent does not give: a picker of the items it names (a router for routerId).
+ */
+function PathFields({ kind, who, templates, chosen, onChoose, missing, values, onValues }: { kind: ConsoleKind; who: Identity; templates: string[]; chosen: number; onChoose: (n: number) => void; missing: string[]; values: Record<string, string>; onValues: (v: Record<string, string>) => void }) {
+  const parentKind = (t: string) => {
+    const v = [...t.matchAll(/\{(\w+)\}/g)].at(-1)?.[1];
+    const k = v ? KINDS.get(kind.pathRefs[v] ?? "") : undefined;
+    return k ? `On a ${inSentence(k.singular)}` : t;
+  };
   return (
     <>
-      {missing.map((v) => (
-        <div class="field" key={v}>
-          <label for={`path-${v}`}>
-            {fieldLabel(v)} <span aria-hidden="true">*</span>
-          </label>
-          <input id={`path-${v}`} required aria-required="true" value={values[v] ?? ""} onInput={(e) => onValues({ ...values, [v]: e.currentTarget.value })} />
+      {templates.length > 1 && (
+        <div class="field">
+          <label for="path-template">Where</label>
+          <select id="path-template" value={String(chosen)} onChange={(e) => onChoose(Number(e.currentTarget.value))}>
+            {templates.map((t, n) => (
+              <option key={t} value={String(n)}>
+                {parentKind(t)}
+              </option>
+            ))}
+          </select>
         </div>
-      ))}
+      )}
+      {missing.map((v) => {
+        const common = { id: `path-${v}`, required: true, "aria-required": "true" as const };
+        const ref = kind.pathRefs[v];
+        return (
+          <div class="field" key={v}>
+            <label for={`path-${v}`}>
+              {ref ? (KINDS.get(ref)?.singular ?? fieldLabel(v)) : fieldLabel(v)} <span aria-hidden="true">*</span>
+            </label>
+            {ref ? (
+              <RefPicker refKind={ref} who={who} common={common} value={values[v] ?? ""} onValue={(x) => onValues({ ...values, [v]: x })} />
+            ) : (
+              <input {...common} value={values[v] ?? ""} onInput={(e) => onValues({ ...values, [v]: e.currentTarget.value })} />
+            )}
+          </div>
+        );
+      })}
     </>
   );
 }
@@ -179,9 +209,11 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
   const [error, setError] = useState<unknown>();
   const { values, setValues, etag, itemLabel, reload } = useFormValues(kind, who, fields, path, setError);
   const [pathValues, setPathValues] = useState<Record<string, string>>({});
+  // Under no parent, a kind created in several places (a port) is created where the user chooses.
+  const [chosen, setChosen] = useState(0);
   const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
   const heading = usePage(title);
-  const target = editing ? { path, missing: [] as string[] } : fillPath(kind.createTemplates, parent, pathValues);
+  const target = editing ? { path, missing: [] as string[] } : fillPath(parent ? kind.createTemplates : kind.createTemplates.slice(chosen, chosen + 1), parent, pathValues);
   const { submit, violations, conflict, busy } = useSave({ kind, fields, values, path, parent, target, etag, reload }, setError);
   const { byField, elsewhere } = placeViolations(fields, violations);
   const back = path ?? parent;
@@ -205,9 +237,18 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
           Fields marked <span aria-hidden="true">*</span>
           <span class="visually-hidden">required</span> are required.
         </p>
-        <PathFields missing={target.missing} values={pathValues} onValues={setPathValues} />
+        <PathFields
+          kind={kind}
+          who={who}
+          templates={parent || editing ? [] : kind.createTemplates}
+          chosen={chosen}
+          onChoose={setChosen}
+          missing={target.missing}
+          values={pathValues}
+          onValues={setPathValues}
+        />
         {fields.map((f) => (
-          <Field key={f.name} field={f} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />
+          <Field key={f.name} field={f} who={who} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />
         ))}
         <div class="actions">
           <button type="submit" class="primary" disabled={busy}>
@@ -238,7 +279,7 @@ function FieldNotes({ id, help, violations }: { id: string; help: string[]; viol
   );
 }
 
-function Field({ field: f, value, violations, onValue }: { field: ConsoleField; value: string | boolean; violations: Violation[]; onValue: (v: string | boolean) => void }) {
+function Field({ field: f, who, value, violations, onValue }: { field: ConsoleField; who: Identity; value: string | boolean; violations: Violation[]; onValue: (v: string | boolean) => void }) {
   const id = `field-${f.name}`;
   const help: string[] = [];
   if (f.name === "id" && !f.required) help.push("Optional: the service gives one when empty.");
@@ -287,6 +328,9 @@ function Field({ field: f, value, violations, onValue }: { field: ConsoleField; 
         ))}
       </select>
     );
+  } else if (f.ref && !f.repeated) {
+    // Another item's id: a choice among the items of its kind the user can see.
+    input = <RefPicker refKind={f.ref} who={who} common={common} value={String(value)} onValue={onValue} />;
   } else if (f.type === "json") {
     input = <textarea {...common} rows={3} value={String(value)} onInput={(e) => onValue(e.currentTarget.value)} />;
   } else {

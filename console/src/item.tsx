@@ -8,6 +8,7 @@ import { onChange } from "./events.ts";
 import { canWrite, itemName, KINDS, parentPathOf, visibleTo } from "./kinds.ts";
 import { ListView } from "./list.tsx";
 import type { ConsoleKind, LinkedList } from "./model.ts";
+import { RefLink, refTarget } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { DeleteDialog, ErrorNote, Notice, show, usePage } from "./ui.tsx";
 import { inSentence, phrase } from "./words.ts";
@@ -84,7 +85,7 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
           {shown.map((f) => (
             <div key={f.name}>
               <dt>{f.label}</dt>
-              <dd>{show(f, item[f.name])}</dd>
+              <dd>{refTarget(kind, f, item) ? <RefLink target={refTarget(kind, f, item)!} id={item[f.name]} /> : show(f, item[f.name])}</dd>
             </div>
           ))}
         </dl>

@@ -22,6 +22,12 @@ export interface ConsoleField {
   default?: unknown;
   /** A link the gateway fills (an absolute URL). */
   link: boolean;
+  /**
+   * The kind whose item this field holds the id of (a port's peerId: "routing.Port"): a picker in
+   * forms, a link on an item's page. From the message's link to it (`peer` is "/ports/{peerId}"),
+   * else from the field's name ending in a top-level kind's name (nextHopPort, portId).
+   */
+  ref?: string;
 }
 
 /** A collection an item links to that is not a kind of its own (a VTEP's ports). */
@@ -66,6 +72,8 @@ export interface ConsoleKind {
   /** The field naming an item to a person (its name), if any. */
   nameField?: string;
   linkedLists: LinkedList[];
+  /** For each variable of the create paths that names an item of a kind (routerId in /routers/{routerId}/ports): that kind. */
+  pathRefs: Record<string, string>;
 }
 
 export interface ConsoleCatalog {

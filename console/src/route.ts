@@ -1,9 +1,11 @@
 // The console's own addresses, in the URL's fragment (the page itself is always /):
-// #/list/<kind>, #/item/<kind>/<path>, #/new/<kind>[/<parent path>], #/edit/<kind>/<path>.
+// #/list/<kind>, #/item/<kind>/<path>, #/new/<kind>[/<parent path>], #/edit/<kind>/<path>,
+// #/topology.
 import { useEffect, useState } from "preact/hooks";
 
 export type Route =
   | { page: "home" }
+  | { page: "topology" }
   | { page: "list"; kind: string }
   | { page: "item"; kind: string; path: string }
   | { page: "new"; kind: string; parent?: string }
@@ -15,6 +17,7 @@ export function parseRoute(hash: string): Route {
   if (page === "list" && kind) return { page, kind };
   if ((page === "item" || page === "edit") && kind && path) return { page, kind, path };
   if (page === "new" && kind) return { page, kind, parent: path };
+  if (page === "topology") return { page };
   return { page: "home" };
 }
 
@@ -22,6 +25,8 @@ export function href(r: Route): string {
   switch (r.page) {
     case "home":
       return "#/";
+    case "topology":
+      return "#/topology";
     case "list":
       return `#/list/${r.kind}`;
     case "item":
