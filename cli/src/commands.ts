@@ -9,7 +9,7 @@ import { target } from "./config.ts";
 import { CliError, usage } from "./errors.ts";
 import { watchList } from "./events.ts";
 import { parseExact } from "./json.ts";
-import { allKinds, camel, type Kind, kebab, optionOf, type PathValues, variables } from "./kinds.ts";
+import { allKinds, camel, type Kind, kebab, kindNamedBy, optionOf, type PathValues, variables } from "./kinds.ts";
 import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
 import { findItem, listItems } from "./resolve.ts";
 import { clean, say } from "./text.ts";
@@ -136,6 +136,8 @@ export function addKindCommand(program: Command, kind: Kind): void {
       write(render(kind, (await api().call("POST", kind.path(kind.create, valuesOf(kind.parents(kind.create), o), "create"), body)).body, format));
     });
   }
+  if (!kind.create && kind.creates.length > 0) addCreateUnder(cmd, kind, api);
+  for (const a of kind.actions) addAction(cmd, kind, a, keyArg, api);
   if (kind.update) {
     const fields = kind.writable("update");
     const c = withTenant(withOutput(addFieldFlags(addParentOptions(cmd.command(`update ${keyArg}`).description("change an item"), parents), fields, "update")), kind);
@@ -165,6 +167,70 @@ export function addKindCommand(program: Command, kind: Kind): void {
           }
         }
         if (failed) throw new CliError("", failed.exitCode);
+      },
+    );
+  }
+}
+
+/** A path value given by a key or a name: the key of the item of the kind it names (a router named "edge": its id). */
+async function keyNamed(api: Api, template: string, variable: string, value: string): Promise<string> {
+  const k = kindNamedBy(template, variable);
+  return k?.get ? k.keyOf((await findItem(api, k, value, {})).item) : value;
+}
+
+/**
+ * create for a kind made under one of several kinds of parent (a port: `--router` or `--bridge`):
+ * an option per parent variable, exactly one route's given, each named by its key or name.
+ */
+function addCreateUnder(cmd: Command, kind: Kind, api: () => Api): void {
+  const fields = kind.writable("create");
+  const names = [...new Set(kind.creates.flatMap((r) => variables(r.template)))];
+  const c = cmd.command("create").description(`create an item on a ${names.map((v) => optionOf(v)).join(" or ")}`);
+  for (const v of names) c.option(`--${optionOf(v)} <${optionOf(v)}>`, `on this ${optionOf(v)} (its id or name)`);
+  withOutput(addFieldFlags(c, fields, "create"));
+  c.action(async (o: Opts) => {
+    const format = parseFormat(textOpt(o, "output"));
+    const given = kind.creates.filter((r) => variables(r.template).every((v) => textOpt(o, camel(optionOf(v)))));
+    if (given.length !== 1) throw usage(`give one of ${kind.creates.map((r) => variables(r.template).map((v) => `--${optionOf(v)}`).join(" ")).join(", ")}`);
+    const route = given[0]!;
+    const values: PathValues = {};
+    for (const v of variables(route.template)) values[v] = await keyNamed(api(), route.template, v, textOpt(o, camel(optionOf(v)))!);
+    write(render(kind, (await api().call("POST", kind.path(route, values, "create"), bodyOf(fields, o))).body, format));
+  });
+}
+
+/**
+ * An item's action: `<kind> <word> <item> [<arg>...]` POSTs the body its arguments make (`port
+ * link <port> <peer>`: {peerId}, the peer named like the item, by key or name) and prints the
+ * item; `<kind> un<word> <item>` DELETEs it and says so.
+ */
+function addAction(cmd: Command, kind: Kind, a: Kind["actions"][number], keyArg: string, api: () => Api): void {
+  const parents = kind.parents();
+  if (a.method === "POST") {
+    const args = a.args.map((f) => `<${optionOf(f)}>`).join(" ");
+    const c = withTenant(withOutput(addParentOptions(cmd.command(`${a.word} ${keyArg} ${args}`.trim()).description(`${a.word} an item (POST ${a.route.template})`), parents)), kind);
+    c.action(async (arg: string, ...rest: unknown[]) => {
+      const o = rest.at(-2) as Opts;
+      const values = rest.slice(0, a.args.length) as string[];
+      const format = parseFormat(textOpt(o, "output"));
+      const x = api();
+      const found = await findItem(x, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+      const body: Record<string, unknown> = {};
+      for (const [i, f] of a.args.entries()) {
+        // The argument names an item: of the kind its name says (portId: a port), else of this kind (peerId: another port).
+        const k = kindNamedBy("", f) ?? kind;
+        body[f] = k.get ? k.keyOf((await findItem(x, k, values[i]!, {}, textOpt(o, "tenant"))).item) : values[i];
+      }
+      write(render(kind, (await x.call("POST", kind.path(a.route, kind.valuesOf(found.item), a.word), body)).body, format));
+    });
+  } else {
+    const done = `un${a.word}${a.word.endsWith("e") ? "d" : "ed"}`;
+    withTenant(addParentOptions(cmd.command(`un${a.word} ${keyArg}`).description(`un${a.word} an item (DELETE ${a.route.template})`), parents), kind).action(
+      async (arg: string, o: Opts) => {
+        const x = api();
+        const found = await findItem(x, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+        await x.call("DELETE", kind.path(a.route, kind.valuesOf(found.item), `un${a.word}`));
+        write(`${kind.command}/${clean(kind.keyOf(found.item))} ${done}`);
       },
     );
   }

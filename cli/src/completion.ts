@@ -13,7 +13,7 @@
 import type { Command } from "commander";
 import type { Api } from "./client.ts";
 import { usage } from "./errors.ts";
-import { kindNamed, optionOf } from "./kinds.ts";
+import { allKinds, kindNamed, optionOf } from "./kinds.ts";
 import { listItems } from "./resolve.ts";
 import { clean } from "./text.ts";
 
@@ -28,6 +28,13 @@ function tree(p: Command): Map<string, string[]> {
     for (const v of c.commands) out.set(`${c.name()} ${v.name()}`, v.options.map((o) => o.long!).filter(Boolean));
   }
   return out;
+}
+
+/** The verbs whose next word is an item: get, describe, update, delete, and the kinds' actions (link, unlink). */
+function itemVerbs(): string[] {
+  const actions = allKinds().flatMap((k) => k.actions.map((a) => (a.method === "POST" ? a.word : `un${a.word}`)));
+  // Only plain words go into the scripts' patterns.
+  return [...new Set(["get", "describe", "update", "delete", ...actions])].filter((w) => /^[a-z][a-z_]*$/.test(w));
 }
 
 /** A word single-quoted for any of the three shells (the commands' own words, quoted all the same). */
@@ -57,7 +64,7 @@ ${arms}
   if [[ $COMP_CWORD -ge 3 && -z $q && "$raw" != -* && "\${COMP_WORDS[COMP_CWORD-1]}" != --* ]] ||
     [[ $COMP_CWORD -ge 3 && -n $q && "\${COMP_WORDS[COMP_CWORD-1]}" != --* ]]; then
     case "\${COMP_WORDS[2]}" in
-      get | describe | update | delete)
+      ${itemVerbs().join(" | ")})
         local -a items=()
         mapfile -t items < <(vnm __complete "\${COMP_WORDS[@]:1:COMP_CWORD-1}" 2>/dev/null)
         words=()
@@ -115,7 +122,7 @@ ${arms}
   # read as data; none that a command would take for an option. compadd matches and quotes them.
   if (( CURRENT >= 4 )) && [[ $PREFIX != -* && $words[CURRENT-1] != --* ]]; then
     case "$words[3]" in
-      (get|describe|update|delete)
+      (${itemVerbs().join("|")})
         cands=("\${(@f)$(vnm __complete "\${(@)words[2,CURRENT-1]}" 2>/dev/null)}")
         cands=("\${(@)cands:#-*}")
         cands=("\${(@)cands:#}")
@@ -147,7 +154,7 @@ ${arms}
     # line, as data; none that a command would take for an option. complete matches and quotes them.
     if test (count $words) -ge 3; and not string match -q -- '-*' (commandline -ct); and not string match -q -- '--*' $words[-1]
         switch $words[3]
-            case get describe update delete
+            case ${itemVerbs().join(" ")}
                 set cands (vnm __complete $words[2..-1] 2>/dev/null | string match -v -- '-*' | string match -v -- '')
         end
     end

@@ -1,7 +1,7 @@
 // What the CLI derives from the catalog for each kind: its command name, the options of its
 // path's variables, its routes, its writable fields, the columns its table shows, and how an
 // item names itself (the last segment of its `uri`). Nothing here names a kind.
-import { type CliCatalog, type CliKind, type CliRoute, cliCatalog, type Field } from "./catalog.ts";
+import { type CliAction, type CliCatalog, type CliKind, type CliRoute, cliCatalog, type Field } from "./catalog.ts";
 import { usage } from "./errors.ts";
 
 /** "DhcpV6Subnet" -> "dhcp-v6-subnet". */
@@ -29,6 +29,10 @@ export class Kind {
   readonly delete?: CliRoute;
   /** The item's own path variable (the last one of its item path). */
   readonly key: string;
+  /** Without a create of its own: the routes that create one under each kind of parent (a port's, on a router or a bridge). */
+  readonly creates: CliRoute[];
+  /** Its actions (a port's link and unlink), each with its route. */
+  readonly actions: (CliAction & { route: CliRoute })[];
 
   constructor(info: CliKind, routes: CliRoute[]) {
     this.info = info;
@@ -40,6 +44,8 @@ export class Kind {
     this.update = of(info.rpcs.update);
     this.delete = of(info.rpcs.delete);
     this.key = variables(info.itemTemplate).at(-1)!;
+    this.creates = (info.creates ?? []).flatMap((rpc) => routes.filter((r) => r.service === info.service && r.rpc === rpc));
+    this.actions = (info.actions ?? []).flatMap((a) => routes.filter((r) => r.service === info.service && r.rpc === a.rpc).map((route) => ({ ...a, route })));
   }
 
   get fields(): Field[] {
@@ -134,6 +140,23 @@ let kinds: Kind[] | undefined;
 export function allKinds(c: CliCatalog = cliCatalog()): Kind[] {
   kinds ??= c.kinds.map((k) => new Kind(k, c.routes)).sort((a, b) => a.command.localeCompare(b.command));
   return kinds;
+}
+
+/**
+ * The kind whose item a path variable or a field names: a variable closing another kind's item
+ * path (routerId in /routers/{routerId}/ports: a router); a field whose name, less "Id", is a
+ * kind's message name (portId: a port); else undefined.
+ */
+export function kindNamedBy(template: string, variable: string): Kind | undefined {
+  const at = template.indexOf(`{${variable}}`);
+  if (at >= 0) {
+    const shape = (t: string) => t.replace(/\{\w+\}/g, "{}");
+    const prefix = shape(template.slice(0, at + variable.length + 2));
+    const k = allKinds().find((x) => shape(x.info.itemTemplate) === prefix);
+    if (k) return k;
+  }
+  const stem = variable.replace(/_?[iI]d$/, "").replace(/_/g, "").toLowerCase();
+  return allKinds().find((k) => k.info.message.name.toLowerCase() === stem);
 }
 
 /** A kind by its command name ("dhcp-host"), message name ("DhcpHost") or qualified kind ("bridge.DhcpHost"). */
