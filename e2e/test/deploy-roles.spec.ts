@@ -21,7 +21,8 @@ const natsConf = readFileSync(join(ROOT, "deploy", "nats.conf"), "utf8");
 /** Each user's line of deploy/nats.conf and the lists after it, up to the next user. */
 function natsUser(user: string): { publish: string[]; subscribe: string[] } {
   const block = natsConf.split(/\n\s*\{ user: /).find((b) => b.startsWith(`${user},`)) ?? "";
-  const list = (what: string) => JSON.parse(new RegExp(`${what}: \\{ allow: (\\[.*?\\])`).exec(block)?.[1] ?? "[]") as string[];
+  // A list may run over several lines (one consumer's subjects a line).
+  const list = (what: string) => JSON.parse(new RegExp(`${what}: \\{ allow: (\\[[\\s\\S]*?\\])`).exec(block)?.[1] ?? "[]") as string[];
   return { publish: list("publish"), subscribe: list("subscribe") };
 }
 

@@ -253,11 +253,19 @@ describe("production overlay: secrets, pod security, network", () => {
   });
 
   it("admits gRPC only from the parts that call a service, metrics only from the monitoring namespace, a database only from its service", () => {
+    // Besides the gateway: a trace's and a port's bridge, a router's load balancer, a binding's host
+    // (routing asks tunnel), a host's bindings (tunnel asks routing).
+    const CALLERS: Record<string, string[]> = {
+      bridge: ["vnm-gateway", "vnm-routing", "vnm-tracing"],
+      lb: ["vnm-gateway", "vnm-routing"],
+      routing: ["vnm-gateway", "vnm-tunnel"],
+      tunnel: ["vnm-gateway", "vnm-routing"],
+    };
     const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
     for (const d of serviceDomains()) {
       const ingress = policy(`vnm-${d}`).ingress as Loose[];
       const grpc = ingress.filter((r) => r.ports.some((p: Loose) => p.port === 50051));
-      const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : d === "bridge" ? ["vnm-gateway", "vnm-tracing"] : ["vnm-gateway"];
+      const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : (CALLERS[d] ?? ["vnm-gateway"]);
       expect(grpc.flatMap((r) => r.from), d).toEqual(callers.map(pod));
       expect(policy(`vnm-${d}-db`).ingress, d).toEqual([{ from: [pod(`vnm-${d}`)], ports: [{ protocol: "TCP", port: 5432 }] }]);
       expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [pod(`vnm-${d}-db`)], ports: [{ protocol: "TCP", port: 5432 }] });

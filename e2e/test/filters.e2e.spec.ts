@@ -18,7 +18,7 @@ const PORT = "6a1c5a1e-0b7e-4c57-9d8c-3a2f4b6c7d81";
 let lists: string[] = [];
 
 beforeAll(async () => {
-  await stack.startServices("bridge", "routing", "identity");
+  await stack.startServices("bridge", "routing", "identity", "tunnel");
   gw = await stack.startGateway({ VNM_RATE_LIMIT: "0" }, false);
   doc = (await http("GET", "/openapi.json")).json;
   const bridge = (await http("POST", "/bridges", { name: "filtered", tenantId: "filters" })).json;
@@ -34,8 +34,14 @@ beforeAll(async () => {
   ];
   const group = (await http("POST", "/ip_addr_groups", { name: "filtered" })).json;
   made.push(await http("POST", `/ip_addr_groups/${group.id}/ip_addrs`, { version: 4, addr: "10.9.0.30" }));
+  // A host in a zone, with a port bound to it.
+  const host = (await http("POST", "/hosts", { name: "filtered", addresses: ["10.9.0.40"] })).json;
+  const zone = (await http("POST", "/tunnel_zones", { name: "filtered", type: "vxlan" })).json;
+  made.push(await http("POST", `/tunnel_zones/${zone.id}/hosts`, { hostId: host.id, ipAddress: "10.9.0.41" }));
+  const port = (await http("POST", `${b}/ports`, {})).json;
+  made.push(await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "tap-filtered" }));
   for (const r of made) expect(r.status, r.text).toBe(201);
-  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, `/routers/${ROUTER}/routes`];
+  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
 });
 afterAll(() => stack.stop());
 

@@ -334,7 +334,11 @@ describe("host-interface-port bindings", () => {
     expect(put.headers.get("allow")).toBeTruthy();
     expectError(await http("DELETE", `/hosts/${other.id}/ports/${port.id}`), 404);
     expect((await http("GET", port.uri)).json).toMatchObject({ hostId: h.id, interfaceName: "eth3" });
-    expect((await http("DELETE", b.uri)).status).toBe(204);
+    // Conditional: a stale tag is a 412 and changes nothing; the binding's own tag deletes it.
+    expectError(await http("DELETE", b.uri, undefined, { "if-match": '"stale"' }), 412);
+    const etag = (await http("GET", b.uri)).headers.get("etag")!;
+    expect(etag).toBeTruthy();
+    expect((await http("DELETE", b.uri, undefined, { "if-match": etag })).status).toBe(204);
     const p = (await http("GET", port.uri)).json;
     expect(p.hostId).toBeNull();
     expect(p.interfaceName).toBeNull();

@@ -11,7 +11,7 @@
 // A host deleted: the tunnel service refuses it while a port is bound (it asks ListHostPorts),
 // and this service clears whatever bindings are left when it handles tunnel.Host.deleted (a
 // durable consumer: a delete made while this service is down is handled when it is back).
-import { ApiError, type BusMessage, type CallContext, type Change, type Handlers, isJsonObject, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, type CallContext, type Change, clientConstructor, etagMatches, etagOf, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isJsonObject, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
 
 const BINDING = "vnm.routing.v1.HostInterfacePort";
 const MAX_PAGE = 1000;
@@ -127,6 +127,22 @@ function createBinding(svc: ServiceContext, rules: Rules, req: { id?: unknown; b
   });
 }
 
+/**
+ * The caller's If-Match and If-None-Match against the binding as it is locked: its tag is its GET's
+ * answer as a peer decodes it (the gateway's ETag).
+ */
+function checkConditions(svc: ServiceContext, ctx: CallContext, row: PortRow): void {
+  const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
+  const ifNoneMatch = ctx.metadata.get(IF_NONE_MATCH_KEY)[0];
+  if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
+  const { pkg } = svc.resources;
+  if (!pkg) throw new Error("the routing service's resources were made without the grpc package");
+  const get = clientConstructor(pkg, "vnm.routing.v1.BindingService").service["GetHostPort"]!;
+  const etag = etagOf(get.responseDeserialize(get.responseSerialize(bindingOf(row))) as Record<string, unknown>);
+  if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
+  if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
+}
+
 /** DeleteHostPort: 404, and nothing changes, unless the port is bound to this host (not MidoNet: it unbinds it from any). */
 async function removeBinding(svc: ServiceContext, req: { id?: unknown; portId?: unknown }, ctx: CallContext) {
   const hostId = isUuid(req.id) ? req.id.toLowerCase() : undefined;
@@ -136,6 +152,7 @@ async function removeBinding(svc: ServiceContext, req: { id?: unknown; portId?: 
     await lockHost(q, hostId);
     const port = (await q.query<PortRow>("SELECT * FROM ports WHERE id = $1 AND host_id = $2 FOR UPDATE", [portId, hostId])).rows[0];
     if (!port) throw notBound(req);
+    checkConditions(svc, ctx, port);
     const row = (await q.query<PortRow>("UPDATE ports SET host_id = NULL, interface_name = NULL WHERE id = $1 RETURNING *", [portId])).rows[0]!;
     emit(bindingChange("deleted", hostId, portId));
     portChanged(svc, row, emit);
