@@ -371,6 +371,9 @@ describe("host-interface-port bindings", () => {
     expect((await http("DELETE", port.uri)).status).toBe(204);
     expect((await http("GET", h.ports)).json).toEqual([]);
     expectError(await http("GET", b.uri), 404);
+    // Announced as the binding's own deletion, beside the port's.
+    const path = `/hosts/${h.id}/ports/${port.id}`;
+    await waitFor("the binding's deletion announced", async () => fx.events.some((e) => e.data["path"] === path && e.subject.endsWith("routing.HostInterfacePort.deleted")), 10_000);
     expect((await http("DELETE", h.uri)).status).toBe(204);
   });
 

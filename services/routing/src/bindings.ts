@@ -11,7 +11,9 @@
 // A host deleted: the tunnel service refuses it while a port is bound (it asks ListHostPorts),
 // and this service clears whatever bindings are left when it handles tunnel.Host.deleted (a
 // durable consumer: a delete made while this service is down is handled when it is back).
+// A port's delete takes its binding with it (a port delete hook announces the binding's deletion).
 import { ApiError, type BusMessage, type CallContext, type Change, clientConstructor, etagMatches, etagOf, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isJsonObject, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
+import { portDeleteHooks } from "./ports.ts";
 
 const BINDING = "vnm.routing.v1.HostInterfacePort";
 const MAX_PAGE = 1000;
@@ -53,13 +55,10 @@ function portChanged(svc: Pick<ServiceContext, "resources">, row: PortRow, emit:
   if (ports) emit(ports.change("updated", row));
 }
 
-/**
- * Announces that a port's binding went with the port (a port delete): for the port kind's
- * delete, so that the host's list of bindings is not answered from a stale copy.
- */
-export function bindingGoneWithPort(port: { id: string; host_id: string | null }, emit: Emit): void {
+/** A port deleted: its binding goes with its row, announced, so that the host's list is not answered from a stale copy. */
+portDeleteHooks.push(async (_q, port, emit) => {
   if (port.host_id) emit(bindingChange("deleted", port.host_id, port.id));
-}
+});
 
 type Rules = NonNullable<ServiceContext["resources"]["rules"]>;
 
