@@ -49,6 +49,17 @@ export const SYNC = setting("SYNC");
 export const EXTRA_FLAGS = (setting("NODE_FLAGS") ?? "").split(" ").filter(Boolean);
 /** The sizes of the bridges table the growth rows run at: 1,000, then BENCH_GROWTH_TO (100,000), then 1,000 again. */
 export const GROWTH_SIZES = [1_000, count("GROWTH_TO", 100_000, 1_001)] as const;
+/**
+ * The topology step's sizes: routers, ports (spread over the routers), links (each within a
+ * tenant), routers per tenant (the tenant the console draws is the first), and the drawings timed.
+ */
+export const TOPO = {
+  routers: count("TOPO_ROUTERS", 1_000, 2),
+  ports: count("TOPO_PORTS", 10_000, 2),
+  links: count("TOPO_LINKS", 5_000, 0),
+  tenantRouters: count("TOPO_TENANT_ROUTERS", 50, 2),
+  draws: count("TOPO_DRAWS", 5, 1),
+};
 /** The goal for a gateway's or a service's RSS when idle. */
 export const IDLE_GOAL_MB = 100;
 
@@ -60,7 +71,7 @@ export const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 export const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
 
 /** The paths `--only` selects (comma-separated or repeated); the express and design-floor baselines always run, the durable-write floor with `post`. */
-export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist"] as const;
+export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist", "topology"] as const;
 export type Path = (typeof PATHS)[number];
 
 function onlyArg(argv: string[]): Path[] | undefined {
