@@ -34,6 +34,9 @@ beforeAll(async () => {
   ];
   const group = (await http("POST", "/ip_addr_groups", { name: "filtered" })).json;
   made.push(await http("POST", `/ip_addr_groups/${group.id}/ip_addrs`, { version: 4, addr: "10.9.0.30" }));
+  const portGroup = (await http("POST", "/port_groups", { name: "filtered", tenantId: "filters", stateful: true })).json;
+  const memberPort = (await http("POST", `${b}/ports`, {})).json;
+  made.push(await http("POST", `/port_groups/${portGroup.id}/ports`, { portId: memberPort.id }));
   // A host in a zone, with a port bound to it.
   const host = (await http("POST", "/hosts", { name: "filtered", addresses: ["10.9.0.40"] })).json;
   const zone = (await http("POST", "/tunnel_zones", { name: "filtered", type: "vxlan" })).json;
@@ -41,7 +44,7 @@ beforeAll(async () => {
   const port = (await http("POST", `${b}/ports`, {})).json;
   made.push(await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "tap-filtered" }));
   for (const r of made) expect(r.status, r.text).toBe(201);
-  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
+  lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/port_groups", `/port_groups/${portGroup.id}/ports`, `/ports/${memberPort.id}/port_groups`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
 });
 afterAll(() => stack.stop());
 

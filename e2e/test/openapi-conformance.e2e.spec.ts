@@ -294,6 +294,19 @@ async function buildWorld(): Promise<void> {
   let groupAddr = 0;
   bodies["createIpAddrGroupAddr"] = () => ({ version: 4, addr: `10.7.0.${++groupAddr}` });
   await create("createIpAddrGroupAddr", `/ip_addr_groups/${addrGroup["id"]}/ip_addrs`, bodies["createIpAddrGroupAddr"]());
+  bodies["createPortGroup"] = () => ({ name: unique("pg"), tenantId: TENANT, stateful: true });
+  const portGroup = await create("createPortGroup", "/port_groups", bodies["createPortGroup"]());
+  // Each membership names a port not yet in the group: ports of the bridge, made up front.
+  const memberPorts: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const made = await call(opById("createBridgePort"), `${b}/ports`, { body: {} });
+    expect(made.status, made.text).toBe(201);
+    memberPorts.push(made.json["id"]);
+  }
+  const firstMember = memberPorts.shift()!;
+  bodies["createPortGroupPort"] = () => ({ portId: memberPorts.shift() ?? firstMember });
+  await create("createPortGroupPort", `/port_groups/${portGroup["id"]}/ports`, { portId: firstMember });
+  urls.add(`/ports/${firstMember}/port_groups`);
   await buildCompat();
   urls.add(`${b}/vlans/5/mac_table`);
   urls.add(`/routers/${ROUTER}/routes`);

@@ -5,6 +5,7 @@ import { bindingHandlers, onHostDeleted } from "./bindings.ts";
 import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
+import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
 import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports } from "./ports.ts";
 import { routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
@@ -13,8 +14,8 @@ export const service: ServiceSpec = {
   domain: "routing",
   migrations,
   // Routers check their load balancer with the lb service: they need this service's calls.
-  resources: [(svc) => routersFor(svc), ports, routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs],
-  services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc)),
+  resources: [(svc) => routersFor(svc), ports, routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs, portGroups, portGroupPorts],
+  services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc), portGroupHandlers(svc)),
   onStart: async (svc) => {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
     // A bridge's ports go with it, and follow it to another tenant.

@@ -830,6 +830,13 @@ export declare namespace vnm.routing.v1 {
   type CreateL2InsertionRequest = {
     l2Insertion?: vnm.routing.v1.L2Insertion;
   };
+  type CreatePortGroupPortRequest = {
+    id?: string;
+    portGroupPort?: vnm.routing.v1.PortGroupPort;
+  };
+  type CreatePortGroupRequest = {
+    portGroup?: vnm.routing.v1.PortGroup;
+  };
   type CreateRouteRequest = {
     routerId?: string;
     route?: vnm.routing.v1.Route;
@@ -951,6 +958,23 @@ export declare namespace vnm.routing.v1 {
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
   };
+  type ListPortGroupPortsResponse = {
+    items?: vnm.routing.v1.PortGroupPort[];
+  };
+  type ListPortGroupsRequest = {
+    /** Query parameter ?tenant_id= */
+    tenant_id?: string;
+    /** Query parameter ?port_id=: the groups that port is a member of. */
+    port_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListPortGroupsResponse = {
+    items?: vnm.routing.v1.PortGroup[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
   type ListPortsRequest = {
     /** The caller's tenant (set by the tenancy rules for a non-admin). */
     tenant_id?: string;
@@ -1036,6 +1060,36 @@ export declare namespace vnm.routing.v1 {
     inboundFilter?: string;
     outboundFilter?: string;
   };
+  type PortGroup = {
+    id?: string;
+    tenantId?: string;
+    /** At most 255 characters. */
+    name?: string;
+    /** Default false. */
+    stateful?: boolean;
+    uri?: string;
+    ports?: string;
+  };
+  /**
+   * A port's membership of a group. A port is a member of a group once (409); it goes when the
+   * port or the group goes.
+   */
+  type PortGroupPort = {
+    /** An existing port the caller may see (404 otherwise). */
+    portId?: string;
+    /** From the path of the POST. */
+    portGroupId?: string;
+    uri?: string;
+    port?: string;
+    portGroup?: string;
+  };
+  type PortGroupPortRef = {
+    id?: string;
+    portId?: string;
+  };
+  type PortGroupRef = {
+    id?: string;
+  };
   /**
    * The body of POST /ports/{id}/link: the peer. Other fields are ignored (the python client
    * sends the whole port with peerId set).
@@ -1105,6 +1159,10 @@ export declare namespace vnm.routing.v1 {
   type UpdateL2InsertionRequest = {
     id?: string;
     l2Insertion?: vnm.routing.v1.L2Insertion;
+  };
+  type UpdatePortGroupRequest = {
+    id?: string;
+    portGroup?: vnm.routing.v1.PortGroup;
   };
   type UpdatePortRequest = {
     id?: string;
@@ -1471,6 +1529,8 @@ export interface Messages {
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": vnm.routing.v1.CreateIpAddrGroupAddrRequest;
   "vnm.routing.v1.CreateIpAddrGroupRequest": vnm.routing.v1.CreateIpAddrGroupRequest;
   "vnm.routing.v1.CreateL2InsertionRequest": vnm.routing.v1.CreateL2InsertionRequest;
+  "vnm.routing.v1.CreatePortGroupPortRequest": vnm.routing.v1.CreatePortGroupPortRequest;
+  "vnm.routing.v1.CreatePortGroupRequest": vnm.routing.v1.CreatePortGroupRequest;
   "vnm.routing.v1.CreateRouteRequest": vnm.routing.v1.CreateRouteRequest;
   "vnm.routing.v1.CreateRouterPortRequest": vnm.routing.v1.CreateRouterPortRequest;
   "vnm.routing.v1.CreateRouterRequest": vnm.routing.v1.CreateRouterRequest;
@@ -1490,6 +1550,9 @@ export interface Messages {
   "vnm.routing.v1.ListIpAddrGroupsResponse": vnm.routing.v1.ListIpAddrGroupsResponse;
   "vnm.routing.v1.ListL2InsertionsRequest": vnm.routing.v1.ListL2InsertionsRequest;
   "vnm.routing.v1.ListL2InsertionsResponse": vnm.routing.v1.ListL2InsertionsResponse;
+  "vnm.routing.v1.ListPortGroupPortsResponse": vnm.routing.v1.ListPortGroupPortsResponse;
+  "vnm.routing.v1.ListPortGroupsRequest": vnm.routing.v1.ListPortGroupsRequest;
+  "vnm.routing.v1.ListPortGroupsResponse": vnm.routing.v1.ListPortGroupsResponse;
   "vnm.routing.v1.ListPortsRequest": vnm.routing.v1.ListPortsRequest;
   "vnm.routing.v1.ListPortsResponse": vnm.routing.v1.ListPortsResponse;
   "vnm.routing.v1.ListRouterRoutesRequest": vnm.routing.v1.ListRouterRoutesRequest;
@@ -1497,6 +1560,10 @@ export interface Messages {
   "vnm.routing.v1.ListRoutersResponse": vnm.routing.v1.ListRoutersResponse;
   "vnm.routing.v1.ListRoutesResponse": vnm.routing.v1.ListRoutesResponse;
   "vnm.routing.v1.Port": vnm.routing.v1.Port;
+  "vnm.routing.v1.PortGroup": vnm.routing.v1.PortGroup;
+  "vnm.routing.v1.PortGroupPort": vnm.routing.v1.PortGroupPort;
+  "vnm.routing.v1.PortGroupPortRef": vnm.routing.v1.PortGroupPortRef;
+  "vnm.routing.v1.PortGroupRef": vnm.routing.v1.PortGroupRef;
   "vnm.routing.v1.PortLink": vnm.routing.v1.PortLink;
   "vnm.routing.v1.PortRef": vnm.routing.v1.PortRef;
   "vnm.routing.v1.Route": vnm.routing.v1.Route;
@@ -1505,6 +1572,7 @@ export interface Messages {
   "vnm.routing.v1.RouterPortsRef": vnm.routing.v1.RouterPortsRef;
   "vnm.routing.v1.RouterRef": vnm.routing.v1.RouterRef;
   "vnm.routing.v1.UpdateL2InsertionRequest": vnm.routing.v1.UpdateL2InsertionRequest;
+  "vnm.routing.v1.UpdatePortGroupRequest": vnm.routing.v1.UpdatePortGroupRequest;
   "vnm.routing.v1.UpdatePortRequest": vnm.routing.v1.UpdatePortRequest;
   "vnm.routing.v1.UpdateRouterRequest": vnm.routing.v1.UpdateRouterRequest;
   "vnm.tracing.v1.CreateTraceRequestRequest": vnm.tracing.v1.CreateTraceRequestRequest;
@@ -1676,6 +1744,8 @@ export interface RequiredFields {
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": never;
   "vnm.routing.v1.CreateIpAddrGroupRequest": never;
   "vnm.routing.v1.CreateL2InsertionRequest": never;
+  "vnm.routing.v1.CreatePortGroupPortRequest": never;
+  "vnm.routing.v1.CreatePortGroupRequest": never;
   "vnm.routing.v1.CreateRouteRequest": never;
   "vnm.routing.v1.CreateRouterPortRequest": never;
   "vnm.routing.v1.CreateRouterRequest": never;
@@ -1695,6 +1765,9 @@ export interface RequiredFields {
   "vnm.routing.v1.ListIpAddrGroupsResponse": never;
   "vnm.routing.v1.ListL2InsertionsRequest": never;
   "vnm.routing.v1.ListL2InsertionsResponse": never;
+  "vnm.routing.v1.ListPortGroupPortsResponse": never;
+  "vnm.routing.v1.ListPortGroupsRequest": never;
+  "vnm.routing.v1.ListPortGroupsResponse": never;
   "vnm.routing.v1.ListPortsRequest": never;
   "vnm.routing.v1.ListPortsResponse": never;
   "vnm.routing.v1.ListRouterRoutesRequest": never;
@@ -1702,6 +1775,10 @@ export interface RequiredFields {
   "vnm.routing.v1.ListRoutersResponse": never;
   "vnm.routing.v1.ListRoutesResponse": never;
   "vnm.routing.v1.Port": never;
+  "vnm.routing.v1.PortGroup": never;
+  "vnm.routing.v1.PortGroupPort": "portId";
+  "vnm.routing.v1.PortGroupPortRef": never;
+  "vnm.routing.v1.PortGroupRef": never;
   "vnm.routing.v1.PortLink": "peerId";
   "vnm.routing.v1.PortRef": never;
   "vnm.routing.v1.Route": "dstNetworkAddr" | "dstNetworkLength" | "srcNetworkAddr" | "srcNetworkLength" | "type" | "weight";
@@ -1710,6 +1787,7 @@ export interface RequiredFields {
   "vnm.routing.v1.RouterPortsRef": never;
   "vnm.routing.v1.RouterRef": never;
   "vnm.routing.v1.UpdateL2InsertionRequest": never;
+  "vnm.routing.v1.UpdatePortGroupRequest": never;
   "vnm.routing.v1.UpdatePortRequest": never;
   "vnm.routing.v1.UpdateRouterRequest": never;
   "vnm.tracing.v1.CreateTraceRequestRequest": never;
@@ -1881,6 +1959,8 @@ export interface MessageFields {
   "vnm.routing.v1.CreateIpAddrGroupAddrRequest": { ipAddrGroupAddr: "vnm.routing.v1.IpAddrGroupAddr" };
   "vnm.routing.v1.CreateIpAddrGroupRequest": { ipAddrGroup: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.CreateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
+  "vnm.routing.v1.CreatePortGroupPortRequest": { portGroupPort: "vnm.routing.v1.PortGroupPort" };
+  "vnm.routing.v1.CreatePortGroupRequest": { portGroup: "vnm.routing.v1.PortGroup" };
   "vnm.routing.v1.CreateRouteRequest": { route: "vnm.routing.v1.Route" };
   "vnm.routing.v1.CreateRouterPortRequest": { port: "vnm.routing.v1.Port" };
   "vnm.routing.v1.CreateRouterRequest": { router: "vnm.routing.v1.Router" };
@@ -1900,6 +1980,9 @@ export interface MessageFields {
   "vnm.routing.v1.ListIpAddrGroupsResponse": { items: "vnm.routing.v1.IpAddrGroup" };
   "vnm.routing.v1.ListL2InsertionsRequest": Record<never, never>;
   "vnm.routing.v1.ListL2InsertionsResponse": { items: "vnm.routing.v1.L2Insertion" };
+  "vnm.routing.v1.ListPortGroupPortsResponse": { items: "vnm.routing.v1.PortGroupPort" };
+  "vnm.routing.v1.ListPortGroupsRequest": Record<never, never>;
+  "vnm.routing.v1.ListPortGroupsResponse": { items: "vnm.routing.v1.PortGroup" };
   "vnm.routing.v1.ListPortsRequest": Record<never, never>;
   "vnm.routing.v1.ListPortsResponse": { items: "vnm.routing.v1.Port" };
   "vnm.routing.v1.ListRouterRoutesRequest": Record<never, never>;
@@ -1907,6 +1990,10 @@ export interface MessageFields {
   "vnm.routing.v1.ListRoutersResponse": { items: "vnm.routing.v1.Router" };
   "vnm.routing.v1.ListRoutesResponse": { items: "vnm.routing.v1.Route" };
   "vnm.routing.v1.Port": Record<never, never>;
+  "vnm.routing.v1.PortGroup": Record<never, never>;
+  "vnm.routing.v1.PortGroupPort": Record<never, never>;
+  "vnm.routing.v1.PortGroupPortRef": Record<never, never>;
+  "vnm.routing.v1.PortGroupRef": Record<never, never>;
   "vnm.routing.v1.PortLink": Record<never, never>;
   "vnm.routing.v1.PortRef": Record<never, never>;
   "vnm.routing.v1.Route": Record<never, never>;
@@ -1915,6 +2002,7 @@ export interface MessageFields {
   "vnm.routing.v1.RouterPortsRef": Record<never, never>;
   "vnm.routing.v1.RouterRef": Record<never, never>;
   "vnm.routing.v1.UpdateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
+  "vnm.routing.v1.UpdatePortGroupRequest": { portGroup: "vnm.routing.v1.PortGroup" };
   "vnm.routing.v1.UpdatePortRequest": { port: "vnm.routing.v1.Port" };
   "vnm.routing.v1.UpdateRouterRequest": { router: "vnm.routing.v1.Router" };
   "vnm.tracing.v1.CreateTraceRequestRequest": { traceRequest: "vnm.tracing.v1.TraceRequest" };
