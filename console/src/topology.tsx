@@ -140,7 +140,7 @@ function Picture({ drawing, zoom }: { drawing: Drawing; zoom: number }) {
         ))}
       </g>
       {drawing.boxes.map((b) => (
-        <a key={b.id} href={b.href} class={b.host ? "topo-node topo-host" : "topo-node"} data-node={b.id} data-kind={b.kindLabel} aria-label={`${b.kindLabel} ${b.name}`}>
+        <a key={b.id} href={b.href} class={b.host ? "topo-node topo-host" : "topo-node"} data-node={b.id} data-kind={b.kindLabel}>
           <title>{`${b.kindLabel} ${b.name}`}</title>
           <rect x={b.x} y={b.y} width={b.width} height={b.height} rx={b.host ? 4 : 8} />
           <text x={b.x + b.width / 2} y={b.y + (b.host ? 14 : 17)} class="topo-kind">

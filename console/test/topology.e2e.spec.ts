@@ -6,7 +6,8 @@
 // is bound to. References are links on an item's page and pickers in forms. With
 // VNM_SCREENSHOTS=1 it writes docs/console/topology.png.
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +20,16 @@ const TENANT = `topo-${fx.stack.id}`;
 const OTHER = `else-${fx.stack.id}`;
 const SHOTS = process.env["VNM_SCREENSHOTS"] === "1" ? join(ROOT, "docs", "console") : undefined;
 const CHROMIUM = "/usr/bin/chromium";
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axe-core's serious and critical violations on the page as it is (evaluated through the DevTools protocol: the page's CSP allows no inline script). */
+async function axeViolations(p: Page): Promise<string[]> {
+  await p.evaluate(AXE);
+  const result = (await p.evaluate(
+    "axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))",
+  )) as { id: string; impact: string; targets: string[] }[];
+  return result.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.impact} ${v.id}: ${v.targets.join(", ")}`);
+}
 
 let browser: Browser;
 const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 15_000 });
@@ -115,6 +126,7 @@ describe("the topology page", () => {
       // A router created through the API appears too.
       const r3 = await made("POST", "/routers", { name: "late", tenantId: TENANT });
       await poll(() => ids(page, '[data-kind="Router"]', "data-node")).toContain(r3.id);
+      expect(await axeViolations(page)).toEqual([]);
       if (SHOTS) {
         mkdirSync(SHOTS, { recursive: true });
         await page.screenshot({ path: join(SHOTS, "topology.png"), fullPage: false });
