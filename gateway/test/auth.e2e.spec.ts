@@ -194,6 +194,10 @@ describe("the role x method matrix", () => {
     const port = "11111111-2222-4333-8444-555555555555";
     await http("POST", `/bridges/${b.id}/mac_table`, { macAddr: "02:00:00:00:00:09", portId: port });
     await http("POST", `/bridges/${b.id}/arp_table`, { ip: "10.0.0.9", mac: "02:00:00:00:00:09" });
+    // A port group with a port of the bridge as its member, and another port to add.
+    const pg = (await http("POST", "/port_groups", { name: "tree", tenantId: tenant })).json;
+    const [memberPort, sparePort] = [(await http("POST", `/bridges/${b.id}/ports`, {})).json, (await http("POST", `/bridges/${b.id}/ports`, {})).json];
+    await http("POST", `/port_groups/${pg.id}/ports`, { portId: memberPort.id });
     return {
       id: b.id as string,
       bridge: `/bridges/${b.id}`,
@@ -202,6 +206,9 @@ describe("the role x method matrix", () => {
       subnet6: `/bridges/${b.id}/dhcpV6/2001:db8::_64`,
       mac: `/bridges/${b.id}/mac_table/02-00-00-00-00-09_${port}`,
       arp: `/bridges/${b.id}/arp_table/10.0.0.9_02-00-00-00-00-09`,
+      portGroup: `/port_groups/${pg.id}`,
+      member: `/port_groups/${pg.id}/ports/${memberPort.id}`,
+      sparePort: sparePort.id as string,
     };
   }
 
@@ -254,6 +261,19 @@ describe("the role x method matrix", () => {
       item: (t) => t.arp,
       post: (t) => [`${t.bridge}/arp_table`, { ip: "10.0.0.10", mac: "02:00:00:00:00:0a" }],
     },
+    {
+      name: "PortGroup",
+      list: () => "/port_groups",
+      item: (t) => t.portGroup,
+      post: () => ["/port_groups", { name: "new", tenantId: TENANT_A }],
+      put: () => ({ name: "renamed", tenantId: TENANT_A }),
+    },
+    {
+      name: "PortGroupPort",
+      list: (t) => `${t.portGroup}/ports`,
+      item: (t) => t.member,
+      post: (t) => [`${t.portGroup}/ports`, { portId: t.sparePort }],
+    },
   ];
 
   //                         admin taA  tuA  taB  none bad
@@ -265,6 +285,8 @@ describe("the role x method matrix", () => {
     delete: [204, 204, 403, 404, 401, 401],
   };
   const whos: Who[] = ["admin", "taA", "tuA", "taB", "none", "bad"];
+  /** Kinds with a tenant of their own (not a parent's): B lists them (without A's), and B naming A in a POST is a 403. */
+  const TOP_LEVEL = new Set(["Bridge", "PortGroup"]);
 
   for (const kind of kinds) {
     for (const op of ["list", "item", "post", "put", "delete"] as const) {
@@ -274,9 +296,9 @@ describe("the role x method matrix", () => {
           const t = await makeTree(TENANT_A);
           let want = expected[op]![i]!;
           // Posting a top-level bridge has no parent to hide: B is refused for naming tenant A.
-          if (kind.name === "Bridge" && op === "post" && who === "taB") want = 403;
+          if (TOP_LEVEL.has(kind.name) && op === "post" && who === "taB") want = 403;
           // A child list under A's bridge is hidden from B like the bridge itself.
-          if (kind.name !== "Bridge" && op === "list" && who === "taB") want = 404;
+          if (!TOP_LEVEL.has(kind.name) && op === "list" && who === "taB") want = 404;
           let r: HttpResult;
           if (op === "list") r = await req(who, "GET", kind.list(t));
           else if (op === "item") r = await req(who, "GET", kind.item(t));
