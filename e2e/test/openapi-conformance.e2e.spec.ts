@@ -248,6 +248,7 @@ const bodies: Record<string, () => Schema> = {};
 async function buildWorld(): Promise<void> {
   const bridge = await create("createBridge", "/bridges", { name: "conformance", tenantId: TENANT });
   const b = `/bridges/${bridge["id"]}`;
+  await buildTopology(b);
   let octet = 10;
   bodies["createBridge"] = () => ({ name: unique("b"), tenantId: TENANT });
   bodies["createDhcpSubnet"] = () => ({ subnetPrefix: `10.${++octet}.0.0`, subnetLength: 24, defaultGateway: `10.${octet}.0.1`, dnsServerAddrs: ["8.8.8.8"], interfaceMTU: 1500 });
@@ -310,6 +311,34 @@ async function buildWorld(): Promise<void> {
   await buildCompat();
   urls.add(`${b}/vlans/5/mac_table`);
   urls.add(`/routers/${ROUTER}/routes`);
+}
+
+/**
+ * Routers and ports: the world's router and its port (the routes' next hop) come first, so the
+ * suite links that unlinked port to a fresh peer each time; two linked ports for the unlink.
+ */
+async function buildTopology(bridgePath: string): Promise<void> {
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(`${fx.gw}${path}`, { method: "POST", headers: { ...auth(), "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(r.status, `${path}: ${r.status}`).toBe(201);
+    return (await r.json()) as Schema;
+  };
+  await create("createRouter", "/routers", { id: ROUTER, name: "conformance", tenantId: TENANT });
+  bodies["createRouter"] = () => ({ name: unique("r"), tenantId: TENANT });
+  let subnet = 0;
+  bodies["createRouterPort"] = () => ({ portAddress: `10.30.${++subnet}.1`, networkAddress: `10.30.${subnet}.0`, networkLength: 24 });
+  await create("createRouterPort", `/routers/${ROUTER}/ports`, { id: PORT_A, portAddress: "10.30.0.1", networkAddress: "10.30.0.0", networkLength: 24 });
+  bodies["createBridgePort"] = () => ({ vlanId: 7 });
+  await create("createBridgePort", `${bridgePath}/ports`, { vlanId: 5 });
+  const peers: string[] = [];
+  for (let i = 0; i < 20; i++) peers.push((await post(`/routers/${(await post("/routers", { tenantId: TENANT }))["id"]}/ports`, {}))["id"]);
+  bodies["linkPort"] = () => ({ peerId: peers.shift() ?? randomUUID() });
+  // A linked pair, for the unlink (DELETE /ports/{id}/link).
+  const [one, two] = [await post(`/routers/${(await post("/routers", { tenantId: TENANT }))["id"]}/ports`, {}), await post(`/routers/${(await post("/routers", { tenantId: TENANT }))["id"]}/ports`, {})];
+  const linked = await call(opById("linkPort"), `/ports/${one!["id"]}/link`, { body: { peerId: two!["id"] } });
+  expect(linked.status, linked.text).toBe(201);
+  urls.add(`/routers/${ROUTER}/peer_ports`);
+  urls.add(`${bridgePath}/peer_ports`);
 }
 
 async function buildLb(): Promise<void> {
@@ -511,6 +540,13 @@ async function filters(o: Op): Promise<void> {
  * the items at a path (the suite made several), one still there and not in use (a 409 tries
  * the next).
  */
+/** Whether an item is at a path: its GET answers 200 (a port's link, which has none, while the port has a peer). */
+async function isThere(u: string): Promise<boolean> {
+  if (!/^\/ports\/[^/]+\/link$/.test(u)) return (await fetch(`${fx.gw}${u}`, { headers: auth() })).status === 200;
+  const port = await fetch(`${fx.gw}${u.slice(0, -"/link".length)}`, { headers: auth() });
+  return port.status === 200 && ((await port.json()) as Schema)["peerId"] != null;
+}
+
 async function deletes(): Promise<void> {
   const known = [...urls];
   const at = (o: Op) => new RegExp(`^${o.template.replace(/\{[^}]+\}/g, "[^/?]+")}$`);
@@ -520,7 +556,7 @@ async function deletes(): Promise<void> {
   const pending = ops.filter((o) => o.method === "delete").sort((a, b) => firstMade(b) - firstMade(a));
   for (const o of pending) {
     const there: string[] = [];
-    for (const u of [...known].reverse()) if (at(o).test(u) && (await fetch(`${fx.gw}${u}`, { headers: auth() })).status === 200) there.push(u);
+    for (const u of [...known].reverse()) if (at(o).test(u) && (await isThere(u))) there.push(u);
     if (there.length === 0) throw new Error(`no item of the world is left at ${o.template}: add one`);
     expectStatus(o, await call(o, there[0]!, { headers: { "if-match": '"stale"' } }), 412);
     let gone: string | undefined;

@@ -248,13 +248,15 @@ describe("ports (§2)", () => {
 });
 
 describe("links (§3)", () => {
-  it("link and unlink: both sides show each other; peer_ports lists them", async () => {
+  it("link and unlink: both sides show each other; peer_ports lists them; Location is <port uri>/link", async () => {
     const r1 = await router();
     const r2 = await router();
     const a = await routerPort(r1.id);
     const b = await routerPort(r2.id);
     const linked = await http("POST", `${a.uri}/link`, { peerId: b.id }, { "content-type": "application/vnd.org.service.PortLink-v1+json" });
     expect(linked.status).toBe(201);
+    expect(linked.headers.get("location")).toBe(`${a.uri}/link`);
+    expect(linked.headers.get("content-type")).toBe(PORT);
     expect(linked.json).toMatchObject({ id: a.id, peerId: b.id, peer: b.uri });
     expect((await http("GET", b.uri)).json).toMatchObject({ peerId: a.id, peer: a.uri });
     expect(ids((await http("GET", `/routers/${r1.id}/peer_ports`)).json)).toEqual([b.id]);

@@ -484,7 +484,11 @@ function respondItem(req: ApiRequest, res: ApiResponse, route: Route, response: 
   // through Node's slow path (app.ts, the edge's writeHead).
   const headers: string[] = [];
   if (route.method === "POST") {
-    const p = itemPath(item, response);
+    const answered = itemPath(item, response);
+    // A POST below the item it answers (a port's /link) made what its path names: the Location
+    // is that path, under the item's (topology.md §3: "<port uri>/link").
+    const below = answered !== undefined && req.path.toLowerCase().startsWith(`${answered.toLowerCase()}/`);
+    const p = below ? answered + req.path.slice(answered.length).replace(/\/+$/, "") : answered;
     if (p) {
       headers.push("Location", base + p);
       // The audit record names the new item by this path (no need to parse the Location back).

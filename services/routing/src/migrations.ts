@@ -156,4 +156,24 @@ export const migrations: Migration[] = [
       CREATE INDEX port_group_ports_port ON port_group_ports (port_id, id);
     `,
   },
+  {
+    version: 5,
+    name: "ports as shown",
+    // A port as the API shows it, for /ports' field filters: the derived fields (active,
+    // networkAddress) and those a port type does not have (a router port's vlanId) as columns
+    // of the values shown, and the device of the port's peer (a device's peer_ports). A column
+    // added to ports later is added here too.
+    sql: `
+      CREATE VIEW ports_shown AS
+        SELECT p.id, seq, type, device_id, router_id, tenant_id, admin_state_up, inbound_filter_id,
+          outbound_filter_id, inbound_mirror_ids, outbound_mirror_ids, vif_id,
+          CASE WHEN type = 'Bridge' THEN coalesce(vlan_id, 0) END AS vlan_id,
+          port_address,
+          CASE WHEN port_address IS NOT NULL THEN coalesce(network_length, 0) END AS network_length,
+          CASE WHEN port_address IS NOT NULL THEN host(network(set_masklen(port_address::inet, coalesce(network_length, 0)))) END AS network_address,
+          port_mac, p.peer_id, host_id, interface_name, vtep_id, false AS active,
+          (SELECT peer.device_id FROM ports peer WHERE peer.id = p.peer_id) AS peer_device_id
+        FROM ports p;
+    `,
+  },
 ];

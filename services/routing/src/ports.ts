@@ -26,6 +26,8 @@ import {
   type ServiceContext,
   type Checked,
   type Change,
+  etagMatches,
+  IF_MATCH_KEY,
 } from "@vnm/kit";
 import { routers } from "./routers.ts";
 import { routes } from "./routes.ts";
@@ -89,9 +91,10 @@ function randomMac(): string {
 export const ports = new Resource({
   proto: "vnm.routing.v1.Port",
   table: "ports",
+  // Read as shown (migration 5), so that every shown field filters /ports in SQL.
+  view: "ports_shown",
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
-  fieldColumns: { deviceId: "device_id" },
   // PUT sets these; device, type, addresses, MAC, peer and binding stay (topology.md §2).
   columns: (p) => ({
     admin_state_up: p.adminStateUp ?? true,
@@ -239,13 +242,8 @@ async function addLocalRoute(q: Queryable, port: PortRow, emit: Emit): Promise<v
   emit(routes.change("created", r.rows[0]));
 }
 
-/** Lists in creation order, a page at a time, where the SQL condition holds. */
-async function listWhere(q: Queryable, where: string, params: unknown[]) {
-  const rows = (await q.query<PortRow>(`SELECT * FROM ports WHERE ${where} ORDER BY seq`, params)).rows;
-  return { items: rows.map((r) => ports.toMessage(r)) };
-}
-
-const PEERS_OF = "id IN (SELECT peer_id FROM ports WHERE device_id = $1 AND peer_id IS NOT NULL)";
+/** A device's ports (or its peers), in creation order, with the call's field filters applied. */
+const listWhere = (q: Queryable, where: Record<string, unknown>, ctx: CallContext) => ports.listFiltered(q, where, ctx);
 
 /** The link handlers: POST and DELETE /ports/{id}/link. */
 function linkHandlers(svc: ServiceContext): Handlers {
@@ -276,6 +274,12 @@ function linkHandlers(svc: ServiceContext): Handlers {
       await store.tx(ctx, async (q, emit) => {
         const { row } = await ports.locate(q, { id: req["id"] });
         if (!visible(ctx, row.tenant_id)) throw ports.notFound(String(req["id"]));
+        // If-Match names the port as the caller last saw it (the link has no representation of its own).
+        const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
+        if (typeof ifMatch === "string") {
+          const etag = ports.etagOf(row, []);
+          if (!etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
+        }
         const notLinked = () => ApiError.notFound(`Port ${row.id} is not linked.`);
         if (!row.peer_id) throw notLinked();
         const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE", [[row.id, row.peer_id]])).rows;
@@ -299,11 +303,11 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
   const handlers: Handlers = {
     ListRouterPorts: async (req: Req, ctx: CallContext) => {
       const r = await routerFor(store.pool, req["routerId"], ctx);
-      return listWhere(store.pool, "router_id = $1", [r.id]);
+      return listWhere(store.pool, { router_id: r.id }, ctx);
     },
     ListRouterPeerPorts: async (req: Req, ctx: CallContext) => {
       const r = await routerFor(store.pool, req["routerId"], ctx);
-      return listWhere(store.pool, PEERS_OF, [r.id]);
+      return listWhere(store.pool, { peer_device_id: r.id }, ctx);
     },
     CreateRouterPort: (req: Req, ctx: CallContext) =>
       store.tx(ctx, async (q, emit) => {
@@ -325,13 +329,13 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         if (port.port_address) await addLocalRoute(q, port, emit);
         return ports.toMessage(port);
       }),
-    ListBridgePorts: async (req: Req) => {
+    ListBridgePorts: async (req: Req, ctx: CallContext) => {
       const b = await getBridge(svc, req["bridgeId"]);
-      return listWhere(store.pool, "device_id = $1 AND type = 'Bridge'", [b["id"]]);
+      return listWhere(store.pool, { device_id: b["id"], type: "Bridge" }, ctx);
     },
-    ListBridgePeerPorts: async (req: Req) => {
+    ListBridgePeerPorts: async (req: Req, ctx: CallContext) => {
       const b = await getBridge(svc, req["bridgeId"]);
-      return listWhere(store.pool, PEERS_OF, [b["id"]]);
+      return listWhere(store.pool, { peer_device_id: b["id"] }, ctx);
     },
     CreateBridgePort: (req: Req, ctx: CallContext) =>
       store.tx(ctx, async (q, emit) => {

@@ -1012,7 +1012,11 @@ export declare namespace vnm.routing.v1 {
   };
   type Port = {
     id?: string;
-    /** Bridge, Router or Vxlan: the device's (a POST naming another type is a 400; Vxlan ports come from VTEP bindings only). */
+    /**
+     * Bridge, Router or Vxlan: its device's, never another (400). A bridge's ports are Bridge ports
+     * (with vlanId), a router's are Router ports (with portAddress); Vxlan ports come from VTEP
+     * bindings only.
+     */
     type?: string;
     /** The bridge or router. */
     deviceId?: string;
