@@ -757,14 +757,42 @@ export declare namespace vnm.lb.v1 {
 }
 
 export declare namespace vnm.qos.v1 {
+  /** POST /qos_policies/{id}/qos_bw_limit_rules: the rule goes under the path's policy. */
+  type CreateQosBwLimitRuleRequest = {
+    id?: string;
+    qosBwLimitRule?: vnm.qos.v1.QosBwLimitRule;
+  };
+  /** POST /qos_policies/{id}/qos_dscp_rules: the rule goes under the path's policy. */
+  type CreateQosDscpRuleRequest = {
+    id?: string;
+    qosDscpRule?: vnm.qos.v1.QosDscpRule;
+  };
   type CreateQosPolicyRequest = {
     qosPolicy?: vnm.qos.v1.QosPolicy;
   };
+  type ListAllQosBwLimitRulesRequest = {
+    /** ?tenant_id= keeps the rules of one tenant's policies. */
+    tenant_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListAllQosDscpRulesRequest = {
+    /** ?tenant_id= keeps the rules of one tenant's policies. */
+    tenant_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
   type ListQosBwLimitRulesResponse = {
     items?: vnm.qos.v1.QosBwLimitRule[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListQosDscpRulesResponse = {
     items?: vnm.qos.v1.QosDscpRule[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListQosPoliciesRequest = {
     /** ?tenant_id= keeps one tenant's policies. */
@@ -778,13 +806,35 @@ export declare namespace vnm.qos.v1 {
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
   };
-  /** A bandwidth-limit rule: referenced only; a policy's list is served empty. */
+  /**
+   * A bandwidth-limit rule of a QoS policy: created under the policy, then read, replaced and
+   * deleted at /qos_bw_limit_rules/{id}. It follows its policy's tenant, and goes with the policy.
+   */
   type QosBwLimitRule = {
     id?: string;
+    /** Kilobits per second, >= 0, default 0 (the original takes any integer). */
+    maxKbps?: number;
+    /** Kilobits, >= 0 or null (the default; the original takes any integer). */
+    maxBurstKb?: number;
+    /** The policy of the path it was created under; kept by PUT. */
+    policyId?: string;
+    /** Its policy's tenant. */
+    tenantId?: string;
+    uri?: string;
   };
-  /** A DSCP-marking rule: referenced only; a policy's list is served empty. */
+  /**
+   * A DSCP-marking rule of a QoS policy: created under the policy, then read, replaced and
+   * deleted at /qos_dscp_rules/{id}. It follows its policy's tenant, and goes with the policy.
+   */
   type QosDscpRule = {
     id?: string;
+    /** [0, 63], default 0 (not the original's: it takes any integer). */
+    dscpMark?: number;
+    /** The policy of the path it was created under; kept by PUT. */
+    policyId?: string;
+    /** Its policy's tenant. */
+    tenantId?: string;
+    uri?: string;
   };
   type QosPolicy = {
     id?: string;
@@ -800,6 +850,17 @@ export declare namespace vnm.qos.v1 {
   };
   type QosPolicyRef = {
     id?: string;
+  };
+  type QosRuleRef = {
+    id?: string;
+  };
+  type UpdateQosBwLimitRuleRequest = {
+    id?: string;
+    qosBwLimitRule?: vnm.qos.v1.QosBwLimitRule;
+  };
+  type UpdateQosDscpRuleRequest = {
+    id?: string;
+    qosDscpRule?: vnm.qos.v1.QosDscpRule;
   };
   type UpdateQosPolicyRequest = {
     id?: string;
@@ -1517,7 +1578,11 @@ export interface Messages {
   "vnm.lb.v1.UpdateLoadBalancerRequest": vnm.lb.v1.UpdateLoadBalancerRequest;
   "vnm.lb.v1.UpdatePoolRequest": vnm.lb.v1.UpdatePoolRequest;
   "vnm.lb.v1.Vip": vnm.lb.v1.Vip;
+  "vnm.qos.v1.CreateQosBwLimitRuleRequest": vnm.qos.v1.CreateQosBwLimitRuleRequest;
+  "vnm.qos.v1.CreateQosDscpRuleRequest": vnm.qos.v1.CreateQosDscpRuleRequest;
   "vnm.qos.v1.CreateQosPolicyRequest": vnm.qos.v1.CreateQosPolicyRequest;
+  "vnm.qos.v1.ListAllQosBwLimitRulesRequest": vnm.qos.v1.ListAllQosBwLimitRulesRequest;
+  "vnm.qos.v1.ListAllQosDscpRulesRequest": vnm.qos.v1.ListAllQosDscpRulesRequest;
   "vnm.qos.v1.ListQosBwLimitRulesResponse": vnm.qos.v1.ListQosBwLimitRulesResponse;
   "vnm.qos.v1.ListQosDscpRulesResponse": vnm.qos.v1.ListQosDscpRulesResponse;
   "vnm.qos.v1.ListQosPoliciesRequest": vnm.qos.v1.ListQosPoliciesRequest;
@@ -1526,6 +1591,9 @@ export interface Messages {
   "vnm.qos.v1.QosDscpRule": vnm.qos.v1.QosDscpRule;
   "vnm.qos.v1.QosPolicy": vnm.qos.v1.QosPolicy;
   "vnm.qos.v1.QosPolicyRef": vnm.qos.v1.QosPolicyRef;
+  "vnm.qos.v1.QosRuleRef": vnm.qos.v1.QosRuleRef;
+  "vnm.qos.v1.UpdateQosBwLimitRuleRequest": vnm.qos.v1.UpdateQosBwLimitRuleRequest;
+  "vnm.qos.v1.UpdateQosDscpRuleRequest": vnm.qos.v1.UpdateQosDscpRuleRequest;
   "vnm.qos.v1.UpdateQosPolicyRequest": vnm.qos.v1.UpdateQosPolicyRequest;
   "vnm.routing.v1.BridgePortsRef": vnm.routing.v1.BridgePortsRef;
   "vnm.routing.v1.CreateBridgePortRequest": vnm.routing.v1.CreateBridgePortRequest;
@@ -1732,7 +1800,11 @@ export interface RequiredFields {
   "vnm.lb.v1.UpdateLoadBalancerRequest": never;
   "vnm.lb.v1.UpdatePoolRequest": never;
   "vnm.lb.v1.Vip": never;
+  "vnm.qos.v1.CreateQosBwLimitRuleRequest": never;
+  "vnm.qos.v1.CreateQosDscpRuleRequest": never;
   "vnm.qos.v1.CreateQosPolicyRequest": never;
+  "vnm.qos.v1.ListAllQosBwLimitRulesRequest": never;
+  "vnm.qos.v1.ListAllQosDscpRulesRequest": never;
   "vnm.qos.v1.ListQosBwLimitRulesResponse": never;
   "vnm.qos.v1.ListQosDscpRulesResponse": never;
   "vnm.qos.v1.ListQosPoliciesRequest": never;
@@ -1741,6 +1813,9 @@ export interface RequiredFields {
   "vnm.qos.v1.QosDscpRule": never;
   "vnm.qos.v1.QosPolicy": "name";
   "vnm.qos.v1.QosPolicyRef": never;
+  "vnm.qos.v1.QosRuleRef": never;
+  "vnm.qos.v1.UpdateQosBwLimitRuleRequest": never;
+  "vnm.qos.v1.UpdateQosDscpRuleRequest": never;
   "vnm.qos.v1.UpdateQosPolicyRequest": never;
   "vnm.routing.v1.BridgePortsRef": never;
   "vnm.routing.v1.CreateBridgePortRequest": never;
@@ -1947,7 +2022,11 @@ export interface MessageFields {
   "vnm.lb.v1.UpdateLoadBalancerRequest": { loadBalancer: "vnm.lb.v1.LoadBalancer" };
   "vnm.lb.v1.UpdatePoolRequest": { pool: "vnm.lb.v1.Pool" };
   "vnm.lb.v1.Vip": Record<never, never>;
+  "vnm.qos.v1.CreateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
+  "vnm.qos.v1.CreateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.CreateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
+  "vnm.qos.v1.ListAllQosBwLimitRulesRequest": Record<never, never>;
+  "vnm.qos.v1.ListAllQosDscpRulesRequest": Record<never, never>;
   "vnm.qos.v1.ListQosBwLimitRulesResponse": { items: "vnm.qos.v1.QosBwLimitRule" };
   "vnm.qos.v1.ListQosDscpRulesResponse": { items: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.ListQosPoliciesRequest": Record<never, never>;
@@ -1956,6 +2035,9 @@ export interface MessageFields {
   "vnm.qos.v1.QosDscpRule": Record<never, never>;
   "vnm.qos.v1.QosPolicy": Record<never, never>;
   "vnm.qos.v1.QosPolicyRef": Record<never, never>;
+  "vnm.qos.v1.QosRuleRef": Record<never, never>;
+  "vnm.qos.v1.UpdateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
+  "vnm.qos.v1.UpdateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.UpdateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
   "vnm.routing.v1.BridgePortsRef": Record<never, never>;
   "vnm.routing.v1.CreateBridgePortRequest": { port: "vnm.routing.v1.Port" };

@@ -1,0 +1,55 @@
+// A QoS policy's rules: bandwidth limit (QOSRuleBWLimit-v1: maxKbps, maxBurstKb) and DSCP marking
+// (QOSRuleDSCP-v1: dscpMark). Each is created under its policy's path and lives at its own
+// (/qos_bw_limit_rules/{id}, /qos_dscp_rules/{id}); a PUT changes its values, never its policy.
+// A rule is read with its policy's tenant (the views of migration 3), which it follows; it goes,
+// announced, with its policy. The fields' limits are qos.proto's.
+import { type Change, type Queryable, Resource } from "@vnm/kit";
+
+type Emit = (c: Change) => void;
+
+/** Set by the create handlers (service.ts) on the request: the policy of the path. */
+export const POLICY_OF_PATH = "policyOfPath";
+
+const policyColumn = (req: Record<string, unknown>) => (typeof req[POLICY_OF_PATH] === "string" ? { policy_id: req[POLICY_OF_PATH] } : {});
+
+export const bwLimitRules = new Resource({
+  proto: "vnm.qos.v1.QosBwLimitRule",
+  table: "qos_bw_limit_rules",
+  view: "qos_bw_limit_rules_now",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  // A PUT replaces the values and keeps the policy.
+  columns: (b, req) => ({ max_kbps: b.maxKbps ?? 0, max_burst_kb: b.maxBurstKb ?? null, ...policyColumn(req) }),
+});
+
+export const dscpRules = new Resource({
+  proto: "vnm.qos.v1.QosDscpRule",
+  table: "qos_dscp_rules",
+  view: "qos_dscp_rules_now",
+  tenantColumn: "tenant_id",
+  filters: { tenant_id: "tenant_id" },
+  columns: (b, req) => ({ dscp_mark: b.dscpMark ?? 0, ...policyColumn(req) }),
+});
+
+const kinds = [
+  { rules: bwLimitRules, table: "qos_bw_limit_rules", view: "qos_bw_limit_rules_now" },
+  { rules: dscpRules, table: "qos_dscp_rules", view: "qos_dscp_rules_now" },
+] as const;
+
+/** Deletes a policy's rules (the policy locked by its delete), each announced. */
+export async function dropRulesOf(q: Queryable, policyId: unknown, emit: Emit): Promise<void> {
+  for (const { rules, table, view } of kinds) {
+    await q.query(`SELECT id FROM ${table} WHERE policy_id = $1 ORDER BY id FOR UPDATE`, [policyId]);
+    const gone = (await q.query(`SELECT * FROM ${view} WHERE policy_id = $1 ORDER BY seq`, [policyId])).rows;
+    await q.query(`DELETE FROM ${table} WHERE policy_id = $1`, [policyId]);
+    for (const r of gone) emit(rules.change("deleted", r));
+  }
+}
+
+/** Announces a policy's rules as updated (their tenant is the policy's, which changed). */
+export async function touchRulesOf(q: Queryable, policyId: unknown, emit: Emit): Promise<void> {
+  for (const { rules, view } of kinds) {
+    const rows = (await q.query(`SELECT * FROM ${view} WHERE policy_id = $1 ORDER BY seq`, [policyId])).rows;
+    for (const r of rows) emit(rules.change("updated", r));
+  }
+}
