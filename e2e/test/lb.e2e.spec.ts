@@ -559,7 +559,9 @@ function endToEnd(gateway: () => string): void {
       const h = await http("POST", `/healh_monitors/${MISSING}/pools`, {});
       expectError(h, 405);
       expect(h.headers.get("allow")).toBe("GET");
-      expectError(await http("POST", `/pools/${MISSING}/vips`, {}), 405);
+      const v = await http("POST", `/load_balancers/${lb.id}/vips`, {});
+      expectError(v, 405);
+      expect(v.headers.get("allow")).toBe("GET");
       expectError(await http("GET", `/load_balancers/${lb.id}/nothing`), 404);
     });
 

@@ -1,12 +1,12 @@
 // The lb service: what it declares; main.ts runs it on its own, the launcher beside the others.
 import type { ServiceSpec } from "@vnm/kit";
 import { lbHandlers } from "./handlers.ts";
-import { healthMonitors, loadBalancers, pools } from "./kinds.ts";
+import { healthMonitors, loadBalancers, poolMembers, pools, vips } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
 
 export const service: ServiceSpec = {
   domain: "lb",
   migrations,
-  resources: [loadBalancers, pools, healthMonitors],
+  resources: [loadBalancers, pools, healthMonitors, poolMembers, vips],
   services: ({ store }) => lbHandlers(store),
 };

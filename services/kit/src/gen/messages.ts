@@ -639,8 +639,24 @@ export declare namespace vnm.lb.v1 {
   type CreateLoadBalancerRequest = {
     loadBalancer?: vnm.lb.v1.LoadBalancer;
   };
+  type CreatePoolMemberRequest = {
+    poolMember?: vnm.lb.v1.PoolMember;
+  };
+  /** POST /pools/{poolId}/pool_members: the path's pool wins over the body's. */
+  type CreatePoolPoolMemberRequest = {
+    poolId?: string;
+    poolMember?: vnm.lb.v1.PoolMember;
+  };
   type CreatePoolRequest = {
     pool?: vnm.lb.v1.Pool;
+  };
+  /** POST /pools/{poolId}/vips: the path's pool wins over the body's. */
+  type CreatePoolVipRequest = {
+    poolId?: string;
+    vip?: vnm.lb.v1.Vip;
+  };
+  type CreateVipRequest = {
+    vip?: vnm.lb.v1.Vip;
   };
   type HealthMonitor = {
     id?: string;
@@ -656,6 +672,11 @@ export declare namespace vnm.lb.v1 {
   };
   type HealthMonitorRef = {
     id?: string;
+  };
+  type ListAllPoolMembersRequest = {
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
   };
   type ListHealthMonitorsRequest = {
     /** Paging (?limit=N&marker=<id of the last item already returned>). */
@@ -679,6 +700,8 @@ export declare namespace vnm.lb.v1 {
   };
   type ListPoolMembersResponse = {
     items?: vnm.lb.v1.PoolMember[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type ListPoolsRequest = {
     /** Paging (?limit=N&marker=<id of the last item already returned>). */
@@ -690,8 +713,15 @@ export declare namespace vnm.lb.v1 {
     /** Set when more items follow: the marker of the next page. */
     next_marker?: string;
   };
+  type ListVipsRequest = {
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
   type ListVipsResponse = {
     items?: vnm.lb.v1.Vip[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
   };
   type LoadBalancer = {
     id?: string;
@@ -728,8 +758,31 @@ export declare namespace vnm.lb.v1 {
     poolMembers?: string;
     vips?: string;
   };
-  /** A pool member: referenced only; a pool's member list is served empty. */
+  /**
+   * A pool member (MidoNet's PoolMember-v1): an address and port a pool balances over. Admins
+   * only. Several members may share an address and port.
+   */
   type PoolMember = {
+    id?: string;
+    /**
+     * Required (400 when absent), but under POST /pools/{id}/pool_members, where the path's pool
+     * wins over the body's. An existing pool (404 naming it); a PUT may move the member to another.
+     */
+    poolId?: string;
+    /** IPv4. Set at creation: a PUT keeps the stored address (a value it sends is still checked). */
+    address?: string;
+    /** [0, 65535], default 0. Set at creation: a PUT keeps the stored port (a value it sends is still checked). */
+    protocolPort?: number;
+    /** At least 1, default 1. */
+    weight?: number;
+    /** True at creation whatever is sent; a PUT may change it (default true). */
+    adminStateUp?: boolean;
+    /** ACTIVE at creation; kept by PUT. */
+    status?: string;
+    uri?: string;
+    pool?: string;
+  };
+  type PoolMemberRef = {
     id?: string;
   };
   type PoolRef = {
@@ -743,15 +796,44 @@ export declare namespace vnm.lb.v1 {
     id?: string;
     loadBalancer?: vnm.lb.v1.LoadBalancer;
   };
+  type UpdatePoolMemberRequest = {
+    id?: string;
+    poolMember?: vnm.lb.v1.PoolMember;
+  };
   type UpdatePoolRequest = {
     id?: string;
     pool?: vnm.lb.v1.Pool;
   };
+  type UpdateVipRequest = {
+    id?: string;
+    vip?: vnm.lb.v1.Vip;
+  };
   /**
-   * A VIP: a kind this interface only references; the lists linked from load balancers and
-   * pools are served empty.
+   * A VIP (MidoNet's VIP-v1): an address and port in front of one pool. Several VIPs may share a
+   * pool. Admins only. `loadBalancerId` is always its pool's load balancer, and follows the pool.
    */
   type Vip = {
+    id?: string;
+    /**
+     * Required (400 when absent), but under POST /pools/{id}/vips, where the path's pool wins
+     * over the body's. An existing pool: an unknown one is a 400 naming it (as the original).
+     */
+    poolId?: string;
+    /** IPv4. */
+    address?: string;
+    /** [0, 65535], default 0. */
+    protocolPort?: number;
+    /** Null or SOURCE_IP. */
+    sessionPersistence?: string;
+    /** True by default. */
+    adminStateUp?: boolean;
+    /** Its pool's load balancer; a body value is ignored. */
+    loadBalancerId?: string;
+    uri?: string;
+    pool?: string;
+    loadBalancer?: string;
+  };
+  type VipRef = {
     id?: string;
   };
 }
@@ -1558,9 +1640,14 @@ export interface Messages {
   "vnm.lb.v1.CreateHealthMonitorRequest": vnm.lb.v1.CreateHealthMonitorRequest;
   "vnm.lb.v1.CreateLoadBalancerPoolRequest": vnm.lb.v1.CreateLoadBalancerPoolRequest;
   "vnm.lb.v1.CreateLoadBalancerRequest": vnm.lb.v1.CreateLoadBalancerRequest;
+  "vnm.lb.v1.CreatePoolMemberRequest": vnm.lb.v1.CreatePoolMemberRequest;
+  "vnm.lb.v1.CreatePoolPoolMemberRequest": vnm.lb.v1.CreatePoolPoolMemberRequest;
   "vnm.lb.v1.CreatePoolRequest": vnm.lb.v1.CreatePoolRequest;
+  "vnm.lb.v1.CreatePoolVipRequest": vnm.lb.v1.CreatePoolVipRequest;
+  "vnm.lb.v1.CreateVipRequest": vnm.lb.v1.CreateVipRequest;
   "vnm.lb.v1.HealthMonitor": vnm.lb.v1.HealthMonitor;
   "vnm.lb.v1.HealthMonitorRef": vnm.lb.v1.HealthMonitorRef;
+  "vnm.lb.v1.ListAllPoolMembersRequest": vnm.lb.v1.ListAllPoolMembersRequest;
   "vnm.lb.v1.ListHealthMonitorsRequest": vnm.lb.v1.ListHealthMonitorsRequest;
   "vnm.lb.v1.ListHealthMonitorsResponse": vnm.lb.v1.ListHealthMonitorsResponse;
   "vnm.lb.v1.ListLoadBalancersRequest": vnm.lb.v1.ListLoadBalancersRequest;
@@ -1568,16 +1655,21 @@ export interface Messages {
   "vnm.lb.v1.ListPoolMembersResponse": vnm.lb.v1.ListPoolMembersResponse;
   "vnm.lb.v1.ListPoolsRequest": vnm.lb.v1.ListPoolsRequest;
   "vnm.lb.v1.ListPoolsResponse": vnm.lb.v1.ListPoolsResponse;
+  "vnm.lb.v1.ListVipsRequest": vnm.lb.v1.ListVipsRequest;
   "vnm.lb.v1.ListVipsResponse": vnm.lb.v1.ListVipsResponse;
   "vnm.lb.v1.LoadBalancer": vnm.lb.v1.LoadBalancer;
   "vnm.lb.v1.LoadBalancerRef": vnm.lb.v1.LoadBalancerRef;
   "vnm.lb.v1.Pool": vnm.lb.v1.Pool;
   "vnm.lb.v1.PoolMember": vnm.lb.v1.PoolMember;
+  "vnm.lb.v1.PoolMemberRef": vnm.lb.v1.PoolMemberRef;
   "vnm.lb.v1.PoolRef": vnm.lb.v1.PoolRef;
   "vnm.lb.v1.UpdateHealthMonitorRequest": vnm.lb.v1.UpdateHealthMonitorRequest;
   "vnm.lb.v1.UpdateLoadBalancerRequest": vnm.lb.v1.UpdateLoadBalancerRequest;
+  "vnm.lb.v1.UpdatePoolMemberRequest": vnm.lb.v1.UpdatePoolMemberRequest;
   "vnm.lb.v1.UpdatePoolRequest": vnm.lb.v1.UpdatePoolRequest;
+  "vnm.lb.v1.UpdateVipRequest": vnm.lb.v1.UpdateVipRequest;
   "vnm.lb.v1.Vip": vnm.lb.v1.Vip;
+  "vnm.lb.v1.VipRef": vnm.lb.v1.VipRef;
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": vnm.qos.v1.CreateQosBwLimitRuleRequest;
   "vnm.qos.v1.CreateQosDscpRuleRequest": vnm.qos.v1.CreateQosDscpRuleRequest;
   "vnm.qos.v1.CreateQosPolicyRequest": vnm.qos.v1.CreateQosPolicyRequest;
@@ -1780,9 +1872,14 @@ export interface RequiredFields {
   "vnm.lb.v1.CreateHealthMonitorRequest": never;
   "vnm.lb.v1.CreateLoadBalancerPoolRequest": never;
   "vnm.lb.v1.CreateLoadBalancerRequest": never;
+  "vnm.lb.v1.CreatePoolMemberRequest": never;
+  "vnm.lb.v1.CreatePoolPoolMemberRequest": never;
   "vnm.lb.v1.CreatePoolRequest": never;
+  "vnm.lb.v1.CreatePoolVipRequest": never;
+  "vnm.lb.v1.CreateVipRequest": never;
   "vnm.lb.v1.HealthMonitor": "type";
   "vnm.lb.v1.HealthMonitorRef": never;
+  "vnm.lb.v1.ListAllPoolMembersRequest": never;
   "vnm.lb.v1.ListHealthMonitorsRequest": never;
   "vnm.lb.v1.ListHealthMonitorsResponse": never;
   "vnm.lb.v1.ListLoadBalancersRequest": never;
@@ -1790,16 +1887,21 @@ export interface RequiredFields {
   "vnm.lb.v1.ListPoolMembersResponse": never;
   "vnm.lb.v1.ListPoolsRequest": never;
   "vnm.lb.v1.ListPoolsResponse": never;
+  "vnm.lb.v1.ListVipsRequest": never;
   "vnm.lb.v1.ListVipsResponse": never;
   "vnm.lb.v1.LoadBalancer": never;
   "vnm.lb.v1.LoadBalancerRef": never;
   "vnm.lb.v1.Pool": "loadBalancerId" | "lbMethod";
-  "vnm.lb.v1.PoolMember": never;
+  "vnm.lb.v1.PoolMember": "address";
+  "vnm.lb.v1.PoolMemberRef": never;
   "vnm.lb.v1.PoolRef": never;
   "vnm.lb.v1.UpdateHealthMonitorRequest": never;
   "vnm.lb.v1.UpdateLoadBalancerRequest": never;
+  "vnm.lb.v1.UpdatePoolMemberRequest": never;
   "vnm.lb.v1.UpdatePoolRequest": never;
-  "vnm.lb.v1.Vip": never;
+  "vnm.lb.v1.UpdateVipRequest": never;
+  "vnm.lb.v1.Vip": "address";
+  "vnm.lb.v1.VipRef": never;
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": never;
   "vnm.qos.v1.CreateQosDscpRuleRequest": never;
   "vnm.qos.v1.CreateQosPolicyRequest": never;
@@ -2002,9 +2104,14 @@ export interface MessageFields {
   "vnm.lb.v1.CreateHealthMonitorRequest": { healthMonitor: "vnm.lb.v1.HealthMonitor" };
   "vnm.lb.v1.CreateLoadBalancerPoolRequest": { pool: "vnm.lb.v1.Pool" };
   "vnm.lb.v1.CreateLoadBalancerRequest": { loadBalancer: "vnm.lb.v1.LoadBalancer" };
+  "vnm.lb.v1.CreatePoolMemberRequest": { poolMember: "vnm.lb.v1.PoolMember" };
+  "vnm.lb.v1.CreatePoolPoolMemberRequest": { poolMember: "vnm.lb.v1.PoolMember" };
   "vnm.lb.v1.CreatePoolRequest": { pool: "vnm.lb.v1.Pool" };
+  "vnm.lb.v1.CreatePoolVipRequest": { vip: "vnm.lb.v1.Vip" };
+  "vnm.lb.v1.CreateVipRequest": { vip: "vnm.lb.v1.Vip" };
   "vnm.lb.v1.HealthMonitor": Record<never, never>;
   "vnm.lb.v1.HealthMonitorRef": Record<never, never>;
+  "vnm.lb.v1.ListAllPoolMembersRequest": Record<never, never>;
   "vnm.lb.v1.ListHealthMonitorsRequest": Record<never, never>;
   "vnm.lb.v1.ListHealthMonitorsResponse": { items: "vnm.lb.v1.HealthMonitor" };
   "vnm.lb.v1.ListLoadBalancersRequest": Record<never, never>;
@@ -2012,16 +2119,21 @@ export interface MessageFields {
   "vnm.lb.v1.ListPoolMembersResponse": { items: "vnm.lb.v1.PoolMember" };
   "vnm.lb.v1.ListPoolsRequest": Record<never, never>;
   "vnm.lb.v1.ListPoolsResponse": { items: "vnm.lb.v1.Pool" };
+  "vnm.lb.v1.ListVipsRequest": Record<never, never>;
   "vnm.lb.v1.ListVipsResponse": { items: "vnm.lb.v1.Vip" };
   "vnm.lb.v1.LoadBalancer": Record<never, never>;
   "vnm.lb.v1.LoadBalancerRef": Record<never, never>;
   "vnm.lb.v1.Pool": Record<never, never>;
   "vnm.lb.v1.PoolMember": Record<never, never>;
+  "vnm.lb.v1.PoolMemberRef": Record<never, never>;
   "vnm.lb.v1.PoolRef": Record<never, never>;
   "vnm.lb.v1.UpdateHealthMonitorRequest": { healthMonitor: "vnm.lb.v1.HealthMonitor" };
   "vnm.lb.v1.UpdateLoadBalancerRequest": { loadBalancer: "vnm.lb.v1.LoadBalancer" };
+  "vnm.lb.v1.UpdatePoolMemberRequest": { poolMember: "vnm.lb.v1.PoolMember" };
   "vnm.lb.v1.UpdatePoolRequest": { pool: "vnm.lb.v1.Pool" };
+  "vnm.lb.v1.UpdateVipRequest": { vip: "vnm.lb.v1.Vip" };
   "vnm.lb.v1.Vip": Record<never, never>;
+  "vnm.lb.v1.VipRef": Record<never, never>;
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
   "vnm.qos.v1.CreateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.CreateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
