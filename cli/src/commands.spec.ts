@@ -38,6 +38,20 @@ describe("commands from the catalog", () => {
     expect(verbs("mac-port")).toEqual(["create", "delete", "describe", "get", "list"]);
     expect(p.commands.map((x) => x.name()).sort()).toEqual([...loadCatalog().kinds.values()].map(commandOf).sort());
   });
+
+  it("give a kind made under several kinds of parent one create with an option each, and an item's actions a verb each", () => {
+    const p = new Command("vnm");
+    for (const k of allKinds()) addKindCommand(p, k);
+    const port = p.commands.find((x) => x.name() === "port")!;
+    expect(port.commands.map((v) => v.name()).sort()).toEqual(["create", "delete", "describe", "get", "link", "list", "unlink", "update"]);
+    const create = port.commands.find((v) => v.name() === "create")!;
+    expect(create.options.map((o) => o.long)).toEqual(expect.arrayContaining(["--router", "--bridge", "--port-address"]));
+    expect(port.commands.find((v) => v.name() === "link")!.registeredArguments.map((a) => a.name())).toEqual(["id", "peer"]);
+    expect(kindNamed("port")!.actions.map((a) => `${a.method} ${a.route.template}`)).toEqual(["POST /ports/{id}/link", "DELETE /ports/{id}/link"]);
+    // A kind's own create stays its only one; a POST answering another message is no action.
+    expect(kindNamed("bridge")!.creates).toEqual([]);
+    expect(kindNamed("pool")!.actions).toEqual([]);
+  });
 });
 
 describe("output", () => {

@@ -14,3 +14,28 @@ it("offers the values a field's rules in the proto allow", async () => {
   expect(values("tunnel.TunnelZone", "type")).toEqual(["gre", "vxlan", "vtep"]);
   expect(values("qos.QosPolicy", "name")).toBeUndefined();
 });
+
+it("knows which kind a field holding another item's id names: from the message's link to it, else from its name", async () => {
+  const c = await consoleCatalog();
+  const kind = (k: string) => c.kinds.find((x) => x.kind === k)!;
+  const ref = (k: string, field: string) => kind(k).fields.find((f) => f.name === field)?.ref;
+  // Links: a port's `peer` is /ports/{peerId}, its `host` /hosts/{hostId}; a binding's `port` /ports/{portId}.
+  expect(ref("routing.Port", "peerId")).toBe("routing.Port");
+  expect(ref("routing.Port", "hostId")).toBe("tunnel.Host");
+  expect(ref("routing.HostInterfacePort", "portId")).toBe("routing.Port");
+  expect(ref("routing.Router", "loadBalancerId")).toBe("lb.LoadBalancer");
+  // Names: a route's next hop port has no link; compat's pool_id is its own domain's pool.
+  expect(ref("routing.Route", "nextHopPort")).toBe("routing.Port");
+  expect(ref("compat.CompatMember", "pool_id")).toBe("compat.CompatPool");
+  // Neither: a chain (not served), a tenant, a port's device (its `device` link is a template of the device's path).
+  for (const [k, f] of [
+    ["routing.Router", "inboundFilterId"],
+    ["routing.Router", "tenantId"],
+    ["routing.Port", "deviceId"],
+    ["routing.Port", "id"],
+  ] as const)
+    expect(ref(k, f), `${k}.${f}`).toBeUndefined();
+  // A port is made on a router or a bridge: both paths, each variable naming its kind.
+  expect(kind("routing.Port").createTemplates).toEqual(["/routers/{routerId}/ports", "/bridges/{bridgeId}/ports"]);
+  expect(kind("routing.Port").pathRefs).toEqual({ routerId: "routing.Router", bridgeId: "bridge.Bridge" });
+});
