@@ -282,7 +282,11 @@ async function buildWorld(): Promise<void> {
   bodies["createUser"] = () => ({ name: unique("u"), password: "conformance-password-1", tenantId: TENANT, roles: ["tenant_user"] });
   await create("createUser", "/users", { name: `logout-${fx.stack.id}`, password: "conformance-password-1", tenantId: TENANT, roles: ["tenant_user"] });
   bodies["createQosPolicy"] = () => ({ name: unique("q"), description: "d", tenantId: TENANT });
-  await create("createQosPolicy", "/qos_policies", bodies["createQosPolicy"]());
+  const qos = await create("createQosPolicy", "/qos_policies", bodies["createQosPolicy"]());
+  bodies["createQosBwLimitRule"] = () => ({ maxKbps: 1000, maxBurstKb: 100 });
+  bodies["createQosDscpRule"] = () => ({ dscpMark: 46 });
+  await create("createQosBwLimitRule", `/qos_policies/${qos["id"]}/qos_bw_limit_rules`, bodies["createQosBwLimitRule"]());
+  await create("createQosDscpRule", `/qos_policies/${qos["id"]}/qos_dscp_rules`, bodies["createQosDscpRule"]());
   bodies["createTraceRequest"] = () => ({ name: unique("t"), deviceType: "BRIDGE", deviceId: bridge["id"], condition: { dlType: 2048 } });
   await create("createTraceRequest", "/traces", bodies["createTraceRequest"]());
   let dst = 0;
@@ -349,7 +353,7 @@ async function buildLb(): Promise<void> {
   bodies["createPool"] = () => ({ loadBalancerId: lb["id"], lbMethod: "ROUND_ROBIN" });
   await create("createPool", "/pools", { ...bodies["createPool"](), healthMonitorId: hm["id"] });
   bodies["createLoadBalancerPool"] = () => ({ loadBalancerId: lb["id"], lbMethod: "ROUND_ROBIN" });
-  await create("createLoadBalancerPool", `/load_balancers/${lb["id"]}/pools`, bodies["createLoadBalancerPool"]());
+  const pool = await create("createLoadBalancerPool", `/load_balancers/${lb["id"]}/pools`, bodies["createLoadBalancerPool"]());
   urls.add(`/healh_monitors/${hm["id"]}/pools`);
 }
 
@@ -373,6 +377,16 @@ async function buildCompat(): Promise<void> {
   await create("associateHealthMonitor", `/compat/lb/pools/${pool["id"]}/health_monitors`, bodies["associateHealthMonitor"]());
   urls.add(`/compat/lb/pools/${pool["id"]}/health_monitors`);
   urls.add(`/compat/lb/pools/${pool["id"]}/health_monitors/${hm["id"]}`);
+  // Members and VIPs (several may share a pool, an address and a port).
+  bodies["createPoolMember"] = () => ({ poolId: pool["id"], address: "10.40.0.1", protocolPort: 80, weight: 2 });
+  bodies["createPoolPoolMember"] = () => ({ address: "10.40.0.2", protocolPort: 81 });
+  await create("createPoolMember", "/pool_members", bodies["createPoolMember"]());
+  await create("createPoolPoolMember", `/pools/${pool["id"]}/pool_members`, bodies["createPoolPoolMember"]());
+  bodies["createVip"] = () => ({ poolId: pool["id"], address: "10.41.0.1", protocolPort: 443, sessionPersistence: "SOURCE_IP" });
+  bodies["createPoolVip"] = () => ({ address: "10.41.0.2" });
+  await create("createVip", "/vips", bodies["createVip"]());
+  await create("createPoolVip", `/pools/${pool["id"]}/vips`, bodies["createPoolVip"]());
+  urls.add(`/load_balancers/${lb["id"]}/vips`);
   bodies["createCompatSecurityGroupRule"] = () => ({ tenant_id: TENANT, direction: "ingress", security_group_id: randomUUID(), ethertype: "IPv4", protocol: "tcp", port_range_min: 80, port_range_max: 81 });
   await create("createCompatSecurityGroupRule", "/compat/security_group_rules", bodies["createCompatSecurityGroupRule"]());
 }

@@ -198,6 +198,9 @@ describe("the role x method matrix", () => {
     const pg = (await http("POST", "/port_groups", { name: "tree", tenantId: tenant })).json;
     const [memberPort, sparePort] = [(await http("POST", `/bridges/${b.id}/ports`, {})).json, (await http("POST", `/bridges/${b.id}/ports`, {})).json];
     await http("POST", `/port_groups/${pg.id}/ports`, { portId: memberPort.id });
+    const qos = (await http("POST", "/qos_policies", { name: "tree", tenantId: tenant })).json;
+    const bw = (await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100 })).json;
+    const dscp = (await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 10 })).json;
     return {
       id: b.id as string,
       bridge: `/bridges/${b.id}`,
@@ -209,6 +212,9 @@ describe("the role x method matrix", () => {
       portGroup: `/port_groups/${pg.id}`,
       member: `/port_groups/${pg.id}/ports/${memberPort.id}`,
       sparePort: sparePort.id as string,
+      qos: `/qos_policies/${qos.id}`,
+      bw: `/qos_bw_limit_rules/${bw.id}`,
+      dscp: `/qos_dscp_rules/${dscp.id}`,
     };
   }
 
@@ -274,6 +280,21 @@ describe("the role x method matrix", () => {
       item: (t) => t.member,
       post: (t) => [`${t.portGroup}/ports`, { portId: t.sparePort }],
     },
+    // A QoS policy's rules follow the policy's tenant (listed and created under it).
+    {
+      name: "QosBwLimitRule",
+      list: (t) => `${t.qos}/qos_bw_limit_rules`,
+      item: (t) => t.bw,
+      post: (t) => [`${t.qos}/qos_bw_limit_rules`, { maxKbps: 5 }],
+      put: () => ({ maxKbps: 7, maxBurstKb: 1 }),
+    },
+    {
+      name: "QosDscpRule",
+      list: (t) => `${t.qos}/qos_dscp_rules`,
+      item: (t) => t.dscp,
+      post: (t) => [`${t.qos}/qos_dscp_rules`, { dscpMark: 5 }],
+      put: () => ({ dscpMark: 7 }),
+    },
   ];
 
   //                         admin taA  tuA  taB  none bad
@@ -334,14 +355,18 @@ describe("the role x method matrix", () => {
     expect((await req("admin", "DELETE", `/users/${u.json.id}`)).status).toBe(204);
   });
 
-  it("LoadBalancer, Pool, HealthMonitor: admin only (no tenant field), every method", async () => {
+  it("LoadBalancer, Pool, HealthMonitor, PoolMember, VIP: admin only (no tenant field), every method", async () => {
     const lb = (await http("POST", "/load_balancers", {})).json;
     const hm = (await http("POST", "/health_monitors", { type: "TCP" })).json;
     const pool = (await http("POST", "/pools", { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" })).json;
+    const member = (await http("POST", "/pool_members", { poolId: pool.id, address: "10.0.0.1" })).json;
+    const vip = (await http("POST", "/vips", { poolId: pool.id, address: "10.0.0.2" })).json;
     const kinds: [string, string, unknown][] = [
       ["/load_balancers", lb.uri, {}],
       ["/pools", pool.uri, { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" }],
       ["/health_monitors", hm.uri, { type: "TCP" }],
+      ["/pool_members", member.uri, { poolId: pool.id, address: "10.0.0.1" }],
+      ["/vips", vip.uri, { poolId: pool.id, address: "10.0.0.2" }],
     ];
     for (const [list, item, body] of kinds) {
       const ops: [string, string, unknown?][] = [

@@ -47,6 +47,8 @@ describe("owner chain", () => {
       "compat.CompatPool",
       "compat.CompatSecurityGroupRule",
       "compat.CompatVip",
+      "qos.QosBwLimitRule",
+      "qos.QosDscpRule",
       "qos.QosPolicy",
     ]);
     expect(byTenancy("admin")).toEqual([
@@ -54,6 +56,8 @@ describe("owner chain", () => {
       "lb.HealthMonitor",
       "lb.LoadBalancer",
       "lb.Pool",
+      "lb.PoolMember",
+      "lb.Vip",
       "routing.L2Insertion",
       "routing.Route",
       "tracing.TraceRequest",
