@@ -17,7 +17,7 @@ const ids: Record<string, string> = {};
 let tokenB = "";
 
 beforeAll(async () => {
-  await stack.startServices("identity", "bridge", "qos", "lb");
+  await stack.startServices("identity", "bridge", "qos", "lb", "routing");
   gw = await stack.startGateway({}, false);
   const admin = { "x-auth-token": stack.adminToken };
   const made = async (path: string, body: unknown) => {
@@ -28,6 +28,7 @@ beforeAll(async () => {
   ids["bridge"] = await made("/bridges", { name: "a-bridge", tenantId: TENANT_A });
   await made(`/bridges/${ids["bridge"]}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 });
   ids["qos"] = await made("/qos_policies", { name: "a-policy", tenantId: TENANT_A });
+  ids["portGroup"] = await made("/port_groups", { name: "a-group", tenantId: TENANT_A });
   // Load balancers have no tenant field (admin-only); a tenantId sent is ignored.
   ids["lb"] = await made("/load_balancers", { adminStateUp: true });
   const user = await http("POST", "/users", { name: `b-${stack.id}`, password: PASSWORD, tenantId: TENANT_B, roles: ["tenant_admin"] }, admin);
@@ -61,6 +62,7 @@ describe("another tenant's resource answers like one that does not exist", () =>
     for (const [kind, path] of [
       ["bridge", (id: string) => `/bridges/${id}`],
       ["qos", (id: string) => `/qos_policies/${id}`],
+      ["portGroup", (id: string) => `/port_groups/${id}`],
     ] as const) {
       await sameAnswer(404, "GET", path, ids[kind]!);
       await sameAnswer(404, "PUT", path, ids[kind]!, { name: "mine now", tenantId: TENANT_B });
@@ -74,6 +76,8 @@ describe("another tenant's resource answers like one that does not exist", () =>
     await sameAnswer(404, "GET", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!);
     await sameAnswer(404, "POST", (id) => `/bridges/${id}/dhcp`, ids["bridge"]!, { subnetPrefix: "10.2.0.0", subnetLength: 24 });
     await sameAnswer(404, "GET", (id) => `/bridges/${id}/mac_table`, ids["bridge"]!);
+    await sameAnswer(404, "GET", (id) => `/port_groups/${id}/ports`, ids["portGroup"]!);
+    await sameAnswer(404, "POST", (id) => `/port_groups/${id}/ports`, ids["portGroup"]!, { portId: GHOST });
   });
 
   it("paging markers and tenant filters", async () => {
