@@ -29,11 +29,21 @@ beforeAll(async () => {
   await made(`/bridges/${ids["bridge"]}/dhcp`, { subnetPrefix: "10.1.0.0", subnetLength: 24 });
   ids["qos"] = await made("/qos_policies", { name: "a-policy", tenantId: TENANT_A });
   ids["portGroup"] = await made("/port_groups", { name: "a-group", tenantId: TENANT_A });
+  ids["router"] = await made("/routers", { name: "a-router", tenantId: TENANT_A });
+  ids["port"] = await made(`/routers/${ids["router"]}/ports`, { portAddress: "10.3.0.1", networkLength: 24 });
+  ids["bridgePort"] = await made(`/bridges/${ids["bridge"]}/ports`, {});
   // Load balancers have no tenant field (admin-only); a tenantId sent is ignored.
   ids["lb"] = await made("/load_balancers", { adminStateUp: true });
   const user = await http("POST", "/users", { name: `b-${stack.id}`, password: PASSWORD, tenantId: TENANT_B, roles: ["tenant_admin"] }, admin);
   expect(user.status, user.text).toBe(201);
   tokenB = await stack.login(gw, `b-${stack.id}`, PASSWORD);
+  // B's own router and port, to link to A's.
+  const asB = { "x-auth-token": tokenB };
+  const routerB = await http("POST", "/routers", { name: "b-router" }, asB);
+  expect(routerB.status, routerB.text).toBe(201);
+  const portB = await http("POST", `/routers/${routerB.json.id}/ports`, {}, asB);
+  expect(portB.status, portB.text).toBe(201);
+  ids["portB"] = portB.json.id;
 });
 
 afterAll(async () => {
@@ -63,6 +73,9 @@ describe("another tenant's resource answers like one that does not exist", () =>
       ["bridge", (id: string) => `/bridges/${id}`],
       ["qos", (id: string) => `/qos_policies/${id}`],
       ["portGroup", (id: string) => `/port_groups/${id}`],
+      ["router", (id: string) => `/routers/${id}`],
+      ["port", (id: string) => `/ports/${id}`],
+      ["bridgePort", (id: string) => `/ports/${id}`],
     ] as const) {
       await sameAnswer(404, "GET", path, ids[kind]!);
       await sameAnswer(404, "PUT", path, ids[kind]!, { name: "mine now", tenantId: TENANT_B });
@@ -78,11 +91,32 @@ describe("another tenant's resource answers like one that does not exist", () =>
     await sameAnswer(404, "GET", (id) => `/bridges/${id}/mac_table`, ids["bridge"]!);
     await sameAnswer(404, "GET", (id) => `/port_groups/${id}/ports`, ids["portGroup"]!);
     await sameAnswer(404, "POST", (id) => `/port_groups/${id}/ports`, ids["portGroup"]!, { portId: GHOST });
+    for (const device of ["routers", "bridges"]) {
+      const id = ids[device === "routers" ? "router" : "bridge"]!;
+      await sameAnswer(404, "GET", (x) => `/${device}/${x}/ports`, id);
+      await sameAnswer(404, "POST", (x) => `/${device}/${x}/ports`, id, {});
+      await sameAnswer(404, "GET", (x) => `/${device}/${x}/peer_ports`, id);
+    }
+  });
+
+  it("links: another tenant's port, as the port linked or as its peer", async () => {
+    await sameAnswer(404, "POST", (id) => `/ports/${id}/link`, ids["port"]!, { peerId: ids["portB"] });
+    await sameAnswer(404, "DELETE", (id) => `/ports/${id}/link`, ids["port"]!);
+    const asB = { "x-auth-token": tokenB };
+    const theirs = await http("POST", `/ports/${ids["portB"]}/link`, { peerId: ids["port"] }, asB);
+    const none = await http("POST", `/ports/${ids["portB"]}/link`, { peerId: GHOST }, asB);
+    expect(theirs.status, theirs.text).toBe(404);
+    expect(shapeOf(theirs, ids["port"]!)).toEqual(shapeOf(none, GHOST));
+    expect(theirs.text.includes(TENANT_A)).toBe(false);
+    const port = await http("GET", `/ports/${ids["port"]}`, undefined, { "x-auth-token": stack.adminToken });
+    expect(port.json.peerId).toBeNull();
   });
 
   it("paging markers and tenant filters", async () => {
     await sameAnswer(400, "GET", (id) => `/bridges?limit=5&marker=${id}`, ids["bridge"]!);
     await sameAnswer(400, "GET", (id) => `/qos_policies?limit=5&marker=${id}`, ids["qos"]!);
+    await sameAnswer(400, "GET", (id) => `/routers?limit=5&marker=${id}`, ids["router"]!);
+    await sameAnswer(400, "GET", (id) => `/ports?limit=5&marker=${id}`, ids["port"]!);
     const asB = { "x-auth-token": tokenB };
     const other = await http("GET", `/bridges?tenant_id=${encodeURIComponent(TENANT_A)}`, undefined, asB);
     const nobody = await http("GET", "/bridges?tenant_id=no-such-tenant", undefined, asB);

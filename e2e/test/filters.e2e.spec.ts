@@ -18,12 +18,22 @@ const PORT = "6a1c5a1e-0b7e-4c57-9d8c-3a2f4b6c7d81";
 let lists: string[] = [];
 
 beforeAll(async () => {
-  await stack.startServices("bridge", "routing", "identity", "tunnel", "lb", "qos");
+  await stack.startServices("bridge", "routing", "identity", "tunnel");
   gw = await stack.startGateway({ VNM_RATE_LIMIT: "0" }, false);
   doc = (await http("GET", "/openapi.json")).json;
   const bridge = (await http("POST", "/bridges", { name: "filtered", tenantId: "filters" })).json;
   const b = `/bridges/${bridge.id}`;
+  // A router with a port (the route's next hop), linked to a port of the bridge: every list of
+  // ports, peer ports included, has an item.
+  const router = await http("POST", "/routers", { id: ROUTER, name: "filtered", tenantId: "filters", asNumber: 65000 });
+  const routerPort = await http("POST", `/routers/${ROUTER}/ports`, { id: PORT, portAddress: "10.9.1.1", networkAddress: "10.9.1.0", networkLength: 24, portMac: "02:00:00:00:09:09" });
+  const bridgePort = await http("POST", `${b}/ports`, { vlanId: 9 });
+  const link = await http("POST", `/ports/${PORT}/link`, { peerId: bridgePort.json.id });
   const made = [
+    router,
+    routerPort,
+    bridgePort,
+    link,
     await http("POST", `${b}/dhcp`, { subnetPrefix: "10.9.0.0", subnetLength: 24, defaultGateway: "10.9.0.1", serverAddr: "10.9.0.2", interfaceMTU: 1400 }),
     await http("POST", `${b}/dhcp/10.9.0.0_24/hosts`, { macAddr: "02:00:00:00:09:01", ipAddr: "10.9.0.10", name: "h1" }),
     await http("POST", `${b}/dhcpV6`, { prefix: "fd00:9::", prefixLength: 64 }),
@@ -43,19 +53,9 @@ beforeAll(async () => {
   made.push(await http("POST", `/tunnel_zones/${zone.id}/hosts`, { hostId: host.id, ipAddress: "10.9.0.41" }));
   const port = (await http("POST", `${b}/ports`, {})).json;
   made.push(await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "tap-filtered" }));
-  // A pool's member and VIP, a QoS policy's rules.
-  const lb = (await http("POST", "/load_balancers", {})).json;
-  const pool = (await http("POST", "/pools", { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" })).json;
-  made.push(await http("POST", "/pool_members", { poolId: pool.id, address: "10.9.0.50", protocolPort: 80, weight: 3 }));
-  made.push(await http("POST", "/vips", { poolId: pool.id, address: "10.9.0.51", protocolPort: 443, sessionPersistence: "SOURCE_IP" }));
-  const qos = (await http("POST", "/qos_policies", { name: "filtered", tenantId: "filters" })).json;
-  made.push(await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100, maxBurstKb: 10 }));
-  made.push(await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 46 }));
   for (const r of made) expect(r.status, r.text).toBe(201);
   lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/port_groups", `/port_groups/${portGroup.id}/ports`, `/ports/${memberPort.id}/port_groups`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
-  const q = `/qos_policies/${qos.id}`;
-  lists.push("/pool_members", `/pools/${pool.id}/pool_members`, "/vips", `/pools/${pool.id}/vips`, `/load_balancers/${lb.id}/vips`);
-  lists.push(`${q}/qos_bw_limit_rules`, `${q}/qos_dscp_rules`, "/qos_bw_limit_rules", "/qos_dscp_rules");
+  lists.push("/routers", `/routers/${ROUTER}/ports`, `/routers/${ROUTER}/peer_ports`, "/ports", `${b}/ports`, `${b}/peer_ports`);
 });
 afterAll(() => stack.stop());
 

@@ -201,6 +201,10 @@ describe("the role x method matrix", () => {
     const qos = (await http("POST", "/qos_policies", { name: "tree", tenantId: tenant })).json;
     const bw = (await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100 })).json;
     const dscp = (await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 10 })).json;
+    // A router with a port; a port of the bridge (a port's tenant is its device's).
+    const router = (await http("POST", "/routers", { name: "tree", tenantId: tenant })).json;
+    const routerPort = (await http("POST", `/routers/${router.id}/ports`, { portAddress: "10.5.0.1", networkLength: 24 })).json;
+    const bridgePort = (await http("POST", `/bridges/${b.id}/ports`, { vlanId: 5 })).json;
     return {
       id: b.id as string,
       bridge: `/bridges/${b.id}`,
@@ -215,6 +219,9 @@ describe("the role x method matrix", () => {
       qos: `/qos_policies/${qos.id}`,
       bw: `/qos_bw_limit_rules/${bw.id}`,
       dscp: `/qos_dscp_rules/${dscp.id}`,
+      router: `/routers/${router.id}`,
+      routerPort: `/ports/${routerPort.id}`,
+      bridgePort: `/ports/${bridgePort.id}`,
     };
   }
 
@@ -295,6 +302,28 @@ describe("the role x method matrix", () => {
       post: (t) => [`${t.qos}/qos_dscp_rules`, { dscpMark: 5 }],
       put: () => ({ dscpMark: 7 }),
     },
+    {
+      name: "Router",
+      list: () => "/routers",
+      item: (t) => t.router,
+      post: () => ["/routers", { name: "new", tenantId: TENANT_A }],
+      put: () => ({ name: "renamed", tenantId: TENANT_A }),
+    },
+    // Ports follow their device's tenant (listed and created under it).
+    {
+      name: "RouterPort",
+      list: (t) => `${t.router}/ports`,
+      item: (t) => t.routerPort,
+      post: (t) => [`${t.router}/ports`, { portAddress: "10.5.1.1", networkLength: 24 }],
+      put: () => ({ adminStateUp: false }),
+    },
+    {
+      name: "BridgePort",
+      list: (t) => `${t.bridge}/ports`,
+      item: (t) => t.bridgePort,
+      post: (t) => [`${t.bridge}/ports`, { vlanId: 6 }],
+      put: () => ({ vlanId: 7 }),
+    },
   ];
 
   //                         admin taA  tuA  taB  none bad
@@ -307,7 +336,7 @@ describe("the role x method matrix", () => {
   };
   const whos: Who[] = ["admin", "taA", "tuA", "taB", "none", "bad"];
   /** Kinds with a tenant of their own (not a parent's): B lists them (without A's), and B naming A in a POST is a 403. */
-  const TOP_LEVEL = new Set(["Bridge", "PortGroup"]);
+  const TOP_LEVEL = new Set(["Bridge", "PortGroup", "Router"]);
 
   for (const kind of kinds) {
     for (const op of ["list", "item", "post", "put", "delete"] as const) {
