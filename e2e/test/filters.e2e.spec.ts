@@ -18,7 +18,7 @@ const PORT = "6a1c5a1e-0b7e-4c57-9d8c-3a2f4b6c7d81";
 let lists: string[] = [];
 
 beforeAll(async () => {
-  await stack.startServices("bridge", "routing", "identity", "tunnel");
+  await stack.startServices("bridge", "routing", "identity", "tunnel", "lb", "qos");
   gw = await stack.startGateway({ VNM_RATE_LIMIT: "0" }, false);
   doc = (await http("GET", "/openapi.json")).json;
   const bridge = (await http("POST", "/bridges", { name: "filtered", tenantId: "filters" })).json;
@@ -53,9 +53,20 @@ beforeAll(async () => {
   made.push(await http("POST", `/tunnel_zones/${zone.id}/hosts`, { hostId: host.id, ipAddress: "10.9.0.41" }));
   const port = (await http("POST", `${b}/ports`, {})).json;
   made.push(await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "tap-filtered" }));
+  // A pool's member and VIP, a QoS policy's rules.
+  const lb = (await http("POST", "/load_balancers", {})).json;
+  const pool = (await http("POST", "/pools", { loadBalancerId: lb.id, lbMethod: "ROUND_ROBIN" })).json;
+  made.push(await http("POST", "/pool_members", { poolId: pool.id, address: "10.9.0.50", protocolPort: 80, weight: 3 }));
+  made.push(await http("POST", "/vips", { poolId: pool.id, address: "10.9.0.51", protocolPort: 443, sessionPersistence: "SOURCE_IP" }));
+  const qos = (await http("POST", "/qos_policies", { name: "filtered", tenantId: "filters" })).json;
+  made.push(await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100, maxBurstKb: 10 }));
+  made.push(await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 46 }));
   for (const r of made) expect(r.status, r.text).toBe(201);
   lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/port_groups", `/port_groups/${portGroup.id}/ports`, `/ports/${memberPort.id}/port_groups`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
   lists.push("/routers", `/routers/${ROUTER}/ports`, `/routers/${ROUTER}/peer_ports`, "/ports", `${b}/ports`, `${b}/peer_ports`);
+  const q = `/qos_policies/${qos.id}`;
+  lists.push("/pool_members", `/pools/${pool.id}/pool_members`, "/vips", `/pools/${pool.id}/vips`, `/load_balancers/${lb.id}/vips`);
+  lists.push(`${q}/qos_bw_limit_rules`, `${q}/qos_dscp_rules`, "/qos_bw_limit_rules", "/qos_dscp_rules");
 });
 afterAll(() => stack.stop());
 
