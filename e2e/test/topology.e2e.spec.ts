@@ -121,6 +121,18 @@ describe("routers (§1)", () => {
     expect((await http("PUT", r.uri, { loadBalancerId: null })).json.loadBalancerId).toBeNull();
     expect((await http("DELETE", r.uri)).status).toBe(204);
   });
+
+  it(`deleting the load balancer clears the router's loadBalancerId (within ${CASCADE_MS / 1000} s, announced), and the router can then go`, async () => {
+    const lb = (await http("POST", "/load_balancers", {})).json;
+    const r = await router({ loadBalancerId: lb.id });
+    expect((await http("DELETE", lb.uri)).status).toBe(204);
+    await waitFor("the router to lose its load balancer", async () => (await http("GET", r.uri)).json.loadBalancerId === null, CASCADE_MS);
+    expect((await http("GET", r.uri)).json.loadBalancer).toBeNull();
+    await waitFor("the router's update on the bus", async () => fx.events.some((e) => e.subject.endsWith("routing.Router.updated") && e.data["id"] === r.id), CASCADE_MS);
+    // A deleted load balancer cannot be given to a router (404), and the router can go.
+    expectError(await http("PUT", r.uri, { loadBalancerId: lb.id }), 404);
+    expect((await http("DELETE", r.uri)).status).toBe(204);
+  });
 });
 
 describe("ports (§2)", () => {

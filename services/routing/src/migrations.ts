@@ -176,4 +176,16 @@ export const migrations: Migration[] = [
         FROM ports p;
     `,
   },
+  {
+    version: 6,
+    name: "deleted load balancers",
+    // Load balancers the lb service announced deleted: a router given one while its deletion is
+    // handled must not keep it (the deletion clears routers' loadBalancerId).
+    sql: `
+      CREATE TABLE deleted_load_balancers (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
 ];

@@ -1,8 +1,9 @@
 // Router (v3, topology.md §1): a tenant's router. Its load balancer must exist (the lb service
 // says) and keeps it from being deleted (409); deleting it deletes its ports, each as a port
 // delete, and its routes, all announced. A PUT that moves it to another tenant moves its ports.
+// A load balancer the lb service deletes is cleared from its routers (onLoadBalancerDeleted).
 // Each field's own rules are topology.proto's.
-import { ApiError, Resource, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
 import { dropRouterPorts, portsOfRouterMoved } from "./ports.ts";
 import { routes } from "./routes.ts";
 
@@ -15,10 +16,20 @@ interface RouterRow {
 /** The calls this service makes as itself; set when the service starts (routersFor). */
 let peers: Pick<ServiceContext, "call"> | undefined;
 
-/** 404 unless the load balancer exists (the lb service says); 503 when that service is down. */
-async function requireLoadBalancer(id: string): Promise<void> {
+/** Serialises the writes that concern one load balancer's routers, until the transaction ends. */
+async function lockLoadBalancer(q: Queryable, id: string): Promise<void> {
+  await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`routing-lb:${id}`]);
+}
+
+/**
+ * 404 unless the load balancer exists (the lb service says) and is not being deleted (locked
+ * until commit, against onLoadBalancerDeleted); 503 when that service is down.
+ */
+async function requireLoadBalancer(q: Queryable, id: string): Promise<void> {
   if (!peers) throw new Error("the routing service's calls are not set up");
   const missing = ApiError.notFound(`There is no LoadBalancer with ID ${id}.`);
+  await lockLoadBalancer(q, id);
+  if ((await q.query("SELECT 1 FROM deleted_load_balancers WHERE id = $1", [id])).rowCount) throw missing;
   try {
     await peers.call("vnm.lb.v1.LoadBalancerService", "GetLoadBalancer", { id });
   } catch (err) {
@@ -40,8 +51,8 @@ export const routers = new Resource({
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default.
   defaults: { adminStateUp: true, asNumber: 0 },
-  references: async (_q, r) => {
-    if (r.loadBalancerId) await requireLoadBalancer(r.loadBalancerId);
+  references: async (q, r) => {
+    if (r.loadBalancerId) await requireLoadBalancer(q, r.loadBalancerId);
   },
   cascade: async (q, row: RouterRow, emit) => {
     loadBalancerBlocksDelete(row);
@@ -59,4 +70,26 @@ export const routers = new Resource({
 export function routersFor(svc: Pick<ServiceContext, "call">) {
   peers = svc;
   return routers;
+}
+
+/** Tombstones are only needed while a deletion may race a write: a day is plenty. */
+const TOMBSTONE_DAYS = 1;
+
+/**
+ * A load balancer deleted (the lb service announces it): the routers that had it lose it, each
+ * announced as updated (MidoNet: LoadBalancer.router_id CLEAR), and it stays known as gone.
+ */
+export function onLoadBalancerDeleted(svc: ServiceContext) {
+  return async (msg: BusMessage): Promise<void> => {
+    const raw = isJsonObject(msg.data) ? msg.data["id"] : undefined;
+    if (typeof raw !== "string" || !isUuid(raw)) return;
+    const id = raw.toLowerCase();
+    await svc.store.tx(undefined, async (q, emit) => {
+      await lockLoadBalancer(q, id);
+      await q.query("INSERT INTO deleted_load_balancers (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [id]);
+      await q.query(`DELETE FROM deleted_load_balancers WHERE at < now() - interval '${TOMBSTONE_DAYS} day'`);
+      const cleared = await q.query<RouterRow>("UPDATE routers SET load_balancer_id = NULL WHERE load_balancer_id = $1 RETURNING *", [id]);
+      for (const r of cleared.rows) emit(routers.change("updated", r));
+    });
+  };
 }

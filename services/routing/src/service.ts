@@ -7,7 +7,7 @@ import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
 import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
 import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports } from "./ports.ts";
-import { routersFor } from "./routers.ts";
+import { onLoadBalancerDeleted, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 
 export const service: ServiceSpec = {
@@ -21,5 +21,7 @@ export const service: ServiceSpec = {
     // A bridge's ports go with it, and follow it to another tenant.
     svc.bus.consume("routing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
     svc.bus.consume("routing-bridge-updates", ["bridge.Bridge.updated"], onBridgeUpdated(svc));
+    // A deleted load balancer is cleared from its routers.
+    svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));
   },
 };
