@@ -278,6 +278,7 @@ async function buildWorld(): Promise<void> {
   // Another device for the VTEP the suite creates later; a second one at it is a 409.
   spare = await OvsdbServer.create();
   bodies["createVtep"] = () => ({ managementIp: "127.0.0.1", managementPort: spare.port, tunnelZoneId: zone["id"] });
+  await buildHosts(b);
   await buildLb();
   bodies["createUser"] = () => ({ name: unique("u"), password: "conformance-password-1", tenantId: TENANT, roles: ["tenant_user"] });
   await create("createUser", "/users", { name: `logout-${fx.stack.id}`, password: "conformance-password-1", tenantId: TENANT, roles: ["tenant_user"] });
@@ -343,6 +344,27 @@ async function buildTopology(bridgePath: string): Promise<void> {
   expect(linked.status, linked.text).toBe(201);
   urls.add(`/routers/${ROUTER}/peer_ports`);
   urls.add(`${bridgePath}/peer_ports`);
+}
+
+/** Hosts, a zone's members and bindings: each membership and binding needs a host or a port of its own, made up front. */
+async function buildHosts(bridgePath: string): Promise<void> {
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(`${fx.gw}${path}`, { method: "POST", headers: { ...auth(), "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(r.status, `${path}: ${r.status}`).toBe(201);
+    return (await r.json()) as Schema;
+  };
+  bodies["createHost"] = () => ({ name: unique("host"), addresses: ["10.6.0.1", "2001:db8::6"] });
+  const host = await create("createHost", "/hosts", bodies["createHost"]());
+  const zone = await post("/tunnel_zones", { name: unique("hz"), type: "gre" });
+  const joiners: string[] = [];
+  for (let i = 0; i < 15; i++) joiners.push((await post("/hosts", { name: unique("joiner") }))["id"]);
+  bodies["createTunnelZoneHost"] = () => ({ hostId: joiners.shift() ?? host["id"], ipAddress: "10.6.0.2" });
+  await create("createTunnelZoneHost", `/tunnel_zones/${zone["id"]}/hosts`, { hostId: host["id"], ipAddress: "10.6.0.1" });
+  const ports: string[] = [];
+  for (let i = 0; i < 15; i++) ports.push((await post(`${bridgePath}/ports`, {}))["id"]);
+  let iface = 0;
+  bodies["createHostPort"] = () => ({ portId: ports.shift() ?? randomUUID(), interfaceName: `tap${++iface}` });
+  await create("createHostPort", `/hosts/${host["id"]}/ports`, bodies["createHostPort"]());
 }
 
 async function buildLb(): Promise<void> {
@@ -540,7 +562,9 @@ async function filters(o: Op): Promise<void> {
     if (p["in"] !== "query") continue;
     const name = String(p["name"]);
     const had = items.map((i) => i[name]).find((v) => v !== null && v !== undefined && typeof v !== "object");
-    const value = name === "limit" ? 1 : name === "marker" ? (items[0]?.["id"] ?? randomUUID()) : (had ?? sample(p["schema"]));
+    // A marker is an item's id: its `id`, or for a kind named by another field (a binding's port), its uri's last segment.
+    const marker = () => items[0]?.["id"] ?? (typeof items[0]?.["uri"] === "string" ? items[0]["uri"].split("/").pop() : undefined) ?? randomUUID();
+    const value = name === "limit" ? 1 : name === "marker" ? marker() : (had ?? sample(p["schema"]));
     const r = await call(o, `${path}?${name}=${encodeURIComponent(String(value))}`, {}, `(?${name}=${value})`);
     const known = UNSERVED[`${o.id} ?${name}`];
     if (known && r.status === 400 && r.text.includes(known)) stillUnserved.add(`${o.id} ?${name}`);
