@@ -8,7 +8,7 @@ import { onChange } from "./events.ts";
 import { canWrite, itemName, KINDS, parentPathOf, visibleTo } from "./kinds.ts";
 import { ListView } from "./list.tsx";
 import type { ConsoleKind, LinkedList } from "./model.ts";
-import { RefLink, refTarget } from "./refs.tsx";
+import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { DeleteDialog, ErrorNote, Notice, show, usePage } from "./ui.tsx";
 import { inSentence, phrase } from "./words.ts";
@@ -112,6 +112,23 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
   );
 }
 
+/**
+ * A cell of a linked collection: an item of a kind (its `uri` says which) links its id to its
+ * page, and each field naming another item to that item's (a port's peer and device), without
+ * reading them (a table may hold many).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: an item of any kind
+function LinkedCell({ item, column }: { item: any; column: string }) {
+  const k = typeof item?.uri === "string" ? kindOfPath(new URL(item.uri, location.href).pathname) : undefined;
+  const f = k?.fields.find((x) => x.name === column);
+  const value = item?.[column];
+  if (k && f && typeof value === "string" && value !== "") {
+    const target = f.name === k.key ? { kind: k, path: new URL(item.uri, location.href).pathname } : refTarget(k, f, item);
+    if (target) return <a href={href({ page: "item", kind: target.kind.kind, path: target.path })}>{value}</a>;
+  }
+  return <>{show(f, value)}</>;
+}
+
 /** A collection the item links to that is no kind of its own: read only, read again with the item. */
 function LinkedTable({ list, path, version }: { list: LinkedList; path: string; version: number }) {
   // biome-ignore lint/suspicious/noExplicitAny: items of any message
@@ -151,7 +168,7 @@ function LinkedTable({ list, path, version }: { list: LinkedList; path: string; 
                 <tr key={n}>
                   {columns.map((c) => (
                     <td key={c} data-label={phrase(c)}>
-                      {show(undefined, i[c])}
+                      <LinkedCell item={i} column={c} />
                     </td>
                   ))}
                 </tr>

@@ -172,6 +172,12 @@ describe("references", () => {
       await poll(() => page.locator('dd a[data-ref="bridge.Bridge"]').textContent()).toBe(`net-b1 (${t["b1"]!.id})`);
       await peer.click();
       await poll(() => page.locator('dd a[data-ref="routing.Router"]').textContent()).toBe(`edge (${t["r1"]!.id})`);
+      // The router's ports table links each port and its peer.
+      await page.goto(`${fx.gw}/#/item/routing.Router/${encodeURIComponent(`/routers/${t["r1"]!.id}`)}`);
+      const table = page.getByRole("region", { name: "Ports", exact: true });
+      await table.getByRole("link", { name: t["r1b1"]!.id, exact: true }).first().waitFor();
+      await table.getByRole("link", { name: t["b1r1"]!.id, exact: true }).click();
+      await poll(() => page.locator('dd a[data-ref="bridge.Bridge"]').textContent()).toBe(`net-b1 (${t["b1"]!.id})`);
       // A new port: where (on a router, on a bridge), then the device picked by name.
       await page.goto(`${fx.gw}/#/new/routing.Port`);
       await page.getByRole("heading", { name: "New port" }).waitFor();
