@@ -259,6 +259,18 @@ describe("memberships go with their port, their group and their port's bridge, a
     await waitFor("the membership's deletion", async () => deletedMembers(path).length > 0, 5_000);
   });
 
+  it("deleting a router takes its ports out of their groups at once", async () => {
+    const router = (await http("POST", "/routers", { name: "pg", tenantId: "A" })).json;
+    const rp = await http("POST", `/routers/${router.id}/ports`, { portAddress: "10.5.0.1", networkAddress: "10.5.0.0", networkLength: 24 });
+    expect(rp.status, rp.text).toBe(201);
+    const g = await groupOf("A");
+    await member(g, rp.json.id);
+    expect((await http("DELETE", `/routers/${router.id}`)).status).toBe(204);
+    expect((await http("GET", g.ports)).json).toEqual([]);
+    expect((await http("GET", `/port_groups?port_id=${rp.json.id}`)).json).toEqual([]);
+    await waitFor("announced", async () => deletedMembers(`/port_groups/${g.id}/ports/${rp.json.id}`).length > 0, 5_000);
+  });
+
   it("deleting a bridge takes its ports out of their groups (within 10 s of the 204)", async () => {
     const b = await bridgeOf("A");
     const [p, q] = [await portOf("A", b), await portOf("A", b)];
