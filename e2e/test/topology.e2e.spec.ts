@@ -3,7 +3,7 @@
 // Redis. Each rule of the contract, the "(not MidoNet)" ones included, tenancy, the link race,
 // and a bridge's ports going with it across services (also while the routing service is down).
 import { describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { expectError, expectServiceLossAndReturn, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const ROUTER = "application/vnd.org.service.Router-v3+json";
 const ROUTERS = "application/vnd.org.service.collection.Router-v3+json";
@@ -523,5 +523,45 @@ describe("tenancy (§9)", () => {
     await waitFor("the port to follow its bridge", async () => (await http("GET", p.uri, undefined, c)).status === 404, CASCADE_MS);
     const d = await as("D");
     expect((await http("GET", p.uri, undefined, d)).status).toBe(200);
+  });
+});
+
+describe("faults", () => {
+  it("with the bridge service down, a bridge port's POST and its lists are 503 naming it, and nothing is created", async () => {
+    const b = await bridge();
+    const before = (await http("GET", "/ports")).json.length;
+    await fx.stack.stopService("bridge");
+    try {
+      const r = await http("POST", `/bridges/${b}/ports`, {});
+      expectError(r, 503);
+      expect(r.json.message).toContain("bridge service");
+      expectError(await http("GET", `/bridges/${b}/ports`), 503);
+      expect((await http("GET", "/ports")).json.length).toBe(before);
+      // Router ports need no other service.
+      expect((await http("POST", `/routers/${(await router()).id}/ports`, {})).status).toBe(201);
+    } finally {
+      await fx.stack.startServices("bridge");
+    }
+    await waitFor("the bridge service", async () => (await http("POST", `/bridges/${b}/ports`, {})).status === 201, 20_000);
+  });
+
+  it("with the lb service down, a router naming a load balancer is 503 naming it, and nothing is created", async () => {
+    const lb = (await http("POST", "/load_balancers", {})).json;
+    const before = (await http("GET", "/routers")).json.length;
+    await fx.stack.stopService("lb");
+    try {
+      const r = await http("POST", "/routers", { loadBalancerId: lb.id });
+      expectError(r, 503);
+      expect(r.json.message).toContain("lb service");
+      expect((await http("GET", "/routers")).json.length).toBe(before);
+    } finally {
+      await fx.stack.startServices("lb");
+    }
+    await waitFor("the lb service", async () => (await http("POST", "/routers", { loadBalancerId: lb.id })).status === 201, 20_000);
+  });
+
+  it("the routing service lost: routers and ports are 503 naming it, the rest works, and back unaided", async () => {
+    await expectServiceLossAndReturn(fx, "routing", "/routers");
+    await expectServiceLossAndReturn(fx, "routing", "/ports");
   });
 });
