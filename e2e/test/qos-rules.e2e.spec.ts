@@ -190,6 +190,64 @@ describe("the policy's delete takes its rules, announced", () => {
   });
 });
 
+describe("the policy's rules array (MidoNet's form)", () => {
+  const bwOf = async (p: Item) => (await http("GET", `${p.uri}/qos_bw_limit_rules`)).json as Item[];
+  const dscpOf = async (p: Item) => (await http("GET", `${p.uri}/qos_dscp_rules`)).json as Item[];
+
+  it("a POST creates each rule, announced; the array is never shown", async () => {
+    const id = randomUUID();
+    const r = await http("POST", "/qos_policies", {
+      name: "with rules",
+      rules: [
+        { id, type: "bandwidth_limit", max_kbps: 100, max_burst_kbps: 10 },
+        { type: "dscp_marking", dscp_mark: 8 },
+      ],
+    });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).not.toHaveProperty("rules");
+    expect(await bwOf(r.json)).toEqual([{ id, maxKbps: 100, maxBurstKb: 10, policyId: r.json.id, uri: `${fx.gw}/qos_bw_limit_rules/${id}` }]);
+    const [dscp] = await dscpOf(r.json);
+    expect(dscp).toMatchObject({ dscpMark: 8, policyId: r.json.id });
+    expect((await http("GET", r.json.uri)).json).not.toHaveProperty("rules");
+    await waitFor("the rules announced", async () => fx.events.some((c) => c.data["id"] === id && c.subject.endsWith(".QosBwLimitRule.created")), 5_000);
+  });
+
+  it("a PUT with rules makes them the policy's: new ids created, the others' values replaced, those left out deleted; without rules it leaves them", async () => {
+    const bwId = randomUUID();
+    const p = (await http("POST", "/qos_policies", { name: "p", rules: [{ id: bwId, type: "bandwidth_limit", max_kbps: 1, max_burst_kbps: 2 }, { type: "dscp_marking", dscp_mark: 1 }] })).json;
+    const [oldDscp] = await dscpOf(p);
+    expect((await http("PUT", p.uri, { name: "renamed" })).status).toBe(200);
+    expect((await bwOf(p)).map((x) => x.id)).toEqual([bwId]);
+    expect((await dscpOf(p)).map((x) => x.id)).toEqual([oldDscp!.id]);
+    const put = await http("PUT", p.uri, { name: "p", rules: [{ id: bwId, type: "bandwidth_limit", max_kbps: 200 }, { type: "dscp_marking", dscp_mark: 16 }] });
+    expect(put.status, put.text).toBe(200);
+    expect(await bwOf(p)).toEqual([expect.objectContaining({ id: bwId, maxKbps: 200, maxBurstKb: null })]);
+    const dscp = await dscpOf(p);
+    expect(dscp).toHaveLength(1);
+    expect(dscp[0]).toMatchObject({ dscpMark: 16 });
+    expect(dscp[0]!.id).not.toBe(oldDscp!.id);
+    expectError(await http("GET", oldDscp!.uri), 404);
+  });
+
+  it("a rule's type and values are checked (400), and a taken id is a 409; nothing is stored", async () => {
+    for (const [rule, property] of [
+      [{ type: "minimum_bandwidth" }, "rules"],
+      [{ max_kbps: 5 }, "rules"],
+      [{ type: "dscp_marking", dscp_mark: 64 }, "rules"],
+      [{ type: "bandwidth_limit", max_kbps: -1 }, "rules"],
+    ] as const) {
+      const r = await http("POST", "/qos_policies", { name: "bad", rules: [rule] });
+      expectError(r, 400);
+      expect(props(r)[0]).toMatch(new RegExp(`^${property}`));
+    }
+    const p = await newPolicy();
+    const taken = created(await http("POST", p.dscpRules, {}), "QOSRuleDSCP-v1", "/qos_dscp_rules");
+    const before = (await http("GET", "/qos_policies")).json.length;
+    expectError(await http("POST", "/qos_policies", { name: "dup", rules: [{ id: taken.id, type: "dscp_marking" }] }), 409);
+    expect((await http("GET", "/qos_policies")).json.length).toBe(before);
+  });
+});
+
 describe("tenancy: a rule follows its policy (§5, §8)", () => {
   let policyA: Item & { bwLimitRules: string; dscpRules: string };
   let ruleA: Item;

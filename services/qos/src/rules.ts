@@ -3,7 +3,8 @@
 // (/qos_bw_limit_rules/{id}, /qos_dscp_rules/{id}); a PUT changes its values, never its policy.
 // A rule is read with its policy's tenant (the views of migration 3), which it follows; it goes,
 // announced, with its policy. The fields' limits are qos.proto's.
-import { type Change, type Queryable, Resource } from "@vnm/kit";
+import { randomUUID } from "node:crypto";
+import { type Change, type Checked, type Queryable, Resource } from "@vnm/kit";
 
 type Emit = (c: Change) => void;
 
@@ -51,5 +52,51 @@ export async function touchRulesOf(q: Queryable, policyId: unknown, emit: Emit):
   for (const { rules, view } of kinds) {
     const rows = (await q.query(`SELECT * FROM ${view} WHERE policy_id = $1 ORDER BY seq`, [policyId])).rows;
     for (const r of rows) emit(rules.change("updated", r));
+  }
+}
+
+type PolicyRule = Checked<"vnm.qos.v1.QosPolicyRule">;
+
+/** A rule of a policy's `rules` as its kind's body (camelCase), and the kind it is of. */
+function asRule(r: PolicyRule & { id: string }) {
+  if (r.type === "bandwidth_limit") {
+    const body = { id: r.id, maxKbps: r.max_kbps ?? 0, maxBurstKb: r.max_burst_kbps ?? null };
+    return { at: kinds[0], body, values: [body.maxKbps, body.maxBurstKb], set: "max_kbps = $2, max_burst_kb = $3" };
+  }
+  const body = { id: r.id, dscpMark: r.dscp_mark ?? 0 };
+  return { at: kinds[1], body, values: [body.dscpMark], set: "dscp_mark = $2" };
+}
+
+/**
+ * A policy's `rules` (the original's form) made its rules, each change announced: on creation
+ * every one is created; on a PUT, a rule of the policy's that is not given (with its kind) is
+ * deleted, a given one that is the policy's has its values replaced, and the others are created
+ * (a taken id is a 409).
+ */
+export async function setRulesOf(q: Queryable, policyId: string, given: PolicyRule[], emit: Emit, created: boolean): Promise<void> {
+  const wanted = given.map((r) => asRule({ ...r, id: r.id ?? randomUUID() }));
+  const existing = new Map<string, string>(); // id -> table
+  if (!created) {
+    for (const { rules, table, view } of kinds) {
+      await q.query(`SELECT id FROM ${table} WHERE policy_id = $1 ORDER BY id FOR UPDATE`, [policyId]);
+      const rows = (await q.query(`SELECT * FROM ${view} WHERE policy_id = $1 ORDER BY seq`, [policyId])).rows;
+      for (const row of rows) {
+        if (wanted.some((w) => w.at.table === table && w.body.id === row["id"])) existing.set(String(row["id"]), table);
+        else {
+          await q.query(`DELETE FROM ${table} WHERE id = $1`, [row["id"]]);
+          emit(rules.change("deleted", row));
+        }
+      }
+    }
+  }
+  for (const w of wanted) {
+    const { rules, table, view } = w.at;
+    if (existing.get(w.body.id) === table) {
+      await q.query(`UPDATE ${table} SET ${w.set} WHERE id = $1`, [w.body.id, ...w.values]);
+      const row = (await q.query(`SELECT * FROM ${view} WHERE id = $1`, [w.body.id])).rows[0];
+      if (row) emit(rules.change("updated", row));
+    } else {
+      await rules.create(q, emit, { [rules.info.body ?? ""]: w.body, [POLICY_OF_PATH]: policyId });
+    }
   }
 }

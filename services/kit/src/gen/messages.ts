@@ -926,12 +926,32 @@ export declare namespace vnm.qos.v1 {
     /** At most 1024 characters; empty by default. */
     description?: string;
     tenantId?: string;
+    /**
+     * The policy's rules in the original's form (the networking API's): a POST creates each; a PUT
+     * that carries `rules` makes them the policy's rules (those of new ids created, those left out
+     * deleted, the others' values replaced), one without leaves them. Never shown: the rules are
+     * read at the policy's bwLimitRules and dscpRules.
+     */
+    rules?: vnm.qos.v1.QosPolicyRule[];
     uri?: string;
     dscpRules?: string;
     bwLimitRules?: string;
   };
   type QosPolicyRef = {
     id?: string;
+  };
+  /** One rule of a policy's `rules`, in snake_case as the original takes it. */
+  type QosPolicyRule = {
+    /** A new rule's id (a new one when absent), or the id of one of the policy's rules. */
+    id?: string;
+    /** bandwidth_limit or dscp_marking. */
+    type?: string;
+    /** A bandwidth limit's maxKbps: >= 0, default 0. */
+    max_kbps?: number;
+    /** A bandwidth limit's maxBurstKb: >= 0 or null. */
+    max_burst_kbps?: number;
+    /** A DSCP marking's dscpMark: [0, 63], default 0. */
+    dscp_mark?: number;
   };
   type QosRuleRef = {
     id?: string;
@@ -1683,6 +1703,7 @@ export interface Messages {
   "vnm.qos.v1.QosDscpRule": vnm.qos.v1.QosDscpRule;
   "vnm.qos.v1.QosPolicy": vnm.qos.v1.QosPolicy;
   "vnm.qos.v1.QosPolicyRef": vnm.qos.v1.QosPolicyRef;
+  "vnm.qos.v1.QosPolicyRule": vnm.qos.v1.QosPolicyRule;
   "vnm.qos.v1.QosRuleRef": vnm.qos.v1.QosRuleRef;
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": vnm.qos.v1.UpdateQosBwLimitRuleRequest;
   "vnm.qos.v1.UpdateQosDscpRuleRequest": vnm.qos.v1.UpdateQosDscpRuleRequest;
@@ -1915,6 +1936,7 @@ export interface RequiredFields {
   "vnm.qos.v1.QosDscpRule": never;
   "vnm.qos.v1.QosPolicy": "name";
   "vnm.qos.v1.QosPolicyRef": never;
+  "vnm.qos.v1.QosPolicyRule": "type";
   "vnm.qos.v1.QosRuleRef": never;
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": never;
   "vnm.qos.v1.UpdateQosDscpRuleRequest": never;
@@ -2145,8 +2167,9 @@ export interface MessageFields {
   "vnm.qos.v1.ListQosPoliciesResponse": { items: "vnm.qos.v1.QosPolicy" };
   "vnm.qos.v1.QosBwLimitRule": Record<never, never>;
   "vnm.qos.v1.QosDscpRule": Record<never, never>;
-  "vnm.qos.v1.QosPolicy": Record<never, never>;
+  "vnm.qos.v1.QosPolicy": { rules: "vnm.qos.v1.QosPolicyRule" };
   "vnm.qos.v1.QosPolicyRef": Record<never, never>;
+  "vnm.qos.v1.QosPolicyRule": Record<never, never>;
   "vnm.qos.v1.QosRuleRef": Record<never, never>;
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
   "vnm.qos.v1.UpdateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
