@@ -126,6 +126,25 @@ describe("bus: a NATS user per part", () => {
     await waitFor("the trace gone with its bridge", async () => (await http("GET", `/traces/${trace.json.id}`)).status === 404, 15_000);
   });
 
+  it("the routing service's consumer of host deletions runs as its user: a host deleted while routing is down leaves no port bound to it", async () => {
+    const zone = (await http("POST", "/tunnel_zones", { name: "least-privilege", type: "vxlan" })).json;
+    const host = (await http("POST", "/hosts", { name: "bound" })).json;
+    expect((await http("POST", `/tunnel_zones/${zone.id}/hosts`, { hostId: host.id, ipAddress: "10.0.0.1" })).status).toBe(201);
+    const bridge = (await http("POST", "/bridges", { name: "with a bound port" })).json;
+    const port = (await http("POST", `/bridges/${bridge.id}/ports`, {})).json;
+    expect((await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "eth0" })).status).toBe(201);
+    await stack.stopService("routing");
+    try {
+      expect((await http("DELETE", host.uri)).status).toBe(204);
+    } finally {
+      await stack.startServices("routing");
+    }
+    await waitFor("the port unbound", async () => (await http("GET", port.uri)).json?.hostId === null, 30_000);
+    const gateway = await natsAs("gateway");
+    await expect((await gateway.jetstreamManager()).consumers.delete("VNM", "routing-host-deletions")).rejects.toThrow();
+    await gateway.close();
+  }, 60_000);
+
   it("the gateway may not touch the tracing service's durable consumer", async () => {
     const gateway = await natsAs("gateway");
     const jsm = await gateway.jetstreamManager();
@@ -180,6 +199,7 @@ describe("the stack under these rights", () => {
       .filter((l) => /^(Publish|Subscription) Violation|^authentication error/.test(l));
     expect(violations.sort()).toEqual([
       'Publish Violation - User "bridge", Subject "vnm.tunnel.Probe.deleted"',
+      'Publish Violation - User "gateway", Subject "$JS.API.CONSUMER.DELETE.VNM.routing-host-deletions"',
       'Publish Violation - User "gateway", Subject "$JS.API.CONSUMER.DELETE.VNM.tracing-bridge-deletions"',
       'Publish Violation - User "tunnel", Subject "vnm.bridge.Bridge.deleted"',
       'Subscription Violation - User "bridge", Subject "vnm.>", SID 1',
