@@ -2,7 +2,7 @@
 // (topology spec §8, §9; docs/api.md, "IP address groups"): administrators only. Real processes,
 // Postgres, NATS and Redis.
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { expectError, expectServiceLossAndReturn, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const GONE = "00000000-0000-4000-8000-000000000000";
@@ -231,5 +231,11 @@ describe("administrators only (topology spec §9)", () => {
     ];
     for (const [method, path, body] of calls) expectError(await http(method, path, body, as), 403);
     expect((await http("GET", g.addrs)).json.map((a: { addr: string }) => a.addr)).toEqual(["10.0.0.1"]);
+  });
+});
+
+describe("the routing service lost", () => {
+  it("/ip_addr_groups answers 503 naming it while the rest of the API works, and serves again once it is back", async () => {
+    await expectServiceLossAndReturn(fx, "routing", "/ip_addr_groups");
   });
 });

@@ -3,7 +3,7 @@
 // ports, the `?port_id=` filter, GET /ports/{id}/port_groups, and the memberships going, announced,
 // with their group, their port and their port's bridge. Real processes, Postgres, NATS and Redis.
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { expectError, expectServiceLossAndReturn, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const V = (name: string) => `application/vnd.org.service.${name}+json`;
 const GONE = "00000000-0000-4000-8000-000000000000";
@@ -337,5 +337,11 @@ describe("tenancy (topology spec §9): as for routers", () => {
     const none = await member(g.json, GONE, as("taA"));
     expect(r.json.message.replace(theirs, "<id>")).toBe(none.json.message.replace(GONE, "<id>"));
     expect((await http("GET", g.json.ports)).json).toEqual([]);
+  });
+});
+
+describe("the routing service lost", () => {
+  it("/port_groups answers 503 naming it while the rest of the API works, and serves again once it is back", async () => {
+    await expectServiceLossAndReturn(fx, "routing", "/port_groups");
   });
 });
