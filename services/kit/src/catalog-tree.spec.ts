@@ -50,6 +50,9 @@ describe("owner chain", () => {
       "qos.QosBwLimitRule",
       "qos.QosDscpRule",
       "qos.QosPolicy",
+      "routing.Port",
+      "routing.PortGroup",
+      "routing.Router",
     ]);
     expect(byTenancy("admin")).toEqual([
       "identity.User",
@@ -58,10 +61,15 @@ describe("owner chain", () => {
       "lb.Pool",
       "lb.PoolMember",
       "lb.Vip",
+      "routing.HostInterfacePort",
+      "routing.IpAddrGroup",
+      "routing.IpAddrGroupAddr",
       "routing.L2Insertion",
       "routing.Route",
       "tracing.TraceRequest",
+      "tunnel.Host",
       "tunnel.TunnelZone",
+      "tunnel.TunnelZoneHost",
       "tunnel.Vtep",
     ]);
   });
