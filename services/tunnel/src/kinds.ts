@@ -7,6 +7,7 @@
 // zone VTEPs use keeping its type (unusedByVteps).
 import { ApiError, type Checked, type Queryable, Resource } from "@vnm/kit";
 import { type AddressPolicy, canonicalAddress } from "./address-policy.ts";
+import { unbound } from "./bindings.ts";
 
 interface ZoneRow {
   id: string;
@@ -84,5 +85,7 @@ export const vtepKind = (policy: AddressPolicy) =>
     }),
     references: zoneOfVteps,
     validate: (_q, v) => addressAllowed(policy, v),
+    // A VTEP with bindings stays (409): they are not taken with it.
+    cascade: (q, v: VtepRow) => unbound(q, v.id),
     conflict: (v) => `A VTEP with management address ${storedAddress(v)} and port ${v.managementPort} already exists.`,
   });

@@ -106,4 +106,27 @@ export const migrations: Migration[] = [
       CREATE INDEX tunnel_zone_hosts_host ON tunnel_zone_hosts (host_id);
     `,
   },
+  {
+    version: 6,
+    name: "vtep bindings and bridge VNIs",
+    sql: `
+      -- A VTEP's port and VLAN bound to a bridge (bindings.ts); the pair once per VTEP.
+      CREATE TABLE vtep_bindings (
+        id bigserial PRIMARY KEY,
+        vtep_id uuid NOT NULL REFERENCES vteps (id),
+        port_name text NOT NULL,
+        vlan_id integer NOT NULL,
+        bridge_id uuid NOT NULL,
+        CONSTRAINT vtep_bindings_pair UNIQUE (vtep_id, port_name, vlan_id)
+      );
+      CREATE INDEX vtep_bindings_bridge ON vtep_bindings (bridge_id, vtep_id);
+
+      -- A bridge's VNI, given with its first binding and kept: 10000 up, within 24 bits.
+      CREATE SEQUENCE bridge_vni_seq AS integer START 10000 MINVALUE 10000 MAXVALUE 16777215;
+      CREATE TABLE bridge_vnis (
+        bridge_id uuid PRIMARY KEY,
+        vni integer NOT NULL UNIQUE DEFAULT nextval('bridge_vni_seq')
+      );
+    `,
+  },
 ];

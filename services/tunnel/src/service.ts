@@ -1,8 +1,9 @@
 // The tunnel/VTEP service: tunnel zones, hosts and their zones (hosts.ts), VTEPs, and one
 // OVSDB session per VTEP across every replica of this service, keeping the device's state in
 // the VTEP's row and its ports' rows.
-import { loadConfig, mergeHandlers, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
+import { loadConfig, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
+import { vtepBindings } from "./bindings.ts";
 import { hostStanding, hosts, tunnelZoneHosts } from "./hosts.ts";
 import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
@@ -23,10 +24,10 @@ const configOf = (env: NodeJS.ProcessEnv) =>
 export const service: ServiceSpec = {
   domain: "tunnel",
   migrations,
-  resources: [tunnelZones, tunnelZoneHosts, hosts, (svc) => vtepKind(configOf(svc.env).policy)],
+  resources: [tunnelZones, tunnelZoneHosts, hosts, (svc) => vtepKind(configOf(svc.env).policy), vtepBindings],
   services: (svc) => {
     const vteps = svc.resources.of("vnm.tunnel.v1.Vtep");
-    return mergeHandlers(vteps.referencedLists(svc.store, "ListVtepBindings"), {
+    return {
       "vnm.tunnel.v1.HostService": { GetHostStanding: (req: { id?: unknown }) => hostStanding(svc.store.pool, req) },
       // The switch's ports, as the device last said, in name order.
       "vnm.tunnel.v1.VtepService": {
@@ -36,7 +37,7 @@ export const service: ServiceSpec = {
           return { items: ports.sort((a, b) => a.name.localeCompare(b.name)) };
         },
       },
-    });
+    };
   },
   onStart: async (svc) => {
     const sessions = new VtepSessions(svc, configOf(svc.env));

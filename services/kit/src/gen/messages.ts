@@ -1396,6 +1396,10 @@ export declare namespace vnm.tunnel.v1 {
   type CreateTunnelZoneRequest = {
     tunnelZone?: vnm.tunnel.v1.TunnelZone;
   };
+  type CreateVtepBindingRequest = {
+    id?: string;
+    binding?: vnm.tunnel.v1.VtepBinding;
+  };
   type CreateVtepRequest = {
     vtep?: vnm.tunnel.v1.Vtep;
   };
@@ -1549,9 +1553,26 @@ export declare namespace vnm.tunnel.v1 {
     /** A client template: {portName} and {vlanId} are the client's to fill. */
     vtepBindingTemplate?: string;
   };
-  /** A binding of a VTEP port and VLAN to a network: referenced only; a VTEP's list is served empty. */
+  /**
+   * A binding of a VTEP's port and VLAN to a bridge (vtep-bindings.md). The bridge gets one VXLAN
+   * port per VTEP it is bound to, and a VNI that the device shows as its switch's tunnel_key.
+   */
   type VtepBinding = {
+    /** A port of the device's switch, as last read (404 otherwise; 503 while the device is not connected). */
     portName?: string;
+    /** 0 to 4095; a port and VLAN are bound once per VTEP (409). */
+    vlanId?: number;
+    /** An existing bridge (404 naming it otherwise). */
+    networkId?: string;
+    /** The VTEP of the path. */
+    vtepId?: string;
+    uri?: string;
+  };
+  type VtepBindingRef = {
+    id?: string;
+    portName?: string;
+    /** A path segment: anything but a VLAN is a binding nobody has (404). */
+    vlanId?: string;
   };
   /** A port of the VTEP's physical switch, as the device lists it. */
   type VtepPort = {
@@ -1769,6 +1790,7 @@ export interface Messages {
   "vnm.tunnel.v1.CreateHostRequest": vnm.tunnel.v1.CreateHostRequest;
   "vnm.tunnel.v1.CreateTunnelZoneHostRequest": vnm.tunnel.v1.CreateTunnelZoneHostRequest;
   "vnm.tunnel.v1.CreateTunnelZoneRequest": vnm.tunnel.v1.CreateTunnelZoneRequest;
+  "vnm.tunnel.v1.CreateVtepBindingRequest": vnm.tunnel.v1.CreateVtepBindingRequest;
   "vnm.tunnel.v1.CreateVtepRequest": vnm.tunnel.v1.CreateVtepRequest;
   "vnm.tunnel.v1.Host": vnm.tunnel.v1.Host;
   "vnm.tunnel.v1.HostInterface": vnm.tunnel.v1.HostInterface;
@@ -1792,6 +1814,7 @@ export interface Messages {
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": vnm.tunnel.v1.UpdateTunnelZoneRequest;
   "vnm.tunnel.v1.Vtep": vnm.tunnel.v1.Vtep;
   "vnm.tunnel.v1.VtepBinding": vnm.tunnel.v1.VtepBinding;
+  "vnm.tunnel.v1.VtepBindingRef": vnm.tunnel.v1.VtepBindingRef;
   "vnm.tunnel.v1.VtepPort": vnm.tunnel.v1.VtepPort;
   "vnm.tunnel.v1.VtepRef": vnm.tunnel.v1.VtepRef;
 }
@@ -2002,6 +2025,7 @@ export interface RequiredFields {
   "vnm.tunnel.v1.CreateHostRequest": never;
   "vnm.tunnel.v1.CreateTunnelZoneHostRequest": never;
   "vnm.tunnel.v1.CreateTunnelZoneRequest": never;
+  "vnm.tunnel.v1.CreateVtepBindingRequest": never;
   "vnm.tunnel.v1.CreateVtepRequest": never;
   "vnm.tunnel.v1.Host": never;
   "vnm.tunnel.v1.HostInterface": never;
@@ -2024,7 +2048,8 @@ export interface RequiredFields {
   "vnm.tunnel.v1.UpdateHostRequest": never;
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": never;
   "vnm.tunnel.v1.Vtep": "managementIp" | "managementPort" | "tunnelZoneId";
-  "vnm.tunnel.v1.VtepBinding": never;
+  "vnm.tunnel.v1.VtepBinding": "portName" | "vlanId" | "networkId";
+  "vnm.tunnel.v1.VtepBindingRef": never;
   "vnm.tunnel.v1.VtepPort": never;
   "vnm.tunnel.v1.VtepRef": never;
 }
@@ -2235,6 +2260,7 @@ export interface MessageFields {
   "vnm.tunnel.v1.CreateHostRequest": { host: "vnm.tunnel.v1.Host" };
   "vnm.tunnel.v1.CreateTunnelZoneHostRequest": { member: "vnm.tunnel.v1.TunnelZoneHost" };
   "vnm.tunnel.v1.CreateTunnelZoneRequest": { tunnelZone: "vnm.tunnel.v1.TunnelZone" };
+  "vnm.tunnel.v1.CreateVtepBindingRequest": { binding: "vnm.tunnel.v1.VtepBinding" };
   "vnm.tunnel.v1.CreateVtepRequest": { vtep: "vnm.tunnel.v1.Vtep" };
   "vnm.tunnel.v1.Host": { hostInterfaces: "vnm.tunnel.v1.HostInterface" };
   "vnm.tunnel.v1.HostInterface": Record<never, never>;
@@ -2258,6 +2284,7 @@ export interface MessageFields {
   "vnm.tunnel.v1.UpdateTunnelZoneRequest": { tunnelZone: "vnm.tunnel.v1.TunnelZone" };
   "vnm.tunnel.v1.Vtep": Record<never, never>;
   "vnm.tunnel.v1.VtepBinding": Record<never, never>;
+  "vnm.tunnel.v1.VtepBindingRef": Record<never, never>;
   "vnm.tunnel.v1.VtepPort": Record<never, never>;
   "vnm.tunnel.v1.VtepRef": Record<never, never>;
 }

@@ -1,0 +1,149 @@
+// VTEP bindings end to end (vtep-bindings.md): the tunnel service behind the gateway, with the
+// bridge service it asks about bridges, real Postgres, NATS and Redis, and Debian's ovsdb-server
+// with the hardware_vtep schema standing in for the device.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { OvsdbServer } from "../harness/ovsdb-server.ts";
+
+const BINDING = "application/vnd.org.service.VTEPBinding-v2+json";
+const BINDINGS = "application/vnd.org.service.collection.VTEPBinding-v2+json";
+const fx = useStack();
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
+let n = 0;
+const unique = (base: string) => `${base}-${++n}`;
+
+describe("VTEP bindings", () => {
+  let device: OvsdbServer;
+  let vtep: { id: string; uri: string; bindings: string };
+  let bridge: { id: string; uri: string };
+
+  beforeAll(async () => {
+    device = await OvsdbServer.create();
+    device.ctl("add-ps", "sw-b");
+    device.ctl("set", "Physical_Switch", "sw-b", "management_ips=127.0.0.1", "tunnel_ips=10.8.0.1");
+    device.ctl("add-port", "sw-b", "eth0");
+    device.ctl("add-port", "sw-b", "eth 1/2");
+    const zone = (await http("POST", "/tunnel_zones", { name: unique("vz"), type: "vtep" })).json;
+    vtep = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone.id })).json;
+    bridge = (await http("POST", "/bridges", { name: "bound", tenantId: "A" })).json;
+    await waitFor("the device's ports", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 2, 15_000);
+  });
+
+  afterAll(async () => {
+    await device.destroy();
+  });
+
+  it("POST binds (201, Location = uri, a body vtepId and unknown fields ignored); GET reads it and lists it; DELETE is 204 then 404", async () => {
+    const r = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 10, networkId: bridge.id, vtepId: "00000000-0000-0000-0000-000000000001", mgmtIp: "127.0.0.1" }, { "content-type": BINDING });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toEqual({ portName: "eth0", vlanId: 10, networkId: bridge.id, vtepId: vtep.id, uri: `${vtep.uri}/bindings/eth0/10` });
+    expect(r.headers.get("location")).toBe(r.json.uri);
+    const got = await http("GET", r.json.uri, undefined, { accept: BINDING });
+    expect(got.status).toBe(200);
+    expect(got.headers.get("content-type")).toBe(BINDING);
+    expect(got.json).toEqual(r.json);
+    const list = await http("GET", vtep.bindings, undefined, { accept: BINDINGS });
+    expect(list.headers.get("content-type")).toBe(BINDINGS);
+    expect(list.json).toEqual([r.json]);
+    expect((await http("DELETE", r.json.uri)).status).toBe(204);
+    expectError(await http("DELETE", r.json.uri), 404);
+    expectError(await http("GET", r.json.uri), 404);
+    expect((await http("GET", vtep.bindings)).json).toEqual([]);
+  });
+
+  it("a port name is URL-encoded in the uri, and that uri reads the binding", async () => {
+    const r = await http("POST", vtep.bindings, { portName: "eth 1/2", vlanId: 0, networkId: bridge.id });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json.uri).toBe(`${vtep.uri}/bindings/eth%201%2F2/0`);
+    expect((await http("GET", r.json.uri)).json.portName).toBe("eth 1/2");
+    expect((await http("DELETE", r.json.uri)).status).toBe(204);
+  });
+
+  it("a POST is judged in order: the VTEP (404), the body (400 naming the field), the bridge (404 naming it), the port (404), the pair (409)", async () => {
+    const nobody = "7d1a3a2e-0000-4000-8000-000000000000";
+    expectError(await http("POST", `/vteps/${nobody}/bindings`, { vlanId: -1 }), 404);
+    for (const [body, property] of [
+      [{ vlanId: 1, networkId: bridge.id }, "portName"],
+      [{ portName: "eth0", vlanId: 1 }, "networkId"],
+      [{ portName: "eth0", vlanId: -1, networkId: bridge.id }, "vlanId"],
+      [{ portName: "eth0", vlanId: 4096, networkId: bridge.id }, "vlanId"],
+    ] as const) {
+      const r = await http("POST", vtep.bindings, body);
+      expectError(r, 400);
+      expect(r.json.violations.map((v: { property: string }) => v.property)).toEqual([property]);
+    }
+    const noBridge = await http("POST", vtep.bindings, { portName: "nope", vlanId: 1, networkId: nobody });
+    expectError(noBridge, 404);
+    expect(noBridge.json.message).toContain(nobody);
+    expectError(await http("POST", vtep.bindings, { portName: "nope", vlanId: 1, networkId: bridge.id }), 404);
+    const other = (await http("POST", "/bridges", { name: "other", tenantId: "B" })).json;
+    const first = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 7, networkId: bridge.id });
+    expect(first.status).toBe(201);
+    expectError(await http("POST", vtep.bindings, { portName: "eth0", vlanId: 7, networkId: bridge.id }), 409);
+    expectError(await http("POST", vtep.bindings, { portName: "eth0", vlanId: 7, networkId: other.id }), 409);
+    expect((await http("GET", vtep.bindings)).json).toEqual([first.json]);
+    expect((await http("POST", vtep.bindings, { portName: "eth0", vlanId: 8, networkId: other.id })).status).toBe(201);
+    expect((await http("DELETE", `${vtep.uri}/bindings/eth0/8`)).status).toBe(204);
+    expect((await http("DELETE", first.json.uri)).status).toBe(204);
+  });
+
+  it("PUT is a 405 with Allow; a VLAN that is none is a 404", async () => {
+    const r = await http("PUT", `${vtep.uri}/bindings/eth0/3`, { portName: "eth0", vlanId: 3, networkId: bridge.id });
+    expectError(r, 405);
+    expect(r.headers.get("allow")).toContain("GET");
+    expect(r.headers.get("allow")).not.toContain("PUT");
+    for (const vlan of ["x", "4096", "-1", "1.5"]) expectError(await http("GET", `${vtep.uri}/bindings/eth0/${vlan}`), 404);
+  });
+
+  it("a VTEP with bindings cannot be deleted (409, it and its bindings stay); unbound, it can", async () => {
+    const zone = (await http("POST", "/tunnel_zones", { name: unique("vz"), type: "vtep" })).json;
+    const second = await OvsdbServer.create();
+    try {
+      second.ctl("add-ps", "sw-c");
+      second.ctl("set", "Physical_Switch", "sw-c", "management_ips=127.0.0.1");
+      second.ctl("add-port", "sw-c", "p1");
+      const v = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: second.port, tunnelZoneId: zone.id })).json;
+      await waitFor("its port", async () => (await http("GET", `${v.uri}/ports`)).json.length === 1, 15_000);
+      const b = await http("POST", v.bindings, { portName: "p1", vlanId: 1, networkId: bridge.id });
+      expect(b.status).toBe(201);
+      expectError(await http("DELETE", v.uri), 409);
+      expect((await http("GET", v.uri)).status).toBe(200);
+      expect((await http("GET", v.bindings)).json).toEqual([b.json]);
+      expect((await http("DELETE", b.json.uri)).status).toBe(204);
+      expect((await http("DELETE", v.uri)).status).toBe(204);
+      expectError(await http("GET", v.uri), 404);
+    } finally {
+      await second.destroy();
+    }
+  });
+
+  it("a device that is not connected is a 503 with Retry-After, and nothing is stored", async () => {
+    const zone = (await http("POST", "/tunnel_zones", { name: unique("vz"), type: "vtep" })).json;
+    const gone = await OvsdbServer.create();
+    const port = gone.port;
+    await gone.destroy();
+    const v = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: port, tunnelZoneId: zone.id })).json;
+    const r = await http("POST", v.bindings, { portName: "p1", vlanId: 1, networkId: bridge.id });
+    expectError(r, 503);
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await http("GET", v.bindings)).json).toEqual([]);
+    expect((await http("DELETE", v.uri)).status).toBe(204);
+  });
+
+  it("bindings are admin-only: a tenant admin's or user's request is a 403 and binds nothing", async () => {
+    const tokens: string[] = [];
+    for (const role of ["tenant_admin", "tenant_user"]) {
+      const name = unique(role);
+      expect((await http("POST", "/users", { name, password: "tenant-password-1", tenantId: "A", roles: [role] })).status).toBe(201);
+      tokens.push(await fx.stack.login(fx.gw, name, "tenant-password-1"));
+    }
+    for (const token of tokens) {
+      const as = httpClient(() => fx.gw, "application/json", () => token);
+      expectError(await as("POST", vtep.bindings, { portName: "eth0", vlanId: 20, networkId: bridge.id }), 403);
+      expectError(await as("GET", vtep.bindings), 403);
+      expectError(await as("GET", `${vtep.uri}/bindings/eth0/20`), 403);
+      expectError(await as("DELETE", `${vtep.uri}/bindings/eth0/20`), 403);
+    }
+    expect((await http("GET", vtep.bindings)).json).toEqual([]);
+  });
+});

@@ -1,0 +1,78 @@
+// VTEP bindings (vtep-bindings.md): a port and VLAN of a VTEP's switch bound to a bridge, kept
+// under the VTEP (its children: GET/POST /vteps/{id}/bindings, GET/DELETE
+// /vteps/{id}/bindings/{portName}/{vlanId}; no PUT). A POST is judged in the contract's order:
+// the VTEP (404, the kit, before the body), the body's fields (400, tunnel.proto's rules), the
+// bridge, asked of the bridge service (404 naming it), the port among the switch's ports as the
+// session last stored them (404; 503 with Retry-After while the device is not connected, which
+// is also the state of a device with no switch), then the pair (409, a unique constraint, so
+// two POSTs at once cannot both bind it). A bridge's first binding on any VTEP gives it a VNI
+// (bridge_vnis, a sequence from 10000 within 24 bits), which it keeps.
+import { status } from "@grpc/grpc-js";
+import { ApiError, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
+
+interface BindingRow {
+  id: string;
+  vtep_id: string;
+  port_name: string;
+  vlan_id: number;
+  bridge_id: string;
+}
+
+/** Seconds a client waits before binding again on a device that is not connected. */
+export const DEVICE_RETRY_AFTER_S = 5;
+
+const noBridge = (id: string) => ApiError.notFound(`There is no Bridge with ID ${id}.`);
+
+/** The bridge exists, as the bridge service says (404 naming it; 503 when that service is down). */
+async function bridgeExists(svc: Pick<ServiceContext, "call">, id: string): Promise<void> {
+  try {
+    await svc.call("vnm.bridge.v1.BridgeService", "GetBridge", { id });
+  } catch (err) {
+    throw ApiError.from(err, "bridge").code === status.NOT_FOUND ? noBridge(id) : ApiError.from(err, "bridge");
+  }
+}
+
+/** The port is one of the switch's as last read; the device must be connected (it has its switch). */
+async function portOfSwitch(q: Queryable, vtep: Record<string, unknown>, portName: string): Promise<void> {
+  if (vtep["connection_state"] !== "connected") {
+    const e = ApiError.unavailable(`VTEP ${String(vtep["id"])} is ${String(vtep["connection_state"])}: its switch's ports cannot be checked; try again later.`);
+    e.retryAfter = DEVICE_RETRY_AFTER_S;
+    throw e;
+  }
+  const found = await q.query("SELECT 1 FROM vtep_ports WHERE vtep_id = $1 AND name = $2", [vtep["id"], portName]);
+  if (!found.rowCount) throw ApiError.notFound(`VTEP ${String(vtep["id"])} has no port named ${portName}.`);
+}
+
+/** A VLAN path segment as a number, or undefined when it names no VLAN. */
+const vlanOf = (v: unknown): number | undefined => (typeof v === "string" && /^\d{1,4}$/.test(v) && Number(v) <= 4095 ? Number(v) : undefined);
+
+/** The bindings of VTEPs, their children, named by port and VLAN. */
+export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
+  new Resource({
+    proto: "vnm.tunnel.v1.VtepBinding",
+    table: "vtep_bindings",
+    parentColumn: "vtep_id",
+    key: {
+      read: (req) => {
+        const vlan = vlanOf(req["vlanId"]);
+        return typeof req["portName"] === "string" && vlan !== undefined ? { port_name: req["portName"], vlan_id: vlan } : undefined;
+      },
+    },
+    columns: (b) => ({ port_name: b.portName, vlan_id: b.vlanId, bridge_id: b.networkId }),
+    render: (r: BindingRow) => ({ portName: r.port_name, vlanId: r.vlan_id, networkId: r.bridge_id, vtepId: r.vtep_id }),
+    fieldColumns: { networkId: "bridge_id" },
+    references: (_q, b) => bridgeExists(svc, b.networkId),
+    validate: (q, b, { up }) => portOfSwitch(q, up[0]!, b.portName),
+    conflict: (b) => `Port ${b.portName} with VLAN ${b.vlanId} is already bound on this VTEP.`,
+    // The bridge's VNI: its first binding on any VTEP gives it one, which it keeps.
+    changed: async (q, row, event) => {
+      if (event !== "created") return;
+      await q.query("INSERT INTO bridge_vnis (bridge_id) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM bridge_vnis WHERE bridge_id = $1) ON CONFLICT DO NOTHING", [row.bridge_id]);
+    },
+  });
+
+/** 409 while the VTEP has bindings (its delete would otherwise take them, as its children). */
+export async function unbound(q: Queryable, vtepId: string): Promise<void> {
+  const b = (await q.query<BindingRow>("SELECT * FROM vtep_bindings WHERE vtep_id = $1 ORDER BY id LIMIT 1", [vtepId])).rows[0];
+  if (b) throw ApiError.conflict(`VTEP ${vtepId} has bindings (port ${b.port_name}, VLAN ${b.vlan_id}, to bridge ${b.bridge_id}); delete them before deleting it.`);
+}
