@@ -122,6 +122,25 @@ describe("routers (§1)", () => {
     expect((await http("DELETE", r.uri)).status).toBe(204);
   });
 
+  it(`a load balancer's read-only routerId shows the router naming it (within ${CASCADE_MS / 1000} s), and null once cleared or the router is gone`, async () => {
+    const lb = (await http("POST", "/load_balancers", {})).json;
+    const other = (await http("POST", "/load_balancers", {})).json;
+    const routerId = async (uri: string) => (await http("GET", uri)).json.routerId;
+    const r = await router({ loadBalancerId: lb.id });
+    await waitFor("the load balancer to show its router", async () => (await routerId(lb.uri)) === r.id, CASCADE_MS);
+    expect((await http("GET", lb.uri)).json.router).toBe(r.uri);
+    // Moved to another load balancer: the first forgets the router, the second shows it.
+    expect((await http("PUT", r.uri, { loadBalancerId: other.id })).status).toBe(200);
+    await waitFor("the router to move", async () => (await routerId(lb.uri)) === null && (await routerId(other.uri)) === r.id, CASCADE_MS);
+    expect((await http("PUT", r.uri, { loadBalancerId: null })).status).toBe(200);
+    await waitFor("the router to leave", async () => (await routerId(other.uri)) === null, CASCADE_MS);
+    const s = await router({ loadBalancerId: lb.id });
+    await waitFor("the second router shown", async () => (await routerId(lb.uri)) === s.id, CASCADE_MS);
+    await http("PUT", s.uri, { loadBalancerId: null });
+    expect((await http("DELETE", s.uri)).status).toBe(204);
+    await waitFor("the deleted router gone from it", async () => (await routerId(lb.uri)) === null, CASCADE_MS);
+  });
+
   it(`deleting the load balancer clears the router's loadBalancerId (within ${CASCADE_MS / 1000} s, announced), and the router can then go`, async () => {
     const lb = (await http("POST", "/load_balancers", {})).json;
     const r = await router({ loadBalancerId: lb.id });

@@ -11,7 +11,7 @@ type Emit = (c: Change) => void;
 export const loadBalancers = new Resource({
   proto: "vnm.lb.v1.LoadBalancer",
   table: "load_balancers",
-  // routerId is read-only: set from the router side, which this interface does not serve.
+  // routerId is read-only: the router whose loadBalancerId names it (routers.ts follows them).
   defaults: { adminStateUp: true },
   // Its pools go with it, each announced.
   async cascade(q, lb, emit) {

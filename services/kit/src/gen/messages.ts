@@ -726,7 +726,7 @@ export declare namespace vnm.lb.v1 {
   type LoadBalancer = {
     id?: string;
     adminStateUp?: boolean;
-    /** Set from the router side, which this interface does not serve: null for now. */
+    /** The router whose loadBalancerId names it (null when none does); set from the router side. */
     routerId?: string;
     uri?: string;
     router?: string;
