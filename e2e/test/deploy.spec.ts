@@ -254,11 +254,12 @@ describe("production overlay: secrets, pod security, network", () => {
 
   it("admits gRPC only from the parts that call a service, metrics only from the monitoring namespace, a database only from its service", () => {
     // Besides the gateway: a trace's and a port's bridge, a router's load balancer, a binding's host
-    // (routing asks tunnel), a host's bindings (tunnel asks routing).
+    // (routing asks tunnel), a host's bindings (tunnel asks routing), a load balancer's router
+    // (lb asks routing).
     const CALLERS: Record<string, string[]> = {
       bridge: ["vnm-gateway", "vnm-routing", "vnm-tracing"],
       lb: ["vnm-gateway", "vnm-routing"],
-      routing: ["vnm-gateway", "vnm-tunnel"],
+      routing: ["vnm-gateway", "vnm-lb", "vnm-tunnel"],
       tunnel: ["vnm-gateway", "vnm-routing"],
     };
     const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
