@@ -377,6 +377,16 @@ async function buildLb(): Promise<void> {
   bodies["createLoadBalancerPool"] = () => ({ loadBalancerId: lb["id"], lbMethod: "ROUND_ROBIN" });
   const pool = await create("createLoadBalancerPool", `/load_balancers/${lb["id"]}/pools`, bodies["createLoadBalancerPool"]());
   urls.add(`/healh_monitors/${hm["id"]}/pools`);
+  // Members and VIPs (several may share a pool, an address and a port).
+  bodies["createPoolMember"] = () => ({ poolId: pool["id"], address: "10.40.0.1", protocolPort: 80, weight: 2 });
+  bodies["createPoolPoolMember"] = () => ({ address: "10.40.0.2", protocolPort: 81 });
+  await create("createPoolMember", "/pool_members", bodies["createPoolMember"]());
+  await create("createPoolPoolMember", `/pools/${pool["id"]}/pool_members`, bodies["createPoolPoolMember"]());
+  bodies["createVip"] = () => ({ poolId: pool["id"], address: "10.41.0.1", protocolPort: 443, sessionPersistence: "SOURCE_IP" });
+  bodies["createPoolVip"] = () => ({ address: "10.41.0.2" });
+  await create("createVip", "/vips", bodies["createVip"]());
+  await create("createPoolVip", `/pools/${pool["id"]}/vips`, bodies["createPoolVip"]());
+  urls.add(`/load_balancers/${lb["id"]}/vips`);
 }
 
 async function buildCompat(): Promise<void> {
@@ -399,16 +409,6 @@ async function buildCompat(): Promise<void> {
   await create("associateHealthMonitor", `/compat/lb/pools/${pool["id"]}/health_monitors`, bodies["associateHealthMonitor"]());
   urls.add(`/compat/lb/pools/${pool["id"]}/health_monitors`);
   urls.add(`/compat/lb/pools/${pool["id"]}/health_monitors/${hm["id"]}`);
-  // Members and VIPs (several may share a pool, an address and a port).
-  bodies["createPoolMember"] = () => ({ poolId: pool["id"], address: "10.40.0.1", protocolPort: 80, weight: 2 });
-  bodies["createPoolPoolMember"] = () => ({ address: "10.40.0.2", protocolPort: 81 });
-  await create("createPoolMember", "/pool_members", bodies["createPoolMember"]());
-  await create("createPoolPoolMember", `/pools/${pool["id"]}/pool_members`, bodies["createPoolPoolMember"]());
-  bodies["createVip"] = () => ({ poolId: pool["id"], address: "10.41.0.1", protocolPort: 443, sessionPersistence: "SOURCE_IP" });
-  bodies["createPoolVip"] = () => ({ address: "10.41.0.2" });
-  await create("createVip", "/vips", bodies["createVip"]());
-  await create("createPoolVip", `/pools/${pool["id"]}/vips`, bodies["createPoolVip"]());
-  urls.add(`/load_balancers/${lb["id"]}/vips`);
   bodies["createCompatSecurityGroupRule"] = () => ({ tenant_id: TENANT, direction: "ingress", security_group_id: randomUUID(), ethertype: "IPv4", protocol: "tcp", port_range_min: 80, port_range_max: 81 });
   await create("createCompatSecurityGroupRule", "/compat/security_group_rules", bodies["createCompatSecurityGroupRule"]());
 }
