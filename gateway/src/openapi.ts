@@ -327,7 +327,7 @@ function operationIds(catalog: Catalog): Map<Route, string> {
 }
 
 /** The rules of a field that its filter's value meets too (the list checks it): what it is, not its lengths or ranges. */
-const FILTER_FORMATS = new Set(["uuid", "ipv4", "ipv6", "ip"]);
+const FILTER_FORMATS = new Set(["uuid", "ipv4", "ipv6", "ip", "[vnm.api.mac]"]);
 
 /** A filter's schema: its field's type, with the format (a UUID, an address) that its value must have. */
 function filterSchema(f: FieldInfo): Schema {
