@@ -3,7 +3,7 @@
 // routing service, behind the gateway, with real Postgres, NATS and Redis.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { expectError, expectServiceLossAndReturn, httpClient, useStack, waitFor } from "../harness/harness.ts";
 
 const HOST = "application/vnd.org.service.Host-v3+json";
 const HOSTS = "application/vnd.org.service.collection.Host-v3+json";
@@ -484,5 +484,16 @@ describe("administrators only", () => {
     // Nothing changed.
     expect((await http("GET", `/tunnel_zones/${zone.id}/hosts`)).json).toHaveLength(1);
     expect((await http("GET", h.uri)).status).toBe(200);
+  });
+});
+
+describe("a service lost", () => {
+  it("the tunnel service: /hosts answers 503 naming it while the rest of the API works, and serves again once it is back", async () => {
+    await expectServiceLossAndReturn(fx, "tunnel", "/hosts");
+  });
+
+  it("the routing service: a host's bindings answer 503 naming it while the rest of the API works, and serve again once it is back", async () => {
+    const h = await zonedHost();
+    await expectServiceLossAndReturn(fx, "routing", `/hosts/${h.id}/ports`);
   });
 });
