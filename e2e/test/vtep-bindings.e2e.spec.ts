@@ -147,3 +147,120 @@ describe("VTEP bindings", () => {
     expect((await http("GET", vtep.bindings)).json).toEqual([]);
   });
 });
+
+describe("a bridge's VXLAN ports", () => {
+  const devices: OvsdbServer[] = [];
+  const vteps: { id: string; uri: string; bindings: string }[] = [];
+
+  beforeAll(async () => {
+    for (const name of ["sw-x", "sw-y"]) {
+      const d = await OvsdbServer.create();
+      d.ctl("add-ps", name);
+      d.ctl("set", "Physical_Switch", name, "management_ips=127.0.0.1");
+      d.ctl("add-port", name, "eth0");
+      devices.push(d);
+      const zone = (await http("POST", "/tunnel_zones", { name: unique("vz"), type: "vtep" })).json;
+      const v = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: d.port, tunnelZoneId: zone.id })).json;
+      vteps.push(v);
+      await waitFor("the device's port", async () => (await http("GET", `${v.uri}/ports`)).json.length === 1, 15_000);
+    }
+  });
+
+  afterAll(async () => {
+    for (const d of devices) await d.destroy();
+  });
+
+  const portIdsOf = async (bridge: { uri: string }) => (await http("GET", bridge.uri)).json.vxlanPortIds as string[];
+
+  it("one per (bridge, VTEP): made with the first binding, listed at vxlan_ports and /ports, not among the bridge's ports, gone with the last", async () => {
+    const bridge = (await http("POST", "/bridges", { name: unique("vx"), tenantId: "A" })).json;
+    expect(bridge.vxlanPortIds).toEqual([]);
+    const [x, y] = vteps as [(typeof vteps)[0], (typeof vteps)[0]];
+    const first = await http("POST", x.bindings, { portName: "eth0", vlanId: 1, networkId: bridge.id });
+    expect(first.status).toBe(201);
+    await waitFor("the bridge's VXLAN port", async () => (await portIdsOf(bridge)).length === 1, 5_000);
+    const [px] = await portIdsOf(bridge);
+    const port = (await http("GET", `/ports/${px}`)).json;
+    expect(port).toMatchObject({ id: px, type: "Vxlan", vtepId: x.id, deviceId: bridge.id, uri: expect.stringMatching(new RegExp(`/ports/${px}$`)) });
+    expect(port.device).toMatch(new RegExp(`/bridges/${bridge.id}$`));
+    expect((await http("GET", bridge.vxLanPorts)).json.map((p: { id: string }) => p.id)).toEqual([px]);
+    expect((await http("GET", bridge.ports)).json).toEqual([]);
+    expect((await http("GET", "/ports")).json.map((p: { id: string }) => p.id)).toContain(px);
+    // A second pair on the same VTEP: still one port.
+    const second = await http("POST", x.bindings, { portName: "eth0", vlanId: 2, networkId: bridge.id });
+    expect(second.status).toBe(201);
+    // Another VTEP: its own port.
+    const other = await http("POST", y.bindings, { portName: "eth0", vlanId: 1, networkId: bridge.id });
+    expect(other.status).toBe(201);
+    await waitFor("a second VXLAN port", async () => (await portIdsOf(bridge)).length === 2, 5_000);
+    const py = (await portIdsOf(bridge)).find((p) => p !== px)!;
+    expect((await http("GET", `/ports/${py}`)).json).toMatchObject({ type: "Vxlan", vtepId: y.id, deviceId: bridge.id });
+    // The port and the bridge stay while bound.
+    expectError(await http("DELETE", `/ports/${px}`), 409);
+    expect((await http("GET", `/ports/${px}`)).status).toBe(200);
+    expectError(await http("DELETE", bridge.uri), 409);
+    expect((await http("GET", bridge.uri)).status).toBe(200);
+    // One of two pairs gone: the port stays; the last: it goes, the other VTEP's stays.
+    expect((await http("DELETE", first.json.uri)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await portIdsOf(bridge)).sort()).toEqual([px, py].sort());
+    expect((await http("DELETE", second.json.uri)).status).toBe(204);
+    await waitFor("the first VXLAN port gone", async () => (await http("GET", `/ports/${px}`)).status === 404, 5_000);
+    await waitFor("vxlanPortIds without it", async () => JSON.stringify(await portIdsOf(bridge)) === JSON.stringify([py]), 5_000);
+    expect((await http("GET", bridge.vxLanPorts)).json.map((p: { id: string }) => p.id)).toEqual([py]);
+    expect((await http("DELETE", other.json.uri)).status).toBe(204);
+    await waitFor("no VXLAN port left", async () => (await portIdsOf(bridge)).length === 0, 5_000);
+    expect((await http("GET", bridge.vxLanPorts)).json).toEqual([]);
+    expect((await http("DELETE", bridge.uri)).status).toBe(204);
+  });
+
+  it("tenancy: the bridge's tenant sees vxlanPortIds and the port; another tenant's vxlan_ports is a 404 that names no port", async () => {
+    const bridge = (await http("POST", "/bridges", { name: unique("vt"), tenantId: "A" })).json;
+    const b = await http("POST", vteps[0]!.bindings, { portName: "eth0", vlanId: 30, networkId: bridge.id });
+    expect(b.status).toBe(201);
+    await waitFor("the bridge's VXLAN port", async () => (await portIdsOf(bridge)).length === 1, 5_000);
+    const [px] = await portIdsOf(bridge);
+    const as: Record<string, ReturnType<typeof httpClient>> = {};
+    for (const tenant of ["A", "B"]) {
+      const name = unique(`ta-${tenant}`);
+      expect((await http("POST", "/users", { name, password: "tenant-password-1", tenantId: tenant, roles: ["tenant_admin"] })).status).toBe(201);
+      const token = await fx.stack.login(fx.gw, name, "tenant-password-1");
+      as[tenant] = httpClient(() => fx.gw, "application/json", () => token);
+    }
+    expect((await as["A"]!("GET", bridge.uri)).json.vxlanPortIds).toEqual([px]);
+    expect((await as["A"]!("GET", `/ports/${px}`)).status).toBe(200);
+    expect((await as["A"]!("GET", bridge.vxLanPorts)).json.map((p: { id: string }) => p.id)).toEqual([px]);
+    const hidden = await as["B"]!("GET", bridge.vxLanPorts);
+    expectError(hidden, 404);
+    expect(hidden.text).not.toContain(px);
+    expectError(await as["B"]!("GET", `/ports/${px}`), 404);
+    expect((await http("DELETE", b.json.uri)).status).toBe(204);
+    await waitFor("no VXLAN port left", async () => (await portIdsOf(bridge)).length === 0, 5_000);
+    expect((await http("DELETE", bridge.uri)).status).toBe(204);
+  });
+
+  it("a binding made while the routing service is down gets its VXLAN port once it is back (the queued pair is asked again)", async () => {
+    const bridge = (await http("POST", "/bridges", { name: unique("vr"), tenantId: "A" })).json;
+    await fx.stack.stopService("routing");
+    try {
+      const b = await http("POST", vteps[1]!.bindings, { portName: "eth0", vlanId: 40, networkId: bridge.id });
+      expect(b.status).toBe(201);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await portIdsOf(bridge)).toEqual([]);
+    } finally {
+      await fx.stack.startServices("routing");
+    }
+    await waitFor("the VXLAN port, routing back", async () => (await portIdsOf(bridge)).length === 1, 20_000);
+    const [px] = await portIdsOf(bridge);
+    expect((await http("GET", `/ports/${px}`)).json).toMatchObject({ type: "Vxlan", vtepId: vteps[1]!.id });
+    expect((await http("DELETE", `${vteps[1]!.uri}/bindings/eth0/40`)).status).toBe(204);
+    await waitFor("no VXLAN port left", async () => (await portIdsOf(bridge)).length === 0, 5_000);
+  });
+
+  it("a POST of a Vxlan port is a 400 naming type", async () => {
+    const bridge = (await http("POST", "/bridges", { name: unique("vp"), tenantId: "A" })).json;
+    const r = await http("POST", bridge.ports, { type: "Vxlan" });
+    expectError(r, 400);
+    expect(r.json.violations.map((v: { property: string }) => v.property)).toEqual(["type"]);
+  });
+});

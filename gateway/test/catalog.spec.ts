@@ -41,8 +41,7 @@ describe("catalog from the proto files", () => {
       "bridge.DhcpV6Subnet",
       "bridge.Ip4MacPair",
       "bridge.MacPort",
-      "bridge.Port",
-      // A bridge's ports, listed under it, are the routing service's.
+      // A bridge's ports, peer ports and VXLAN ports, listed under it, are the routing service's.
       "routing.Port",
     ]);
     expect([...catalog.affected(["bridge.DhcpSubnet:deleted"])].sort()).toEqual(["bridge.DhcpHost", "bridge.DhcpSubnet"]);

@@ -1,7 +1,16 @@
 // The Bridge kind (interface "Bridge (v4)"). Deleting a bridge takes the kinds that live under
 // it (DHCP subnets and their hosts, DHCPv6 subnets, MAC entries), each announced: the kit
 // knows them from the proto paths. Its fields' rules are the proto's (bridge.proto).
-import { Resource } from "@vnm/kit";
+//
+// vxlanPortIds are the routing service's VXLAN ports of the bridge (one per VTEP it is bound to),
+// set by that service when it adds or removes one (SetBridgeVxlanPorts, under its per-bridge
+// lock); a bridge with any cannot be deleted (409), as VTEP bindings hold it.
+import { ApiError, isUuid, type Queryable, Resource, type Store } from "@vnm/kit";
+
+interface BridgeRow {
+  id: string;
+  vxlan_port_ids: string[];
+}
 
 export const bridges = new Resource({
   proto: "vnm.bridge.v1.Bridge",
@@ -10,4 +19,22 @@ export const bridges = new Resource({
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default. vxlanPortIds is read-only.
   defaults: { adminStateUp: true, inboundMirrorIds: [], outboundMirrorIds: [] },
+  cascade: async (_q: Queryable, row: BridgeRow) => {
+    if (row.vxlan_port_ids.length > 0) throw ApiError.conflict(`Bridge ${row.id} is bound to VTEPs (VXLAN ports ${row.vxlan_port_ids.join(", ")}); delete its VTEP bindings before deleting it.`);
+  },
 });
+
+/** SetBridgeVxlanPorts: the bridge's VXLAN ports as routing has them, announced when they change. */
+export async function setVxlanPorts(store: Store, req: { id?: unknown; portIds?: unknown }): Promise<Record<string, never>> {
+  const id = req.id;
+  if (!isUuid(id)) throw ApiError.notFound(`There is no Bridge with ID ${String(id)}.`);
+  const ids = (Array.isArray(req.portIds) ? req.portIds : []).filter(isUuid).map((p) => p.toLowerCase()).sort();
+  await store.tx(undefined, async (q, emit) => {
+    const row = (await q.query<BridgeRow>("SELECT * FROM bridges WHERE id = $1 FOR UPDATE", [id.toLowerCase()])).rows[0];
+    if (!row) throw ApiError.notFound(`There is no Bridge with ID ${id}.`);
+    if (JSON.stringify([...row.vxlan_port_ids].sort()) === JSON.stringify(ids)) return;
+    const now = (await q.query("UPDATE bridges SET vxlan_port_ids = $2 WHERE id = $1 RETURNING *", [row.id, ids])).rows[0];
+    emit(bridges.change("updated", now));
+  });
+  return {};
+}

@@ -1,7 +1,7 @@
 // The bridge service: what it declares; main.ts runs it on its own, the launcher beside the others.
 import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { arpEntries } from "./arp-table.ts";
-import { bridges } from "./bridges.ts";
+import { bridges, setVxlanPorts } from "./bridges.ts";
 import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
 import { macPorts } from "./mac-table.ts";
 import { migrations } from "./migrations.ts";
@@ -12,8 +12,7 @@ export const service: ServiceSpec = {
   resources: [bridges, dhcpSubnets, dhcpHosts, dhcpV6Subnets, macPorts, arpEntries],
   // Lists of kinds this interface only references: empty, under an item that must exist.
   services: ({ store }) =>
-    mergeHandlers(
-      bridges.referencedLists(store, "ListBridgePorts"),
-      dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"),
-    ),
+    mergeHandlers(dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"), {
+      "vnm.bridge.v1.BridgeService": { SetBridgeVxlanPorts: (req: { id?: unknown; portIds?: unknown }) => setVxlanPorts(store, req) },
+    }),
 };

@@ -12,8 +12,8 @@ const call = (rpc: string, req: unknown, bearer?: string | null) => svc.call("vn
 const token: DirectService["token"] = (who, key) => svc.token(who, key);
 
 beforeAll(async () => {
-  // Two parts with credentials at its identity service: tracing, which reads bridges, and tunnel, which does not.
-  svc = await directService("bridge", {}, ["tracing", "tunnel"]);
+  // Parts with credentials at its identity service: tracing and tunnel, which read bridges, and qos, which does not.
+  svc = await directService("bridge", {}, ["tracing", "tunnel", "qos"]);
 });
 
 afterAll(async () => {
@@ -64,24 +64,29 @@ async function partToken(part: string): Promise<string> {
   }
 }
 
-it("answers a part calling as itself only where the method names it: tracing reads a bridge, nothing else; tunnel nothing", async () => {
+it("answers a part calling as itself only where the method names it: tracing and tunnel read a bridge, nothing else (tunnel sets no VXLAN ports: routing does); qos nothing", async () => {
   const made = (await call("CreateBridge", { bridge: { name: "called" } })).res as { id: string };
   const tracing = await partToken("tracing");
   const tunnel = await partToken("tunnel");
+  const qos = await partToken("qos");
   expect((await call("GetBridge", { id: made.id }, tracing)).res).toMatchObject({ id: made.id, name: "called" });
+  expect((await call("GetBridge", { id: made.id }, tunnel)).res).toMatchObject({ id: made.id, name: "called" });
   const refused: [string, unknown, string][] = [
-    ["GetBridge", { id: made.id }, tunnel],
+    ["GetBridge", { id: made.id }, qos],
     ["ListBridges", {}, tunnel],
     ["ListBridges", {}, tracing],
     ["DeleteBridge", { id: made.id }, tracing],
+    ["SetBridgeVxlanPorts", { id: made.id, portIds: [made.id] }, tunnel],
   ];
   for (const [rpc, request, bearer] of refused) {
     const { err } = await call(rpc, request, bearer);
     expect(err?.code, rpc).toBe(grpc.status.PERMISSION_DENIED);
-    expect(err?.details).toMatch(new RegExp(`The (tracing|tunnel) part may not call vnm.bridge.v1.BridgeService/${rpc}`));
+    expect(err?.details).toMatch(new RegExp(`The (tracing|tunnel|qos) part may not call vnm.bridge.v1.BridgeService/${rpc}`));
   }
-  // A user's token is not concerned, and the refused deletion did not happen.
-  expect((await call("GetBridge", { id: made.id })).res).toMatchObject({ id: made.id });
+  // A user's token is not concerned, and the refused deletion and change did not happen.
+  const after = (await call("GetBridge", { id: made.id })).res as { id: string; vxlanPortIds?: string[] };
+  expect(after.id).toBe(made.id);
+  expect(after.vxlanPortIds ?? []).toEqual([]);
 });
 
 describe("DHCP and MAC table fields against dhcp.proto's and mac_table.proto's rules, checked here without the gateway's help", () => {

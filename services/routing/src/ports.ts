@@ -155,7 +155,7 @@ async function portGoing(q: Queryable, row: PortRow, emit: Emit): Promise<void> 
 }
 
 /** Deletes ports as port deletes (their peers unlinked, routes gone), each announced. */
-async function dropPorts(q: Queryable, rows: PortRow[], emit: Emit): Promise<void> {
+export async function dropPorts(q: Queryable, rows: PortRow[], emit: Emit): Promise<void> {
   for (const row of rows) {
     // The peer may have been one of these and unlinked meanwhile.
     const now = (await q.query<PortRow>("SELECT * FROM ports WHERE id = $1", [row.id])).rows[0];
@@ -179,14 +179,14 @@ export async function portsOfRouterMoved(q: Queryable, routerId: string, tenantI
 }
 
 /** Serialises the writes that concern one bridge, until the transaction ends. */
-async function lockBridge(q: Queryable, id: string): Promise<void> {
+export async function lockBridge(q: Queryable, id: string): Promise<void> {
   await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`routing-bridge:${id}`]);
 }
 
-const noBridge = (id: unknown) => ApiError.notFound(`There is no Bridge with ID ${String(id)}.`);
+export const noBridge = (id: unknown) => ApiError.notFound(`There is no Bridge with ID ${String(id)}.`);
 
 /** The bridge as the bridge service has it: 404 when missing; 503 when that service is down. */
-async function getBridge(svc: Pick<ServiceContext, "call">, id: unknown): Promise<Record<string, unknown>> {
+export async function getBridge(svc: Pick<ServiceContext, "call">, id: unknown): Promise<Record<string, unknown>> {
   if (!isUuid(id)) throw noBridge(id);
   try {
     return await svc.call("vnm.bridge.v1.BridgeService", "GetBridge", { id: id.toLowerCase() });
@@ -203,7 +203,7 @@ async function requireBridge(svc: Pick<ServiceContext, "call">, q: Queryable, id
 }
 
 /** The caller may see an item of this tenant (admins see all). */
-function visible(ctx: CallContext | undefined, tenantId: string | null): boolean {
+export function visible(ctx: CallContext | undefined, tenantId: string | null): boolean {
   const who = ctx?.identity;
   return !who || who.role === "admin" || who.tenantId === tenantId;
 }
@@ -216,7 +216,7 @@ async function routerFor(q: Queryable, id: unknown, ctx: CallContext | undefined
 }
 
 /** Inserts a port; its id in use is a 409. */
-async function insertPort(q: Queryable, cols: Record<string, unknown>): Promise<PortRow> {
+export async function insertPort(q: Queryable, cols: Record<string, unknown>): Promise<PortRow> {
   const names = Object.keys(cols);
   try {
     const sql = `INSERT INTO ports (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
@@ -228,7 +228,7 @@ async function insertPort(q: Queryable, cols: Record<string, unknown>): Promise<
 }
 
 /** The columns every new port takes from its body. */
-function commonColumns(p: PortBody): Record<string, unknown> {
+export function commonColumns(p: PortBody): Record<string, unknown> {
   return { id: p.id ?? randomUUID(), ...ports.spec.columns!(p, {}) } as Record<string, unknown>;
 }
 

@@ -9,13 +9,14 @@ import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts"
 import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports } from "./ports.ts";
 import { onLoadBalancerDeleted, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
+import { vxlanPortHandlers } from "./vxlan-ports.ts";
 
 export const service: ServiceSpec = {
   domain: "routing",
   migrations,
   // Routers check their load balancer with the lb service: they need this service's calls.
   resources: [(svc) => routersFor(svc), ports, routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs, portGroups, portGroupPorts],
-  services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc), portGroupHandlers(svc)),
+  services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc), portGroupHandlers(svc), vxlanPortHandlers(svc)),
   onStart: async (svc) => {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
     // A bridge's ports go with it, and follow it to another tenant.

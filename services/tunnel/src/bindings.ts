@@ -6,7 +6,8 @@
 // session last stored them (404; 503 with Retry-After while the device is not connected, which
 // is also the state of a device with no switch), then the pair (409, a unique constraint, so
 // two POSTs at once cannot both bind it). A bridge's first binding on any VTEP gives it a VNI
-// (bridge_vnis, a sequence from 10000 within 24 bits), which it keeps.
+// (bridge_vnis, a sequence from 10000 within 24 bits), which it keeps. The bridge's VXLAN port
+// for the VTEP follows, made by the routing service (vxlan-sync.ts).
 import { status } from "@grpc/grpc-js";
 import { ApiError, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
 
@@ -46,6 +47,9 @@ async function portOfSwitch(q: Queryable, vtep: Record<string, unknown>, portNam
 /** A VLAN path segment as a number, or undefined when it names no VLAN. */
 const vlanOf = (v: unknown): number | undefined => (typeof v === "string" && /^\d{1,4}$/.test(v) && Number(v) <= 4095 ? Number(v) : undefined);
 
+/** Called when a binding was written (before its commit): the VXLAN port worker looks soon. */
+export const bindingsChanged = new Set<() => void>();
+
 /** The bindings of VTEPs, their children, named by port and VLAN. */
 export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
   new Resource({
@@ -64,10 +68,12 @@ export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
     references: (_q, b) => bridgeExists(svc, b.networkId),
     validate: (q, b, { up }) => portOfSwitch(q, up[0]!, b.portName),
     conflict: (b) => `Port ${b.portName} with VLAN ${b.vlanId} is already bound on this VTEP.`,
-    // The bridge's VNI: its first binding on any VTEP gives it one, which it keeps.
+    // The bridge's VNI: its first binding on any VTEP gives it one, which it keeps. The pair's
+    // VXLAN port is queued for the routing service (vxlan-sync.ts), in this transaction.
     changed: async (q, row, event) => {
-      if (event !== "created") return;
-      await q.query("INSERT INTO bridge_vnis (bridge_id) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM bridge_vnis WHERE bridge_id = $1) ON CONFLICT DO NOTHING", [row.bridge_id]);
+      if (event === "created") await q.query("INSERT INTO bridge_vnis (bridge_id) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM bridge_vnis WHERE bridge_id = $1) ON CONFLICT DO NOTHING", [row.bridge_id]);
+      await q.query("INSERT INTO vxlan_port_sync (bridge_id, vtep_id) VALUES ($1, $2) ON CONFLICT (bridge_id, vtep_id) DO UPDATE SET due = now()", [row.bridge_id, row.vtep_id]);
+      for (const f of bindingsChanged) f();
     },
   });
 

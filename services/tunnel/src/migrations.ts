@@ -129,4 +129,19 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: "vxlan port sync queue",
+    // (bridge, VTEP) pairs whose VXLAN port the routing service must be told of (vxlan-sync.ts),
+    // queued by the binding writes themselves.
+    sql: `
+      CREATE TABLE vxlan_port_sync (
+        bridge_id uuid NOT NULL,
+        vtep_id uuid NOT NULL,
+        due timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (bridge_id, vtep_id)
+      );
+      CREATE INDEX vxlan_port_sync_due ON vxlan_port_sync (due);
+    `,
+  },
 ];

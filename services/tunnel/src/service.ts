@@ -3,12 +3,13 @@
 // the VTEP's row and its ports' rows.
 import { loadConfig, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
-import { vtepBindings } from "./bindings.ts";
+import { bindingsChanged, vtepBindings } from "./bindings.ts";
 import { hostStanding, hosts, tunnelZoneHosts } from "./hosts.ts";
 import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
 import { DEFAULT_WRITE_INTERVAL_MS, VtepSessions } from "./sessions.ts";
+import { VxlanPortSync } from "./vxlan-sync.ts";
 
 /** The service's own configuration; a bad value stops it at start, naming the variable (and the entry). */
 const configOf = (env: NodeJS.ProcessEnv) =>
@@ -44,6 +45,15 @@ export const service: ServiceSpec = {
     sessions.start();
     // A VTEP created or deleted on any replica: every replica looks at once.
     svc.bus.subscribe(["tunnel.Vtep.created", "tunnel.Vtep.deleted"], () => sessions.look());
-    return () => sessions.stop();
+    // Bound bridges' VXLAN ports, asked of the routing service until it answers.
+    const vxlan = new VxlanPortSync(svc);
+    const kick = () => vxlan.kick();
+    bindingsChanged.add(kick);
+    vxlan.start();
+    return async () => {
+      bindingsChanged.delete(kick);
+      vxlan.stop();
+      await sessions.stop();
+    };
   },
 };

@@ -217,9 +217,6 @@ export declare namespace vnm.bridge.v1 {
   type ListMacPortsResponse = {
     items?: vnm.bridge.v1.MacPort[];
   };
-  type ListPortsResponse = {
-    items?: vnm.bridge.v1.Port[];
-  };
   type MacPort = {
     macAddr?: string;
     portId?: string;
@@ -244,9 +241,9 @@ export declare namespace vnm.bridge.v1 {
     destinationLength?: number;
     gatewayAddr?: string;
   };
-  /** A port: a kind this interface only references; the lists linked from a bridge are empty. */
-  type Port = {
+  type SetBridgeVxlanPortsRequest = {
     id?: string;
+    portIds?: string[];
   };
   type SubnetRef = {
     bridgeId?: string;
@@ -1323,6 +1320,16 @@ export declare namespace vnm.routing.v1 {
   type RouterRef = {
     id?: string;
   };
+  type SyncVxlanPortRequest = {
+    bridgeId?: string;
+    vtepId?: string;
+    /** Whether the bridge has a binding on the VTEP: its VXLAN port there is made, or removed. */
+    bound?: boolean;
+  };
+  type SyncVxlanPortResponse = {
+    /** The port's id while bound; empty when unbound, or when the bridge is gone. */
+    portId?: string;
+  };
   type UpdateL2InsertionRequest = {
     id?: string;
     l2Insertion?: vnm.routing.v1.L2Insertion;
@@ -1615,12 +1622,11 @@ export interface Messages {
   "vnm.bridge.v1.ListDhcpV6SubnetsResponse": vnm.bridge.v1.ListDhcpV6SubnetsResponse;
   "vnm.bridge.v1.ListIp4MacPairsResponse": vnm.bridge.v1.ListIp4MacPairsResponse;
   "vnm.bridge.v1.ListMacPortsResponse": vnm.bridge.v1.ListMacPortsResponse;
-  "vnm.bridge.v1.ListPortsResponse": vnm.bridge.v1.ListPortsResponse;
   "vnm.bridge.v1.MacPort": vnm.bridge.v1.MacPort;
   "vnm.bridge.v1.MacPortRef": vnm.bridge.v1.MacPortRef;
   "vnm.bridge.v1.MacTableRef": vnm.bridge.v1.MacTableRef;
   "vnm.bridge.v1.Opt121Route": vnm.bridge.v1.Opt121Route;
-  "vnm.bridge.v1.Port": vnm.bridge.v1.Port;
+  "vnm.bridge.v1.SetBridgeVxlanPortsRequest": vnm.bridge.v1.SetBridgeVxlanPortsRequest;
   "vnm.bridge.v1.SubnetRef": vnm.bridge.v1.SubnetRef;
   "vnm.bridge.v1.UpdateBridgeRequest": vnm.bridge.v1.UpdateBridgeRequest;
   "vnm.bridge.v1.UpdateDhcpHostRequest": vnm.bridge.v1.UpdateDhcpHostRequest;
@@ -1777,6 +1783,8 @@ export interface Messages {
   "vnm.routing.v1.Router": vnm.routing.v1.Router;
   "vnm.routing.v1.RouterPortsRef": vnm.routing.v1.RouterPortsRef;
   "vnm.routing.v1.RouterRef": vnm.routing.v1.RouterRef;
+  "vnm.routing.v1.SyncVxlanPortRequest": vnm.routing.v1.SyncVxlanPortRequest;
+  "vnm.routing.v1.SyncVxlanPortResponse": vnm.routing.v1.SyncVxlanPortResponse;
   "vnm.routing.v1.UpdateL2InsertionRequest": vnm.routing.v1.UpdateL2InsertionRequest;
   "vnm.routing.v1.UpdatePortGroupRequest": vnm.routing.v1.UpdatePortGroupRequest;
   "vnm.routing.v1.UpdatePortRequest": vnm.routing.v1.UpdatePortRequest;
@@ -1850,12 +1858,11 @@ export interface RequiredFields {
   "vnm.bridge.v1.ListDhcpV6SubnetsResponse": never;
   "vnm.bridge.v1.ListIp4MacPairsResponse": never;
   "vnm.bridge.v1.ListMacPortsResponse": never;
-  "vnm.bridge.v1.ListPortsResponse": never;
   "vnm.bridge.v1.MacPort": "macAddr" | "portId";
   "vnm.bridge.v1.MacPortRef": never;
   "vnm.bridge.v1.MacTableRef": never;
   "vnm.bridge.v1.Opt121Route": "destinationPrefix" | "destinationLength" | "gatewayAddr";
-  "vnm.bridge.v1.Port": never;
+  "vnm.bridge.v1.SetBridgeVxlanPortsRequest": never;
   "vnm.bridge.v1.SubnetRef": never;
   "vnm.bridge.v1.UpdateBridgeRequest": never;
   "vnm.bridge.v1.UpdateDhcpHostRequest": never;
@@ -2012,6 +2019,8 @@ export interface RequiredFields {
   "vnm.routing.v1.Router": never;
   "vnm.routing.v1.RouterPortsRef": never;
   "vnm.routing.v1.RouterRef": never;
+  "vnm.routing.v1.SyncVxlanPortRequest": never;
+  "vnm.routing.v1.SyncVxlanPortResponse": never;
   "vnm.routing.v1.UpdateL2InsertionRequest": never;
   "vnm.routing.v1.UpdatePortGroupRequest": never;
   "vnm.routing.v1.UpdatePortRequest": never;
@@ -2085,12 +2094,11 @@ export interface MessageFields {
   "vnm.bridge.v1.ListDhcpV6SubnetsResponse": { items: "vnm.bridge.v1.DhcpV6Subnet" };
   "vnm.bridge.v1.ListIp4MacPairsResponse": { items: "vnm.bridge.v1.Ip4MacPair" };
   "vnm.bridge.v1.ListMacPortsResponse": { items: "vnm.bridge.v1.MacPort" };
-  "vnm.bridge.v1.ListPortsResponse": { items: "vnm.bridge.v1.Port" };
   "vnm.bridge.v1.MacPort": Record<never, never>;
   "vnm.bridge.v1.MacPortRef": Record<never, never>;
   "vnm.bridge.v1.MacTableRef": Record<never, never>;
   "vnm.bridge.v1.Opt121Route": Record<never, never>;
-  "vnm.bridge.v1.Port": Record<never, never>;
+  "vnm.bridge.v1.SetBridgeVxlanPortsRequest": Record<never, never>;
   "vnm.bridge.v1.SubnetRef": Record<never, never>;
   "vnm.bridge.v1.UpdateBridgeRequest": { bridge: "vnm.bridge.v1.Bridge" };
   "vnm.bridge.v1.UpdateDhcpHostRequest": { host: "vnm.bridge.v1.DhcpHost" };
@@ -2247,6 +2255,8 @@ export interface MessageFields {
   "vnm.routing.v1.Router": Record<never, never>;
   "vnm.routing.v1.RouterPortsRef": Record<never, never>;
   "vnm.routing.v1.RouterRef": Record<never, never>;
+  "vnm.routing.v1.SyncVxlanPortRequest": Record<never, never>;
+  "vnm.routing.v1.SyncVxlanPortResponse": Record<never, never>;
   "vnm.routing.v1.UpdateL2InsertionRequest": { l2Insertion: "vnm.routing.v1.L2Insertion" };
   "vnm.routing.v1.UpdatePortGroupRequest": { portGroup: "vnm.routing.v1.PortGroup" };
   "vnm.routing.v1.UpdatePortRequest": { port: "vnm.routing.v1.Port" };
