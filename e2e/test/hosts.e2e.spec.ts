@@ -363,6 +363,17 @@ describe("host-interface-port bindings", () => {
     expect((await http("DELETE", h.uri)).status).toBe(204);
   });
 
+  it("many hosts with bound ports deleted at once (more than a service's database connections): every one a 409", async () => {
+    const bound: { uri: string }[] = [];
+    for (let i = 0; i < 14; i++) {
+      const h = await zonedHost();
+      expect((await bind(h, (await newPort()).id, "eth0")).status).toBe(201);
+      bound.push(h);
+    }
+    const all = await Promise.all(bound.map((h) => http("DELETE", h.uri)));
+    expect(all.map((r) => r.status)).toEqual(bound.map(() => 409));
+  });
+
   it("deleting the port removes its binding: the host no longer lists it, and can be deleted", async () => {
     const h = await zonedHost();
     const port = await newPort();
