@@ -126,19 +126,18 @@ describe("bus: a NATS user per part", () => {
     await waitFor("the trace gone with its bridge", async () => (await http("GET", `/traces/${trace.json.id}`)).status === 404, 15_000);
   });
 
-  it("the routing service's consumer of host deletions runs as its user: a host deleted while routing is down leaves no port bound to it", async () => {
+  it("the routing service's consumer of host deletions runs as its user: the tunnel user's announcement of a host deleted clears its bindings", async () => {
     const zone = (await http("POST", "/tunnel_zones", { name: "least-privilege", type: "vxlan" })).json;
     const host = (await http("POST", "/hosts", { name: "bound" })).json;
     expect((await http("POST", `/tunnel_zones/${zone.id}/hosts`, { hostId: host.id, ipAddress: "10.0.0.1" })).status).toBe(201);
     const bridge = (await http("POST", "/bridges", { name: "with a bound port" })).json;
     const port = (await http("POST", `/bridges/${bridge.id}/ports`, {})).json;
     expect((await http("POST", `/hosts/${host.id}/ports`, { portId: port.id, interfaceName: "eth0" })).status).toBe(201);
-    await stack.stopService("routing");
-    try {
-      expect((await http("DELETE", host.uri)).status).toBe(204);
-    } finally {
-      await stack.startServices("routing");
-    }
+    // What the tunnel service announces when a host goes while a binding of it is being made
+    // (the race its delete's check cannot close), published with the tunnel service's own rights.
+    const tunnel = await natsAs("tunnel");
+    await tunnel.jetstream().publish("vnm.tunnel.Host.deleted", JSONCodec().encode({ kind: "Host", event: "deleted", id: host.id, path: `/hosts/${host.id}`, tenantId: null }), { timeout: 5_000 });
+    await tunnel.close();
     await waitFor("the port unbound", async () => (await http("GET", port.uri)).json?.hostId === null, 30_000);
     const gateway = await natsAs("gateway");
     await expect((await gateway.jetstreamManager()).consumers.delete("VNM", "routing-host-deletions")).rejects.toThrow();

@@ -4,10 +4,10 @@
 // memberships (the kit: they are the zone's children), and so does the host's own (below).
 //
 // Ports are bound to hosts in the routing service (its ports' host columns). A host with a bound
-// port cannot be deleted (409): the delete asks routing for one of its ports (ListHostPorts).
-// A binding made between that answer and the delete's commit, or any binding while routing could
-// not be asked (down, or not answering in time: the delete then goes through), is cleared by
-// routing when it handles this service's tunnel.Host.deleted (a durable consumer).
+// port cannot be deleted (409): the delete asks routing for one of its ports (ListHostPorts), and
+// while routing cannot say (down, or not answering in time) the delete is refused with a 503, the
+// host and its bindings kept. A binding made between routing's answer and the delete's commit is
+// cleared by routing when it handles this service's tunnel.Host.deleted (a durable consumer).
 import { ApiError, type CallContext, canonicalIpv6, isUuid, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
 import { status } from "@grpc/grpc-js";
 
@@ -33,19 +33,17 @@ interface MemberRow {
 const isUpdate = (req: Record<string, unknown>) => typeof req["id"] === "string" && req["id"] !== "";
 
 /**
- * 409 while a port is bound to the host, as routing says. When routing cannot say (down, or
- * not answering in time), the delete goes on: routing clears the host's bindings when it
- * handles the deletion.
+ * 409 while a port is bound to the host, as routing says; 503 while routing cannot say (a host
+ * deleted with its ports still bound would break the rule its 409 states).
  */
-async function noBoundPort(svc: Pick<ServiceContext, "call" | "log">, hostId: string): Promise<void> {
+async function noBoundPort(svc: Pick<ServiceContext, "call">, hostId: string): Promise<void> {
   let items: unknown;
   try {
     items = (await svc.call("vnm.routing.v1.BindingService", "ListHostPorts", { id: hostId, limit: 1 }))["items"];
   } catch (err) {
     const e = ApiError.from(err);
     if (e.code !== status.UNAVAILABLE && e.code !== status.DEADLINE_EXCEEDED) throw err;
-    svc.log.warn("routing could not say whether the host has bound ports; deleting it, routing clears its bindings when it is back", { hostId, err: e.message });
-    return;
+    throw ApiError.unavailable(`The routing service could not say whether host ${hostId} has bound ports (${e.message}); the host is kept: try again later`);
   }
   const bound = Array.isArray(items) ? (items[0] as Record<string, unknown> | undefined) : undefined;
   if (bound) throw ApiError.conflict(`Host ${hostId} has port ${String(bound["portId"])} bound to its interface ${String(bound["interfaceName"])}; unbind its ports before deleting it.`);
