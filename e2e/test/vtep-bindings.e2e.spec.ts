@@ -1,6 +1,9 @@
 // VTEP bindings end to end (vtep-bindings.md): the tunnel service behind the gateway, with the
 // bridge service it asks about bridges, real Postgres, NATS and Redis, and Debian's ovsdb-server
 // with the hardware_vtep schema standing in for the device.
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
 import { OvsdbServer } from "../harness/ovsdb-server.ts";
@@ -262,5 +265,101 @@ describe("a bridge's VXLAN ports", () => {
     const r = await http("POST", bridge.ports, { type: "Vxlan" });
     expectError(r, 400);
     expect(r.json.violations.map((v: { property: string }) => v.property)).toEqual(["type"]);
+  });
+});
+
+describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)", () => {
+  let device: OvsdbServer;
+  let vtep: { id: string; uri: string; bindings: string };
+
+  const setUpSwitch = (d: OvsdbServer) => {
+    d.ctl("add-ps", "sw-d");
+    d.ctl("set", "Physical_Switch", "sw-d", "management_ips=127.0.0.1");
+    d.ctl("add-port", "sw-d", "eth0");
+    d.ctl("add-port", "sw-d", "eth1");
+  };
+  /** Logical switches by name: their _uuid and tunnel_key. */
+  const switches = () => {
+    const out = device.ctl("--columns=_uuid,name,tunnel_key", "--format=json", "list", "Logical_Switch");
+    const t = JSON.parse(out) as { headings: string[]; data: unknown[][] };
+    const m = new Map<string, { uuid: string; key: number | undefined }>();
+    for (const row of t.data) {
+      const key = row[2];
+      m.set(String(row[1]), { uuid: (row[0] as [string, string])[1], key: typeof key === "number" ? key : undefined });
+    }
+    return m;
+  };
+  /** A port's VLAN bindings as vtep-ctl prints them: "0010 mn-…" lines. */
+  const bindingsOf = (port: string) => device.ctl("list-bindings", "sw-d", port).trim().split("\n").filter(Boolean).map((l) => l.trim().replace(/^0*(\d)/, "$1"));
+
+  beforeAll(async () => {
+    device = await OvsdbServer.create();
+    setUpSwitch(device);
+    const zone = (await http("POST", "/tunnel_zones", { name: unique("vz"), type: "vtep" })).json;
+    vtep = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone.id })).json;
+    await waitFor("the device's ports", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 2, 15_000);
+  });
+
+  afterAll(async () => {
+    await device.destroy();
+  });
+
+  it("a binding puts mn-<bridge> with the VNI as tunnel_key and the VLAN binding; a second reuses the switch; another bridge has its own key; unbinding removes the VLAN, then the switch with the rows that refer to it", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("da"), tenantId: "A" })).json;
+    const b = (await http("POST", "/bridges", { name: unique("db"), tenantId: "A" })).json;
+    const lsA = `mn-${a.id}`;
+    const lsB = `mn-${b.id}`;
+    const first = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 10, networkId: a.id });
+    expect(first.status).toBe(201);
+    await waitFor("the logical switch and VLAN binding", async () => switches().has(lsA) && bindingsOf("eth0").includes(`10 ${lsA}`), 10_000);
+    const sA = switches().get(lsA)!;
+    expect(sA.key).toBeGreaterThanOrEqual(10_000);
+    expect(sA.key).toBeLessThan(2 ** 24);
+    const second = await http("POST", vtep.bindings, { portName: "eth1", vlanId: 11, networkId: a.id });
+    expect(second.status).toBe(201);
+    await waitFor("the second VLAN binding", async () => bindingsOf("eth1").includes(`11 ${lsA}`), 10_000);
+    expect(switches().get(lsA)).toEqual(sA);
+    const other = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 20, networkId: b.id });
+    expect(other.status).toBe(201);
+    await waitFor("the other bridge's switch", async () => switches().has(lsB) && bindingsOf("eth0").includes(`20 ${lsB}`), 10_000);
+    expect(switches().get(lsB)!.key).not.toBe(sA.key);
+    // Someone else's switch and binding on the same port stay.
+    device.ctl("add-ls", "theirs");
+    device.ctl("bind-ls", "sw-d", "eth0", "99", "theirs");
+    // One of a's two pairs goes: its VLAN leaves, the switch stays.
+    expect((await http("DELETE", second.json.uri)).status).toBe(204);
+    await waitFor("VLAN 11 unbound", async () => bindingsOf("eth1").length === 0, 10_000);
+    expect(switches().get(lsA)).toEqual(sA);
+    // A MAC the device learned in a's switch does not keep the switch from going with a's last pair.
+    device.ctl("add-ucast-local", lsA, "00:11:22:33:44:55", "10.0.0.9");
+    expect((await http("DELETE", first.json.uri)).status).toBe(204);
+    await waitFor("a's switch gone", async () => !switches().has(lsA), 10_000);
+    expect(device.ctl("list", "Ucast_Macs_Local").trim()).toBe("");
+    expect(bindingsOf("eth0").sort()).toEqual([`20 ${lsB}`, "99 theirs"].sort());
+    expect(switches().has("theirs")).toBe(true);
+    expect((await http("DELETE", other.json.uri)).status).toBe(204);
+    await waitFor("b's switch gone", async () => !switches().has(lsB), 10_000);
+    expect(bindingsOf("eth0")).toEqual(["99 theirs"]);
+  });
+
+  it("a device restarted empty is rewritten within 15 s: the switch with its original tunnel_key and every VLAN binding", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("dr"), tenantId: "A" })).json;
+    const ls = `mn-${a.id}`;
+    for (const [port, vlanId] of [["eth0", 5], ["eth1", 6]] as const) {
+      expect((await http("POST", vtep.bindings, { portName: port, vlanId, networkId: a.id })).status).toBe(201);
+    }
+    await waitFor("both VLAN bindings", async () => bindingsOf("eth0").includes(`5 ${ls}`) && bindingsOf("eth1").includes(`6 ${ls}`), 10_000);
+    const key = switches().get(ls)!.key;
+    await device.stop();
+    rmSync(join(device.dir, "vtep.db"), { force: true });
+    execFileSync("ovsdb-tool", ["create", join(device.dir, "vtep.db"), "/usr/share/openvswitch/vtep.ovsschema"]);
+    await device.start();
+    setUpSwitch(device);
+    const back = Date.now();
+    expect(switches().has(ls)).toBe(false);
+    await waitFor("everything back", async () => switches().get(ls)?.key === key && bindingsOf("eth0").includes(`5 ${ls}`) && bindingsOf("eth1").includes(`6 ${ls}`), 15_000);
+    expect(Date.now() - back).toBeLessThan(15_000);
+    for (const u of ["eth0/5", "eth1/6"]) expect((await http("DELETE", `${vtep.uri}/bindings/${u}`)).status).toBe(204);
+    await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
   });
 });

@@ -77,6 +77,22 @@ export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
     },
   });
 
+/** The bridges bound on a VTEP, with their VNIs and pairs (what its device should hold, vxgw.ts). */
+export async function boundOn(q: Queryable, vtepId: string): Promise<{ bridgeId: string; vni: number; pairs: { port: string; vlan: number }[] }[]> {
+  const rows = (
+    await q.query<{ bridge_id: string; vni: number; port_name: string; vlan_id: number }>(
+      "SELECT b.bridge_id, v.vni, b.port_name, b.vlan_id FROM vtep_bindings b JOIN bridge_vnis v ON v.bridge_id = b.bridge_id WHERE b.vtep_id = $1 ORDER BY b.bridge_id, b.id",
+      [vtepId],
+    )
+  ).rows;
+  const out = new Map<string, { bridgeId: string; vni: number; pairs: { port: string; vlan: number }[] }>();
+  for (const r of rows) {
+    if (!out.has(r.bridge_id)) out.set(r.bridge_id, { bridgeId: r.bridge_id, vni: r.vni, pairs: [] });
+    out.get(r.bridge_id)!.pairs.push({ port: r.port_name, vlan: r.vlan_id });
+  }
+  return [...out.values()];
+}
+
 /** 409 while the VTEP has bindings (its delete would otherwise take them, as its children). */
 export async function unbound(q: Queryable, vtepId: string): Promise<void> {
   const b = (await q.query<BindingRow>("SELECT * FROM vtep_bindings WHERE vtep_id = $1 ORDER BY id LIMIT 1", [vtepId])).rows[0];

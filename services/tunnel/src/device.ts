@@ -214,6 +214,8 @@ export interface SessionHooks {
   changed: () => void;
   /** The session ended on the peer's account (a metric counts these). */
   fault?: (reason: PeerFault) => void;
+  /** A new session is monitoring the device (vxgw.ts reconciles it in full). */
+  connected?: () => void;
 }
 
 export class DeviceSession {
@@ -259,6 +261,15 @@ export class DeviceSession {
 
   get connectionState(): ConnectionState {
     return this.phase;
+  }
+
+  /** One OVSDB transaction on the hardware_vtep database of the current session (throws when there is none). */
+  async transact(ops: Record<string, unknown>[]): Promise<unknown[]> {
+    const client = this.client;
+    if (this.phase !== "connected" || !client) throw new Error("the device is not connected");
+    const results = await client.request("transact", ["hardware_vtep", ...ops], ANSWER_TIMEOUT_MS);
+    if (!Array.isArray(results)) throw new PeerError("bad_message", `transact answered ${excerpt(results, 100)}`);
+    return results;
   }
 
   /** The device's state as last seen. */
@@ -361,5 +372,6 @@ export class DeviceSession {
     if (this.phase !== "connected") this.log.info("VTEP connected");
     this.phase = "connected";
     this.hooks.changed();
+    this.hooks.connected?.();
   }
 }

@@ -47,7 +47,13 @@ export const service: ServiceSpec = {
     svc.bus.subscribe(["tunnel.Vtep.created", "tunnel.Vtep.deleted"], () => sessions.look());
     // Bound bridges' VXLAN ports, asked of the routing service until it answers.
     const vxlan = new VxlanPortSync(svc);
-    const kick = () => vxlan.kick();
+    // A binding written here: its VXLAN port, and the devices this replica programs, soon (the
+    // write commits first; a binding made on another replica reaches the device at the next
+    // periodic reconcile).
+    const kick = () => {
+      vxlan.kick();
+      setTimeout(() => sessions.programAll(), 100);
+    };
     bindingsChanged.add(kick);
     vxlan.start();
     return async () => {

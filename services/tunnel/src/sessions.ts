@@ -18,6 +18,8 @@ import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
+import { boundOn } from "./bindings.ts";
+import { RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
@@ -40,6 +42,13 @@ interface Stored {
 
 interface Watched {
   session: DeviceSession;
+  /** The VTEP's management address (its switch is the one that names it). */
+  ip: string;
+  /** A reconcile of the device runs (vxgw.ts); another is due when it ends. */
+  programming: boolean;
+  programAgain: boolean;
+  /** The last reconcile's failure, logged once. */
+  programError?: string;
   /** What the database holds, once read or written; unknown after a failed write. */
   stored?: Stored;
   /** A change not stored yet. */
@@ -91,6 +100,7 @@ export class VtepSessions {
   private readonly faults: Counter<"reason">;
   private lease: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private programTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
   constructor(svc: ServiceContext, config: SessionsConfig) {
@@ -104,6 +114,7 @@ export class VtepSessions {
 
   start(): void {
     this.timer = setInterval(() => this.look(), LOOK_EVERY_MS);
+    this.programTimer = setInterval(() => this.programAll(), RECONCILE_EVERY_MS);
     this.look();
   }
 
@@ -118,6 +129,7 @@ export class VtepSessions {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.programTimer);
     await this.running;
     this.dropAll();
   }
@@ -167,11 +179,46 @@ export class VtepSessions {
     const hooks = {
       changed: () => this.changed(vtep.id, w),
       fault: (reason: PeerFault) => this.faults.inc({ reason }),
+      connected: () => this.program(vtep.id, vtep.ip),
     };
     const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
-    const w: Watched = { session, dirty: false, writing: false, tokens: WRITE_BURST, tokensAt: Date.now() };
+    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, tokens: WRITE_BURST, tokensAt: Date.now() };
     this.watched.set(vtep.id, w);
     w.session.start();
+  }
+
+  /** Programs every connected device this replica watches with the bindings (vxgw.ts). */
+  programAll(): void {
+    for (const [id, w] of this.watched) if (w.session.connectionState === "connected") this.program(id, w.ip);
+  }
+
+  /** Brings one device to the bindings of its VTEP; one reconcile at a time per VTEP, a failure logged once. */
+  private program(id: string, ip: string): void {
+    const w = this.watched.get(id);
+    if (!w) return;
+    if (w.programming) {
+      w.programAgain = true;
+      return;
+    }
+    w.programming = true;
+    const once = async () => {
+      do {
+        w.programAgain = false;
+        if (this.watched.get(id) !== w || w.session.connectionState !== "connected") return;
+        try {
+          await reconcile((ops) => w.session.transact(ops), ip, await boundOn(this.svc.store.pool, id));
+          if (w.programError) this.log.info("VTEP device programmed again", { vtep: id });
+          w.programError = undefined;
+        } catch (err) {
+          const message = messageOf(err);
+          if (w.programError !== message) this.log.warn("VTEP device not programmed; trying again", { vtep: id, err: message });
+          w.programError = message;
+        }
+      } while (w.programAgain);
+    };
+    once().finally(() => {
+      w.programming = false;
+    });
   }
 
   /** Marks the VTEP changed; its writer stores the newest state. */
