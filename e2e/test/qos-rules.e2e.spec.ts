@@ -285,6 +285,16 @@ describe("tenancy: a rule follows its policy (§5, §8)", () => {
     expect(ids(await http("GET", "/qos_dscp_rules?tenant_id=A"))).toContain(ruleA.id);
   });
 
+  it("another tenant's rule answers exactly as a missing one, as an item and as a paging marker", async () => {
+    const hidden = await http("GET", ruleA.uri, undefined, as("taB"));
+    const missing = await http("GET", `/qos_dscp_rules/${MISSING}`, undefined, as("taB"));
+    expect(hidden.json.message.replace(ruleA.id, "<id>")).toBe(missing.json.message.replace(MISSING, "<id>"));
+    const byMarker = await http("GET", `/qos_dscp_rules?marker=${ruleA.id}`, undefined, as("taB"));
+    const byNone = await http("GET", `/qos_dscp_rules?marker=${MISSING}`, undefined, as("taB"));
+    expectError(byMarker, 400);
+    expect(byMarker.json.violations).toEqual(byNone.json.violations);
+  });
+
   it("a tenant user reads its tenant's rules and may not write them (403)", async () => {
     expect((await http("GET", ruleA.uri, undefined, as("tuA"))).status).toBe(200);
     expectError(await http("PUT", ruleA.uri, { dscpMark: 1 }, as("tuA")), 403);
