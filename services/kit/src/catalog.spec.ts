@@ -172,7 +172,7 @@ ${names.map((n) => `    option (vnm.api.callers) = "${n}";`).join("\n")}
     const c = catalogOf(callersOf(["tracing", "gateway"]));
     expect([...c.callers.get("vnm.kennel.v1.KennelService/Feed")!]).toEqual(["tracing", "gateway"]);
     expect(peersOf(c, "tracing")).toEqual(["bridge", "identity", "kennel"]);
-    expect(peersOf(c, "tunnel")).toEqual(["identity", "routing"]);
+    expect(peersOf(c, "tunnel")).toEqual(["bridge", "identity", "routing"]);
     expect(peersOf(c, "identity")).toEqual([]);
   });
 
