@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OvsdbServer } from "../harness/ovsdb-server.ts";
 import { PrismProxy, type ProxyAnswer, type ProxyRequest } from "../harness/prism.ts";
-import { useStack } from "../harness/harness.ts";
+import { useStack, waitFor } from "../harness/harness.ts";
 
 // No request limits: the suite sends a few thousand requests as one user.
 const fx = useStack({ VNM_RATE_LIMIT: "0", VNM_SOURCE_RATE_LIMIT: "0" });
@@ -274,7 +274,13 @@ async function buildWorld(): Promise<void> {
   device.ctl("add-ps", "sw-one");
   device.ctl("set", "Physical_Switch", "sw-one", "management_ips=127.0.0.1", 'tunnel_ips=["10.9.0.1"]', "description=first");
   device.ctl("add-port", "sw-one", "eth0");
-  await create("createVtep", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone["id"] });
+  const vtep = await create("createVtep", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone["id"] });
+  // A binding of the device's port to the world's bridge, once the session has read the port.
+  const vtepPorts = `/vteps/${vtep["id"]}/ports`;
+  await waitFor("the VTEP's port", async () => JSON.stringify((await call(opById("listVtepPorts"), vtepPorts)).json).includes("eth0"), 20_000);
+  let vlan = 100;
+  bodies["createVtepBinding"] = () => ({ portName: "eth0", vlanId: ++vlan, networkId: bridge["id"] });
+  await create("createVtepBinding", `/vteps/${vtep["id"]}/bindings`, bodies["createVtepBinding"]());
   // Another device for the VTEP the suite creates later; a second one at it is a 409.
   spare = await OvsdbServer.create();
   bodies["createVtep"] = () => ({ managementIp: "127.0.0.1", managementPort: spare.port, tunnelZoneId: zone["id"] });
