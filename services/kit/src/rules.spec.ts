@@ -65,6 +65,13 @@ describe("one field's value, as a list's filter", () => {
     expect(rules.checkField(BRIDGE, "name", "anything")).toBe("anything");
     expect(() => rules.checkField(BRIDGE, "inboundFilterId", "nope")).toThrow(expect.objectContaining({ violations: [{ property: "inboundFilterId", message: "must be a valid UUID" }] }));
   });
+
+  it("keeps an address of either family in its one spelling, also where the message has other required fields", () => {
+    // An IP address group's address: `string.ip`, beside a required `version`.
+    expect(rules.checkField("vnm.routing.v1.IpAddrGroupAddr", "addr", "2001:DB8:0:0::1")).toBe("2001:db8::1");
+    expect(rules.checkField("vnm.routing.v1.IpAddrGroupAddr", "addr", "10.0.0.1")).toBe("10.0.0.1");
+    expect(rules.check("vnm.tunnel.v1.Host", { addresses: ["2001:DB8::0:1", "10.1.1.1"] }).addresses).toEqual(["2001:db8::1", "10.1.1.1"]);
+  });
 });
 
 describe("the catalog's view of the rules", () => {

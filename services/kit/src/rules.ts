@@ -74,7 +74,8 @@ export class Rules {
       const own = err.violations.filter((v) => v.property === fieldName);
       if (own.length > 0) throw ApiError.invalid(own);
       if (err.violations.length === 0) throw err;
-      return value;
+      // The value passed its own rules: kept in its one spelling all the same.
+      return this.spelled(typeName, { [fieldName]: value })[fieldName];
     }
   }
 
@@ -158,7 +159,8 @@ function normalOf(f: DescField): Normal | undefined {
   const s = stringRules(f);
   if (!s) return undefined;
   if (s.wellKnown.case === "uuid" && s.wellKnown.value) return lower;
-  if (s.wellKnown.case === "ipv6" && s.wellKnown.value) return ipv6;
+  // An address of either family: an IPv6 one in its one spelling, an IPv4 one as it is.
+  if ((s.wellKnown.case === "ipv6" || s.wellKnown.case === "ip") && s.wellKnown.value) return ipv6;
   if (s.$unknown?.some((u) => u.no === VNM_MAC)) return lower;
   return undefined;
 }
