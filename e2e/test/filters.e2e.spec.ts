@@ -4,7 +4,8 @@
 // documented filter the server refuses (a 400 "is not a filter of this list") is a lie in the
 // document.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, Stack } from "../harness/harness.ts";
+import { httpClient, Stack, waitFor } from "../harness/harness.ts";
+import { OvsdbServer } from "../harness/ovsdb-server.ts";
 
 const stack = new Stack();
 let gw = "";
@@ -16,6 +17,7 @@ let doc: { paths: Record<string, { get?: { parameters?: Param[] } }> };
 const ROUTER = "6a1c5a1e-0b7e-4c57-9d8c-3a2f4b6c7d80";
 const PORT = "6a1c5a1e-0b7e-4c57-9d8c-3a2f4b6c7d81";
 let lists: string[] = [];
+let device: OvsdbServer | undefined;
 
 beforeAll(async () => {
   await stack.startServices("bridge", "routing", "identity", "tunnel", "lb", "qos");
@@ -61,14 +63,28 @@ beforeAll(async () => {
   const qos = (await http("POST", "/qos_policies", { name: "filtered", tenantId: "filters" })).json;
   made.push(await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100, maxBurstKb: 10 }));
   made.push(await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 46 }));
+  // A VTEP's binding of its device's port to the bridge, and so the bridge's VXLAN port.
+  device = await OvsdbServer.create();
+  device.ctl("add-ps", "sw-filtered");
+  device.ctl("set", "Physical_Switch", "sw-filtered", "management_ips=127.0.0.1");
+  device.ctl("add-port", "sw-filtered", "eth0");
+  const vzone = (await http("POST", "/tunnel_zones", { name: "filtered-vtep", type: "vtep" })).json;
+  const vtep = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: vzone.id })).json;
+  await waitFor("the VTEP's port", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 1, 20_000);
+  made.push(await http("POST", `/vteps/${vtep.id}/bindings`, { portName: "eth0", vlanId: 9, networkId: bridge.id }));
+  await waitFor("the bridge's VXLAN port", async () => (await http("GET", `${b}/vxlan_ports`)).json.length === 1, 20_000);
   for (const r of made) expect(r.status, r.text).toBe(201);
   lists = [`${b}/dhcp`, `${b}/dhcp/10.9.0.0_24/hosts`, `${b}/dhcpV6`, `${b}/mac_table`, `${b}/vlans/7/mac_table`, `${b}/arp_table`, "/ip_addr_groups", `/ip_addr_groups/${group.id}/ip_addrs`, "/port_groups", `/port_groups/${portGroup.id}/ports`, `/ports/${memberPort.id}/port_groups`, "/hosts", `/tunnel_zones/${zone.id}/hosts`, `/hosts/${host.id}/ports`, `/routers/${ROUTER}/routes`];
   lists.push("/routers", `/routers/${ROUTER}/ports`, `/routers/${ROUTER}/peer_ports`, "/ports", `${b}/ports`, `${b}/peer_ports`);
   const q = `/qos_policies/${qos.id}`;
   lists.push("/pool_members", `/pools/${pool.id}/pool_members`, "/vips", `/pools/${pool.id}/vips`, `/load_balancers/${lb.id}/vips`);
   lists.push(`${q}/qos_bw_limit_rules`, `${q}/qos_dscp_rules`, "/qos_bw_limit_rules", "/qos_dscp_rules");
+  lists.push(`/vteps/${vtep.id}/bindings`, `${b}/vxlan_ports`);
 });
-afterAll(() => stack.stop());
+afterAll(async () => {
+  await stack.stop();
+  await device?.destroy();
+});
 
 /** The documented template of a concrete path: the path whose segments match, variables standing for any. */
 function templateOf(path: string): string {
