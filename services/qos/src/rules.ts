@@ -4,7 +4,7 @@
 // A rule is read with its policy's tenant (the views of migration 3), which it follows; it goes,
 // announced, with its policy. The fields' limits are qos.proto's.
 import { randomUUID } from "node:crypto";
-import { type Change, type Checked, type Queryable, Resource } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, type Checked, type Handlers, isUuid, type MessageName, type Queryable, Resource, type Store } from "@vnm/kit";
 
 type Emit = (c: Change) => void;
 
@@ -13,7 +13,30 @@ export const POLICY_OF_PATH = "policyOfPath";
 
 const policyColumn = (req: Record<string, unknown>) => (typeof req[POLICY_OF_PATH] === "string" ? { policy_id: req[POLICY_OF_PATH] } : {});
 
-export const bwLimitRules = new Resource({
+/**
+ * A kind of rule: its create (POST under a policy, the catalog's create of the kind) runs under
+ * the policy of its path, which must exist (404 before the body is judged) and stays until the
+ * rule is written; the policy's tenancy was checked before (the rule follows it).
+ */
+class PolicyRules<P extends MessageName> extends Resource<P, Record<string, unknown>> {
+  override handlers(store: Store): Handlers {
+    const out = super.handlers(store);
+    const rpc = this.info.rpcs.create;
+    if (rpc) {
+      out[rpc] = (req: Record<string, unknown>, ctx: CallContext) =>
+        store.tx(ctx, async (q, emit) => {
+          const id = req["id"];
+          const found = isUuid(id) ? await q.query<{ id: string }>("SELECT id FROM qos_policies WHERE id = $1 FOR KEY SHARE", [id.toLowerCase()]) : undefined;
+          const policy = found?.rows[0]?.id;
+          if (!policy) throw ApiError.noItem("QosPolicy", id);
+          return this.create(q, emit, { ...req, [POLICY_OF_PATH]: policy });
+        });
+    }
+    return out;
+  }
+}
+
+export const bwLimitRules = new PolicyRules({
   proto: "vnm.qos.v1.QosBwLimitRule",
   table: "qos_bw_limit_rules",
   view: "qos_bw_limit_rules_now",
@@ -23,7 +46,7 @@ export const bwLimitRules = new Resource({
   columns: (b, req) => ({ max_kbps: b.maxKbps ?? 0, max_burst_kb: b.maxBurstKb ?? null, ...policyColumn(req) }),
 });
 
-export const dscpRules = new Resource({
+export const dscpRules = new PolicyRules({
   proto: "vnm.qos.v1.QosDscpRule",
   table: "qos_dscp_rules",
   view: "qos_dscp_rules_now",
