@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Drives a running vnm API with MidoNet's own python client (python-midonetclient).
+
+The client is not part of this repository: put its `src` folder on PYTHONPATH (the e2e spec
+e2e/test/midonetclient.e2e.spec.ts does, from VNM_MIDONETCLIENT). It needs Debian's
+python3-httplib2 and python3-webob.
+
+    python3 e2e/midonetclient/drive.py <base uri> <admin user> <password>
+
+Builds a topology the way MidoNet's users do (two routers, their ports linked, routes, a bridge
+and its ARP entries, a host in a tunnel zone with a port bound to it, ...), checks every answer,
+then deletes it all in reverse order and checks it is gone. Prints one line per step and, last,
+`RESULT calls=<n> checks=<n> ok`. Any failed check is an AssertionError (exit status 1).
+
+Two things are not the client's own use, both said where they happen:
+- media types: the client sends `vnd.org.midonet.` types; this API is the interface document's,
+  whose types are `vnd.org.service.` (midonet-facts.md §0.1). The constants of the client's
+  vendor_media_type module are rewritten once, before the rest of the client is imported.
+- the login, when the API sets no `sessionId` cookie (see `login` below).
+"""
+
+import sys
+import uuid
+
+from midonetclient import vendor_media_type
+
+for _name in dir(vendor_media_type):
+    _value = getattr(vendor_media_type, _name)
+    if isinstance(_value, str) and "vnd.org.midonet." in _value:
+        setattr(vendor_media_type, _name, _value.replace("vnd.org.midonet.", "vnd.org.service."))
+
+from midonetclient import api_lib, auth_lib  # noqa: E402
+from midonetclient.api import MidonetApi  # noqa: E402
+from webob import exc as http_exc  # noqa: E402
+
+# The ARP table's types (topology.md §5): the client has no constant for them.
+ARP_TYPE = "application/vnd.org.service.IP4Mac-v1+json"
+ARP_LIST_TYPE = "application/vnd.org.service.collection.IP4Mac-v1+json"
+CALLS = 0
+CHECKS = 0
+FINDINGS = []
+
+_do_request = api_lib.do_request
+
+
+def _counted(*args, **kwargs):
+    """Every HTTP request the client makes goes through here: counted, nothing changed."""
+    global CALLS
+    CALLS += 1
+    return _do_request(*args, **kwargs)
+
+
+api_lib.do_request = _counted
+
+
+def check(cond, what):
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        raise AssertionError(what)
+
+
+def eq(actual, expected, what):
+    check(actual == expected, "%s: expected %r, got %r" % (what, expected, actual))
+
+
+def step(text):
+    print("step:", text, flush=True)
+
+
+def gone(fetch, what):
+    """fetch() must now raise the client's 404."""
+    try:
+        fetch()
+    except http_exc.HTTPNotFound:
+        check(True, what)
+        return
+    raise AssertionError("%s: still there" % what)
+
+
+def login(api, base, user, password):
+    """The client's own login reads the token from the answer's `Set-Cookie: sessionId=<key>`.
+
+    When the API sets no cookie (docs/security.md, "No cookie"), the client's login fails with
+    KeyError 'set-cookie'. That is reported as a finding, and the token is then taken with a
+    plain POST /login (Basic credentials, as the client sends them) and handed to the client's
+    auth module, where its own login would have put it; everything after is the client's.
+    """
+    try:
+        api.auth.login()
+        check(auth_lib._token, "the client's login gave a token")
+        print("login: the client's own (Set-Cookie sessionId)", flush=True)
+        return
+    except KeyError as e:
+        FINDINGS.append("login: the answer has no Set-Cookie (KeyError %s in auth_lib.Auth.login)" % e)
+    import base64
+    import json
+
+    import httplib2
+
+    basic = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    resp, body = httplib2.Http().request(base + "/login", "POST", "{}", headers={"Authorization": "Basic " + basic})
+    eq(resp.status, 200, "POST /login")
+    key = json.loads(body)["key"]
+    eq(resp["x-auth-token"], key, "the login's X-Auth-Token")
+    auth_lib._token = key
+    print("login: plain POST /login, token handed to the client (no Set-Cookie)", flush=True)
+
+
+def drive(base, user, password):
+    api = MidonetApi(base, user, password)
+    login(api, base, user, password)
+    tenant = "pmc-" + uuid.uuid4().hex[:8]
+
+    step("routers")
+    r1 = api.add_router().name("pmc-edge").tenant_id(tenant).create()
+    r2 = api.add_router().name("pmc-core").tenant_id(tenant).create()
+    for r, name in ((r1, "pmc-edge"), (r2, "pmc-core")):
+        check(uuid.UUID(r.get_id()), "router id is a UUID")
+        eq(r.get_name(), name, "router name")
+        eq(r.get_tenant_id(), tenant, "router tenant")
+        eq(api.get_router(r.get_id()).get_name(), name, "router read by id")
+    listed = [r.get_id() for r in api.get_routers()]
+    check(r1.get_id() in listed and r2.get_id() in listed, "both routers listed")
+    r1.name("pmc-edge-1").update()
+    eq(api.get_router(r1.get_id()).get_name(), "pmc-edge-1", "router renamed")
+
+    step("router ports")
+    p1 = r1.add_port().port_address("10.77.0.1").network_address("10.77.0.0").network_length(30).create()
+    p2 = r2.add_port().port_address("10.77.0.2").network_address("10.77.0.0").network_length(30).create()
+    p3 = r1.add_port().port_address("192.168.77.1").network_address("192.168.77.0").network_length(24) \
+        .port_mac("02:00:c0:a8:4d:01").create()
+    for p, r, addr in ((p1, r1, "10.77.0.1"), (p2, r2, "10.77.0.2"), (p3, r1, "192.168.77.1")):
+        eq(p.get_type(), "Router", "port type")
+        eq(p.get_device_id(), r.get_id(), "port's router")
+        eq(p.get_port_address(), addr, "port address")
+        check(p.get_peer_id() is None, "a new port is not linked")
+    eq(p3.get_port_mac(), "02:00:c0:a8:4d:01", "port MAC as given")
+    check(p1.get_port_mac(), "a port MAC is chosen when none is given")
+    eq(sorted(p.get_id() for p in r1.get_ports()), sorted([p1.get_id(), p3.get_id()]), "router 1's ports")
+    eq([p.get_id() for p in r2.get_ports()], [p2.get_id()], "router 2's ports")
+    eq(api.get_port(p2.get_id()).get_network_length(), 30, "port read by id")
+
+    step("link")
+    p1.link(p2.get_id())
+    eq(p1.get_peer_id(), p2.get_id(), "the linked port's peer")
+    eq(api.get_port(p2.get_id()).get_peer_id(), p1.get_id(), "the peer's peer")
+    eq([p.get_id() for p in r1.get_peer_ports()], [p2.get_id()], "router 1's peer ports")
+    eq([p.get_id() for p in r2.get_peer_ports()], [p1.get_id()], "router 2's peer ports")
+
+    step("routes")
+    default = r1.add_route().type("Normal").src_network_addr("0.0.0.0").src_network_length(0) \
+        .dst_network_addr("0.0.0.0").dst_network_length(0).next_hop_port(p1.get_id()) \
+        .next_hop_gateway("10.77.0.2").weight(100).create()
+    local = r1.add_route().type("Normal").src_network_addr("0.0.0.0").src_network_length(0) \
+        .dst_network_addr("192.168.78.0").dst_network_length(24).next_hop_port(p3.get_id()) \
+        .next_hop_gateway("192.168.77.254").weight(10).create()
+    back = r2.add_route().type("Normal").src_network_addr("0.0.0.0").src_network_length(0) \
+        .dst_network_addr("192.168.77.0").dst_network_length(24).next_hop_port(p2.get_id()) \
+        .next_hop_gateway("10.77.0.1").weight(100).create()
+    eq(default.get_router_id(), r1.get_id(), "route's router")
+    eq(default.get_next_hop_gateway(), "10.77.0.2", "route's gateway")
+    eq(default.get_next_hop_port(), p1.get_id(), "route's port")
+    eq(default.get_weight(), 100, "route's weight")
+    eq(local.get_dst_network_addr(), "192.168.78.0", "route's destination")
+    eq(local.get_dst_network_length(), 24, "route's destination length")
+    eq(api.get_route(back.get_id()).get_router_id(), r2.get_id(), "route read by id")
+    r1_routes = {r.get_id(): r for r in r1.get_routes()}
+    check(default.get_id() in r1_routes and local.get_id() in r1_routes, "router 1 lists its routes")
+    check(back.get_id() not in r1_routes, "router 1 does not list router 2's route")
+    check(back.get_id() in [r.get_id() for r in r2.get_routes()], "router 2 lists its route")
+
+    step("bridge, its port linked to a router, ARP entries (plain HTTP: the client has no call)")
+    br = api.add_bridge().name("pmc-lan").tenant_id(tenant).create()
+    eq(api.get_bridge(br.get_id()).get_name(), "pmc-lan", "bridge read by id")
+    bp = br.add_port().create()
+    eq(bp.get_type(), "Bridge", "bridge port type")
+    eq(bp.get_device_id(), br.get_id(), "bridge port's bridge")
+    rp = r2.add_port().port_address("172.16.77.1").network_address("172.16.77.0").network_length(24).create()
+    bp.link(rp.get_id())
+    eq(bp.get_peer_id(), rp.get_id(), "bridge port linked to a router port")
+    eq([p.get_id() for p in br.get_peer_ports()], [rp.get_id()], "the bridge's peer ports")
+    arp = br.dto["arpTable"]
+    entries = [("172.16.77.10", "02:00:ac:10:4d:0a"), ("172.16.77.11", "02:00:ac:10:4d:0b")]
+    arp_uris = []
+    for ip, mac in entries:
+        resp, _ = api.auth.do_request(arp, "POST", body={"ip": ip, "mac": mac},
+                                      headers={"Content-Type": ARP_TYPE})
+        eq(resp.status, 201, "ARP entry created")
+        eq(resp["location"], "%s/%s_%s" % (arp, ip, mac.replace(":", "-")), "ARP entry's Location")
+        arp_uris.append(resp["location"])
+    _, listed = api.auth.do_request(arp, "GET", headers={"Accept": ARP_LIST_TYPE})
+    eq(sorted((e["ip"], e["mac"]) for e in listed), entries, "ARP entries listed")
+    _, one = api.auth.do_request(arp_uris[0], "GET", headers={"Accept": ARP_TYPE})
+    eq((one["ip"], one["mac"], one["uri"]), entries[0] + (arp_uris[0],), "ARP entry read")
+
+    step("host, tunnel zone, membership, binding")
+    host = api.add_host().name("pmc-host-" + tenant).create()
+    check(uuid.UUID(host.get_id()), "host id")
+    eq(api.get_host(host.get_id()).get_name(), "pmc-host-" + tenant, "host read by id")
+    check(host.get_id() in [h.get_id() for h in api.get_hosts()], "host listed")
+    zone = api.add_vxlan_tunnel_zone().name("pmc-zone-" + tenant).create()
+    eq(zone.get_type(), "vxlan", "zone type")
+    eq(api.get_tunnel_zone(zone.get_id()).get_name(), "pmc-zone-" + tenant, "zone read by id")
+    member = zone.add_tunnel_zone_host().host_id(host.get_id()).ip_address("10.99.0.7").create()
+    eq(member.get_host_id(), host.get_id(), "zone member's host")
+    eq(member.get_tunnel_zone_id(), zone.get_id(), "zone member's zone")
+    eq(member.get_ip_address(), "10.99.0.7", "zone member's address")
+    eq([(m.get_host_id(), m.get_ip_address()) for m in zone.get_hosts()], [(host.get_id(), "10.99.0.7")], "zone lists its host")
+    gre = api.add_gre_tunnel_zone().name("pmc-gre-" + tenant).create()
+    gre_member = gre.add_tunnel_zone_host().host_id(host.get_id()).ip_address("10.98.0.7").create()
+    eq(gre_member.get_tunnel_zone_id(), gre.get_id(), "GRE zone member (GreTunnelZoneHost-v1)")
+    eq([m.get_host_id() for m in gre.get_hosts()], [host.get_id()], "GRE zone lists its host")
+    binding = host.add_host_interface_port().port_id(p3.get_id()).interface_name("tap-pmc0").create()
+    eq(binding.get_host_id(), host.get_id(), "binding's host")
+    eq(binding.get_port_id(), p3.get_id(), "binding's port")
+    eq(binding.get_interface_name(), "tap-pmc0", "binding's interface")
+    bound = api.get_port(p3.get_id())
+    eq(bound.get_host_id(), host.get_id(), "the port shows its host")
+    eq(bound.get_interface_name(), "tap-pmc0", "the port shows its interface")
+    eq([(b.get_port_id(), b.get_interface_name()) for b in host.get_ports()], [(p3.get_id(), "tap-pmc0")], "the host lists its binding")
+
+    step("cleanup, in reverse order")
+    binding.delete()
+    eq(list(host.get_ports()), [], "binding gone")
+    check(api.get_port(p3.get_id()).get_host_id() is None, "the port is unbound")
+    gre_member.delete()
+    gre.delete()
+    member.delete()
+    eq(list(zone.get_hosts()), [], "zone member gone")
+    zone.delete()
+    gone(lambda: api.get_tunnel_zone(zone.get_id()), "zone gone")
+    host.delete()
+    gone(lambda: api.get_host(host.get_id()), "host gone")
+    for u in reversed(arp_uris):
+        resp, _ = api.auth.do_request(u, "DELETE")
+        eq(resp.status, 204, "ARP entry deleted")
+    _, listed = api.auth.do_request(arp, "GET", headers={"Accept": ARP_LIST_TYPE})
+    eq(listed, [], "ARP table empty")
+    bp.unlink()
+    check(bp.get_peer_id() is None, "bridge port unlinked")
+    bp.delete()
+    rp.delete()
+    br.delete()
+    gone(lambda: api.get_bridge(br.get_id()), "bridge gone")
+    for route in (back, local, default):
+        route.delete()
+        gone(lambda: api.get_route(route.get_id()), "route gone")
+    left = [r.get_id() for r in list(r1.get_routes()) + list(r2.get_routes())]
+    check(not {default.get_id(), local.get_id(), back.get_id()} & set(left), "the routes no longer listed")
+    p1.unlink()
+    check(p1.get_peer_id() is None, "port unlinked")
+    check(api.get_port(p2.get_id()).get_peer_id() is None, "its peer unlinked")
+    for p in (p3, p2, p1):
+        p.delete()
+        gone(lambda: api.get_port(p.get_id()), "port gone")
+    for r in (r2, r1):
+        r.delete()
+        gone(lambda: api.get_router(r.get_id()), "router gone")
+    remaining = [r.get_id() for r in api.get_routers()]
+    check(r1.get_id() not in remaining and r2.get_id() not in remaining, "routers no longer listed")
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    base, user, password = argv[1].rstrip("/"), argv[2], argv[3]
+    drive(base, user, password)
+    for f in FINDINGS:
+        print("FINDING", f, flush=True)
+    print("RESULT calls=%d checks=%d ok" % (CALLS, CHECKS), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
