@@ -6,7 +6,8 @@ import { generateKeyPairSync } from "node:crypto";
 import { accessRules, buildCatalog } from "@vnm/kit";
 import { identityTokens } from "@vnm/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPS, expectError, type HttpResult, httpClient, Stack } from "@vnm/e2e/harness";
+import { DEPS, expectError, type HttpResult, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
+import { OvsdbServer } from "@vnm/e2e/ovsdb-server";
 
 const stack = new Stack();
 let gw = "";
@@ -411,6 +412,41 @@ describe("the role x method matrix", () => {
       }
     }
     for (const [, item] of [...kinds].reverse()) expect((await req("admin", "DELETE", item)).status).toBe(204);
+  });
+
+  it("VtepBinding: admin only, whatever the bridge's tenant, every method (a real binding on a device)", async () => {
+    const device = await OvsdbServer.create();
+    try {
+      device.ctl("add-ps", "sw-auth");
+      device.ctl("set", "Physical_Switch", "sw-auth", "management_ips=127.0.0.1");
+      device.ctl("add-port", "sw-auth", "eth0");
+      const zone = (await http("POST", "/tunnel_zones", { name: `auth-${stack.id}`, type: "vtep" })).json;
+      const vtep = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone.id })).json;
+      await waitFor("the device's port", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 1, 15_000);
+      const own = (await req("taA", "POST", "/bridges", { name: "bound" })).json;
+      const binding = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 1, networkId: own.id });
+      expect(binding.status).toBe(201);
+      const body = { portName: "eth0", vlanId: 2, networkId: own.id };
+      const ops: [string, string, unknown?][] = [
+        ["GET", vtep.bindings],
+        ["GET", binding.json.uri],
+        ["POST", vtep.bindings, body],
+        ["DELETE", binding.json.uri],
+      ];
+      // A binding has no PUT, for anyone (405 before who asks is judged).
+      expectError(await req("taA", "PUT", binding.json.uri, body), 405);
+      for (const [method, path, b] of ops) {
+        for (const who of ["taA", "tuA", "taB"] as Who[]) expectError(await req(who, method, path, b), 403);
+        for (const who of ["none", "bad"] as Who[]) expectError(await req(who, method, path, b), 401);
+      }
+      expect((await http("GET", vtep.bindings)).json).toEqual([binding.json]);
+      expect((await http("DELETE", binding.json.uri)).status).toBe(204);
+      await waitFor("the bridge's VXLAN port gone", async () => (await http("GET", own.uri)).json.vxlanPortIds.length === 0, 10_000);
+      expect((await http("DELETE", own.uri)).status).toBe(204);
+      expect((await http("DELETE", vtep.uri)).status).toBe(204);
+    } finally {
+      await device.destroy();
+    }
   });
 
   it("a non-admin POST without tenantId takes the caller's tenant; naming another is a 403", async () => {
