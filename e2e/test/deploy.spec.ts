@@ -253,11 +253,12 @@ describe("production overlay: secrets, pod security, network", () => {
   });
 
   it("admits gRPC only from the parts that call a service, metrics only from the monitoring namespace, a database only from its service", () => {
-    // Besides the gateway: a trace's and a port's bridge, a router's load balancer, a binding's host
-    // (routing asks tunnel), a host's bindings (tunnel asks routing), a load balancer's router
-    // (lb asks routing).
+    // Besides the gateway: a trace's, a port's and a VTEP binding's bridge (tunnel asks bridge),
+    // a bridge's VXLAN ports (routing tells bridge), a router's load balancer, a binding's host
+    // (routing asks tunnel), a host's bindings and a bound bridge's VXLAN port (tunnel asks
+    // routing), a load balancer's router (lb asks routing).
     const CALLERS: Record<string, string[]> = {
-      bridge: ["vnm-gateway", "vnm-routing", "vnm-tracing"],
+      bridge: ["vnm-gateway", "vnm-routing", "vnm-tracing", "vnm-tunnel"],
       lb: ["vnm-gateway", "vnm-routing"],
       routing: ["vnm-gateway", "vnm-lb", "vnm-tunnel"],
       tunnel: ["vnm-gateway", "vnm-routing"],
