@@ -5,7 +5,7 @@ The client is not part of this repository: put its `src` folder on PYTHONPATH (t
 e2e/test/midonetclient.e2e.spec.ts does, from VNM_MIDONETCLIENT). It needs Debian's
 python3-httplib2 and python3-webob.
 
-    python3 e2e/midonetclient/drive.py <base uri> <admin user> <password>
+    python3 e2e/midonetclient/drive.py <base uri> <admin user> <password> [<VTEP's OVSDB port>]
 
 Builds a topology the way MidoNet's users do (two routers, their ports linked, routes, a bridge
 and its ARP entries, a host in a tunnel zone with a port bound to it, ...), checks every answer,
@@ -107,10 +107,15 @@ def login(api, base, user, password):
     print("login: plain POST /login, token handed to the client (no Set-Cookie)", flush=True)
 
 
-def drive(base, user, password):
+def drive(base, user, password, vtep_port):
     api = MidonetApi(base, user, password)
     login(api, base, user, password)
     tenant = "pmc-" + uuid.uuid4().hex[:8]
+    drive_topology(api, tenant)
+    drive_services(api, tenant, vtep_port)
+
+
+def drive_topology(api, tenant):
 
     step("routers")
     r1 = api.add_router().name("pmc-edge").tenant_id(tenant).create()
@@ -261,12 +266,122 @@ def drive(base, user, password):
     check(r1.get_id() not in remaining and r2.get_id() not in remaining, "routers no longer listed")
 
 
+def wait_for(what, cond, seconds=15):
+    """Polls cond() (each poll a client read) until it is true; changes that cross services are announced, not instant."""
+    import time
+
+    deadline = time.time() + seconds
+    while True:
+        if cond():
+            check(True, what)
+            return
+        if time.time() > deadline:
+            raise AssertionError("%s: not within %d s" % (what, seconds))
+        time.sleep(0.2)
+
+
+def drive_services(api, tenant, vtep_port):
+    """Issue 52/53 kinds: a load balancer on a router with a pool, members and a VIP; a QoS policy
+    and its rules; a VTEP binding when a device is given (vtep_port: its OVSDB port on 127.0.0.1)."""
+    api._ensure_application()
+    app = api.app  # MidonetApi has no QoS calls; its application object has (as the CLI uses it)
+
+    step("load balancer, pool, members, VIP")
+    router = api.add_router().name("pmc-lb-router").tenant_id(tenant).create()
+    lb = api.add_load_balancer().create()
+    check(uuid.UUID(lb.get_id()), "load balancer id")
+    router.load_balancer_id(lb.get_id()).update()
+    eq(router.get_load_balancer_id(), lb.get_id(), "the router names its load balancer")
+    wait_for("the load balancer shows its router", lambda: api.get_load_balancer(lb.get_id()).get_router_id() == router.get_id())
+    # conventions.md §3 (Pools): POST /load_balancers/:id/pools needs loadBalancerId in the body
+    # too (the path's id is used); the client's lb.add_pool() does not set it, so its user does.
+    pool = lb.add_pool().load_balancer_id(lb.get_id()).lb_method("ROUND_ROBIN").protocol("TCP").create()
+    eq(pool.get_load_balancer_id(), lb.get_id(), "pool's load balancer (POSTed to the load balancer's pools)")
+    eq([p.get_id() for p in lb.get_pools()], [pool.get_id()], "the load balancer lists its pool")
+    m1 = pool.add_pool_member().address("10.55.0.11").protocol_port(8080).weight(3).create()
+    m2 = api.add_pool_member().pool_id(pool.get_id()).address("10.55.0.12").protocol_port(8080).create()
+    eq((m1.get_pool_id(), m1.get_address(), m1.get_protocol_port(), m1.get_weight()), (pool.get_id(), "10.55.0.11", 8080, 3), "member as given")
+    eq(m2.get_weight(), 1, "member's default weight")
+    eq(api.get_pool_member(m2.get_id()).get_address(), "10.55.0.12", "member read by id")
+    eq(sorted(m.get_id() for m in pool.get_pool_members()), sorted([m1.get_id(), m2.get_id()]), "the pool lists its members")
+    m1.weight(5).update()
+    eq(api.get_pool_member(m1.get_id()).get_weight(), 5, "member's weight changed")
+    vip = pool.add_vip().address("192.0.2.55").protocol_port(80).create()
+    eq((vip.get_pool_id(), vip.get_address(), vip.get_protocol_port()), (pool.get_id(), "192.0.2.55", 80), "VIP as given")
+    eq(vip.get_load_balancer_id(), lb.get_id(), "the VIP's load balancer is its pool's")
+    eq([v.get_id() for v in pool.get_vips()], [vip.get_id()], "the pool lists its VIP")
+    eq([v.get_id() for v in lb.get_vips()], [vip.get_id()], "the load balancer lists its VIP")
+    eq(api.get_vip(vip.get_id()).get_address(), "192.0.2.55", "VIP read by id")
+
+    step("QoS policy and rules")
+    policy = app.add_qos_policy().name("pmc-qos").description("python client").shared(False).tenant_id(tenant).create()
+    eq((policy.get_name(), policy.get_tenant_id()), ("pmc-qos", tenant), "QoS policy as given")
+    eq(app.get_qos_policy(policy.get_id()).get_description(), "python client", "QoS policy read by id")
+    bw = policy.add_bw_limit_rule().max_kbps(1000).max_burst_kb(100).create()
+    dscp = policy.add_dscp_rule().dscp_mark(26).create()
+    eq((bw.get_policy_id(), bw.get_max_kbps(), bw.get_max_burst_kb()), (policy.get_id(), 1000, 100), "bandwidth rule as given")
+    eq((dscp.get_policy_id(), dscp.get_dscp_mark()), (policy.get_id(), 26), "DSCP rule as given")
+    eq([r.get_id() for r in policy.get_bw_limit_rules()], [bw.get_id()], "the policy lists its bandwidth rule")
+    eq([r.get_id() for r in policy.get_dscp_rules()], [dscp.get_id()], "the policy lists its DSCP rule")
+    bw.max_kbps(2000).update()
+    eq(bw.get_max_kbps(), 2000, "bandwidth rule changed")
+    # A port's qosPolicyId is not served (docs/api.md, ports: "Not served yet"): not driven here.
+    port_br = api.add_bridge().name("pmc-vtep-bridge").tenant_id(tenant).create()
+
+    binding = None
+    vtep = vzone = None
+    if vtep_port:
+        step("VTEP and a binding (device at 127.0.0.1:%s)" % vtep_port)
+        vzone = api.add_vtep_tunnel_zone().name("pmc-vtep-zone-" + tenant).create()
+        vtep = api.add_vtep().management_ip("127.0.0.1").management_port(int(vtep_port)).tunnel_zone_id(vzone.get_id()).create()
+        eq((vtep.get_management_ip(), vtep.get_management_port()), ("127.0.0.1", int(vtep_port)), "VTEP as given")
+        wait_for("the device's port", lambda: [p.dto["name"] for p in api.get_vtep(vtep.get_id()).get_ports()] == ["eth0"])
+        binding = vtep.add_binding().port_name("eth0").vlan_id(17).network_id(port_br.get_id()).create()
+        eq((binding.get_port_name(), binding.get_vlan_id(), binding.get_network_id()), ("eth0", 17, port_br.get_id()), "binding as given")
+        eq([(b.get_port_name(), b.get_vlan_id()) for b in vtep.get_bindings()], [("eth0", 17)], "the VTEP lists its binding")
+
+    step("cleanup of the services' kinds, in reverse order")
+    if binding is not None:
+        binding.delete()
+        eq(list(vtep.get_bindings()), [], "binding gone")
+        vtep.delete()
+        gone(lambda: api.get_vtep(vtep.get_id()), "VTEP gone")
+        vzone.delete()
+    wait_for("bridge deletable", lambda: _try_delete(port_br))
+    dscp.delete()
+    bw.delete()
+    eq(list(policy.get_bw_limit_rules()) + list(policy.get_dscp_rules()), [], "rules gone")
+    policy.delete()
+    gone(lambda: app.get_qos_policy(policy.get_id()), "QoS policy gone")
+    vip.delete()
+    gone(lambda: api.get_vip(vip.get_id()), "VIP gone")
+    for m in (m2, m1):
+        m.delete()
+        gone(lambda: api.get_pool_member(m.get_id()), "member gone")
+    pool.delete()
+    gone(lambda: api.get_pool(pool.get_id()), "pool gone")
+    router.load_balancer_id(None).update()
+    wait_for("the load balancer shows no router", lambda: api.get_load_balancer(lb.get_id()).get_router_id() is None)
+    lb.delete()
+    gone(lambda: api.get_load_balancer(lb.get_id()), "load balancer gone")
+    router.delete()
+
+
+def _try_delete(item):
+    """A bridge's delete is a 409 while it still has a VXLAN port (removed shortly after its last binding)."""
+    try:
+        item.delete()
+        return True
+    except http_exc.HTTPConflict:
+        return False
+
+
 def main(argv):
-    if len(argv) != 4:
+    if len(argv) not in (4, 5):
         print(__doc__, file=sys.stderr)
         return 2
     base, user, password = argv[1].rstrip("/"), argv[2], argv[3]
-    drive(base, user, password)
+    drive(base, user, password, argv[4] if len(argv) == 5 else None)
     for f in FINDINGS:
         print("FINDING", f, flush=True)
     print("RESULT calls=%d checks=%d ok" % (CALLS, CHECKS), flush=True)
