@@ -78,38 +78,17 @@ def gone(fetch, what):
     raise AssertionError("%s: still there" % what)
 
 
-def login(api, base, user, password):
-    """The client's own login reads the token from the answer's `Set-Cookie: sessionId=<key>`.
-
-    When the API sets no cookie (docs/security.md, "No cookie"), the client's login fails with
-    KeyError 'set-cookie'. That is reported as a finding, and the token is then taken with a
-    plain POST /login (Basic credentials, as the client sends them) and handed to the client's
-    auth module, where its own login would have put it; everything after is the client's.
-    """
-    try:
-        api.auth.login()
-        check(auth_lib._token, "the client's login gave a token")
-        print("login: the client's own (Set-Cookie sessionId)", flush=True)
-        return
-    except KeyError as e:
-        FINDINGS.append("login: the answer has no Set-Cookie (KeyError %s in auth_lib.Auth.login)" % e)
-    import base64
-    import json
-
-    import httplib2
-
-    basic = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-    resp, body = httplib2.Http().request(base + "/login", "POST", "{}", headers={"Authorization": "Basic " + basic})
-    eq(resp.status, 200, "POST /login")
-    key = json.loads(body)["key"]
-    eq(resp["x-auth-token"], key, "the login's X-Auth-Token")
-    auth_lib._token = key
-    print("login: plain POST /login, token handed to the client (no Set-Cookie)", flush=True)
+def login(api):
+    """The client's own login: it reads the token from the answer's `Set-Cookie: sessionId=<key>`,
+    which the gateway sets for a client that is no browser (docs/security.md)."""
+    api.auth.login()
+    check(auth_lib._token, "the client's login gave a token")
+    print("login: the client's own (Set-Cookie sessionId)", flush=True)
 
 
 def drive(base, user, password, vtep_port):
     api = MidonetApi(base, user, password)
-    login(api, base, user, password)
+    login(api)
     tenant = "pmc-" + uuid.uuid4().hex[:8]
     drive_topology(api, tenant)
     drive_services(api, tenant, vtep_port)

@@ -119,6 +119,25 @@ async function authenticateUpstream(opts: LoginOptions, req: ApiRequest, name: s
   }
 }
 
+/**
+ * Whether a login comes from a browser: a browser's POST names its Origin, and its requests in a
+ * secure context carry Sec-Fetch-* headers (fetch() in Node sends Sec-Fetch-Mode too).
+ */
+function fromBrowser(req: ApiRequest): boolean {
+  return req.headers.origin !== undefined || req.headers["sec-fetch-mode"] !== undefined || req.headers["sec-fetch-site"] !== undefined;
+}
+
+/**
+ * The original's `sessionId` cookie, for the clients that read their token from it (MidoNet's
+ * python client does, and nothing else): never for a browser, which would send it to every port
+ * of the host. HttpOnly and SameSite=Strict all the same, Secure over https; never read here.
+ */
+function sessionCookie(req: ApiRequest, token: string, expires: Date): Record<string, string> {
+  if (fromBrowser(req)) return {};
+  const secure = req.protocol === "https" ? "; Secure" : "";
+  return { "Set-Cookie": `sessionId=${token}; Path=/; Expires=${expires.toUTCString()}; HttpOnly; SameSite=Strict${secure}` };
+}
+
 export function loginHandler(opts: LoginOptions) {
   return async (req: ApiRequest): Promise<{ status: number; type: string; body: string; headers: Record<string, string> }> => {
     if (req.method !== "POST") throw EdgeError.methodNotAllowed(req.method, "/login", ["POST"]);
@@ -133,10 +152,10 @@ export function loginHandler(opts: LoginOptions) {
       status: H.HTTP_STATUS_OK,
       type,
       body: JSON.stringify({ key: token, expires: expires.toISOString() }),
-      // No cookie: nothing reads one, and a browser would send it to every port of the host.
       headers: {
         "X-Auth-Token": token,
         "Cache-Control": "no-store",
+        ...sessionCookie(req, token, expires),
       },
     };
   };

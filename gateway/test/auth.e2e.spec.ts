@@ -1,6 +1,7 @@
 // Authentication, users and tenant isolation (docs/api.md, "Authentication" and "Tenancy"), end to end through
 // the gateway with real processes, Postgres, NATS and Redis.
 import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import pg from "pg";
 import { generateKeyPairSync } from "node:crypto";
 import { accessRules, buildCatalog } from "@vnm/kit";
@@ -50,7 +51,8 @@ afterAll(async () => {
 });
 
 describe("POST /login", () => {
-  it("answers a Token-v1 body, the same token in X-Auth-Token (and no cookie); it expires", async () => {
+  it("answers a Token-v1 body, the same token in X-Auth-Token (and no cookie to a browser-like client); it expires", async () => {
+    // fetch() sends Sec-Fetch-Mode, as browsers do.
     const r = await fetch(`${gw}/login`, { method: "POST", headers: { authorization: basic(`taA-${stack.id}`, PASSWORD) } });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("application/vnd.org.service.Token-v1+json");
@@ -63,6 +65,33 @@ describe("POST /login", () => {
     // The token works with either header.
     expect((await http("GET", "/bridges", undefined, as(body.key))).status).toBe(200);
     expect((await http("GET", "/bridges", undefined, { authorization: `Bearer ${body.key}` })).status).toBe(200);
+  });
+
+  it("gives a client that is no browser (MidoNet's python client reads it) the token in an HttpOnly, SameSite=Strict sessionId cookie too; a browser never", async () => {
+    // node:http sends only what it is given, as httplib2 does: no Origin, no Sec-Fetch-*.
+    const plain = (headers: Record<string, string>) =>
+      new Promise<{ status: number; cookie: string[] | undefined; key: string }>((resolve, reject) => {
+        const req = httpRequest(`${gw}/login`, { method: "POST", headers: { authorization: basic(`taA-${stack.id}`, PASSWORD), ...headers } }, (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, cookie: res.headers["set-cookie"], key: text ? (JSON.parse(text) as { key: string }).key : "" }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    const client = await plain({});
+    expect(client.status).toBe(200);
+    expect(client.cookie).toHaveLength(1);
+    const [pair, ...attributes] = client.cookie![0]!.split("; ");
+    expect(pair).toBe(`sessionId=${client.key}`);
+    expect(attributes).toEqual(expect.arrayContaining(["Path=/", "HttpOnly", "SameSite=Strict"]));
+    expect(attributes.some((a) => a.startsWith("Expires="))).toBe(true);
+    const browsers: Record<string, string>[] = [{ origin: gw }, { "sec-fetch-mode": "cors" }, { "sec-fetch-site": "same-origin" }];
+    for (const browser of browsers) {
+      const r = await plain(browser);
+      expect(r.status).toBe(200);
+      expect(r.cookie).toBeUndefined();
+    }
   });
 
   it.each([

@@ -82,7 +82,7 @@ describe("the client's address behind proxies", () => {
 });
 
 describe("no cookie", () => {
-  it("a login sets no cookie, and a cookie alone is no credential", async () => {
+  it("a browser-like login (Sec-Fetch-Mode) gets no cookie, and a cookie alone is no credential", async () => {
     const r = await login(hops, user, password, "192.0.2.30");
     expect(r.status).toBe(200);
     expect(r.headers.get("set-cookie")).toBeNull();
