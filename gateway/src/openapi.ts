@@ -496,7 +496,7 @@ function gatewayPaths(catalog: Catalog): Record<string, Schema> {
       operationId: "login",
       summary: "Log in",
       description:
-        "HTTP Basic credentials give a token (also in the X-Auth-Token header; no cookie is set, and none is read). `X-Auth-Project` names the tenant an admin acts in. Attempts are limited per user name and source, with back-off.",
+        "HTTP Basic credentials give a token (also in the X-Auth-Token header, and for a client that is no browser, no Origin and no Sec-Fetch-*, in an HttpOnly, SameSite=Strict sessionId cookie; no cookie is read). `X-Auth-Project` names the tenant an admin acts in. Attempts are limited per user name and source, with back-off.",
       tags: ["api"],
       security: [{ basic: [] }],
       parameters: [{ name: "X-Auth-Project", in: "header", required: false, description: "The tenant to act in", schema: { type: "string" } }],
