@@ -342,6 +342,33 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     expect(bindingsOf("eth0")).toEqual(["99 theirs"]);
   });
 
+  it("a MAC the device learns shows within 5 s in the bridge's MAC table on its VXLAN port, its IP in the ARP table; forgotten, both go", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("dl"), tenantId: "A" })).json;
+    const ls = `mn-${a.id}`;
+    const b = await http("POST", vtep.bindings, { portName: "eth0", vlanId: 50, networkId: a.id });
+    expect(b.status).toBe(201);
+    await waitFor("the switch", async () => switches().has(ls), 10_000);
+    await waitFor("the VXLAN port", async () => (await http("GET", a.uri)).json.vxlanPortIds.length === 1, 10_000);
+    const [portId] = (await http("GET", a.uri)).json.vxlanPortIds;
+    const macTable = async () => (await http("GET", `${a.uri}/mac_table`)).json as { macAddr: string; portId: string; vlanId: number }[];
+    const arpTable = async () => (await http("GET", `${a.uri}/arp_table`)).json as { ip: string; mac: string }[];
+    device.ctl("add-ucast-local", ls, "00:AA:BB:CC:DD:01", "10.0.0.9");
+    let at = Date.now();
+    await waitFor("the learned MAC", async () => (await macTable()).some((e) => e.macAddr === "00:aa:bb:cc:dd:01"), 5_000);
+    expect(Date.now() - at).toBeLessThan(5_000);
+    expect(await macTable()).toContainEqual(expect.objectContaining({ macAddr: "00:aa:bb:cc:dd:01", portId, vlanId: 0 }));
+    // The device's only learned MAC (the earlier test's went with its switch).
+    const row = device.ctl("--bare", "--columns=_uuid", "list", "Ucast_Macs_Local").trim();
+    device.ctl("set", "Ucast_Macs_Local", row, "ipaddr=10.1.2.3");
+    at = Date.now();
+    await waitFor("its ARP entry", async () => (await arpTable()).some((e) => e.ip === "10.1.2.3" && e.mac === "00:aa:bb:cc:dd:01"), 5_000);
+    expect(Date.now() - at).toBeLessThan(5_000);
+    device.ctl("del-ucast-local", ls, "00:AA:BB:CC:DD:01");
+    await waitFor("both gone", async () => (await macTable()).length === 0 && (await arpTable()).length === 0, 5_000);
+    expect((await http("DELETE", b.json.uri)).status).toBe(204);
+    await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
+  });
+
   it("a device restarted empty is rewritten within 15 s: the switch with its original tunnel_key and every VLAN binding", async () => {
     const a = (await http("POST", "/bridges", { name: unique("dr"), tenantId: "A" })).json;
     const ls = `mn-${a.id}`;

@@ -3,6 +3,7 @@ import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { arpEntries } from "./arp-table.ts";
 import { bridges, setVxlanPorts } from "./bridges.ts";
 import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
+import { setLearnedMacs } from "./learned-macs.ts";
 import { macPorts } from "./mac-table.ts";
 import { migrations } from "./migrations.ts";
 
@@ -13,6 +14,9 @@ export const service: ServiceSpec = {
   // Lists of kinds this interface only references: empty, under an item that must exist.
   services: ({ store }) =>
     mergeHandlers(dhcpV6Subnets.referencedLists(store, "ListDhcpV6Hosts"), {
-      "vnm.bridge.v1.BridgeService": { SetBridgeVxlanPorts: (req: { id?: unknown; portIds?: unknown }) => setVxlanPorts(store, req) },
+      "vnm.bridge.v1.BridgeService": {
+        SetBridgeVxlanPorts: (req: { id?: unknown; portIds?: unknown }) => setVxlanPorts(store, req),
+        SetLearnedMacs: (req: { id?: unknown; portId?: unknown; macs?: unknown }) => setLearnedMacs(store, req),
+      },
     }),
 };

@@ -19,7 +19,7 @@ import type { AddressPolicy } from "./address-policy.ts";
 import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import { boundOn } from "./bindings.ts";
-import { RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
+import { type Learned, RECONCILE_EVERY_MS, reconcile, vxlanPortId } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
@@ -47,6 +47,8 @@ interface Watched {
   /** A reconcile of the device runs (vxgw.ts); another is due when it ends. */
   programming: boolean;
   programAgain: boolean;
+  /** What the bridge service was last told the device learned, by bridge (vxgw.ts). */
+  told: Map<string, string>;
   /** The last reconcile's failure, logged once. */
   programError?: string;
   /** What the database holds, once read or written; unknown after a failed write. */
@@ -182,7 +184,7 @@ export class VtepSessions {
       connected: () => this.program(vtep.id, vtep.ip),
     };
     const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
-    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, tokens: WRITE_BURST, tokensAt: Date.now() };
+    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, told: new Map(), tokens: WRITE_BURST, tokensAt: Date.now() };
     this.watched.set(vtep.id, w);
     w.session.start();
   }
@@ -206,7 +208,8 @@ export class VtepSessions {
         w.programAgain = false;
         if (this.watched.get(id) !== w || w.session.connectionState !== "connected") return;
         try {
-          await reconcile((ops) => w.session.transact(ops), ip, await boundOn(this.svc.store.pool, id));
+          const learned = await reconcile((ops) => w.session.transact(ops), ip, await boundOn(this.svc.store.pool, id));
+          await this.report(id, w, learned);
           if (w.programError) this.log.info("VTEP device programmed again", { vtep: id });
           w.programError = undefined;
         } catch (err) {
@@ -219,6 +222,22 @@ export class VtepSessions {
     once().finally(() => {
       w.programming = false;
     });
+  }
+
+  /**
+   * Tells the bridge service what the device learned in each bound bridge's switch, when it
+   * differs from what was last told; a bridge no longer bound here is told none (its entries on
+   * the VXLAN port go).
+   */
+  private async report(id: string, w: Watched, learned: Learned): Promise<void> {
+    for (const bridge of w.told.keys()) if (!learned.has(bridge)) learned.set(bridge, []);
+    for (const [bridge, macs] of learned) {
+      const key = JSON.stringify(macs);
+      if (w.told.get(bridge) === key) continue;
+      await this.svc.call("vnm.bridge.v1.BridgeService", "SetLearnedMacs", { id: bridge, portId: vxlanPortId(bridge, id), macs });
+      if (macs.length === 0) w.told.delete(bridge);
+      else w.told.set(bridge, key);
+    }
   }
 
   /** Marks the VTEP changed; its writer stores the newest state. */

@@ -13,6 +13,7 @@
 // The reconcile runs on every new session (a device restarted empty is rewritten), when a
 // binding changes on this replica, and every RECONCILE_EVERY_MS on each connected session (a
 // binding made on another replica). It runs on the replica holding the VTEP's session only.
+import { createHash } from "node:crypto";
 import { canonicalIpv6 } from "@vnm/kit";
 
 export const RECONCILE_EVERY_MS = 3_000;
@@ -54,13 +55,35 @@ export function checked(results: unknown): unknown[] {
   return results;
 }
 
-/** Brings the device at `ip` to the bindings of `bound`; true when it wrote something. */
-export async function reconcile(transact: Transact, ip: string, bound: BoundBridge[]): Promise<boolean> {
+/** A MAC the device learned in a bridge's switch, with its IP ("" for none); lower case. */
+export interface LearnedMac {
+  mac: string;
+  ip: string;
+}
+
+/** The MACs the device learned (Ucast_Macs_Local) in each bound bridge's switch, by bridge id, as last read. */
+export type Learned = Map<string, LearnedMac[]>;
+
+/** The VXLAN port id routing gives a (bridge, VTEP) pair (the same derivation as routing's vxlan-ports.ts). */
+export function vxlanPortId(bridgeId: string, vtepId: string): string {
+  const h = createHash("sha1").update(`vnm:vxlan-port:${bridgeId.toLowerCase()}:${vtepId.toLowerCase()}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString("hex");
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/**
+ * Brings the device at `ip` to the bindings of `bound`, and says what it learned in the bound
+ * bridges' switches (read before the write: a switch it creates has learned nothing yet).
+ */
+export async function reconcile(transact: Transact, ip: string, bound: BoundBridge[]): Promise<Learned> {
   const read = checked(
     await transact([
       { op: "select", table: "Physical_Switch", where: [], columns: ["_uuid", "management_ips", "ports"] },
       { op: "select", table: "Physical_Port", where: [], columns: ["_uuid", "name", "vlan_bindings"] },
       { op: "select", table: "Logical_Switch", where: [], columns: ["_uuid", "name", "tunnel_key"] },
+      { op: "select", table: "Ucast_Macs_Local", where: [], columns: ["MAC", "logical_switch", "ipaddr"] },
     ]),
   );
   const sw = rowsOf(read[0]).find((r) => atoms(r["management_ips"]).some((m) => typeof m === "string" && sameIp(m, ip)));
@@ -131,7 +154,21 @@ export async function reconcile(transact: Transact, ip: string, bound: BoundBrid
     }
     ops.push({ op: "delete", table: "Logical_Switch", where: byUuid(u) });
   }
-  if (ops.length === 0) return false;
-  checked(await transact(ops));
-  return true;
+  const learned = learnedIn(read[3], nameOf, bound);
+  if (ops.length > 0) checked(await transact(ops));
+  return learned;
+}
+
+/** What the device learned (a select of Ucast_Macs_Local) in the switches of bound bridges. */
+function learnedIn(result: unknown, nameOf: Map<string, string>, bound: BoundBridge[]): Learned {
+  const learned: Learned = new Map(bound.map((b) => [b.bridgeId.toLowerCase(), []]));
+  for (const r of rowsOf(result)) {
+    const name = nameOf.get(uuidOf(r["logical_switch"]) ?? "") ?? "";
+    const list = name.startsWith(SWITCH_PREFIX) ? learned.get(name.slice(SWITCH_PREFIX.length)) : undefined;
+    if (!list || typeof r["MAC"] !== "string") continue;
+    const ipaddr = r["ipaddr"];
+    list.push({ mac: r["MAC"].toLowerCase(), ip: typeof ipaddr === "string" ? ipaddr : "" });
+  }
+  for (const list of learned.values()) list.sort((a, b) => a.mac.localeCompare(b.mac));
+  return learned;
 }

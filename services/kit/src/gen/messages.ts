@@ -187,6 +187,11 @@ export declare namespace vnm.bridge.v1 {
     selfPath?: string;
     uri?: string;
   };
+  type LearnedMac = {
+    mac?: string;
+    /** Empty when the device has none. */
+    ip?: string;
+  };
   type ListBridgesRequest = {
     /** Query parameter ?tenant_id= */
     tenant_id?: string;
@@ -244,6 +249,12 @@ export declare namespace vnm.bridge.v1 {
   type SetBridgeVxlanPortsRequest = {
     id?: string;
     portIds?: string[];
+  };
+  type SetLearnedMacsRequest = {
+    id?: string;
+    /** The bridge's VXLAN port for the VTEP that learned them. */
+    portId?: string;
+    macs?: vnm.bridge.v1.LearnedMac[];
   };
   type SubnetRef = {
     bridgeId?: string;
@@ -1614,6 +1625,7 @@ export interface Messages {
   "vnm.bridge.v1.GetBridgeRequest": vnm.bridge.v1.GetBridgeRequest;
   "vnm.bridge.v1.HostRef": vnm.bridge.v1.HostRef;
   "vnm.bridge.v1.Ip4MacPair": vnm.bridge.v1.Ip4MacPair;
+  "vnm.bridge.v1.LearnedMac": vnm.bridge.v1.LearnedMac;
   "vnm.bridge.v1.ListBridgesRequest": vnm.bridge.v1.ListBridgesRequest;
   "vnm.bridge.v1.ListBridgesResponse": vnm.bridge.v1.ListBridgesResponse;
   "vnm.bridge.v1.ListDhcpHostsResponse": vnm.bridge.v1.ListDhcpHostsResponse;
@@ -1627,6 +1639,7 @@ export interface Messages {
   "vnm.bridge.v1.MacTableRef": vnm.bridge.v1.MacTableRef;
   "vnm.bridge.v1.Opt121Route": vnm.bridge.v1.Opt121Route;
   "vnm.bridge.v1.SetBridgeVxlanPortsRequest": vnm.bridge.v1.SetBridgeVxlanPortsRequest;
+  "vnm.bridge.v1.SetLearnedMacsRequest": vnm.bridge.v1.SetLearnedMacsRequest;
   "vnm.bridge.v1.SubnetRef": vnm.bridge.v1.SubnetRef;
   "vnm.bridge.v1.UpdateBridgeRequest": vnm.bridge.v1.UpdateBridgeRequest;
   "vnm.bridge.v1.UpdateDhcpHostRequest": vnm.bridge.v1.UpdateDhcpHostRequest;
@@ -1850,6 +1863,7 @@ export interface RequiredFields {
   "vnm.bridge.v1.GetBridgeRequest": never;
   "vnm.bridge.v1.HostRef": never;
   "vnm.bridge.v1.Ip4MacPair": "ip" | "mac";
+  "vnm.bridge.v1.LearnedMac": never;
   "vnm.bridge.v1.ListBridgesRequest": never;
   "vnm.bridge.v1.ListBridgesResponse": never;
   "vnm.bridge.v1.ListDhcpHostsResponse": never;
@@ -1863,6 +1877,7 @@ export interface RequiredFields {
   "vnm.bridge.v1.MacTableRef": never;
   "vnm.bridge.v1.Opt121Route": "destinationPrefix" | "destinationLength" | "gatewayAddr";
   "vnm.bridge.v1.SetBridgeVxlanPortsRequest": never;
+  "vnm.bridge.v1.SetLearnedMacsRequest": never;
   "vnm.bridge.v1.SubnetRef": never;
   "vnm.bridge.v1.UpdateBridgeRequest": never;
   "vnm.bridge.v1.UpdateDhcpHostRequest": never;
@@ -2086,6 +2101,7 @@ export interface MessageFields {
   "vnm.bridge.v1.GetBridgeRequest": Record<never, never>;
   "vnm.bridge.v1.HostRef": Record<never, never>;
   "vnm.bridge.v1.Ip4MacPair": Record<never, never>;
+  "vnm.bridge.v1.LearnedMac": Record<never, never>;
   "vnm.bridge.v1.ListBridgesRequest": Record<never, never>;
   "vnm.bridge.v1.ListBridgesResponse": { items: "vnm.bridge.v1.Bridge" };
   "vnm.bridge.v1.ListDhcpHostsResponse": { items: "vnm.bridge.v1.DhcpHost" };
@@ -2099,6 +2115,7 @@ export interface MessageFields {
   "vnm.bridge.v1.MacTableRef": Record<never, never>;
   "vnm.bridge.v1.Opt121Route": Record<never, never>;
   "vnm.bridge.v1.SetBridgeVxlanPortsRequest": Record<never, never>;
+  "vnm.bridge.v1.SetLearnedMacsRequest": { macs: "vnm.bridge.v1.LearnedMac" };
   "vnm.bridge.v1.SubnetRef": Record<never, never>;
   "vnm.bridge.v1.UpdateBridgeRequest": { bridge: "vnm.bridge.v1.Bridge" };
   "vnm.bridge.v1.UpdateDhcpHostRequest": { host: "vnm.bridge.v1.DhcpHost" };
