@@ -369,6 +369,89 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
   });
 
+  it("a MAC of the bridge on a port bound to a host of the VTEP's tunnel zone becomes a Ucast_Macs_Remote row within 5 s (its locator the host's address, ipaddr from the ARP table), unknown-dst goes to the flooding proxy; deleted, the row goes; a device restarted empty gets them back", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("dm"), tenantId: "A" })).json;
+    const ls = `mn-${a.id}`;
+    const zoneId = (await http("GET", vtep.uri)).json.tunnelZoneId;
+    const made: [string, string][] = []; // torn down in reverse
+    const host = async (ip: string, weight: number) => {
+      const h = (await http("POST", "/hosts", { name: unique("hm"), addresses: [ip], floodingProxyWeight: weight })).json;
+      expect((await http("POST", `/tunnel_zones/${zoneId}/hosts`, { hostId: h.id, ipAddress: ip })).status).toBe(201);
+      made.push(["DELETE", `/hosts/${h.id}`], ["DELETE", `/tunnel_zones/${zoneId}/hosts/${h.id}`]);
+      return h;
+    };
+    const boundPort = async (h: { id: string }, ifName: string) => {
+      const p = (await http("POST", a.ports, { type: "Bridge" })).json;
+      made.push(["DELETE", `/ports/${p.id}`]);
+      expect((await http("POST", `/hosts/${h.id}/ports`, { portId: p.id, interfaceName: ifName })).status).toBe(201);
+      made.push(["DELETE", `/hosts/${h.id}/ports/${p.id}`]);
+      return p;
+    };
+    /** Ucast_Macs_Remote rows of the switch: MAC -> "dst_ip ipaddr". */
+    const remote = () => {
+      const table = (t: string, cols: string) => (JSON.parse(device.ctl(`--columns=${cols}`, "--format=json", "list", t)) as { data: unknown[][] }).data;
+      const dst = new Map(table("Physical_Locator", "_uuid,dst_ip").map((r) => [(r[0] as string[])[1], String(r[1])]));
+      const sw = switches().get(ls)?.uuid;
+      const out = new Map<string, string>();
+      for (const r of table("Ucast_Macs_Remote", "MAC,logical_switch,locator,ipaddr")) {
+        if ((r[1] as string[])[1] === sw) out.set(String(r[0]), `${dst.get((r[2] as string[])[1])} ${String(r[3])}`);
+      }
+      return out;
+    };
+    const unknownDst = () => device.ctl("list-remote-macs", ls).split("\n").map((l) => l.trim()).filter((l) => l.startsWith("unknown-dst"));
+    try {
+      const h1 = await host("10.20.0.5", 1);
+      const h2 = await host("10.20.0.6", 9);
+      const p1 = await boundPort(h1, "eth9");
+      const p2 = await boundPort(h2, "eth9");
+      const loose = (await http("POST", a.ports, { type: "Bridge" })).json; // bound to no host
+      made.push(["DELETE", `/ports/${loose.id}`]);
+      const b = await http("POST", vtep.bindings, { portName: "eth1", vlanId: 70, networkId: a.id });
+      expect(b.status).toBe(201);
+      made.push(["DELETE", b.json.uri]);
+      await waitFor("the switch", async () => switches().has(ls), 10_000);
+      await waitFor("unknown-dst toward the flooding proxy (the greatest weight)", async () => unknownDst().join() === "unknown-dst -> vxlan_over_ipv4/10.20.0.6", 5_000);
+      expect(remote().size).toBe(0);
+      const at = Date.now();
+      for (const [mac, port] of [["02:00:00:00:00:0a", p1], ["02:00:00:00:00:0b", p2], ["02:00:00:00:00:0c", loose]] as const) {
+        expect((await http("POST", `${a.uri}/mac_table`, { macAddr: mac, portId: port.id })).status).toBe(201);
+      }
+      expect((await http("POST", `${a.uri}/arp_table`, { ip: "10.30.0.10", mac: "02:00:00:00:00:0a" })).status).toBe(201);
+      const want = new Map([
+        ["02:00:00:00:00:0a", "10.20.0.5 10.30.0.10"],
+        ["02:00:00:00:00:0b", "10.20.0.6 "],
+      ]);
+      await waitFor("both remote MACs, the loose port's left out", async () => JSON.stringify([...remote()].sort()) === JSON.stringify([...want].sort()), 5_000);
+      expect(Date.now() - at).toBeLessThan(5_000);
+      // One locator per host address, reused.
+      expect(device.ctl("--bare", "--columns=dst_ip", "list", "Physical_Locator").trim().split(/\s+/).sort()).toEqual(["10.20.0.5", "10.20.0.6"]);
+      // A MAC the device learns (on the VXLAN port) is not written back.
+      device.ctl("add-ucast-local", ls, "02:00:00:00:00:0d", "10.8.0.1");
+      await waitFor("the learned MAC in the bridge", async () => (await http("GET", `${a.uri}/mac_table`)).json.some((e: { macAddr: string }) => e.macAddr === "02:00:00:00:00:0d"), 5_000);
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect([...remote().keys()].sort()).toEqual(["02:00:00:00:00:0a", "02:00:00:00:00:0b"]);
+      device.ctl("del-ucast-local", ls, "02:00:00:00:00:0d");
+      // An entry deleted takes its row.
+      const gone = Date.now();
+      expect((await http("DELETE", `${a.uri}/mac_table/02-00-00-00-00-0b_${p2.id}`)).status).toBe(204);
+      await waitFor("the deleted entry's row gone", async () => !remote().has("02:00:00:00:00:0b"), 5_000);
+      expect(Date.now() - gone).toBeLessThan(5_000);
+      expect(remote().get("02:00:00:00:00:0a")).toBe("10.20.0.5 10.30.0.10");
+      // A device restarted empty gets them back.
+      await device.stop();
+      rmSync(join(device.dir, "vtep.db"), { force: true });
+      execFileSync("ovsdb-tool", ["create", join(device.dir, "vtep.db"), "/usr/share/openvswitch/vtep.ovsschema"]);
+      await device.start();
+      setUpSwitch(device);
+      await waitFor("the remote MAC and unknown-dst back", async () => switches().has(ls) && remote().get("02:00:00:00:00:0a") === "10.20.0.5 10.30.0.10" && unknownDst().length === 1, 15_000);
+      // The tests after this one bind the ports again: the session has stored them anew.
+      await waitFor("the device's ports stored again", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 2, 15_000);
+    } finally {
+      for (const [method, path] of made.reverse()) await http(method, path);
+    }
+    await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
+  });
+
   it("a device restarted empty is rewritten within 15 s: the switch with its original tunnel_key and every VLAN binding", async () => {
     const a = (await http("POST", "/bridges", { name: unique("dr"), tenantId: "A" })).json;
     const ls = `mn-${a.id}`;

@@ -19,6 +19,7 @@ import type { AddressPolicy } from "./address-policy.ts";
 import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import { boundOn } from "./bindings.ts";
+import { remoteState } from "./remote-macs.ts";
 import { type Learned, RECONCILE_EVERY_MS, reconcile, vxlanPortId } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
@@ -208,8 +209,12 @@ export class VtepSessions {
         w.programAgain = false;
         if (this.watched.get(id) !== w || w.session.connectionState !== "connected") return;
         try {
-          const learned = await reconcile((ops) => w.session.transact(ops), ip, await boundOn(this.svc.store.pool, id));
+          const bound = await boundOn(this.svc.store.pool, id);
+          const remote = await remoteState(this.svc, this.svc.store.pool, id, bound.map((b) => b.bridgeId));
+          const learned = await reconcile((ops) => w.session.transact(ops), ip, bound, remote);
           await this.report(id, w, learned);
+          // What could not be read left those rows as they were; said like a refused write.
+          if (remote.problem) throw new Error(remote.problem);
           if (w.programError) this.log.info("VTEP device programmed again", { vtep: id });
           w.programError = undefined;
         } catch (err) {

@@ -15,9 +15,12 @@
 // binding made on another replica). It runs on the replica holding the VTEP's session only.
 import { createHash } from "node:crypto";
 import { canonicalIpv6 } from "@vnm/kit";
+import type { RemoteState } from "./remote-macs.ts";
 
 export const RECONCILE_EVERY_MS = 3_000;
 export const SWITCH_PREFIX = "mn-";
+/** The Mcast_Macs_Remote MAC for frames to unknown destinations (hardware_vtep). */
+export const UNKNOWN_DST = "unknown-dst";
 
 /** A bridge bound on the VTEP: its VNI and its (port, VLAN) pairs. */
 export interface BoundBridge {
@@ -77,13 +80,14 @@ export function vxlanPortId(bridgeId: string, vtepId: string): string {
  * Brings the device at `ip` to the bindings of `bound`, and says what it learned in the bound
  * bridges' switches (read before the write: a switch it creates has learned nothing yet).
  */
-export async function reconcile(transact: Transact, ip: string, bound: BoundBridge[]): Promise<Learned> {
+export async function reconcile(transact: Transact, ip: string, bound: BoundBridge[], remote?: RemoteState): Promise<Learned> {
   const read = checked(
     await transact([
       { op: "select", table: "Physical_Switch", where: [], columns: ["_uuid", "management_ips", "ports"] },
       { op: "select", table: "Physical_Port", where: [], columns: ["_uuid", "name", "vlan_bindings"] },
       { op: "select", table: "Logical_Switch", where: [], columns: ["_uuid", "name", "tunnel_key"] },
       { op: "select", table: "Ucast_Macs_Local", where: [], columns: ["MAC", "logical_switch", "ipaddr"] },
+      ...(remote ? REMOTE_SELECTS : []),
     ]),
   );
   const sw = rowsOf(read[0]).find((r) => atoms(r["management_ips"]).some((m) => typeof m === "string" && sameIp(m, ip)));
@@ -154,6 +158,7 @@ export async function reconcile(transact: Transact, ip: string, bound: BoundBrid
     }
     ops.push({ op: "delete", table: "Logical_Switch", where: byUuid(u) });
   }
+  if (remote) remoteOps(ops, read, bound, ref, remote);
   const learned = learnedIn(read[3], nameOf, bound);
   if (ops.length > 0) checked(await transact(ops));
   return learned;
@@ -171,4 +176,88 @@ function learnedIn(result: unknown, nameOf: Map<string, string>, bound: BoundBri
   }
   for (const list of learned.values()) list.sort((a, b) => a.mac.localeCompare(b.mac));
   return learned;
+}
+
+/** What remoteOps reads, after the four selects of reconcile. */
+const REMOTE_SELECTS: Op[] = [
+  { op: "select", table: "Ucast_Macs_Remote", where: [], columns: ["_uuid", "MAC", "logical_switch", "locator", "ipaddr"] },
+  { op: "select", table: "Mcast_Macs_Remote", where: [], columns: ["_uuid", "MAC", "logical_switch", "locator_set"] },
+  { op: "select", table: "Physical_Locator", where: [], columns: ["_uuid", "encapsulation_type", "dst_ip", "tunnel_key"] },
+  { op: "select", table: "Physical_Locator_Set", where: [], columns: ["_uuid", "locators"] },
+];
+
+/**
+ * The writes that bring each bound bridge's switch to its remote MACs (vtep-bindings.md, "MACs of
+ * the bridge"): one Ucast_Macs_Remote row per MAC, pointing at the host's Physical_Locator
+ * (vxlan_over_ipv4, reused when the device has it), with the ARP table's IP; rows of MACs no longer
+ * wanted deleted. And one Mcast_Macs_Remote "unknown-dst" row toward the tunnel zone's flooding
+ * proxy (none when the zone has none). A bridge `remote` could not read keeps its Ucast rows.
+ */
+function remoteOps(ops: Op[], read: unknown[], bound: BoundBridge[], ref: Map<string, unknown>, remote: RemoteState): void {
+  const ucast = rowsOf(read[4]);
+  const mcast = rowsOf(read[5]);
+  const locators = rowsOf(read[6]);
+  const sets = rowsOf(read[7]);
+  const dstOf = new Map<string, string>(); // locator uuid -> dst_ip
+  for (const l of locators) {
+    const u = uuidOf(l["_uuid"]);
+    if (u && typeof l["dst_ip"] === "string") dstOf.set(u, l["dst_ip"]);
+  }
+  const locRef = new Map<string, unknown>();
+  const locator = (dst: string): unknown => {
+    const known = locRef.get(dst);
+    if (known) return known;
+    const have = locators.find((l) => l["dst_ip"] === dst && atoms(l["encapsulation_type"])[0] === "vxlan_over_ipv4" && atoms(l["tunnel_key"]).length === 0);
+    const u = have && uuidOf(have["_uuid"]);
+    let r: unknown;
+    if (u) r = ["uuid", u];
+    else {
+      const name = `loc${locRef.size}`;
+      ops.push({ op: "insert", table: "Physical_Locator", row: { encapsulation_type: "vxlan_over_ipv4", dst_ip: dst }, "uuid-name": name });
+      r = ["named-uuid", name];
+    }
+    locRef.set(dst, r);
+    return r;
+  };
+  const setDsts = new Map<string, string[]>(); // locator set uuid -> its locators' dst_ips
+  for (const s of sets) {
+    const u = uuidOf(s["_uuid"]);
+    if (u) setDsts.set(u, atoms(s["locators"]).map((l) => dstOf.get(uuidOf(l) ?? "") ?? ""));
+  }
+  bound.forEach((b, i) => {
+    const bridge = b.bridgeId.toLowerCase();
+    const sw = ref.get(`${SWITCH_PREFIX}${bridge}`);
+    const swUuid = uuidOf(sw); // undefined for a switch this transaction inserts: it has no rows yet
+    const inSwitch = (r: Record<string, unknown>) => swUuid !== undefined && uuidOf(r["logical_switch"]) === swUuid;
+    const wanted = remote.byBridge.get(bridge);
+    if (wanted) {
+      const current = new Map<string, Record<string, unknown>[]>(); // MAC -> rows
+      for (const r of ucast.filter(inSwitch)) {
+        const mac = String(r["MAC"]).toLowerCase();
+        if (!current.has(mac)) current.set(mac, []);
+        current.get(mac)!.push(r);
+      }
+      for (const m of wanted) {
+        const rows = current.get(m.mac) ?? [];
+        current.delete(m.mac);
+        const [first, ...extra] = rows;
+        for (const r of extra) ops.push({ op: "delete", table: "Ucast_Macs_Remote", where: byUuid(uuidOf(r["_uuid"])!) });
+        if (!first) {
+          ops.push({ op: "insert", table: "Ucast_Macs_Remote", row: { MAC: m.mac, logical_switch: sw, locator: locator(m.dst), ipaddr: m.ip } });
+        } else if (dstOf.get(uuidOf(first["locator"]) ?? "") !== m.dst || first["ipaddr"] !== m.ip || first["MAC"] !== m.mac) {
+          ops.push({ op: "update", table: "Ucast_Macs_Remote", where: byUuid(uuidOf(first["_uuid"])!), row: { MAC: m.mac, locator: locator(m.dst), ipaddr: m.ip } });
+        }
+      }
+      for (const rows of current.values()) for (const r of rows) ops.push({ op: "delete", table: "Ucast_Macs_Remote", where: byUuid(uuidOf(r["_uuid"])!) });
+    }
+    // unknown-dst toward the flooding proxy.
+    const unknown = mcast.filter((r) => inSwitch(r) && r["MAC"] === UNKNOWN_DST);
+    const fp = remote.floodingProxy;
+    const right = (r: Record<string, unknown>) => fp !== undefined && JSON.stringify(setDsts.get(uuidOf(r["locator_set"]) ?? "")) === JSON.stringify([fp]);
+    if (unknown.length === 1 && right(unknown[0]!)) return;
+    for (const r of unknown) ops.push({ op: "delete", table: "Mcast_Macs_Remote", where: byUuid(uuidOf(r["_uuid"])!) });
+    if (fp === undefined) return;
+    ops.push({ op: "insert", table: "Physical_Locator_Set", row: { locators: ["set", [locator(fp)]] }, "uuid-name": `fps${i}` });
+    ops.push({ op: "insert", table: "Mcast_Macs_Remote", row: { MAC: UNKNOWN_DST, logical_switch: sw, locator_set: ["named-uuid", `fps${i}`] } });
+  });
 }
