@@ -188,4 +188,18 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: "an index for each id a router or port list filters by",
+    // ?inboundFilterId=, ?outboundFilterId= (routers and ports), ?vifId= and ?vtepId= (ports)
+    // read an index instead of every row of the table.
+    sql: `
+      CREATE INDEX routers_inbound_filter ON routers (inbound_filter_id);
+      CREATE INDEX routers_outbound_filter ON routers (outbound_filter_id);
+      CREATE INDEX ports_inbound_filter ON ports (inbound_filter_id);
+      CREATE INDEX ports_outbound_filter ON ports (outbound_filter_id);
+      CREATE INDEX ports_vif ON ports (vif_id);
+      CREATE INDEX ports_vtep ON ports (vtep_id);
+    `,
+  },
 ];
