@@ -113,16 +113,22 @@ describe("VTEPs", () => {
     const other = await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: elsewhere.port, tunnelZoneId: vtepZone.id });
     expect(other.status).toBe(201);
     await waitFor("error", async () => (await http("GET", other.json.uri)).json.connectionState === "error", 10_000);
-    // The switch configured for it: connected, without a new session.
+    // It says why (connectionError), in the VTEP and in the list.
+    expect((await http("GET", other.json.uri)).json.connectionError).toBe("the device has no Physical_Switch whose management_ips hold 127.0.0.1");
+    expect((await http("GET", "/vteps")).json.find((x: { id: string }) => x.id === other.json.id).connectionError).toContain("no Physical_Switch");
+    // The switch configured for it: connected, without a new session, and the reason cleared.
     elsewhere.ctl("set", "Physical_Switch", "sw-elsewhere", "management_ips=127.0.0.1");
     await waitFor("connected", async () => (await http("GET", other.json.uri)).json.connectionState === "connected", 5_000);
+    expect((await http("GET", other.json.uri)).json.connectionError ?? null).toBeNull();
     await elsewhere.destroy();
     // Something that is not OVSDB at all: the gateway's own HTTP port.
     const http2 = await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: Number(new URL(fx.gw).port), tunnelZoneId: vtepZone.id });
     await waitFor("error", async () => (await http("GET", http2.json.uri)).json.connectionState === "error", 10_000);
+    expect((await http("GET", http2.json.uri)).json.connectionError).toMatch(/^session dropped: .+ \([a-z_]+\)$/);
     // Nothing listening at all is not an error but disconnected.
     const nothing = await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: 1, tunnelZoneId: vtepZone.id });
     await waitFor("disconnected", async () => (await http("GET", nothing.json.uri)).json.connectionState === "disconnected", 10_000);
+    expect((await http("GET", nothing.json.uri)).json.connectionError ?? null).toBeNull();
     for (const r of [other, http2, nothing]) expect((await http("DELETE", r.json.uri)).status).toBe(204);
   });
 

@@ -19,6 +19,8 @@ export interface DeviceState {
   name: string | null;
   description: string | null;
   tunnelIps: string[];
+  /** Why the state is `error` (the VTEP's connectionError); null otherwise. */
+  connectionError: string | null;
   /** The switch's ports: description by name (a name the device lists twice is kept once). */
   ports: Map<string, string>;
 }
@@ -43,7 +45,16 @@ export const DEVICE_LIMITS = { switches: 256, ports: 16_384, text: 1_024, addres
 /** The default of VNM_VTEP_STATE_BUDGET_BYTES: what the service keeps of one device, in UTF-8 bytes of its names, descriptions and addresses. */
 export const DEFAULT_STATE_BUDGET = 4 * 1024 * 1024;
 
-const unreachable = (connectionState: "disconnected" | "error"): DeviceState => ({ connectionState, name: null, description: null, tunnelIps: [], ports: new Map() });
+/** The longest connectionError kept (a device's words are quoted in it). */
+const ERROR_CHARS = 1_024;
+const unreachable = (connectionState: "disconnected" | "error", why: string | null = null): DeviceState => ({
+  connectionState,
+  name: null,
+  description: null,
+  tunnelIps: [],
+  connectionError: connectionState === "error" ? (why ?? "the session failed").slice(0, ERROR_CHARS) : null,
+  ports: new Map(),
+});
 
 /** Delay before the n-th retry: doubling from 250 ms up to 5 s, then a random half to the full step. */
 export function backoff(attempt: number): number {
@@ -196,14 +207,14 @@ export class DeviceTables {
   stateOf(ip: string): DeviceState {
     let sw: SwitchRow | undefined;
     for (const r of this.switches.values()) if (r.management_ips?.some((m) => sameIp(m, ip))) sw = r;
-    if (!sw) return unreachable("error");
+    if (!sw) return unreachable("error", `the device has no Physical_Switch whose management_ips hold ${ip}`);
     const ports = new Map<string, string>();
     for (const u of sw.ports ?? []) {
       const p = this.ports.get(u);
       const name = p?.name ?? "";
       if (p && !ports.has(name)) ports.set(name, p.description ?? "");
     }
-    return { connectionState: "connected", name: sw.name ?? "", description: sw.description ?? "", tunnelIps: [...(sw.tunnel_ips ?? [])].sort(), ports };
+    return { connectionState: "connected", name: sw.name ?? "", description: sw.description ?? "", tunnelIps: [...(sw.tunnel_ips ?? [])].sort(), connectionError: null, ports };
   }
 }
 
@@ -222,6 +233,8 @@ export class DeviceSession {
   private client: OvsdbClient | undefined;
   private tables: DeviceTables | undefined;
   private phase: ConnectionState = "disconnected";
+  /** Why the phase is `error`. */
+  private why: string | null = null;
   private stopped = false;
   private attempt = 0;
   private retry: NodeJS.Timeout | undefined;
@@ -247,6 +260,7 @@ export class DeviceSession {
     if (this.refusal) {
       this.log.warn(`VTEP not contacted: ${this.refusal}`);
       this.phase = "error";
+      this.why = `not contacted: ${this.refusal}`;
       this.hooks.changed();
       return;
     }
@@ -274,7 +288,7 @@ export class DeviceSession {
 
   /** The device's state as last seen. */
   state(): DeviceState {
-    if (this.phase !== "connected" || !this.tables) return unreachable(this.phase === "connected" ? "error" : this.phase);
+    if (this.phase !== "connected" || !this.tables) return unreachable(this.phase === "connected" ? "error" : this.phase, this.why);
     return this.tables.stateOf(this.vtep.ip);
   }
 
@@ -293,13 +307,14 @@ export class DeviceSession {
     const client = this.client;
     this.client = undefined;
     client?.close();
-    this.settle("error");
+    this.settle("error", `the session failed unexpectedly: ${messageOf(err)}`);
   }
 
   /** Records the state and, unless stopped, tries again after the back-off. */
-  private settle(state: "disconnected" | "error"): void {
+  private settle(state: "disconnected" | "error", why: string | null = null): void {
     this.tables = undefined;
     this.phase = state;
+    this.why = state === "error" ? why : null;
     try {
       this.hooks.changed();
     } catch (err) {
@@ -315,7 +330,7 @@ export class DeviceSession {
     if (err instanceof PeerError) {
       this.log.warn(`VTEP session dropped: ${err.message}`, { reason: err.reason });
       this.hooks.fault?.(err.reason);
-      this.settle("error");
+      this.settle("error", `session dropped: ${err.message} (${err.reason})`);
       return;
     }
     if (wasConnected) this.log.warn("VTEP session lost; reconnecting", { err: err?.message });
@@ -371,6 +386,7 @@ export class DeviceSession {
     this.tables = tables;
     if (this.phase !== "connected") this.log.info("VTEP connected");
     this.phase = "connected";
+    this.why = null;
     this.hooks.changed();
     this.hooks.connected?.();
   }

@@ -42,6 +42,7 @@ interface VtepRow {
   name: string | null;
   description: string | null;
   tunnel_ips: string[];
+  connection_error: string | null;
 }
 
 /** A VTEP's body, checked against tunnel.proto's rules (ids in lower case; the address as sent). */
@@ -82,6 +83,7 @@ export const vtepKind = (policy: AddressPolicy) =>
       name: r.name,
       description: r.description,
       tunnelIpAddrs: r.tunnel_ips,
+      connectionError: r.connection_error,
     }),
     references: zoneOfVteps,
     validate: (_q, v) => addressAllowed(policy, v),

@@ -144,4 +144,10 @@ export const migrations: Migration[] = [
       CREATE INDEX vxlan_port_sync_due ON vxlan_port_sync (due);
     `,
   },
+  {
+    version: 8,
+    name: "vtep connection error",
+    // Why a VTEP is in error, as its session last said (sessions.ts); null otherwise.
+    sql: `ALTER TABLE vteps ADD COLUMN connection_error text;`,
+  },
 ];

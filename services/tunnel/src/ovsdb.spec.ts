@@ -61,7 +61,9 @@ describe("a device's tables", () => {
       Physical_Port: { p1: { new: { name: "eth0", description: "", vlan_bindings: ["map", []] } } },
       Logical_Switch: { l1: { new: { name: "ls" } } },
     });
-    expect(t.stateOf("127.0.0.1")).toEqual({ connectionState: "connected", name: "a", description: "d", tunnelIps: ["10.0.0.1", "10.0.0.2"], ports: new Map([["eth0", ""]]) });
+    expect(t.stateOf("127.0.0.1")).toEqual({ connectionState: "connected", name: "a", description: "d", tunnelIps: ["10.0.0.1", "10.0.0.2"], connectionError: null, ports: new Map([["eth0", ""]]) });
+    // No switch names another address: an error that says why.
+    expect(t.stateOf("10.0.0.7")).toMatchObject({ connectionState: "error", connectionError: "the device has no Physical_Switch whose management_ips hold 10.0.0.7" });
     expect([...t.switches.values()][0]).not.toHaveProperty("other_config");
     expect([...t.ports.values()][0]).not.toHaveProperty("vlan_bindings");
   });

@@ -35,7 +35,7 @@ const lockKey = (id: string) => `vnm-vtep:${id}`;
 
 /** What the database holds of a VTEP's state. */
 interface Stored {
-  /** connection state, name, description, tunnel IPs, as JSON. */
+  /** connection state, name, description, tunnel IPs, connection error, as JSON. */
   head: string;
   /** Description by port name. */
   ports: Map<string, string>;
@@ -70,7 +70,8 @@ export interface SessionsConfig {
   writeEveryMs: number;
 }
 
-const headOf = (s: Pick<DeviceState, "connectionState" | "name" | "description" | "tunnelIps">) => JSON.stringify([s.connectionState, s.name, s.description, s.tunnelIps]);
+const headOf = (s: Pick<DeviceState, "connectionState" | "name" | "description" | "tunnelIps" | "connectionError">) =>
+  JSON.stringify([s.connectionState, s.name, s.description, s.tunnelIps, s.connectionError]);
 
 /** Splits rows into statements of about BATCH_BYTES each. */
 function* batches(rows: [string, string][]): Generator<[string[], string[]]> {
@@ -259,7 +260,7 @@ export class VtepSessions {
 
   /** What the database holds of the VTEP; undefined when it is gone. */
   private async readStored(id: string): Promise<Stored | undefined> {
-    const v = (await this.svc.store.query<DeviceState>("SELECT connection_state AS \"connectionState\", name, description, tunnel_ips AS \"tunnelIps\" FROM vteps WHERE id = $1", [id])).rows[0];
+    const v = (await this.svc.store.query<DeviceState>("SELECT connection_state AS \"connectionState\", name, description, tunnel_ips AS \"tunnelIps\", connection_error AS \"connectionError\" FROM vteps WHERE id = $1", [id])).rows[0];
     if (!v) return undefined;
     const rows = (await this.svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [id])).rows;
     return { head: headOf(v), ports: new Map(rows.map((r) => [r.name, r.description])) };
@@ -300,12 +301,13 @@ export class VtepSessions {
             head === stored.head
               ? (await q.query("SELECT * FROM vteps WHERE id = $1 FOR KEY SHARE", [id])).rows[0]
               : (
-                  await q.query("UPDATE vteps SET connection_state = $2, name = $3, description = $4, tunnel_ips = $5 WHERE id = $1 RETURNING *", [
+                  await q.query("UPDATE vteps SET connection_state = $2, name = $3, description = $4, tunnel_ips = $5, connection_error = $6 WHERE id = $1 RETURNING *", [
                     id,
                     s.connectionState,
                     s.name,
                     s.description,
                     s.tunnelIps,
+                    s.connectionError,
                   ])
                 ).rows[0];
           if (!row) return false;

@@ -1565,6 +1565,12 @@ export declare namespace vnm.tunnel.v1 {
     name?: string;
     description?: string;
     tunnelIpAddrs?: string[];
+    /**
+     * Why the VTEP is in `error` (its session's last failure: the address refused by the service's
+     * policy, a device that is not this VTEP's hardware_vtep, no switch with this management
+     * address, a broken protocol or bound); null while `connected` or `disconnected`.
+     */
+    connectionError?: string;
     uri?: string;
     bindings?: string;
     ports?: string;
