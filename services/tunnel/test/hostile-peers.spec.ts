@@ -48,7 +48,7 @@ async function createVtep(port: number): Promise<string> {
   return r.res.id as string;
 }
 
-async function getVtep(id: string): Promise<{ connectionState: string; name: string; description: string }> {
+async function getVtep(id: string): Promise<{ connectionState: string; name: string; description: string; connectionError?: string | null }> {
   const r = await svc.call(VTEPS, "GetVtep", { id });
   if (r.err) throw r.err;
   return r.res;
@@ -117,6 +117,10 @@ describe("a peer's message over a bound ends that session in error, naming the d
     const id = await createVtep(f.port);
     await stateIs(id, "error");
     expect(linesAbout(f.port).join("\n")).toMatch(/nested deeper than 1000/);
+    // The VTEP says why, bounded.
+    const why = (await getVtep(id)).connectionError ?? "";
+    expect(why).toMatch(/^session dropped: .*nested deeper than 1000.* \([a-z_]+\)$/);
+    expect(why.length).toBeLessThanOrEqual(1024);
   });
 
   it("an update whose switch name is nested 20,000 deep, and one whose name is not a string", async () => {
@@ -206,6 +210,7 @@ describe("peers that do not play along", () => {
     // Each try waits 3 s for an answer, then backs off: at most a few sessions in 6 s.
     expect(f.sessions.length - before).toBeLessThanOrEqual(3);
     expect(linesAbout(f.port).join("\n")).toMatch(/no answer to list_dbs/);
+    expect((await getVtep(id)).connectionError).toMatch(/^session dropped: .*no answer to list_dbs.*\(no_answer\)$/);
   });
 
   it("garbage is an error", async () => {
@@ -215,6 +220,7 @@ describe("peers that do not play along", () => {
     const id = await createVtep(f.port);
     await stateIs(id, "error");
     expect(linesAbout(f.port).join("\n")).toMatch(/not a JSON object or array/);
+    expect((await getVtep(id)).connectionError).toMatch(/^session dropped: not a JSON object or array/);
   });
 
   it("a peer that stops reading while it asks for echoes is dropped before it costs memory", async () => {
