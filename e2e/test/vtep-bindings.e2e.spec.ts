@@ -437,6 +437,10 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
       await waitFor("the deleted entry's row gone", async () => !remote().has("02:00:00:00:00:0b"), 5_000);
       expect(Date.now() - gone).toBeLessThan(5_000);
       expect(remote().get("02:00:00:00:00:0a")).toBe("10.20.0.5 10.30.0.10");
+      // The heavier host no longer a flooding proxy (weight 0): unknown-dst moves to the other.
+      const h2now = (await http("GET", `/hosts/${h2.id}`)).json;
+      expect((await http("PUT", `/hosts/${h2.id}`, { ...h2now, floodingProxyWeight: 0 })).status).toBe(200);
+      await waitFor("unknown-dst toward the other host", async () => unknownDst().join() === "unknown-dst -> vxlan_over_ipv4/10.20.0.5", 5_000);
       // A device restarted empty gets them back.
       await device.stop();
       rmSync(join(device.dir, "vtep.db"), { force: true });
