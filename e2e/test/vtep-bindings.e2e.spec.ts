@@ -441,6 +441,15 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
       const h2now = (await http("GET", `/hosts/${h2.id}`)).json;
       expect((await http("PUT", `/hosts/${h2.id}`, { ...h2now, floodingProxyWeight: 0 })).status).toBe(200);
       await waitFor("unknown-dst toward the other host", async () => unknownDst().join() === "unknown-dst -> vxlan_over_ipv4/10.20.0.5", 5_000);
+      // Routing down (the hosts' ports cannot be read): the rows stay as they are, not wiped.
+      await fx.stack.stopService("routing");
+      try {
+        await new Promise((r) => setTimeout(r, 4_000)); // more than one reconcile
+        expect(remote().get("02:00:00:00:00:0a")).toBe("10.20.0.5 10.30.0.10");
+        expect(unknownDst()).toHaveLength(1);
+      } finally {
+        await fx.stack.startServices("routing");
+      }
       // A device restarted empty gets them back.
       await device.stop();
       rmSync(join(device.dir, "vtep.db"), { force: true });
@@ -454,7 +463,7 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
       for (const [method, path] of made.reverse()) await http(method, path);
     }
     await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
-  });
+  }, 90_000);
 
   it("a device restarted empty is rewritten within 15 s: the switch with its original tunnel_key and every VLAN binding", async () => {
     const a = (await http("POST", "/bridges", { name: unique("dr"), tenantId: "A" })).json;
