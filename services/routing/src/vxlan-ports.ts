@@ -6,18 +6,8 @@
 // tunnel's outbox of pending pairs can ask again after any failure. Under the per-bridge lock,
 // the bridge service is told the bridge's VXLAN ports (SetBridgeVxlanPorts) before the change
 // commits: its vxlanPortIds follow, and its delete is a 409 while it has any.
-import { createHash } from "node:crypto";
-import { ApiError, type CallContext, type Handlers, isUuid, type ServiceContext } from "@vnm/kit";
+import { ApiError, type CallContext, type Handlers, isUuid, type ServiceContext, vxlanPortId } from "@vnm/kit";
 import { commonColumns, dropPorts, getBridge, insertPort, lockBridge, noBridge, type PortRow, ports, visible } from "./ports.ts";
-
-/** The VXLAN port's id of a (bridge, VTEP) pair: a name-based UUID (version 5 layout) of both. */
-export function vxlanPortId(bridgeId: string, vtepId: string): string {
-  const h = createHash("sha1").update(`vnm:vxlan-port:${bridgeId.toLowerCase()}:${vtepId.toLowerCase()}`).digest();
-  h[6] = (h[6]! & 0x0f) | 0x50;
-  h[8] = (h[8]! & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString("hex");
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
-}
 
 export function vxlanPortHandlers(svc: ServiceContext): Record<string, Handlers> {
   const { store } = svc;

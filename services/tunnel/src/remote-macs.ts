@@ -9,8 +9,7 @@
 // VXLAN port (the MACs it learned) are not written back. The flooding proxy is the member with
 // the greatest floodingProxyWeight above 0 (ties: the lowest host id), as MidoNet picks it.
 import { isIPv4 } from "node:net";
-import type { Queryable, ServiceContext } from "@vnm/kit";
-import { vxlanPortId } from "./vxgw.ts";
+import { type Queryable, type ServiceContext, vxlanPortId } from "@vnm/kit";
 
 /** A MAC of the bridge for the device: lower-case MAC, the host's tunnel address, the ARP table's IP ("" for none). */
 export interface RemoteMac {

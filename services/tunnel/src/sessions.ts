@@ -12,7 +12,7 @@
 // switch's row when it changed, and only the ports added, changed or gone, so a device changing
 // one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
 // one write in flight and none queued behind it.
-import { type AnyResource, type Logger, messageOf, type ServiceContext } from "@vnm/kit";
+import { type AnyResource, type Logger, messageOf, type ServiceContext, vxlanPortId } from "@vnm/kit";
 import pg from "pg";
 import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -20,7 +20,7 @@ import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import { boundOn } from "./bindings.ts";
 import { remoteState } from "./remote-macs.ts";
-import { type Learned, RECONCILE_EVERY_MS, reconcile, vxlanPortId } from "./vxgw.ts";
+import { type Learned, RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;

@@ -13,7 +13,6 @@
 // The reconcile runs on every new session (a device restarted empty is rewritten), when a
 // binding changes on this replica, and every RECONCILE_EVERY_MS on each connected session (a
 // binding made on another replica). It runs on the replica holding the VTEP's session only.
-import { createHash } from "node:crypto";
 import { canonicalIpv6 } from "@vnm/kit";
 import type { RemoteState } from "./remote-macs.ts";
 
@@ -66,15 +65,6 @@ export interface LearnedMac {
 
 /** The MACs the device learned (Ucast_Macs_Local) in each bound bridge's switch, by bridge id, as last read. */
 export type Learned = Map<string, LearnedMac[]>;
-
-/** The VXLAN port id routing gives a (bridge, VTEP) pair (the same derivation as routing's vxlan-ports.ts). */
-export function vxlanPortId(bridgeId: string, vtepId: string): string {
-  const h = createHash("sha1").update(`vnm:vxlan-port:${bridgeId.toLowerCase()}:${vtepId.toLowerCase()}`).digest();
-  h[6] = (h[6]! & 0x0f) | 0x50;
-  h[8] = (h[8]! & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString("hex");
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
-}
 
 /**
  * Brings the device at `ip` to the bindings of `bound`, and says what it learned in the bound
