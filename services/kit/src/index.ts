@@ -17,6 +17,7 @@ export { type CallContext, type Handlers, runService, type ServiceContext, type 
 export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, ipv4InSubnet, isIpv4, isUuid, MAC_PATTERN, parseMac } from "./validate.ts";
 export { vxlanPortId } from "./ids.ts";
+export { Tombstones } from "./tombstones.ts";
 export { type Contract, loadContract } from "./contract.ts";
 export type { Checked, MessageName } from "./rules.ts";
 export { isRecord, memberOf, messageOf, stringMember } from "./values.ts";

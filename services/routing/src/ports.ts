@@ -28,6 +28,7 @@ import {
   type Change,
   etagMatches,
   IF_MATCH_KEY,
+  Tombstones,
 } from "@vnm/kit";
 import { routers } from "./routers.ts";
 import { routes } from "./routes.ts";
@@ -178,10 +179,8 @@ export async function portsOfRouterMoved(q: Queryable, routerId: string, tenantI
   for (const p of moved.rows) emit(ports.change("updated", p));
 }
 
-/** Serialises the writes that concern one bridge, until the transaction ends. */
-export async function lockBridge(q: Queryable, id: string): Promise<void> {
-  await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`routing-bridge:${id}`]);
-}
+/** Bridges the bridge service announced deleted; their lock serialises the writes that concern one bridge. */
+export const deletedBridges = new Tombstones("deleted_bridges", "routing-bridge");
 
 export const noBridge = (id: unknown) => ApiError.notFound(`There is no Bridge with ID ${String(id)}.`);
 
@@ -197,8 +196,7 @@ export async function getBridge(svc: Pick<ServiceContext, "call">, id: unknown):
 
 /** The bridge a port is created on: it exists and is not being deleted (locked until commit). */
 async function requireBridge(svc: Pick<ServiceContext, "call">, q: Queryable, id: string): Promise<Record<string, unknown>> {
-  await lockBridge(q, id);
-  if ((await q.query("SELECT 1 FROM deleted_bridges WHERE id = $1", [id])).rowCount) throw noBridge(id);
+  if (await deletedBridges.lockedGone(q, id)) throw noBridge(id);
   return getBridge(svc, id);
 }
 
@@ -354,9 +352,6 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
   return mergeHandlers({ "vnm.routing.v1.PortService": handlers }, { "vnm.routing.v1.PortService": linkHandlers(svc) });
 }
 
-/** Tombstones are only needed while a deletion may race a write: a day is plenty. */
-const TOMBSTONE_DAYS = 1;
-
 const bridgeIdOf = (msg: BusMessage) => {
   const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
   return typeof id === "string" && isUuid(id) ? id.toLowerCase() : undefined;
@@ -368,9 +363,7 @@ export function onBridgeDeleted(svc: ServiceContext) {
     const id = bridgeIdOf(msg);
     if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
-      await lockBridge(q, id);
-      await q.query("INSERT INTO deleted_bridges (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [id]);
-      await q.query(`DELETE FROM deleted_bridges WHERE at < now() - interval '${TOMBSTONE_DAYS} day'`);
+      await deletedBridges.bury(q, id);
       const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE device_id = $1 AND router_id IS NULL ORDER BY id FOR UPDATE", [id])).rows;
       await dropPorts(q, rows, emit);
     });
@@ -383,7 +376,7 @@ export function onBridgeUpdated(svc: ServiceContext) {
     const id = bridgeIdOf(msg);
     if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
-      await lockBridge(q, id);
+      await deletedBridges.lock(q, id);
       let bridge: Record<string, unknown>;
       try {
         bridge = await getBridge(svc, id);

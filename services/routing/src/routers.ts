@@ -3,7 +3,7 @@
 // delete, and its routes, all announced. A PUT that moves it to another tenant moves its ports.
 // A load balancer the lb service deletes is cleared from its routers (onLoadBalancerDeleted).
 // Each field's own rules are topology.proto's.
-import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 import { dropRouterPorts, portsOfRouterMoved } from "./ports.ts";
 import { routes } from "./routes.ts";
 
@@ -16,10 +16,8 @@ interface RouterRow {
 /** The calls this service makes as itself; set when the service starts (routersFor). */
 let peers: Pick<ServiceContext, "call"> | undefined;
 
-/** Serialises the writes that concern one load balancer's routers, until the transaction ends. */
-async function lockLoadBalancer(q: Queryable, id: string): Promise<void> {
-  await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`routing-lb:${id}`]);
-}
+/** Load balancers the lb service announced deleted; their lock serialises the writes that concern one's routers. */
+const deletedLoadBalancers = new Tombstones("deleted_load_balancers", "routing-lb");
 
 /**
  * 404 unless the load balancer exists (the lb service says) and is not being deleted (locked
@@ -28,8 +26,7 @@ async function lockLoadBalancer(q: Queryable, id: string): Promise<void> {
 async function requireLoadBalancer(q: Queryable, id: string): Promise<void> {
   if (!peers) throw new Error("the routing service's calls are not set up");
   const missing = ApiError.notFound(`There is no LoadBalancer with ID ${id}.`);
-  await lockLoadBalancer(q, id);
-  if ((await q.query("SELECT 1 FROM deleted_load_balancers WHERE id = $1", [id])).rowCount) throw missing;
+  if (await deletedLoadBalancers.lockedGone(q, id)) throw missing;
   try {
     await peers.call("vnm.lb.v1.LoadBalancerService", "GetLoadBalancer", { id });
   } catch (err) {
@@ -72,9 +69,6 @@ export function routersFor(svc: Pick<ServiceContext, "call">) {
   return routers;
 }
 
-/** Tombstones are only needed while a deletion may race a write: a day is plenty. */
-const TOMBSTONE_DAYS = 1;
-
 /**
  * A load balancer deleted (the lb service announces it): the routers that had it lose it, each
  * announced as updated (MidoNet: LoadBalancer.router_id CLEAR), and it stays known as gone.
@@ -85,9 +79,7 @@ export function onLoadBalancerDeleted(svc: ServiceContext) {
     if (typeof raw !== "string" || !isUuid(raw)) return;
     const id = raw.toLowerCase();
     await svc.store.tx(undefined, async (q, emit) => {
-      await lockLoadBalancer(q, id);
-      await q.query("INSERT INTO deleted_load_balancers (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [id]);
-      await q.query(`DELETE FROM deleted_load_balancers WHERE at < now() - interval '${TOMBSTONE_DAYS} day'`);
+      await deletedLoadBalancers.bury(q, id);
       const cleared = await q.query<RouterRow>("UPDATE routers SET load_balancer_id = NULL WHERE load_balancer_id = $1 RETURNING *", [id]);
       for (const r of cleared.rows) emit(routers.change("updated", r));
     });

@@ -7,7 +7,7 @@
 // the bridge service is told the bridge's VXLAN ports (SetBridgeVxlanPorts) before the change
 // commits: its vxlanPortIds follow, and its delete is a 409 while it has any.
 import { ApiError, type CallContext, type Handlers, isUuid, type ServiceContext, vxlanPortId } from "@vnm/kit";
-import { commonColumns, dropPorts, getBridge, insertPort, lockBridge, noBridge, type PortRow, ports, visible } from "./ports.ts";
+import { commonColumns, dropPorts, deletedBridges, getBridge, insertPort, noBridge, type PortRow, ports, visible } from "./ports.ts";
 
 export function vxlanPortHandlers(svc: ServiceContext): Record<string, Handlers> {
   const { store } = svc;
@@ -25,8 +25,7 @@ export function vxlanPortHandlers(svc: ServiceContext): Record<string, Handlers>
         const vtep = vtepId.toLowerCase();
         const id = vxlanPortId(bridge, vtep);
         return store.tx(ctx, async (q, emit) => {
-          await lockBridge(q, bridge);
-          const gone = (await q.query("SELECT 1 FROM deleted_bridges WHERE id = $1", [bridge])).rowCount;
+          const gone = await deletedBridges.lockedGone(q, bridge);
           let tenant: string | null = null;
           let exists = !gone;
           if (exists) {

@@ -1,0 +1,38 @@
+// Items of another service that it announced deleted, kept a while as tombstones in a table of
+// this service's (`id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()`). A write naming
+// such an item and the deletion's handling take the same transaction lock, and the write finds
+// the tombstone, so a write racing the deletion never survives it (the other service is asked
+// only once the lock is held).
+import { assertIdentifier, type Queryable } from "./db.ts";
+
+/** Tombstones are only needed while a deletion may race a write: a day is plenty. */
+const TOMBSTONE_DAYS = 1;
+
+export class Tombstones {
+  private readonly table: string;
+  private readonly lockPrefix: string;
+
+  /** `lockPrefix` names the lock's key apart from every other part's (locks are the database's). */
+  constructor(table: string, lockPrefix: string) {
+    this.table = assertIdentifier(table);
+    this.lockPrefix = lockPrefix;
+  }
+
+  /** Serialises the writes that concern the item, until the transaction ends. */
+  async lock(q: Queryable, id: string): Promise<void> {
+    await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`${this.lockPrefix}:${id}`]);
+  }
+
+  /** Locks the item; whether it was announced deleted. */
+  async lockedGone(q: Queryable, id: string): Promise<boolean> {
+    await this.lock(q, id);
+    return ((await q.query(`SELECT 1 FROM ${this.table} WHERE id = $1`, [id])).rowCount ?? 0) > 0;
+  }
+
+  /** Locks the item and keeps it known as gone; tombstones older than a day go. */
+  async bury(q: Queryable, id: string): Promise<void> {
+    await this.lock(q, id);
+    await q.query(`INSERT INTO ${this.table} (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, [id]);
+    await q.query(`DELETE FROM ${this.table} WHERE at < now() - interval '${TOMBSTONE_DAYS} day'`);
+  }
+}
