@@ -256,11 +256,13 @@ describe("production overlay: secrets, pod security, network", () => {
     // Besides the gateway: a trace's, a port's and a VTEP binding's bridge (tunnel asks bridge),
     // a bridge's VXLAN ports (routing tells bridge), a router's load balancer, a binding's host
     // (routing asks tunnel), a host's bindings and a bound bridge's VXLAN port (tunnel asks
-    // routing), a load balancer's router (lb asks routing).
+    // routing), a load balancer's router (lb asks routing), a mirror's port (policy asks routing),
+    // a device's filter chains and mirrors (bridge and routing ask policy).
     const CALLERS: Record<string, string[]> = {
       bridge: ["vnm-gateway", "vnm-routing", "vnm-tracing", "vnm-tunnel"],
       lb: ["vnm-gateway", "vnm-routing"],
-      routing: ["vnm-gateway", "vnm-lb", "vnm-tunnel"],
+      policy: ["vnm-gateway", "vnm-bridge", "vnm-routing"],
+      routing: ["vnm-gateway", "vnm-lb", "vnm-policy", "vnm-tunnel"],
       tunnel: ["vnm-gateway", "vnm-routing"],
     };
     const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });

@@ -75,8 +75,16 @@ export declare namespace vnm.bridge.v1 {
     tenantId?: string;
     name?: string;
     adminStateUp?: boolean;
+    /**
+     * Chains (the policy service's) the caller may see, or null; another is a 404 naming it. A
+     * deleted chain is cleared from the bridge.
+     */
     inboundFilterId?: string;
     outboundFilterId?: string;
+    /**
+     * Existing mirrors (the policy service's; administrators' only), else a 404 naming the id. A
+     * deleted mirror leaves the lists.
+     */
     inboundMirrorIds?: string[];
     outboundMirrorIds?: string[];
     vxlanPortIds?: string[];
@@ -846,6 +854,314 @@ export declare namespace vnm.lb.v1 {
   };
 }
 
+export declare namespace vnm.policy.v1 {
+  type Chain = {
+    id?: string;
+    /** The owning tenant; a POST without it takes the caller's. */
+    tenantId?: string;
+    /** 0 to 255 characters; several chains may share a name. */
+    name?: string;
+    uri?: string;
+    rules?: string;
+  };
+  type ChainRef = {
+    id?: string;
+  };
+  /** A packet condition, as a mirror's `conditions` hold them: the condition fields of a rule. */
+  type Condition = {
+    /** Source IPv4 address (dotted quad); null by default. */
+    nwSrcAddress?: string;
+    /** Prefix length of nwSrcAddress, 0 to 32; default 0. */
+    nwSrcLength?: number;
+    /** Destination IPv4 address (dotted quad); null by default. */
+    nwDstAddress?: string;
+    /** Prefix length of nwDstAddress, 0 to 32; default 0. */
+    nwDstLength?: number;
+    /** IP protocol number, 0 to 255 (not MidoNet's: it takes any integer). */
+    nwProto?: number;
+    /** IP type of service, 0 to 255 (not MidoNet's: it takes any integer). */
+    nwTos?: number;
+    /** Transport source ports: 1 <= start <= end <= 65535. */
+    tpSrc?: vnm.policy.v1.PortRange;
+    /** Transport destination ports: 1 <= start <= end <= 65535. */
+    tpDst?: vnm.policy.v1.PortRange;
+    /** Ethertype, 0x0600 to 0xFFFF. */
+    dlType?: number;
+    /** Source MAC (xx:xx:xx:xx:xx:xx), kept in lower case. */
+    dlSrc?: string;
+    /** Destination MAC (xx:xx:xx:xx:xx:xx), kept in lower case. */
+    dlDst?: string;
+    /** Mask of dlSrc: three groups of four hex digits (ffff.ffff.0000), kept in lower case. */
+    dlSrcMask?: string;
+    /** Mask of dlDst: three groups of four hex digits (ffff.ffff.0000), kept in lower case. */
+    dlDstMask?: string;
+    /** Ingress port ids (their existence is not checked). */
+    inPorts?: string[];
+    /** Egress port ids (their existence is not checked). */
+    outPorts?: string[];
+    /** A port group id (its existence is not checked). */
+    portGroup?: string;
+    /** An ingress port group id (its existence is not checked). */
+    inPortGroup?: string;
+    /** An egress port group id (its existence is not checked). */
+    outPortGroup?: string;
+    /** A source IP address group id (its existence is not checked). */
+    ipAddrGroupSrc?: string;
+    /** A destination IP address group id (its existence is not checked). */
+    ipAddrGroupDst?: string;
+    /** A device id (its existence is not checked). */
+    traversedDevice?: string;
+    /** VLAN id, 0 to 4095 (not MidoNet's: it takes any integer). */
+    vlan?: number;
+    /** Source IPv4 address inside an ICMP error's data. */
+    icmpDataSrcIpAddress?: string;
+    /** Prefix length of icmpDataSrcIpAddress, 0 to 32; default 0. */
+    icmpDataSrcIpLength?: number;
+    /** Destination IPv4 address inside an ICMP error's data. */
+    icmpDataDstIpAddress?: string;
+    /** Prefix length of icmpDataDstIpAddress, 0 to 32; default 0. */
+    icmpDataDstIpLength?: number;
+    /** any, nonheader, header or unfragmented; computed when absent (docs/api.md, "Rules"). */
+    fragmentPolicy?: string;
+    /** Flags, false by default. */
+    condInvert?: boolean;
+    matchForwardFlow?: boolean;
+    matchReturnFlow?: boolean;
+    noVlan?: boolean;
+    matchNwDstRewritten?: boolean;
+    invNwSrc?: boolean;
+    invNwDst?: boolean;
+    invNwProto?: boolean;
+    invNwTos?: boolean;
+    invTpSrc?: boolean;
+    invTpDst?: boolean;
+    invDlType?: boolean;
+    invDlSrc?: boolean;
+    invDlDst?: boolean;
+    invInPorts?: boolean;
+    invOutPorts?: boolean;
+    invPortGroup?: boolean;
+    invInPortGroup?: boolean;
+    invOutPortGroup?: boolean;
+    invIpAddrGroupSrc?: boolean;
+    invIpAddrGroupDst?: boolean;
+    invTraversedDevice?: boolean;
+    invIcmpDataSrcIp?: boolean;
+    invIcmpDataDstIp?: boolean;
+  };
+  type CreateChainRequest = {
+    chain?: vnm.policy.v1.Chain;
+  };
+  type CreateMirrorRequest = {
+    mirror?: vnm.policy.v1.Mirror;
+  };
+  /** POST /chains/{chainId}/rules: the rule goes into the path's chain. */
+  type CreateRuleRequest = {
+    chainId?: string;
+    rule?: vnm.policy.v1.Rule;
+  };
+  type ListChainRulesRequest = {
+    chainId?: string;
+    /** Paging, in position order (?limit=N&marker=<id of the last rule already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListChainsRequest = {
+    /** ?tenant_id= keeps one tenant's chains. */
+    tenant_id?: string;
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListChainsResponse = {
+    items?: vnm.policy.v1.Chain[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
+  type ListMirrorsRequest = {
+    /** Paging (?limit=N&marker=<id of the last item already returned>). */
+    limit?: number;
+    marker?: string;
+  };
+  type ListMirrorsResponse = {
+    items?: vnm.policy.v1.Mirror[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
+  type ListRulesResponse = {
+    items?: vnm.policy.v1.Rule[];
+    /** Set when more items follow: the marker of the next page. */
+    next_marker?: string;
+  };
+  /**
+   * A port mirror: the traffic matching any of its conditions is copied to toPortId. Deleting that
+   * port deletes the mirror. Administrators only.
+   */
+  type Mirror = {
+    id?: string;
+    /** The port mirrored traffic goes to (required; an existing port). */
+    toPortId?: string;
+    /** The conditions, checked as a rule's; empty by default. */
+    conditions?: vnm.policy.v1.Condition[];
+    uri?: string;
+  };
+  type MirrorRef = {
+    id?: string;
+  };
+  /** One address (and port) range a NAT rule translates to. */
+  type NatTarget = {
+    /** IPv4, required. */
+    addressFrom?: string;
+    /** IPv4, required. */
+    addressTo?: string;
+    /** 0 to 65535, default 0. */
+    portFrom?: number;
+    /** 0 to 65535, default 0. */
+    portTo?: number;
+  };
+  /** A range of transport ports, both ends included. */
+  type PortRange = {
+    /** 1 to 65535, at most `end`. */
+    start?: number;
+    /** 1 to 65535, at least `start`. */
+    end?: number;
+  };
+  /**
+   * A rule of a chain: created under its chain (POST /chains/{chainId}/rules), read and deleted at
+   * /rules/{id}, never changed. It follows its chain's tenant and goes with its chain, or with the
+   * chain it jumps to.
+   */
+  type Rule = {
+    id?: string;
+    /** The chain of the path it was created under; a body's value is ignored. */
+    chainId?: string;
+    /**
+     * accept, drop, reject, return, jump, dnat, snat, rev_dnat, rev_snat, l2_transform or trace
+     * (`continue` is only a NAT rule's flowAction).
+     */
+    type?: string;
+    /**
+     * Its 1-based place in its chain, computed on every read. A POST inserts at it (absent, null or
+     * 0: first); at most one more than the chain's rules.
+     */
+    position?: number;
+    /** Its chain's tenant. */
+    tenantId?: string;
+    /** Source IPv4 address (dotted quad); null by default. */
+    nwSrcAddress?: string;
+    /** Prefix length of nwSrcAddress, 0 to 32; default 0. */
+    nwSrcLength?: number;
+    /** Destination IPv4 address (dotted quad); null by default. */
+    nwDstAddress?: string;
+    /** Prefix length of nwDstAddress, 0 to 32; default 0. */
+    nwDstLength?: number;
+    /** IP protocol number, 0 to 255 (not MidoNet's: it takes any integer). */
+    nwProto?: number;
+    /** IP type of service, 0 to 255 (not MidoNet's: it takes any integer). */
+    nwTos?: number;
+    /** Transport source ports: 1 <= start <= end <= 65535. */
+    tpSrc?: vnm.policy.v1.PortRange;
+    /** Transport destination ports: 1 <= start <= end <= 65535. */
+    tpDst?: vnm.policy.v1.PortRange;
+    /** Ethertype, 0x0600 to 0xFFFF. */
+    dlType?: number;
+    /** Source MAC (xx:xx:xx:xx:xx:xx), kept in lower case. */
+    dlSrc?: string;
+    /** Destination MAC (xx:xx:xx:xx:xx:xx), kept in lower case. */
+    dlDst?: string;
+    /** Mask of dlSrc: three groups of four hex digits (ffff.ffff.0000), kept in lower case. */
+    dlSrcMask?: string;
+    /** Mask of dlDst: three groups of four hex digits (ffff.ffff.0000), kept in lower case. */
+    dlDstMask?: string;
+    /** Ingress port ids (their existence is not checked). */
+    inPorts?: string[];
+    /** Egress port ids (their existence is not checked). */
+    outPorts?: string[];
+    /** A port group id (its existence is not checked). */
+    portGroup?: string;
+    /** An ingress port group id (its existence is not checked). */
+    inPortGroup?: string;
+    /** An egress port group id (its existence is not checked). */
+    outPortGroup?: string;
+    /** A source IP address group id (its existence is not checked). */
+    ipAddrGroupSrc?: string;
+    /** A destination IP address group id (its existence is not checked). */
+    ipAddrGroupDst?: string;
+    /** A device id (its existence is not checked). */
+    traversedDevice?: string;
+    /** VLAN id, 0 to 4095 (not MidoNet's: it takes any integer). */
+    vlan?: number;
+    /** Source IPv4 address inside an ICMP error's data. */
+    icmpDataSrcIpAddress?: string;
+    /** Prefix length of icmpDataSrcIpAddress, 0 to 32; default 0. */
+    icmpDataSrcIpLength?: number;
+    /** Destination IPv4 address inside an ICMP error's data. */
+    icmpDataDstIpAddress?: string;
+    /** Prefix length of icmpDataDstIpAddress, 0 to 32; default 0. */
+    icmpDataDstIpLength?: number;
+    /** any, nonheader, header or unfragmented; computed when absent (docs/api.md, "Rules"). */
+    fragmentPolicy?: string;
+    /** Flags, false by default. */
+    condInvert?: boolean;
+    matchForwardFlow?: boolean;
+    matchReturnFlow?: boolean;
+    noVlan?: boolean;
+    matchNwDstRewritten?: boolean;
+    invNwSrc?: boolean;
+    invNwDst?: boolean;
+    invNwProto?: boolean;
+    invNwTos?: boolean;
+    invTpSrc?: boolean;
+    invTpDst?: boolean;
+    invDlType?: boolean;
+    invDlSrc?: boolean;
+    invDlDst?: boolean;
+    invInPorts?: boolean;
+    invOutPorts?: boolean;
+    invPortGroup?: boolean;
+    invInPortGroup?: boolean;
+    invOutPortGroup?: boolean;
+    invIpAddrGroupSrc?: boolean;
+    invIpAddrGroupDst?: boolean;
+    invTraversedDevice?: boolean;
+    invIcmpDataSrcIp?: boolean;
+    invIcmpDataDstIp?: boolean;
+    /** jump: the chain jumped to (required; a chain the caller may see). */
+    jumpChainId?: string;
+    /** jump: the name of the chain jumped to, kept as sent. */
+    jumpChainName?: string;
+    /**
+     * dnat, snat, rev_dnat, rev_snat: accept, continue or return (required); l2_transform: accept
+     * or redirect (required).
+     */
+    flowAction?: string;
+    /** dnat, snat: the targets, at least one (required). */
+    natTargets?: vnm.policy.v1.NatTarget[];
+    /** l2_transform: pop the VLAN tag. */
+    popVlan?: boolean;
+    /** l2_transform: the VLAN tag to push, 0 to 65535. */
+    pushVlan?: number;
+    /** l2_transform: the port to redirect to. */
+    targetPortId?: string;
+    /** l2_transform: redirect into the port (ingress) rather than out of it. */
+    ingress?: boolean;
+    /** l2_transform: keep forwarding when the target port is down. */
+    failOpen?: boolean;
+    /** trace: the trace request's id (required). */
+    requestId?: string;
+    /** trace: how many packets to trace, 0 (the default) for no limit. */
+    limit?: string;
+    uri?: string;
+  };
+  type RuleRef = {
+    id?: string;
+  };
+  type UpdateMirrorRequest = {
+    id?: string;
+    mirror?: vnm.policy.v1.Mirror;
+  };
+}
+
 export declare namespace vnm.qos.v1 {
   /** POST /qos_policies/{id}/qos_bw_limit_rules: the rule goes under the path's policy. */
   type CreateQosBwLimitRuleRequest = {
@@ -1193,10 +1509,16 @@ export declare namespace vnm.routing.v1 {
     deviceId?: string;
     /** Default true. */
     adminStateUp?: boolean;
-    /** Chains; only the UUID syntax is checked while chains are not served. */
+    /**
+     * Chains (the policy service's) the caller may see, or null; another is a 404 naming it. A
+     * deleted chain is cleared from the port.
+     */
     inboundFilterId?: string;
     outboundFilterId?: string;
-    /** Mirrors; only the UUID syntax is checked while mirrors are not served. */
+    /**
+     * Existing mirrors (the policy service's; administrators' only), else a 404 naming the id. A
+     * deleted mirror leaves the lists.
+     */
     inboundMirrorIds?: string[];
     outboundMirrorIds?: string[];
     vifId?: string;
@@ -1310,7 +1632,10 @@ export declare namespace vnm.routing.v1 {
     name?: string;
     /** Default true. */
     adminStateUp?: boolean;
-    /** A chain; only the UUID syntax is checked while chains are not served. */
+    /**
+     * Chains (the policy service's) the caller may see, or null; another is a 404 naming it. A
+     * deleted chain is cleared from the router.
+     */
     inboundFilterId?: string;
     outboundFilterId?: string;
     /** An existing load balancer (404 otherwise). A router with a load balancer cannot be deleted (409). */
@@ -1736,6 +2061,25 @@ export interface Messages {
   "vnm.lb.v1.UpdateVipRequest": vnm.lb.v1.UpdateVipRequest;
   "vnm.lb.v1.Vip": vnm.lb.v1.Vip;
   "vnm.lb.v1.VipRef": vnm.lb.v1.VipRef;
+  "vnm.policy.v1.Chain": vnm.policy.v1.Chain;
+  "vnm.policy.v1.ChainRef": vnm.policy.v1.ChainRef;
+  "vnm.policy.v1.Condition": vnm.policy.v1.Condition;
+  "vnm.policy.v1.CreateChainRequest": vnm.policy.v1.CreateChainRequest;
+  "vnm.policy.v1.CreateMirrorRequest": vnm.policy.v1.CreateMirrorRequest;
+  "vnm.policy.v1.CreateRuleRequest": vnm.policy.v1.CreateRuleRequest;
+  "vnm.policy.v1.ListChainRulesRequest": vnm.policy.v1.ListChainRulesRequest;
+  "vnm.policy.v1.ListChainsRequest": vnm.policy.v1.ListChainsRequest;
+  "vnm.policy.v1.ListChainsResponse": vnm.policy.v1.ListChainsResponse;
+  "vnm.policy.v1.ListMirrorsRequest": vnm.policy.v1.ListMirrorsRequest;
+  "vnm.policy.v1.ListMirrorsResponse": vnm.policy.v1.ListMirrorsResponse;
+  "vnm.policy.v1.ListRulesResponse": vnm.policy.v1.ListRulesResponse;
+  "vnm.policy.v1.Mirror": vnm.policy.v1.Mirror;
+  "vnm.policy.v1.MirrorRef": vnm.policy.v1.MirrorRef;
+  "vnm.policy.v1.NatTarget": vnm.policy.v1.NatTarget;
+  "vnm.policy.v1.PortRange": vnm.policy.v1.PortRange;
+  "vnm.policy.v1.Rule": vnm.policy.v1.Rule;
+  "vnm.policy.v1.RuleRef": vnm.policy.v1.RuleRef;
+  "vnm.policy.v1.UpdateMirrorRequest": vnm.policy.v1.UpdateMirrorRequest;
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": vnm.qos.v1.CreateQosBwLimitRuleRequest;
   "vnm.qos.v1.CreateQosDscpRuleRequest": vnm.qos.v1.CreateQosDscpRuleRequest;
   "vnm.qos.v1.CreateQosPolicyRequest": vnm.qos.v1.CreateQosPolicyRequest;
@@ -1974,6 +2318,25 @@ export interface RequiredFields {
   "vnm.lb.v1.UpdateVipRequest": never;
   "vnm.lb.v1.Vip": "address";
   "vnm.lb.v1.VipRef": never;
+  "vnm.policy.v1.Chain": never;
+  "vnm.policy.v1.ChainRef": never;
+  "vnm.policy.v1.Condition": never;
+  "vnm.policy.v1.CreateChainRequest": never;
+  "vnm.policy.v1.CreateMirrorRequest": never;
+  "vnm.policy.v1.CreateRuleRequest": never;
+  "vnm.policy.v1.ListChainRulesRequest": never;
+  "vnm.policy.v1.ListChainsRequest": never;
+  "vnm.policy.v1.ListChainsResponse": never;
+  "vnm.policy.v1.ListMirrorsRequest": never;
+  "vnm.policy.v1.ListMirrorsResponse": never;
+  "vnm.policy.v1.ListRulesResponse": never;
+  "vnm.policy.v1.Mirror": "toPortId";
+  "vnm.policy.v1.MirrorRef": never;
+  "vnm.policy.v1.NatTarget": "addressFrom" | "addressTo";
+  "vnm.policy.v1.PortRange": "start" | "end";
+  "vnm.policy.v1.Rule": "type";
+  "vnm.policy.v1.RuleRef": never;
+  "vnm.policy.v1.UpdateMirrorRequest": never;
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": never;
   "vnm.qos.v1.CreateQosDscpRuleRequest": never;
   "vnm.qos.v1.CreateQosPolicyRequest": never;
@@ -2212,6 +2575,25 @@ export interface MessageFields {
   "vnm.lb.v1.UpdateVipRequest": { vip: "vnm.lb.v1.Vip" };
   "vnm.lb.v1.Vip": Record<never, never>;
   "vnm.lb.v1.VipRef": Record<never, never>;
+  "vnm.policy.v1.Chain": Record<never, never>;
+  "vnm.policy.v1.ChainRef": Record<never, never>;
+  "vnm.policy.v1.Condition": { tpSrc: "vnm.policy.v1.PortRange"; tpDst: "vnm.policy.v1.PortRange" };
+  "vnm.policy.v1.CreateChainRequest": { chain: "vnm.policy.v1.Chain" };
+  "vnm.policy.v1.CreateMirrorRequest": { mirror: "vnm.policy.v1.Mirror" };
+  "vnm.policy.v1.CreateRuleRequest": { rule: "vnm.policy.v1.Rule" };
+  "vnm.policy.v1.ListChainRulesRequest": Record<never, never>;
+  "vnm.policy.v1.ListChainsRequest": Record<never, never>;
+  "vnm.policy.v1.ListChainsResponse": { items: "vnm.policy.v1.Chain" };
+  "vnm.policy.v1.ListMirrorsRequest": Record<never, never>;
+  "vnm.policy.v1.ListMirrorsResponse": { items: "vnm.policy.v1.Mirror" };
+  "vnm.policy.v1.ListRulesResponse": { items: "vnm.policy.v1.Rule" };
+  "vnm.policy.v1.Mirror": { conditions: "vnm.policy.v1.Condition" };
+  "vnm.policy.v1.MirrorRef": Record<never, never>;
+  "vnm.policy.v1.NatTarget": Record<never, never>;
+  "vnm.policy.v1.PortRange": Record<never, never>;
+  "vnm.policy.v1.Rule": { tpSrc: "vnm.policy.v1.PortRange"; tpDst: "vnm.policy.v1.PortRange"; natTargets: "vnm.policy.v1.NatTarget" };
+  "vnm.policy.v1.RuleRef": Record<never, never>;
+  "vnm.policy.v1.UpdateMirrorRequest": { mirror: "vnm.policy.v1.Mirror" };
   "vnm.qos.v1.CreateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
   "vnm.qos.v1.CreateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.CreateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
