@@ -16,6 +16,17 @@ const { stack } = fx;
 
 const http = httpClient(() => fx.gw, BRIDGE, () => fx.stack.adminToken);
 const create = (body: unknown) => http("POST", "/bridges", body);
+/** A chain with this id (a bridge's filters must name existing chains: policy.md §3). */
+const chainWithId = async (id: string) => expect((await http("POST", "/chains", { id }, { "content-type": "application/json" })).status).toBe(201);
+/** A mirror (to a new router port), its id given or random (mirror lists must name existing mirrors: policy.md §4). */
+const mirror = async (id?: string): Promise<string> => {
+  const json = { "content-type": "application/json" };
+  const router = (await http("POST", "/routers", {}, json)).json.id;
+  const port = (await http("POST", `/routers/${router}/ports`, {}, json)).json.id;
+  const r = await http("POST", "/mirrors", { ...(id ? { id } : {}), toPortId: port }, json);
+  expect(r.status, r.text).toBe(201);
+  return r.json.id;
+};
 
 
 describe("root document (api.md: Addresses and links)", () => {
@@ -98,11 +109,14 @@ describe("Bridge (v4) representation", () => {
       uri: "http://elsewhere/ignored",
       unknownField: 1,
     };
+    await chainWithId(inF);
+    await chainWithId("aaaaaaaa-2222-3333-4444-555555555555");
+    await mirror("66666666-2222-3333-4444-555555555555");
     const r = await create(body);
-    expect(r.status).toBe(201);
-    const chain = await http("GET", r.json.inboundFilter);
-    expectError(chain, 404);
-    expect(chain.json.message).toContain("chains are not served by this API");
+    expect(r.status, r.text).toBe(201);
+    const chain = await http("GET", r.json.inboundFilter, undefined, { accept: "application/json" });
+    expect(chain.status, chain.text).toBe(200);
+    expect(chain.json.id).toBe(inF);
     expect(r.json).toMatchObject({
       id,
       name: "full",
@@ -175,7 +189,7 @@ describe("400 with violations for each bad field (api.md: Status codes, The erro
 
 describe("PUT replaces (api.md: Fields)", () => {
   it("omitted optional fields return to their defaults; id in the body is ignored", async () => {
-    const c = await create({ name: "before", tenantId: "t", adminStateUp: false, inboundMirrorIds: ["66666666-2222-3333-4444-555555555555"] });
+    const c = await create({ name: "before", tenantId: "t", adminStateUp: false, inboundMirrorIds: [await mirror()] });
     const id = c.json.id as string;
     const r = await http("PUT", `/bridges/${id}`, { id: "99999999-2222-3333-4444-555555555555", name: "after" });
     expect(r.status).toBe(200);

@@ -60,6 +60,7 @@ describe("routers (§1)", () => {
     expect(r.json.routes).toBe(`${r.json.uri}/routes`);
     expect((await http("GET", r.json.uri)).json).toEqual(r.json);
     const filter = "0000000f-0000-4000-8000-000000000001";
+    expect((await http("POST", "/chains", { id: filter }, { "content-type": "application/json" })).status).toBe(201);
     const put = await http("PUT", r.json.uri, { name: "core", adminStateUp: false, asNumber: 65001, inboundFilterId: filter, id: "0000000f-0000-4000-8000-0000000000ff" });
     expect(put.status).toBe(200);
     expect(put.json).toMatchObject({ id: r.json.id, name: "core", adminStateUp: false, asNumber: 65001, inboundFilterId: filter });

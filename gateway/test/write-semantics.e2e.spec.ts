@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
-// Bridges, and identity for the login; the gateway answers the other domains' routes with a 503.
+// Bridges, identity for the login, and policy (with routing, where a mirror's port is) for the
+// chains and mirrors a bridge names; the gateway answers the other domains' routes with a 503.
 const stack = new Stack();
 let gw = "";
 let auth: Record<string, string> = {};
@@ -14,7 +15,7 @@ const as = (headers: Record<string, string> = {}) => ({ ...auth, ...headers });
 const warnings = (r: { headers: Headers }) => r.headers.get("warning");
 
 beforeAll(async () => {
-  await stack.startServices("bridge", "identity");
+  await stack.startServices("bridge", "identity", "policy", "routing");
   gw = await stack.startGateway({}, false);
   await waitFor("a login", async () => {
     auth = { "x-auth-token": await stack.login(gw, "admin", stack.adminPassword) };
@@ -125,18 +126,23 @@ describe("PATCH with a JSON Merge Patch", () => {
 
   it("merges into the item as the write finds it: concurrent patches of different fields all stay", async () => {
     const b = await create({ name: "n0", tenantId: "patch", adminStateUp: true });
+    // The filter and the mirror must exist (policy.md §3, §4).
+    const chain = (await http("POST", "/chains", {}, as())).json.id;
+    const router = (await http("POST", "/routers", {}, as())).json.id;
+    const port = (await http("POST", `/routers/${router}/ports`, {}, as())).json.id;
+    const mirror = (await http("POST", "/mirrors", { toPortId: port }, as())).json.id;
     const results = await Promise.all([
       http("PATCH", b.uri, { name: "renamed" }, as(MERGE)),
       http("PATCH", b.uri, { adminStateUp: false }, as(MERGE)),
-      http("PATCH", b.uri, { inboundFilterId: "00000000-0000-4000-8000-0000000000aa" }, as(MERGE)),
-      http("PATCH", b.uri, { outboundMirrorIds: ["00000000-0000-4000-8000-0000000000bb"] }, as(MERGE)),
+      http("PATCH", b.uri, { inboundFilterId: chain }, as(MERGE)),
+      http("PATCH", b.uri, { outboundMirrorIds: [mirror] }, as(MERGE)),
     ]);
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect((await http("GET", b.uri, undefined, as())).json).toMatchObject({
       name: "renamed",
       adminStateUp: false,
-      inboundFilterId: "00000000-0000-4000-8000-0000000000aa",
-      outboundMirrorIds: ["00000000-0000-4000-8000-0000000000bb"],
+      inboundFilterId: chain,
+      outboundMirrorIds: [mirror],
     });
   });
 

@@ -5,12 +5,19 @@
 // vxlanPortIds are the routing service's VXLAN ports of the bridge (one per VTEP it is bound to),
 // set by that service when it adds or removes one (SetBridgeVxlanPorts, under its per-bridge
 // lock); a bridge with any cannot be deleted (409), as VTEP bindings hold it.
-import { ApiError, isUuid, type Queryable, Resource, type Store } from "@vnm/kit";
+//
+// Its filters and mirror lists name the policy service's chains and mirrors (filters.ts): a
+// write naming a new one asks that service, and a deleted one is cleared from the bridges.
+import { ApiError, isUuid, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
+import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
 
 interface BridgeRow {
   id: string;
   vxlan_port_ids: string[];
 }
+
+/** The calls this service makes as itself; set when the service starts (bridgesFor). */
+let peers: Pick<ServiceContext, "call"> | undefined;
 
 export const bridges = new Resource({
   proto: "vnm.bridge.v1.Bridge",
@@ -19,10 +26,20 @@ export const bridges = new Resource({
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default. vxlanPortIds is read-only.
   defaults: { adminStateUp: true, inboundMirrorIds: [], outboundMirrorIds: [] },
+  references: async (q, b) => {
+    if (!peers) throw new Error("the bridge service's calls are not set up");
+    await requireNamed(peers, q, b, () => storedOf(q, "bridges"), currentCall()?.ctx);
+  },
   cascade: async (_q: Queryable, row: BridgeRow) => {
     if (row.vxlan_port_ids.length > 0) throw ApiError.conflict(`Bridge ${row.id} is bound to VTEPs (VXLAN ports ${row.vxlan_port_ids.join(", ")}); delete its VTEP bindings before deleting it.`);
   },
 });
+
+/** The bridges kind, its checks calling the policy service as this service, its writes' caller known to them. */
+export function bridgesFor(svc: Pick<ServiceContext, "call">) {
+  peers = svc;
+  return withCall(bridges);
+}
 
 /** SetBridgeVxlanPorts: the bridge's VXLAN ports as routing has them, announced when they change. */
 export async function setVxlanPorts(store: Store, req: { id?: unknown; portIds?: unknown }): Promise<Record<string, never>> {

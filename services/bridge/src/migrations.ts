@@ -100,3 +100,23 @@ migrations.push({
     );
   `,
 });
+
+migrations.push({
+  version: 6,
+  name: "deleted chains and mirrors",
+  // Chains and mirrors the policy service announced deleted: a bridge given one while its deletion
+  // is handled must not keep it (the deletion clears the bridges' filters and mirror lists). The
+  // mirror lists' indexes find the bridges naming a deleted mirror.
+  sql: `
+    CREATE TABLE deleted_chains (
+      id uuid PRIMARY KEY,
+      at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE deleted_mirrors (
+      id uuid PRIMARY KEY,
+      at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX bridges_inbound_mirrors ON bridges USING gin (inbound_mirror_ids);
+    CREATE INDEX bridges_outbound_mirrors ON bridges USING gin (outbound_mirror_ids);
+  `,
+});

@@ -202,4 +202,23 @@ export const migrations: Migration[] = [
       CREATE INDEX ports_vtep ON ports (vtep_id);
     `,
   },
+  {
+    version: 8,
+    name: "deleted chains and mirrors",
+    // Chains and mirrors the policy service announced deleted: a router or port given one while
+    // its deletion is handled must not keep it (the deletion clears filters and mirror lists).
+    // The mirror lists' indexes find the ports naming a deleted mirror.
+    sql: `
+      CREATE TABLE deleted_chains (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE TABLE deleted_mirrors (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX ports_inbound_mirrors ON ports USING gin (inbound_mirror_ids);
+      CREATE INDEX ports_outbound_mirrors ON ports USING gin (outbound_mirror_ids);
+    `,
+  },
 ];

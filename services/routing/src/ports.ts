@@ -10,6 +10,8 @@
 //   is deleted never survives it (onBridgeDeleted deletes the bridge's ports as port deletes).
 // - A port delete unlinks its peer and deletes the routes through it, all announced.
 // - A link locks both ports in id order in one transaction: of two links of one port, one wins.
+// - Its filters and mirror lists name the policy service's chains and mirrors (filters.ts): a
+//   write naming a new one asks that service, and a deleted one is cleared from the ports.
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   ApiError,
@@ -30,6 +32,7 @@ import {
   IF_MATCH_KEY,
   Tombstones,
 } from "@vnm/kit";
+import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
 import { routers } from "./routers.ts";
 import { routes } from "./routes.ts";
 
@@ -89,6 +92,15 @@ function randomMac(): string {
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }
 
+/** The calls this service makes as itself; set when the service starts (portsFor). */
+let peers: Pick<ServiceContext, "call"> | undefined;
+
+/** The chains and mirrors a port's body names exist and the caller may see them (a new port: `stored` none). */
+async function requirePortNamed(q: Queryable, p: PortBody, ctx: CallContext | undefined, stored = () => storedOf(q, "ports")): Promise<void> {
+  if (!peers) throw new Error("the routing service's calls are not set up");
+  await requireNamed(peers, q, p, stored, ctx);
+}
+
 export const ports = new Resource({
   proto: "vnm.routing.v1.Port",
   table: "ports",
@@ -96,6 +108,7 @@ export const ports = new Resource({
   view: "ports_shown",
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
+  references: (q, p) => requirePortNamed(q, p, currentCall()?.ctx),
   // PUT sets these; device, type, addresses, MAC, peer and binding stay (topology.md §2).
   columns: (p) => ({
     admin_state_up: p.adminStateUp ?? true,
@@ -135,6 +148,12 @@ export const ports = new Resource({
     await portGoing(q, row, emit);
   },
 });
+
+/** The ports kind, its checks calling the policy service as this service, its writes' caller known to them. */
+export function portsFor(svc: Pick<ServiceContext, "call">) {
+  peers = svc;
+  return withCall(ports);
+}
 
 /**
  * What else a port delete changes, beyond the port itself (other kinds of this service that
@@ -313,6 +332,7 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         const p = parse(req);
         typeFitsDevice(p, "Router");
         portAddressInNetwork(p);
+        await requirePortNamed(q, p, ctx, async () => undefined);
         const port = await insertPort(q, {
           ...commonColumns(p),
           type: "Router",
@@ -344,6 +364,7 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         if (!visible(ctx, tenant)) throw noBridge(id);
         const p = parse(req);
         typeFitsDevice(p, "Bridge");
+        await requirePortNamed(q, p, ctx, async () => undefined);
         const port = await insertPort(q, { ...commonColumns(p), type: "Bridge", device_id: id.toLowerCase(), tenant_id: tenant });
         emit(ports.change("created", port));
         return ports.toMessage(port);

@@ -2,8 +2,11 @@
 // says) and keeps it from being deleted (409); deleting it deletes its ports, each as a port
 // delete, and its routes, all announced. A PUT that moves it to another tenant moves its ports.
 // A load balancer the lb service deletes is cleared from its routers (onLoadBalancerDeleted).
+// Its filters name the policy service's chains (filters.ts): a write naming a new one asks that
+// service, and a deleted one is cleared from the routers.
 // Each field's own rules are topology.proto's.
 import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
+import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
 import { dropRouterPorts, portsOfRouterMoved } from "./ports.ts";
 import { routes } from "./routes.ts";
 
@@ -50,6 +53,8 @@ export const routers = new Resource({
   defaults: { adminStateUp: true, asNumber: 0 },
   references: async (q, r) => {
     if (r.loadBalancerId) await requireLoadBalancer(q, r.loadBalancerId);
+    if (!peers) throw new Error("the routing service's calls are not set up");
+    await requireNamed(peers, q, r, () => storedOf(q, "routers"), currentCall()?.ctx);
   },
   cascade: async (q, row: RouterRow, emit) => {
     loadBalancerBlocksDelete(row);
@@ -63,10 +68,10 @@ export const routers = new Resource({
   },
 });
 
-/** The routers kind, with the calls its checks make as this service. */
+/** The routers kind, with the calls its checks make as this service, its writes' caller known to them. */
 export function routersFor(svc: Pick<ServiceContext, "call">) {
   peers = svc;
-  return routers;
+  return withCall(routers);
 }
 
 /**

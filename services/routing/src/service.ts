@@ -6,16 +6,18 @@ import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
 import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
-import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports } from "./ports.ts";
-import { onLoadBalancerDeleted, routersFor } from "./routers.ts";
+import { onChainDeleted, onMirrorDeleted } from "./filters.ts";
+import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports, portsFor } from "./ports.ts";
+import { onLoadBalancerDeleted, routers, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 import { vxlanPortHandlers } from "./vxlan-ports.ts";
 
 export const service: ServiceSpec = {
   domain: "routing",
   migrations,
-  // Routers check their load balancer with the lb service: they need this service's calls.
-  resources: [(svc) => routersFor(svc), ports, routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs, portGroups, portGroupPorts],
+  // Routers check their load balancer with the lb service, routers and ports their filters and
+  // mirrors with the policy service: they need this service's calls.
+  resources: [(svc) => routersFor(svc), (svc) => portsFor(svc), routes, l2Insertions, ipAddrGroups, ipAddrGroupAddrs, portGroups, portGroupPorts],
   services: (svc) => mergeHandlers(bindingHandlers(svc), portHandlers(svc), portGroupHandlers(svc), vxlanPortHandlers(svc)),
   onStart: async (svc) => {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
@@ -24,5 +26,12 @@ export const service: ServiceSpec = {
     svc.bus.consume("routing-bridge-updates", ["bridge.Bridge.updated"], onBridgeUpdated(svc));
     // A deleted load balancer is cleared from its routers.
     svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));
+    // A deleted chain is cleared from routers' and ports' filters, a deleted mirror from ports' mirror lists.
+    const referrers = [
+      { table: "routers" as const, mirrors: false, resource: routers },
+      { table: "ports" as const, mirrors: true, resource: ports },
+    ];
+    svc.bus.consume("routing-chain-deletions", ["policy.Chain.deleted"], onChainDeleted(svc, referrers));
+    svc.bus.consume("routing-mirror-deletions", ["policy.Mirror.deleted"], onMirrorDeleted(svc, referrers));
   },
 };
