@@ -1,18 +1,27 @@
-// vnm apply -f FILE|DIR|-: YAML or JSON documents, each `kind:` (a command name such as bridge),
-// the kind's fields, and `id:` naming the item (its key: an id, or a DHCP host's MAC...); the
-// parents' path variables are fields too (bridgeId). What is missing is created, what differs is
-// updated (If-Match the version read), the rest left alone; one line per item says which.
-// vnm delete -f FILE deletes the items the documents name.
+// vnm apply -f FILE|DIR|-: YAML or JSON documents, each `kind:` (a command name such as bridge,
+// or none when the document is an item as the API shows it: its `uri` says its kind), the kind's
+// fields, and `id:` naming the item (its key: an id, a subnet 10.0.0.0_24...); without it, the
+// kind's natural key finds the item (its name within its parent, else the fields that make its
+// key: a subnet's prefix and length). The parents' path variables are fields too (bridgeId), by
+// key or by name. Every document is checked before anything is sent (its kind and fields, its
+// parents there or made by an earlier document, the item it names, what cannot change): one bad
+// document and nothing is sent. Then what is missing is created, what differs is updated
+// (If-Match the version read), the rest left alone; one line per item says which. Parents go
+// first (a kind's depth below its parents, then file order).
+// vnm diff -f prints what apply would change. vnm delete -f deletes the items the documents
+// name, in the reverse order (children first).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import type { CliRoute } from "./catalog.ts";
 import { type Api, objectOf } from "./client.ts";
-import { deleteItem, kept } from "./commands.ts";
+import { kept } from "./commands.ts";
 import { CliError, usage } from "./errors.ts";
 import { toJson } from "./json.ts";
 import { allKinds, type Kind, kindNamed, type PathValues, variables } from "./kinds.ts";
-import { findItem } from "./resolve.ts";
-import { clean, say } from "./text.ts";
+import { type Found, findItem, keyForm, listItems, parentKind } from "./resolve.ts";
+import { readStdin } from "./stdin.ts";
+import { clean, escapeJson, say } from "./text.ts";
 import { isRecord, stringMember } from "@vnm/kit/values";
 
 interface Doc {
@@ -20,12 +29,13 @@ interface Doc {
   kind: Kind;
   id?: string;
   fields: Record<string, unknown>;
+  /** The parents' path values as the document gives them (a key or a name). */
   values: PathValues;
 }
 
-/** The files of -f: a file, every .yaml/.yml/.json of a directory (sorted), or standard input. */
-function sources(path: string): { where: string; text: string }[] {
-  if (path === "-") return [{ where: "stdin", text: readFileSync(0, "utf8") }];
+/** The files of -f: a file, every .yaml/.yml/.json of a directory (sorted), or standard input (read to its end). */
+async function sources(path: string): Promise<{ where: string; text: string }[]> {
+  if (path === "-") return [{ where: "stdin", text: await readStdin() }];
   let st: ReturnType<typeof statSync>;
   try {
     st = statSync(path);
@@ -39,119 +49,334 @@ function sources(path: string): { where: string; text: string }[] {
     .map((f) => ({ where: join(path, f), text: readFileSync(join(path, f), "utf8") }));
 }
 
-/** Every document of the files, checked before anything is sent: a bad one is a usage error. */
-export function readDocs(paths: string[]): Doc[] {
+/** How many path variables sit above a document's item: parents first, children last. */
+const depth = (d: Doc) => (routeOf(d)?.template ?? d.kind.info.itemTemplate).split("{").length - 1;
+
+/** Every document of the files, parsed and checked (kind, field names): a bad one is a usage error. Parents first. */
+export async function readDocs(paths: string[]): Promise<Doc[]> {
   const docs: Doc[] = [];
-  for (const { where, text } of paths.flatMap(sources)) {
-    const parsed = parseAllDocuments(text, { intAsBigInt: true });
-    if (!Array.isArray(parsed)) continue; // an empty stream
-    parsed.forEach((d, n) => {
-      const at = `${where}${parsed.length > 1 ? ` (document ${n + 1})` : ""}`;
-      if (d.errors.length) throw usage(`${at}: ${clean(d.errors[0]!.message.split("\n")[0]!)}`);
-      const value: unknown = d.toJS();
-      for (const [i, v] of (Array.isArray(value) ? value : value === null || value === undefined ? [] : [value]).entries()) {
-        docs.push(docOf(Array.isArray(value) ? `${at} [${i}]` : at, v));
-      }
-    });
+  for (const p of paths) {
+    for (const { where, text } of await sources(p)) {
+      const parsed = parseAllDocuments(text, { intAsBigInt: true });
+      if (!Array.isArray(parsed)) continue; // an empty stream
+      parsed.forEach((d, n) => {
+        const at = `${where}${parsed.length > 1 ? ` (document ${n + 1})` : ""}`;
+        if (d.errors.length) throw usage(`${at}: ${clean(d.errors[0]!.message.split("\n")[0]!)}`);
+        const value: unknown = d.toJS();
+        for (const [i, v] of (Array.isArray(value) ? value : value === null || value === undefined ? [] : [value]).entries()) {
+          docs.push(docOf(Array.isArray(value) ? `${at} [${i}]` : at, v));
+        }
+      });
+    }
   }
   if (docs.length === 0) throw usage("no documents in the files given");
-  return docs;
+  // A stable sort: within a depth, the files' order.
+  return docs.map((d, i) => ({ d, i, depth: depth(d) })).sort((a, b) => a.depth - b.depth || a.i - b.i).map((x) => x.d);
 }
 
 /** Numbers within a double's range as numbers, the rest as BigInt (as the API's JSON). */
 const exact = (v: unknown): unknown =>
   typeof v === "bigint" ? (Number.isSafeInteger(Number(v)) ? Number(v) : v) : Array.isArray(v) ? v.map(exact) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, exact(x)])) : v;
 
+/** The kind whose item path a `uri` ends with (an item as `get -o yaml` prints it). */
+function kindOfUri(uri: unknown): Kind | undefined {
+  if (typeof uri !== "string") return undefined;
+  let path: string;
+  try {
+    path = new URL(uri, "http://x").pathname;
+  } catch {
+    return undefined;
+  }
+  return allKinds().find((k) => new RegExp(`${k.info.itemTemplate.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{\w+\\?\}/g, "[^/]+")}$`).test(path));
+}
+
 function docOf(where: string, v: unknown): Doc {
   const doc = exact(v);
   if (!isRecord(doc)) throw usage(`${where}: a document is an object with kind: and the kind's fields`);
   const { kind: name, id, ...rest } = doc;
-  if (typeof name !== "string") throw usage(`${where}: no kind: (one of ${allKinds().map((k) => k.command).join(", ")})`);
-  const kind = kindNamed(name);
-  if (!kind) throw usage(`${where}: no kind ${clean(name)} (one of ${allKinds().map((k) => k.command).join(", ")})`);
-  const known = new Set([...kind.fields.map((f) => f.name), ...kind.parents(kind.create ?? kind.list)]);
+  const kinds = () => allKinds().map((k) => k.command).join(", ");
+  if (name !== undefined && typeof name !== "string") throw usage(`${where}: kind: must be a string (one of ${kinds()})`);
+  const kind = name === undefined ? kindOfUri(rest["uri"]) : kindNamed(name);
+  if (name === undefined && !kind) throw usage(`${where}: no kind: (one of ${kinds()})`);
+  if (!kind) throw usage(`${where}: no kind ${clean(String(name))} (one of ${kinds()})`);
+  const routes = [kind.create, kind.list, kind.get, ...kind.creates].filter((r): r is CliRoute => r !== undefined);
+  const known = new Set([...kind.fields.map((f) => f.name), ...routes.flatMap((r) => kind.parents(r))]);
   const unknown = Object.keys(rest).filter((k) => !known.has(k));
   if (unknown.length) throw usage(`${where}: ${kind.command} has no field ${unknown.map(clean).join(", ")}`);
-  const values: PathValues = {};
-  for (const p of new Set([...kind.parents(kind.create), ...kind.parents(kind.get)])) if (rest[p] !== undefined) values[p] = String(rest[p]);
   if (id !== undefined && typeof id !== "string" && typeof id !== "number") throw usage(`${where}: id: must be a string`);
+  // An item as the API shows it: its uri gives its key and its parents' where no field does.
+  const fromUri = typeof rest["uri"] === "string" && name === undefined ? kind.valuesOf({ uri: new URL(rest["uri"], "http://x").href }) : {};
+  const values: PathValues = {};
+  for (const p of new Set(routes.flatMap((r) => kind.parents(r)))) {
+    if (rest[p] !== undefined && rest[p] !== null) values[p] = String(rest[p]);
+    else if (fromUri[p] !== undefined) values[p] = fromUri[p];
+  }
+  const key = id !== undefined ? String(id) : fromUri[kind.key];
   // A kind keyed by its id takes the id as a field of its create.
-  if (id !== undefined && kind.key === "id" && kind.has("id")) rest["id"] = String(id);
-  return { where, kind, id: id === undefined ? undefined : String(id), fields: rest, values };
+  if (key !== undefined && kind.key === "id" && kind.has("id")) rest["id"] = key;
+  return { where, kind, id: key, fields: rest, values };
+}
+
+/** The create route of a document: its kind's, or the one of several (a port's, on a router or a bridge) whose parents it gives. */
+function routeOf(d: Doc): CliRoute | undefined {
+  return d.kind.create ?? d.kind.creates.find((r) => d.kind.parents(r).every((v) => d.values[v] !== undefined));
 }
 
 /** JSON equality of what a document says and what the item has. */
 const same = (a: unknown, b: unknown) => toJson(a) === toJson(b);
 
-type Outcome = "created" | "updated" | "unchanged";
+/**
+ * The fields that say which item a document without id: means: its name, for a kind with names;
+ * else the required fields that cannot change (a route's), and for a kind keyed by its fields
+ * rather than an id, its required fields (a subnet's prefix and length). The tenant is no part of
+ * it. None (the document is always created) when the document does not give them all.
+ */
+export function naturalKey(kind: Kind, fields: Record<string, unknown>): string[] | undefined {
+  if (kind.has("name") && typeof fields["name"] === "string") return ["name"];
+  const required = kind.fields.filter((f) => f.behaviors.has("REQUIRED") && f.name !== kind.info.resource.tenantField && f.name !== "name");
+  const fixed = required.filter((f) => f.behaviors.has("IMMUTABLE"));
+  const names = (fixed.length ? fixed : kind.key !== "id" ? required : []).map((f) => f.name);
+  return names.length && names.every((n) => fields[n] !== undefined && fields[n] !== null) ? names : undefined;
+}
 
-async function existing(api: Api, d: Doc): Promise<{ item: Record<string, unknown>; etag: string | null } | undefined> {
-  const key = d.id ?? (d.kind.has("name") ? stringMember(d.fields, "name") : undefined);
-  if (key === undefined) return undefined;
+const describeKey = (d: Doc, names: string[]) => names.map((n) => `${n} ${clean(toJson(d.fields[n]))}`).join(", ");
+
+/** The item a document names, with its parents' keys: by id:, else by its natural key; undefined when there is none. */
+async function existing(api: Api, d: Doc, values: PathValues): Promise<Found | undefined> {
+  const tenantField = d.kind.info.resource.tenantField;
+  const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
   try {
     if (d.id !== undefined) {
-      const path = d.kind.path(d.kind.get, { ...d.values, [d.kind.key]: d.id }, "get");
+      const path = d.kind.path(d.kind.get, { ...values, [d.kind.key]: keyForm(d.kind, d.id) }, "get");
       const a = await api.call("GET", path);
-      return { item: objectOf(a), etag: a.headers.get("etag") };
+      return { item: objectOf(a), path, etag: a.headers.get("etag") };
     }
-    // No id: the item of that name, if there is one (several is findItem's error).
-    const tenantField = d.kind.info.resource.tenantField;
-    const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
-    return await findItem(api, d.kind, key, d.values, tenant);
+    const names = naturalKey(d.kind, d.fields);
+    if (!names || !d.kind.list) return undefined;
+    const matches = (await listItems(api, d.kind, values, tenant)).filter((i) => names.every((n) => same(d.fields[n], i[n])));
+    if (matches.length > 1) {
+      throw new CliError(`${matches.length} ${d.kind.command} items have ${describeKey(d, names)}: ${matches.map((i) => clean(d.kind.keyOf(i))).join(", ")}; give id:`, 1);
+    }
+    if (matches.length === 0) return undefined;
+    const path = d.kind.path(d.kind.get, d.kind.valuesOf(matches[0]!), "get");
+    const a = await api.call("GET", path);
+    return { item: objectOf(a), path, etag: a.headers.get("etag") };
   } catch (err) {
     if (err instanceof CliError && err.status === 404) return undefined;
     throw err;
   }
 }
 
-async function applyOne(api: Api, d: Doc): Promise<{ outcome: Outcome; item: Record<string, unknown> }> {
-  const now = await existing(api, d);
-  if (!now) {
-    const body = Object.fromEntries(Object.entries(d.fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
-    const created = await api.call("POST", d.kind.path(d.kind.create, d.values, "create"), body);
-    return { outcome: "created", item: objectOf(created) };
+interface Plan {
+  d: Doc;
+  route: CliRoute;
+  /** The parents' keys, but those an earlier document makes. */
+  values: PathValues;
+  /** Parents an earlier document of the file makes: the variable and that document's plan. */
+  after: [string, Plan][];
+  now?: Found;
+  action: "create" | "update" | "unchanged";
+  differs: [string, unknown][];
+  /** The item once applied. */
+  done?: Record<string, unknown>;
+}
+
+/**
+ * How a document names its item on the command line: its id:, else its name:, else its natural
+ * key's values joined by "_" (a composite key as the API writes it: a subnet's 10.6.0.0_24).
+ */
+function docKey(d: Doc): string | undefined {
+  if (d.id !== undefined) return d.id;
+  const names = naturalKey(d.kind, d.fields);
+  return names ? names.map((n) => String(d.fields[n])).join("_") : undefined;
+}
+
+/** The earlier document that makes the item a parent value names (by its id:, name: or natural key). */
+function madeBy(plans: Plan[], kind: Kind, given: string): Plan | undefined {
+  return plans.find((q) => q.d.kind === kind && (q.d.id === given || [given, keyForm(kind, given)].includes(docKey(q.d) ?? "") || (q.now !== undefined && kind.keyOf(q.now.item) === keyForm(kind, given))));
+}
+
+/** One document checked against what the gateway has: its parents, its item, what would change. */
+async function planOf(api: Api, d: Doc, earlier: Plan[]): Promise<Plan> {
+  const route = routeOf(d);
+  if (!route) {
+    const given = d.kind.creates.map((r) => d.kind.parents(r).join(" and ")).join(", or ");
+    throw new CliError(d.kind.creates.length ? `a ${d.kind.command} needs ${given}` : `a ${d.kind.command} cannot be created (the API has no create for it)`, 2);
   }
+  const tenantField = d.kind.info.resource.tenantField;
+  const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
+  const values: PathValues = {};
+  const after: [string, Plan][] = [];
+  for (const v of d.kind.parents(route)) {
+    const given = d.values[v];
+    if (given === undefined) throw new CliError(`a ${d.kind.command} needs ${v}:`, 2);
+    const p = parentKind(route.template, v);
+    if (!p) {
+      values[v] = given;
+      continue;
+    }
+    const maker = madeBy(earlier, p.kind, given);
+    if (maker?.now) {
+      values[v] = p.kind.keyOf(maker.now.item);
+      continue;
+    }
+    if (maker) {
+      after.push([v, maker]);
+      continue;
+    }
+    const own: PathValues = {};
+    for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = values[theirs];
+    try {
+      values[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, tenant && p.kind.info.resource.tenantField ? tenant : undefined)).item);
+    } catch (err) {
+      if (err instanceof CliError && err.status === 404) throw new CliError(`${v}: no ${p.kind.command} has the key or name ${JSON.stringify(clean(given))}, and no document here makes one`, 1, 404);
+      throw err;
+    }
+  }
+  // Below a parent this file makes, the item is new.
+  const now = after.length ? undefined : await existing(api, d, values);
+  if (!now) return { d, route, values, after, action: "create", differs: [] };
   // What the document says of the fields an item shows (a write-only one, a password, is never read back).
   const shown = new Set(d.kind.writable("create").filter((f) => !f.behaviors.has("INPUT_ONLY")).map((f) => f.name));
   const differs = Object.entries(d.fields).filter(([k, v]) => shown.has(k) && !variables(d.kind.info.itemTemplate).includes(k) && !same(v, now.item[k]));
-  if (differs.length === 0) return { outcome: "unchanged", item: now.item };
+  if (differs.length === 0) return { d, route, values, after, now, action: "unchanged", differs };
   const updatable = new Set(d.kind.writable("update").map((f) => f.name));
   const fixed = differs.filter(([k]) => !updatable.has(k)).map(([k]) => k);
   if (fixed.length || !d.kind.update) {
     throw new CliError(`${d.kind.command} ${clean(d.kind.keyOf(now.item))}: ${fixed.length ? fixed.join(", ") : "it"} cannot change once created; delete it first`, 1);
   }
-  const body = { ...kept(d.kind, now.item), ...Object.fromEntries(differs) };
-  const path = d.kind.path(d.kind.update, d.kind.valuesOf(now.item), "update");
-  const updated = await api.call("PUT", path, body, now.etag ? { "if-match": now.etag } : {});
-  return { outcome: "updated", item: objectOf(updated) };
+  return { d, route, values, after, now, action: "update", differs };
 }
 
-/** Applies every document in order (parents before their children, as written); exit 1 if any failed. */
-export async function apply(api: Api, paths: string[]): Promise<void> {
-  const docs = readDocs(paths);
-  let failed = false;
+/** Every document checked, in order, before anything is sent; any failing is the whole file's failure (every one said). */
+async function plan(api: Api, docs: Doc[]): Promise<Plan[]> {
+  const plans: Plan[] = [];
+  let failed: CliError | undefined;
   for (const d of docs) {
     try {
-      const { outcome, item } = await applyOne(api, d);
-      process.stdout.write(`${d.kind.command}/${clean(d.kind.keyOf(item))} ${outcome}\n`);
+      plans.push(await planOf(api, d, plans));
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${d.where}: ${err.message}\n`);
+      failed = !failed || err.exitCode > failed.exitCode ? err : failed;
+    }
+  }
+  if (failed) {
+    say("nothing was sent\n");
+    throw new CliError("", failed.exitCode);
+  }
+  return plans;
+}
+
+async function send(api: Api, p: Plan): Promise<Record<string, unknown>> {
+  const { d } = p;
+  if (p.action === "unchanged") return p.now!.item;
+  if (p.action === "update") {
+    const now = p.now!;
+    const body = { ...kept(d.kind, now.item), ...Object.fromEntries(p.differs) };
+    const path = d.kind.path(d.kind.update, d.kind.valuesOf(now.item), "update");
+    return objectOf(await api.call("PUT", path, body, now.etag ? { "if-match": now.etag } : {}));
+  }
+  const values = { ...p.values };
+  for (const [v, maker] of p.after) {
+    if (!maker.done) throw new CliError(`not applied: its ${v} (${maker.d.where}) was not`, 1);
+    values[v] = maker.d.kind.keyOf(maker.done);
+  }
+  const body = Object.fromEntries(Object.entries(d.fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
+  return objectOf(await api.call("POST", d.kind.path(p.route, values, "create"), body));
+}
+
+/** Applies every document, parents first, once all are checked; exit 1 if any failed. */
+export async function apply(api: Api, paths: string[]): Promise<void> {
+  const plans = await plan(api, await readDocs(paths));
+  let failed = false;
+  for (const p of plans) {
+    try {
+      p.done = await send(api, p);
+      const outcome = p.action === "create" ? "created" : p.action === "update" ? "updated" : "unchanged";
+      process.stdout.write(`${p.d.kind.command}/${clean(p.d.kind.keyOf(p.done))} ${outcome}\n`);
+    } catch (err) {
+      if (!(err instanceof CliError) || err.exitCode === 3) throw err;
+      say(`${p.d.where}: ${err.message}\n`);
       failed = true;
     }
   }
   if (failed) throw new CliError("", 1);
 }
 
-/** vnm delete -f: the items the documents name (by id:, else by name:). */
-export async function deleteFiles(api: Api, paths: string[]): Promise<void> {
+const shownValue = (v: unknown) => escapeJson(toJson(v));
+
+/** vnm diff -f: what apply would do, item by item (- now, + after), sending nothing; exit 1 when anything would change. */
+export async function diff(api: Api, paths: string[]): Promise<void> {
+  const plans = await plan(api, await readDocs(paths));
+  const out: string[] = [];
+  for (const p of plans) {
+    if (p.action === "unchanged") continue;
+    if (p.action === "update") {
+      out.push(`${p.d.kind.command}/${clean(p.d.kind.keyOf(p.now!.item))} (${p.d.where}): updated`);
+      for (const [k, v] of p.differs) out.push(`-  ${clean(k)}: ${shownValue(p.now!.item[k])}`, `+  ${clean(k)}: ${shownValue(v)}`);
+      continue;
+    }
+    const under = [...Object.entries(p.values).map(([v, x]) => `${v} ${clean(x ?? "")}`), ...p.after.map(([v, m]) => `${v} made by ${m.d.where}`)];
+    out.push(`${p.d.kind.command} (${p.d.where}): created${under.length ? ` under ${under.join(", ")}` : ""}`);
+    for (const [k, v] of Object.entries(p.d.fields)) if (p.d.kind.writable("create").some((f) => f.name === k)) out.push(`+  ${clean(k)}: ${k === "password" ? '"(hidden)"' : shownValue(v)}`);
+  }
+  if (out.length === 0) return;
+  process.stdout.write(`${out.join("\n")}\n`);
+  throw new CliError("", 1);
+}
+
+/**
+ * vnm delete -f: the items the documents name (by id:, else the natural key), children before
+ * their parents (the reverse of apply's order). An item that is not there is an error, unless
+ * --ignore-not-found, or its parent was deleted earlier in the run (a parent's delete takes its
+ * children).
+ */
+export async function deleteFiles(api: Api, paths: string[], ignoreNotFound = false): Promise<void> {
+  const docs = (await readDocs(paths)).reverse();
+  const deleted = new Set<string>();
   let failed = false;
-  for (const d of readDocs(paths)) {
-    const key = d.id ?? stringMember(d.fields, "name");
+  for (const d of docs) {
+    const route = routeOf(d) ?? d.kind.list ?? d.kind.get;
+    const tenantField = d.kind.info.resource.tenantField;
+    const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
+    // The parents this run deleted (by key or name) make a 404 no failure.
+    const orphan = () =>
+      (route ? d.kind.parents(route) : []).some((v) => {
+        const p = route ? parentKind(route.template, v) : undefined;
+        return p !== undefined && d.values[v] !== undefined && deleted.has(`${p.kind.command}/${keyForm(p.kind, d.values[v]!)}`);
+      });
     try {
-      if (key === undefined) throw usage(`${d.where}: neither id: nor name: says which ${d.kind.command} to delete`);
-      const tenantField = d.kind.info.resource.tenantField;
-      await deleteItem(api, d.kind, key, d.values, tenantField ? stringMember(d.fields, tenantField) : undefined);
+      if (d.id === undefined && !naturalKey(d.kind, d.fields)) throw usage(`neither id: nor the ${d.kind.command}'s ${d.kind.has("name") ? "name:" : "natural key"} says which to delete`);
+      let found: Found | undefined;
+      try {
+        const values: PathValues = {};
+        for (const v of route ? d.kind.parents(route) : []) {
+          const p = parentKind(route!.template, v);
+          const given = d.values[v];
+          if (!p || given === undefined) {
+            values[v] = given;
+            continue;
+          }
+          const own: PathValues = {};
+          for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = values[theirs];
+          values[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, tenant && p.kind.info.resource.tenantField ? tenant : undefined)).item);
+        }
+        found = await existing(api, d, values);
+        if (!found) throw new CliError(`error 404: no such ${d.kind.command}${d.id !== undefined ? ` ${clean(d.id)}` : ` with ${describeKey(d, naturalKey(d.kind, d.fields)!)}`}`, 1, 404);
+        await api.call("DELETE", d.kind.path(d.kind.delete, d.kind.valuesOf(found.item), "delete"), undefined, found.etag ? { "if-match": found.etag } : {});
+      } catch (err) {
+        if (err instanceof CliError && err.status === 404 && (ignoreNotFound || orphan())) {
+          const what = clean(found ? d.kind.keyOf(found.item) : (docKey(d) ?? "?"));
+          process.stdout.write(`${d.kind.command}/${what} ${orphan() ? "already deleted with its parent" : "not found"}\n`);
+          continue;
+        }
+        throw err;
+      }
+      const key = d.kind.keyOf(found.item);
+      deleted.add(`${d.kind.command}/${key}`);
+      if (typeof found.item["name"] === "string") deleted.add(`${d.kind.command}/${found.item["name"]}`);
+      process.stdout.write(`${d.kind.command}/${clean(key)} deleted\n`);
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${d.where}: ${err.message}\n`);

@@ -3,15 +3,16 @@
 // (types, required, POST-only), the parents' path variables as options, and the item named by
 // its key or its unique name. Nothing here names a kind: a new proto is a new command.
 import { type Command, Option } from "commander";
-import type { Field } from "./catalog.ts";
+import type { CliRoute, Field } from "./catalog.ts";
 import { Api } from "./client.ts";
 import { target } from "./config.ts";
 import { CliError, usage } from "./errors.ts";
 import { watchList } from "./events.ts";
 import { parseExact } from "./json.ts";
-import { allKinds, camel, type Kind, kebab, kindNamedBy, optionOf, type PathValues, variables } from "./kinds.ts";
-import { describeLines, FORMATS, parseFormat, render } from "./output.ts";
-import { findItem, listItems } from "./resolve.ts";
+import { aliasesOf, allKinds, camel, type Kind, kebab, kindNamedBy, optionOf, type PathValues, variables } from "./kinds.ts";
+import { describeLines, FORMATS, parseFormat, render, sortBy } from "./output.ts";
+import { askSecret } from "./prompt.ts";
+import { findItem, listItems, resolveParents } from "./resolve.ts";
 import { clean, say } from "./text.ts";
 import { isRecord, messageOf } from "@vnm/kit/values";
 
@@ -88,6 +89,12 @@ function valuesOf(names: string[], opts: Opts): PathValues {
   return Object.fromEntries(names.map((v) => [v, textOpt(opts, camel(optionOf(v)))]));
 }
 
+/** The path values the options give, each parent named by its key or its name (--bridge web) as its key. */
+function parentsOf(api: Api, route: CliRoute | undefined, names: string[], opts: Opts): Promise<PathValues> {
+  const values = valuesOf(names, opts);
+  return route ? resolveParents(api, route.template, values, textOpt(opts, "tenant")) : Promise.resolve(values);
+}
+
 const withOutput = (c: Command) => c.option("-o, --output <format>", FORMATS);
 const withTenant = (c: Command, kind: Kind, what = "a name is looked up in this tenant's items") =>
   kind.info.resource.tenantField ? c.option("--tenant <tenant>", what) : c;
@@ -95,34 +102,25 @@ const withTenant = (c: Command, kind: Kind, what = "a name is looked up in this 
 const write = (text: string) => process.stdout.write(text ? `${text}\n` : "");
 
 export function addKindCommand(program: Command, kind: Kind): void {
-  const cmd = program.command(kind.command).description(`${kind.info.resource.displayName} (${kind.info.resource.mediaType})`);
+  const cmd = program
+    .command(kind.command)
+    .aliases(aliasesOf(kind))
+    .description(`${kind.info.resource.displayName} (${kind.info.resource.mediaType})`);
   const parents = kind.parents();
+  const around = kind.list ?? kind.get;
   const keyArg = `<${kebab(kind.key)}${kind.has("name") ? "|name" : ""}>`;
   const api = () => apiOf(program);
-  if (kind.list) {
-    const c = withTenant(withOutput(addParentOptions(cmd.command("list").description(`list ${kind.info.resource.displayName} items`), kind.parents(kind.list))), kind, "only this tenant's");
-    if (kind.list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
-    c.option("-w, --watch", "after the list, print each change as it happens");
-    c.action(async (o: Opts) => {
-      const format = parseFormat(textOpt(o, "output"));
-      const values = valuesOf(kind.parents(kind.list), o);
-      const q = new URLSearchParams();
-      if (o["tenant"]) q.set("tenant_id", String(o["tenant"]));
-      if (o["limit"]) q.set("limit", String(o["limit"]));
-      const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
-      if (o["watch"]) return watchList(api(), kind, path, format, textOpt(o, "tenant"));
-      write(render(kind, (await api().call("GET", path)).body, format));
-    });
-  }
+  if (kind.list) addList(cmd, kind, kind.list, api);
   if (kind.get) {
     withTenant(withOutput(addParentOptions(cmd.command(`get ${keyArg}`).description("show one item"), parents)), kind).action(async (arg: string, o: Opts) => {
       const format = parseFormat(textOpt(o, "output"));
-      write(render(kind, (await findItem(api(), kind, arg, valuesOf(parents, o), textOpt(o, "tenant"))).item, format));
+      const a = api();
+      write(render(kind, (await findItem(a, kind, arg, await parentsOf(a, around, parents, o), textOpt(o, "tenant"))).item, format));
     });
     withTenant(addParentOptions(cmd.command(`describe ${keyArg}`).description("show one item field by field, with its children and links"), parents), kind).action(
       async (arg: string, o: Opts) => {
         const a = api();
-        const found = await findItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+        const found = await findItem(a, kind, arg, await parentsOf(a, around, parents, o), textOpt(o, "tenant"));
         write([...describeLines(kind, found.item), ...(await childLines(a, kind, found.item))].join("\n"));
       },
     );
@@ -132,8 +130,10 @@ export function addKindCommand(program: Command, kind: Kind): void {
     const c = withOutput(addFieldFlags(addParentOptions(cmd.command("create").description("create an item"), kind.parents(kind.create)), fields, "create"));
     c.action(async (o: Opts) => {
       const format = parseFormat(textOpt(o, "output"));
-      const body = bodyOf(fields, o);
-      write(render(kind, (await api().call("POST", kind.path(kind.create, valuesOf(kind.parents(kind.create), o), "create"), body)).body, format));
+      const body = await withSecrets(kind, bodyOf(fields, o));
+      const a = api();
+      const values = await parentsOf(a, kind.create, kind.parents(kind.create), o);
+      write(render(kind, (await a.call("POST", kind.path(kind.create, values, "create"), body)).body, format));
     });
   }
   if (!kind.create && kind.creates.length > 0) addCreateUnder(cmd, kind, api);
@@ -146,7 +146,7 @@ export function addKindCommand(program: Command, kind: Kind): void {
       const format = parseFormat(textOpt(o, "output"));
       const changes = bodyOf(fields, o);
       const a = api();
-      const found = await findItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+      const found = await findItem(a, kind, arg, await parentsOf(a, around, parents, o), textOpt(o, "tenant"));
       const body = { ...kept(kind, found.item), ...changes };
       const path = kind.path(kind.update, kind.valuesOf(found.item), "update");
       write(render(kind, (await a.call("PUT", path, body, found.etag ? { "if-match": found.etag } : {})).body, format));
@@ -157,9 +157,10 @@ export function addKindCommand(program: Command, kind: Kind): void {
       async (args: string[], o: Opts) => {
         const a = api();
         let failed: CliError | undefined;
+        const values = await parentsOf(a, around, parents, o);
         for (const arg of args) {
           try {
-            await deleteItem(a, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+            await deleteItem(a, kind, arg, values, textOpt(o, "tenant"));
           } catch (err) {
             if (!(err instanceof CliError) || err.exitCode === 3) throw err;
             say(`${err.message}\n`);
@@ -172,10 +173,44 @@ export function addKindCommand(program: Command, kind: Kind): void {
   }
 }
 
-/** A path value given by a key or a name: the key of the item of the kind it names (a router named "edge": its id). */
-async function keyNamed(api: Api, template: string, variable: string, value: string): Promise<string> {
-  const k = kindNamedBy(template, variable);
-  return k?.get ? k.keyOf((await findItem(api, k, value, {})).item) : value;
+/** `list` (the default verb: `vnm bridges`), with its parents by key or name, --sort-by and --watch. */
+function addList(cmd: Command, kind: Kind, list: CliRoute, api: () => Api): void {
+    const c = withTenant(
+      withOutput(addParentOptions(cmd.command("list", { isDefault: true }).description(`list ${kind.info.resource.displayName} items (the default verb)`), kind.parents(list))),
+      kind,
+      "only this tenant's",
+    );
+    if (list.queryFields.has("limit")) c.option("--limit <n>", "at most n items");
+    c.option("--sort-by <jsonpath>", "sort the items by this field of each ({.name}, .name, .a.b)");
+    c.option("-w, --watch", "after the list, print each change as it happens");
+    // The default verb: a word after the kind that is no verb lands here.
+    c.allowExcessArguments(true);
+    c.action(async (o: Opts, self: Command) => {
+      if (self.args.length) throw usage(`error: unknown command '${clean(self.args[0]!)}' (${kind.command} has ${cmd.commands.map((v) => v.name()).join(", ")})`);
+      const format = parseFormat(textOpt(o, "output"));
+      const by = textOpt(o, "sortBy");
+      const sort = by === undefined ? undefined : sortBy(by);
+      const values = await parentsOf(api(), list, kind.parents(list), o);
+      const q = new URLSearchParams();
+      if (o["tenant"]) q.set("tenant_id", String(o["tenant"]));
+      if (o["limit"]) q.set("limit", String(o["limit"]));
+      const path = kind.path(list, values, "list") + (q.size ? `?${q}` : "");
+      if (o["watch"]) return watchList(api(), kind, path, format, textOpt(o, "tenant"));
+      const body = (await api().call("GET", path)).body;
+      write(render(kind, sort && Array.isArray(body) ? sort(body) : body, format));
+    });
+}
+
+/**
+ * A create's write-only secret (a user's password) that neither a flag nor --data gives: asked
+ * at a prompt without echo on a terminal, else read from standard input (its first line).
+ */
+async function withSecrets(kind: Kind, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  for (const f of kind.writable("create")) {
+    if (f.name !== "password" || !f.behaviors.has("INPUT_ONLY") || body[f.name] !== undefined) continue;
+    body[f.name] = await askSecret(`${kebab(f.name)} of the new ${kind.command}`, `--${kebab(f.name)}`);
+  }
+  return body;
 }
 
 /**
@@ -193,9 +228,9 @@ function addCreateUnder(cmd: Command, kind: Kind, api: () => Api): void {
     const given = kind.creates.filter((r) => variables(r.template).every((v) => textOpt(o, camel(optionOf(v)))));
     if (given.length !== 1) throw usage(`give one of ${kind.creates.map((r) => variables(r.template).map((v) => `--${optionOf(v)}`).join(" ")).join(", ")}`);
     const route = given[0]!;
-    const values: PathValues = {};
-    for (const v of variables(route.template)) values[v] = await keyNamed(api(), route.template, v, textOpt(o, camel(optionOf(v)))!);
-    write(render(kind, (await api().call("POST", kind.path(route, values, "create"), bodyOf(fields, o))).body, format));
+    const a = api();
+    const values = await parentsOf(a, route, variables(route.template), o);
+    write(render(kind, (await a.call("POST", kind.path(route, values, "create"), await withSecrets(kind, bodyOf(fields, o)))).body, format));
   });
 }
 
@@ -214,7 +249,7 @@ function addAction(cmd: Command, kind: Kind, a: Kind["actions"][number], keyArg:
       const values = rest.slice(0, a.args.length) as string[];
       const format = parseFormat(textOpt(o, "output"));
       const x = api();
-      const found = await findItem(x, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+      const found = await findItem(x, kind, arg, await parentsOf(x, kind.list ?? kind.get, parents, o), textOpt(o, "tenant"));
       const body: Record<string, unknown> = {};
       for (const [i, f] of a.args.entries()) {
         // The argument names an item: of the kind its name says (portId: a port), else of this kind (peerId: another port).
@@ -228,7 +263,7 @@ function addAction(cmd: Command, kind: Kind, a: Kind["actions"][number], keyArg:
     withTenant(addParentOptions(cmd.command(`un${a.word} ${keyArg}`).description(`un${a.word} an item (DELETE ${a.route.template})`), parents), kind).action(
       async (arg: string, o: Opts) => {
         const x = api();
-        const found = await findItem(x, kind, arg, valuesOf(parents, o), textOpt(o, "tenant"));
+        const found = await findItem(x, kind, arg, await parentsOf(x, kind.list ?? kind.get, parents, o), textOpt(o, "tenant"));
         await x.call("DELETE", kind.path(a.route, kind.valuesOf(found.item), `un${a.word}`));
         write(`${kind.command}/${clean(kind.keyOf(found.item))} ${done}`);
       },

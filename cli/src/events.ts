@@ -5,6 +5,7 @@ import { createParser } from "eventsource-parser";
 import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import { toJson } from "./json.ts";
+import { printTemplate } from "./jsonpath.ts";
 import type { Kind } from "./kinds.ts";
 import { cell, columnsOf, type Format, fit, lines, TABLE_WIDTH } from "./output.ts";
 import { clean, escapeJson, say, toYaml } from "./text.ts";
@@ -115,6 +116,7 @@ export async function watchList(api: Api, kind: Kind, listPath: string, format: 
     if (format.type === "json") process.stdout.write(`${escapeJson(toJson({ type: event, object: item }))}\n`);
     else if (format.type === "yaml") process.stdout.write(`---\n${toYaml({ type: event, object: item })}\n`);
     else if (format.type === "name") process.stdout.write(`${kind.command}/${clean(kind.keyOf(item))} ${event}\n`);
+    else if (format.type === "jsonpath") process.stdout.write(`${printTemplate(format.template, item)}\n`);
     else process.stdout.write(`${lines([rowOf(event, item)], widths).join("\n")}\n`);
   };
   if (columns.length) process.stdout.write(`${lines([header], widths).join("\n")}\n`);

@@ -159,7 +159,40 @@ export function kindNamedBy(template: string, variable: string): Kind | undefine
   return allKinds().find((k) => k.info.message.name.toLowerCase() === stem);
 }
 
-/** A kind by its command name ("dhcp-host"), message name ("DhcpHost") or qualified kind ("bridge.DhcpHost"). */
+/** A kind by its command name ("dhcp-host"), alias ("dhcp-hosts", "dh"), message name ("DhcpHost") or qualified kind ("bridge.DhcpHost"). */
 export function kindNamed(name: string): Kind | undefined {
-  return allKinds().find((k) => k.command === name || k.info.message.name === name || k.info.kind === name);
+  return allKinds().find((k) => k.command === name || k.info.message.name === name || k.info.kind === name) ?? allKinds().find((k) => aliasesOf(k).includes(name));
+}
+
+/** English plural of a command name's last word: "bridge" -> "bridges", "qos-policy" -> "qos-policies", "addr" -> "addrs". */
+export const pluralOf = (command: string) => (/[^aeiou]y$/.test(command) ? `${command.slice(0, -1)}ies` : /(s|x|z|ch|sh)$/.test(command) ? `${command}es` : `${command}s`);
+
+/** The short name a kind would take: the initials of a name of several words (dhcp-subnet: ds), else its first two letters (bridge: br). */
+const shortCandidate = (command: string) => {
+  const words = command.split("-");
+  return words.length > 1 ? words.map((w) => w[0]).join("") : command.slice(0, 2);
+};
+
+let aliases: Map<Kind, string[]> | undefined;
+
+/**
+ * Other names of a kind's command, kubectl-like: its plural, and a short name, derived from the
+ * name (never a list of kinds). A short name two kinds would share, or that is another kind's
+ * name or plural, is nobody's: such a kind has only its plural.
+ */
+export function aliasesOf(kind: Kind): string[] {
+  if (!aliases) {
+    const ks = allKinds();
+    const taken = new Set(ks.flatMap((k) => [k.command, pluralOf(k.command)]));
+    const counts = new Map<string, number>();
+    for (const k of ks) counts.set(shortCandidate(k.command), (counts.get(shortCandidate(k.command)) ?? 0) + 1);
+    aliases = new Map(
+      ks.map((k) => {
+        const short = shortCandidate(k.command);
+        const plural = pluralOf(k.command);
+        return [k, [...(plural !== k.command ? [plural] : []), ...(counts.get(short) === 1 && !taken.has(short) && short.length > 1 ? [short] : [])]];
+      }),
+    );
+  }
+  return aliases.get(kind) ?? [];
 }

@@ -5,7 +5,7 @@
 // (and a line per violation), never a stack trace.
 import { Command, CommanderError, Option } from "commander";
 import pkg from "../package.json" with { type: "json" };
-import { apply, deleteFiles } from "./apply.ts";
+import { apply, deleteFiles, diff } from "./apply.ts";
 import { apiOf, addKindCommand, flagsOf } from "./commands.ts";
 import { completeItems, completion } from "./completion.ts";
 import { configCommand } from "./contexts.ts";
@@ -14,6 +14,7 @@ import { CliError } from "./errors.ts";
 import { followEvents } from "./events.ts";
 import { allKinds } from "./kinds.ts";
 import { login, logout } from "./login.ts";
+import { quietOnClosedPipes } from "./stdin.ts";
 import { clean, say } from "./text.ts";
 import { messageOf } from "@vnm/kit/values";
 
@@ -48,14 +49,20 @@ function program(): Command {
     .description("follow the change feed (/events), resuming where it left off")
     .option("--from <id>", "start after this event id")
     .action((o: { from?: string }) => followEvents(apiOf(p), o.from));
+  const files = () => new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory();
   p.command("apply")
-    .description("create or update the items of YAML or JSON documents (kind:, id:, fields)")
-    .addOption(new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory())
+    .description("create or update the items of YAML or JSON documents (kind:, id: or the kind's natural key, fields); every document is checked first")
+    .addOption(files())
     .action((o: { filename: string[] }) => apply(apiOf(p), o.filename));
+  p.command("diff")
+    .description("show what apply -f would change, sending nothing; exit 1 when something would")
+    .addOption(files())
+    .action((o: { filename: string[] }) => diff(apiOf(p), o.filename));
   p.command("delete")
-    .description("delete the items that YAML or JSON documents name (kind:, and id: or name:)")
-    .addOption(new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory())
-    .action((o: { filename: string[] }) => deleteFiles(apiOf(p), o.filename));
+    .description("delete the items that YAML or JSON documents name, children before their parents")
+    .addOption(files())
+    .option("--ignore-not-found", "an item that is not there is not an error")
+    .action((o: { filename: string[]; ignoreNotFound?: boolean }) => deleteFiles(apiOf(p), o.filename, o.ignoreNotFound === true));
   for (const k of allKinds()) addKindCommand(p, k);
   p.command("completion <shell>")
     .description("print a bash, zsh or fish completion script (ids and names complete too)")
@@ -87,5 +94,6 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
+quietOnClosedPipes();
 process.on("unhandledRejection", fail);
 program().parseAsync(process.argv).catch(fail);

@@ -1,8 +1,10 @@
 // --output: table (the columns that matter, fitted to 120 columns), wide (every field), json,
-// yaml, name (kind/key) and custom-columns=HEADER:.path,...; a table on a terminal, JSON when piped.
+// yaml, name (kind/key), custom-columns=HEADER:.path,... and jsonpath=TEMPLATE; a table unless -o
+// says otherwise, on a terminal and in a pipe alike (as kubectl's: `vnm bridge list | grep web`).
 // Every string of a table, a name or a description goes through `clean`; JSON and YAML escape.
 import Table from "cli-table3";
 import { usage } from "./errors.ts";
+import { parseTemplate, printTemplate } from "./jsonpath.ts";
 import { toJson } from "./json.ts";
 import type { Kind } from "./kinds.ts";
 import { clean, escapeJson, say, toYaml } from "./text.ts";
@@ -13,9 +15,14 @@ export interface Column {
   value: (item: Record<string, unknown>) => unknown;
 }
 
-export type Format = { type: "table" | "wide" | "json" | "yaml" | "name" } | { type: "custom"; columns: Column[] };
+export type Format =
+  | { type: "table" | "wide" | "json" | "yaml" | "name" }
+  | { type: "custom"; columns: Column[] }
+  | { type: "jsonpath"; template: ReturnType<typeof parseTemplate> };
 
-export const FORMATS = "table, wide, json, yaml, name or custom-columns=HEADER:.field,...";
+export { sortBy } from "./jsonpath.ts";
+
+export const FORMATS = "table, wide, json, yaml, name or custom-columns=HEADER:.field,..., or jsonpath=TEMPLATE";
 
 /** A field path as kubectl writes it: ".name", ".a.b", ".list[0]". */
 function pathGetter(path: string): (item: Record<string, unknown>) => unknown {
@@ -27,9 +34,11 @@ function pathGetter(path: string): (item: Record<string, unknown>) => unknown {
 const PLAIN_FORMATS = ["table", "wide", "json", "yaml", "name"] as const;
 
 export function parseFormat(text: string | undefined): Format {
-  if (text === undefined) return { type: process.stdout.isTTY ? "table" : "json" };
+  if (text === undefined) return { type: "table" };
   const plain = PLAIN_FORMATS.find((f) => f === text);
   if (plain) return { type: plain };
+  const jp = /^jsonpath=(.*)$/s.exec(text);
+  if (jp) return { type: "jsonpath", template: parseTemplate(jp[1]!) };
   const custom = /^custom-columns=(.+)$/.exec(text);
   if (!custom) throw usage(`-o ${text}: the formats are ${FORMATS}`);
   const columns = custom[1]!.split(",").map((spec) => {
@@ -50,9 +59,17 @@ export function cell(v: unknown): string {
   return clean(typeof v === "object" ? toJson(v) : String(v));
 }
 
-export function columnsOf(kind: Kind, format: Format): Column[] {
+/**
+ * The columns of a table. A kind keyed by something else than its id (a subnet: 10.5.0.0_24)
+ * gets a KEY column first, the key `get` and the parents' options take, unless a column already
+ * shows it for every item (a DHCP host's MAC_ADDR).
+ */
+export function columnsOf(kind: Kind, format: Format, items?: Record<string, unknown>[]): Column[] {
   if (format.type === "custom") return format.columns;
-  return kind.columns(format.type === "wide").map((f) => ({ header: headerOf(f), value: (i) => i[f] }));
+  const columns: Column[] = kind.columns(format.type === "wide").map((f) => ({ header: headerOf(f), value: (i) => i[f] }));
+  if (kind.key === "id") return columns;
+  const shown = items?.length && columns.some((c) => items.every((i) => cell(c.value(i)) === cell(kind.keyOf(i))));
+  return shown ? columns : [{ header: "KEY", value: (i) => kind.keyOf(i) }, ...columns];
 }
 
 const width = (s: string) => [...s].length;
@@ -88,7 +105,7 @@ export function lines(rows: string[][], widths: number[]): string[] {
 export const TABLE_WIDTH = 120;
 
 function table(kind: Kind, items: Record<string, unknown>[], format: Format): string {
-  const columns = columnsOf(kind, format);
+  const columns = columnsOf(kind, format, items);
   const rows = [columns.map((c) => clean(c.header)), ...items.map((i) => columns.map((c) => cell(c.value(i))))];
   // Nothing at all on stdout, as kubectl: a script counting lines counts none.
   if (items.length === 0) {
@@ -104,6 +121,7 @@ export const json = (value: unknown) => escapeJson(toJson(value, 2));
 export function render(kind: Kind, value: unknown, format: Format): string {
   if (format.type === "json") return json(value);
   if (format.type === "yaml") return toYaml(value);
+  if (format.type === "jsonpath") return printTemplate(format.template, value);
   // Rows are objects: anything else in a list is no item of the kind.
   const items = (Array.isArray(value) ? value : [value]).filter(isRecord);
   if (format.type === "name") return items.map((i) => `${kind.command}/${clean(kind.keyOf(i))}`).join("\n");
@@ -116,6 +134,7 @@ export function describeLines(kind: Kind, item: Record<string, unknown>): string
   const fields = Object.keys(item).filter((k) => !linkFields.has(k));
   const label = Math.max(...fields.map((f) => f.length)) + 2;
   const out = [`${"Kind:".padEnd(label)}${kind.command}`];
+  if (kind.key !== "id") out.push(`${"Key:".padEnd(label)}${cell(kind.keyOf(item))}`);
   const nested = (v: unknown, indent: string): string[] => {
     if (Array.isArray(v)) return v.flatMap((x) => (x !== null && typeof x === "object" ? [`${indent}-`, ...nested(x, `${indent}  `)] : [`${indent}- ${cell(x)}`]));
     return Object.entries(isRecord(v) ? v : {}).flatMap(([k, x]) =>

@@ -3,7 +3,7 @@
 // Several items of that name are an error listing their keys.
 import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
-import type { Kind, PathValues } from "./kinds.ts";
+import { type Kind, kindNamedBy, type PathValues, variables } from "./kinds.ts";
 import { clean } from "./text.ts";
 
 export interface Found {
@@ -27,10 +27,16 @@ export async function listItems(api: Api, kind: Kind, values: PathValues, tenant
   return tenant && field ? items.filter((i) => i[field] === tenant) : items;
 }
 
+/**
+ * The key an argument gives: itself, but for a kind keyed by something else than an id, a "/"
+ * written as the API's "_" (a path segment holds no "/": subnet 10.5.0.0/24 is 10.5.0.0_24).
+ */
+export const keyForm = (kind: Kind, arg: string) => (kind.key !== "id" ? arg.replaceAll("/", "_") : arg);
+
 export async function findItem(api: Api, kind: Kind, arg: string, values: PathValues, tenant?: string): Promise<Found> {
   let missing: CliError;
   try {
-    return await fetchItem(api, kind.path(kind.get, { ...values, [kind.key]: arg }, "get"));
+    return await fetchItem(api, kind.path(kind.get, { ...values, [kind.key]: keyForm(kind, arg) }, "get"));
   } catch (err) {
     // 404: no such key; 400: not even the shape of one (a name is not a UUID).
     if (!(err instanceof CliError) || (err.status !== 404 && err.status !== 400) || !kind.has("name") || !kind.list) throw err;
@@ -44,4 +50,36 @@ export async function findItem(api: Api, kind: Kind, arg: string, values: PathVa
     throw new CliError([`error: ${named.length} ${kind.command} items are named ${JSON.stringify(clean(arg))}; name one by id${tenantField ? " or narrow with --tenant" : ""}:`, ...lines].join("\n"), 1);
   }
   return fetchItem(api, kind.path(kind.get, kind.valuesOf(named[0]!), "get"));
+}
+
+/** The kind whose item a template's variable closes (bridgeId in /bridges/{bridgeId}/dhcp: a bridge), with its own variables' names in the template. */
+export function parentKind(template: string, variable: string): { kind: Kind; names: Record<string, string> } | undefined {
+  const at = template.indexOf(`{${variable}}`);
+  if (at < 0) return undefined;
+  const k = kindNamedBy(template.slice(0, at + variable.length + 2), variable);
+  if (!k?.get || k.info.itemTemplate.replace(/\{\w+\}/g, "{}") !== template.slice(0, at + variable.length + 2).replace(/\{\w+\}/g, "{}")) return undefined;
+  const mine = variables(k.info.itemTemplate);
+  const theirs = variables(template.slice(0, at + variable.length + 2));
+  return { kind: k, names: Object.fromEntries(mine.map((m, i) => [m, theirs[i]!])) };
+}
+
+/**
+ * The path values of a template's parents given by key or by name (--bridge web): each, in the
+ * template's order, resolved to the key of the item it names (a bridge named web: its id), within
+ * the tenant if given; an unknown one is the 404 findItem says. A variable that names no kind
+ * (a VLAN) is kept as it is.
+ */
+export async function resolveParents(api: Api, template: string, values: PathValues, tenant?: string): Promise<PathValues> {
+  const out: PathValues = { ...values };
+  for (const v of variables(template)) {
+    const given = values[v];
+    if (given === undefined || given === "") continue;
+    const p = parentKind(template, v);
+    if (!p) continue;
+    const own: PathValues = {};
+    for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = out[theirs];
+    const t = tenant && p.kind.info.resource.tenantField ? tenant : undefined;
+    out[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, t)).item);
+  }
+  return out;
 }

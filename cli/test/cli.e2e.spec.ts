@@ -140,7 +140,7 @@ describe("output", () => {
       vnm(["bridge", "get", id, "-o", "custom-columns=NAME:.name,TENANT:.tenantId,UP:.adminStateUp"]),
       vnm(["bridge", "get", id, "-o", "name"]),
       vnm(["bridge", "get", id, "-o", "yaml"]),
-      vnm(["bridge", "get", id]),
+      vnm(["bridge", "get", id, "-o", "json"]),
       vnm(["bridge", "list", "-o", "xml"]),
     ]);
     expect(custom.stdout.split("\n").map((l) => l.split(/\s+/))).toEqual([["NAME", "TENANT", "UP"], ["blue", "acme", "true"], [""]]);
@@ -184,15 +184,15 @@ describe("output", () => {
 
 describe("names", () => {
   it("get, update and delete an item by its unique name; an ambiguous one lists the ids; --tenant narrows", async () => {
-    const a = JSON.parse((await vnm(["bridge", "create", "--name", "red", "--tenant-id", "t1"])).stdout).id as string;
-    const b = JSON.parse((await vnm(["bridge", "create", "--name", "red", "--tenant-id", "t2"])).stdout).id as string;
+    const a = JSON.parse((await vnm(["bridge", "create", "--name", "red", "--tenant-id", "t1", "-o", "json"])).stdout).id as string;
+    const b = JSON.parse((await vnm(["bridge", "create", "--name", "red", "--tenant-id", "t2", "-o", "json"])).stdout).id as string;
     const amb = await vnm(["bridge", "get", "red"]);
     expect(amb.status).toBe(1);
     expect(amb.stderr.split("\n")[0]).toBe('error: 2 bridge items are named "red"; name one by id or narrow with --tenant:');
     expect(amb.stderr).toContain(`  ${a}  (tenant t1)`);
     expect(amb.stderr).toContain(`  ${b}  (tenant t2)`);
-    expect(JSON.parse((await vnm(["bridge", "get", "red", "--tenant", "t2"])).stdout).id).toBe(b);
-    const u = await vnm(["bridge", "update", "red", "--tenant", "t1", "--admin-state-up", "false"]);
+    expect(JSON.parse((await vnm(["bridge", "get", "red", "--tenant", "t2", "-o", "json"])).stdout).id).toBe(b);
+    const u = await vnm(["bridge", "update", "red", "--tenant", "t1", "--admin-state-up", "false", "-o", "json"]);
     expect(JSON.parse(u.stdout)).toMatchObject({ id: a, name: "red", tenantId: "t1", adminStateUp: false });
     expectFailure(await vnm(["bridge", "get", "no-such-bridge"]), 1, /^error 404: no bridge has the id or name "no-such-bridge"\n$/);
     const del = await vnm(["bridge", "delete", "red", b, "--tenant", "t1"]);
@@ -201,13 +201,13 @@ describe("names", () => {
   });
 
   it("work on a nested kind with its parents as options", async () => {
-    const b = JSON.parse((await vnm(["bridge", "create", "--name", "nest"])).stdout);
+    const b = JSON.parse((await vnm(["bridge", "create", "--name", "nest", "-o", "json"])).stdout);
     expect((await vnm(["dhcp-subnet", "create", "--bridge", b.id, "--subnet-prefix", "10.0.0.0", "--subnet-length", "24"])).status).toBe(0);
     const where = ["--bridge", b.id, "--subnet", "10.0.0.0_24"];
     const h = await vnm(["dhcp-host", "create", ...where, "--mac-addr", "02:00:00:00:00:01", "--ip-addr", "10.0.0.5", "--name", "h1"]);
     expect(h.status, h.stderr).toBe(0);
-    expect(JSON.parse((await vnm(["dhcp-host", "list", ...where])).stdout).map((x: { name: string }) => x.name)).toEqual(["h1"]);
-    const up = await vnm(["dhcp-host", "update", "h1", ...where, "--ip-addr", "10.0.0.6"]);
+    expect(JSON.parse((await vnm(["dhcp-host", "list", ...where, "-o", "json"])).stdout).map((x: { name: string }) => x.name)).toEqual(["h1"]);
+    const up = await vnm(["dhcp-host", "update", "h1", ...where, "--ip-addr", "10.0.0.6", "-o", "json"]);
     expect(JSON.parse(up.stdout)).toMatchObject({ name: "h1", ipAddr: "10.0.0.6" });
     expect((await vnm(["dhcp-host", "delete", "02:00:00:00:00:01", ...where])).stdout).toBe("dhcp-host/02:00:00:00:00:01 deleted\n");
   });
@@ -229,7 +229,7 @@ describe("apply", () => {
   it("creates what is missing, then finds everything unchanged, then updates what differs", async () => {
     const first = await vnm(["apply", "-f", dir]);
     expect(first.status, first.stderr).toBe(0);
-    const dbId = JSON.parse((await vnm(["bridge", "get", "db", "--tenant", "acme"])).stdout).id;
+    const dbId = JSON.parse((await vnm(["bridge", "get", "db", "--tenant", "acme", "-o", "json"])).stdout).id;
     expect(first.stdout).toBe(`bridge/${bridgeId} created\nbridge/${dbId} created\ndhcp-subnet/10.1.0.0_24 created\n`);
     const second = await vnm(["apply", "-f", dir]);
     expect(second.status, second.stderr).toBe(0);
@@ -237,7 +237,7 @@ describe("apply", () => {
     const changed = readFileSync(join(dir, "1-bridges.yaml"), "utf8").replace("adminStateUp: false", "adminStateUp: true");
     const third = await vnm(["apply", "-f", "-"], {}, fx.gw, changed);
     expect(third.stdout).toBe(`bridge/${bridgeId} unchanged\nbridge/${dbId} updated\n`);
-    expect(JSON.parse((await vnm(["bridge", "get", dbId])).stdout).adminStateUp).toBe(true);
+    expect(JSON.parse((await vnm(["bridge", "get", dbId, "-o", "json"])).stdout).adminStateUp).toBe(true);
   });
 
   it("refuses a bad file before sending anything, and deletes what files name", async () => {
@@ -246,7 +246,8 @@ describe("apply", () => {
     expect((await vnm(["bridge", "get", "x"])).status).toBe(1);
     const del = await vnm(["delete", "-f", join(dir, "1-bridges.yaml")]);
     expect(del.status, del.stderr).toBe(0);
-    expect(del.stdout).toMatch(new RegExp(`^bridge/${bridgeId} deleted\\nbridge/\\S+ deleted\\n$`));
+    // In the reverse of apply's order: the file's second bridge first.
+    expect(del.stdout).toMatch(new RegExp(`^bridge/\\S+ deleted\\nbridge/${bridgeId} deleted\\n$`));
   });
 });
 
@@ -264,7 +265,7 @@ describe("watch", () => {
     const via = `http://127.0.0.1:${proxy.port}`;
     // Through the proxy is another gateway URL: it gets a login (a context) of its own.
     expect((await vnm(["login", "--url", via], { VNM_PASSWORD: fx.stack.adminPassword }, null)).status).toBe(0);
-    const first = JSON.parse((await vnm(["bridge", "create", "--name", "w1", "--tenant-id", "watch"])).stdout).id;
+    const first = JSON.parse((await vnm(["bridge", "create", "--name", "w1", "--tenant-id", "watch", "-o", "json"])).stdout).id;
     watcher = spawn(BIN, ["--url", via, "bridge", "list", "--watch", "--tenant", "watch", "-o", "name"], { cwd: tmpdir(), env: env(null, {}) });
     let out = "";
     let err = "";
@@ -275,7 +276,7 @@ describe("watch", () => {
       err += d.toString();
     });
     await waitFor("the list", async () => out.includes(`bridge/${first} listed`), 10_000);
-    const second = JSON.parse((await vnm(["bridge", "create", "--name", "w2", "--tenant-id", "watch"])).stdout).id;
+    const second = JSON.parse((await vnm(["bridge", "create", "--name", "w2", "--tenant-id", "watch", "-o", "json"])).stdout).id;
     await vnm(["bridge", "create", "--name", "elsewhere", "--tenant-id", "not-watched"]);
     await waitFor("the creation", async () => out.includes(`bridge/${second} created`), 10_000);
     await proxy.cut();
@@ -379,7 +380,7 @@ describe("completion", () => {
     for (const k of loadCatalog().kinds.values()) expect(commands).toContain(k.message.name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase());
     const script = (await vnm(["completion", "bash"])).stdout;
     expect(script).toMatch(/'dhcp-host create'\) words=\([^)]*'--mac-addr'/);
-    const b = JSON.parse((await vnm(["bridge", "create", "--name", "completed"])).stdout).id as string;
+    const b = JSON.parse((await vnm(["bridge", "create", "--name", "completed", "-o", "json"])).stdout).id as string;
     // The script itself, in bash, with vnm on the PATH as an operator has it.
     const file = join(home, "vnm-completion.bash");
     writeFileSync(file, script);

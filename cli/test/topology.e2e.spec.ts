@@ -34,7 +34,7 @@ function vnm(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Run> {
 }
 
 async function json(args: string[]): Promise<Record<string, unknown> & { id: string }> {
-  const r = await vnm(args);
+  const r = await vnm([...args, "-o", "json"]);
   expect(r.status, `vnm ${args.join(" ")}: ${r.stderr}`).toBe(0);
   return JSON.parse(r.stdout);
 }
@@ -95,7 +95,7 @@ describe("the topology from the command line", () => {
     const binding = await json(["host-interface-port", "create", "--id", host.id, "--port-id", port.id, "--interface-name", "tap0"]);
     expect(binding).toMatchObject({ hostId: host.id, portId: port.id, interfaceName: "tap0" });
     expect(await json(["port", "get", port.id])).toMatchObject({ hostId: host.id, interfaceName: "tap0", deviceId: bridge.id });
-    const list = JSON.parse((await vnm(["host-interface-port", "list", "--id", host.id])).stdout);
+    const list = JSON.parse((await vnm(["host-interface-port", "list", "--id", host.id, "-o", "json"])).stdout);
     expect(list).toEqual([expect.objectContaining({ portId: port.id })]);
     const del = await vnm(["host-interface-port", "delete", port.id, "--id", host.id]);
     expect(del.status, del.stderr).toBe(0);

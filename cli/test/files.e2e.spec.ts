@@ -1,0 +1,273 @@
+// The CLI's second pass (issue 55), as an operator runs it: the installed bin as a subprocess from
+// /tmp under the machine's Node, in real shells' pipes, against a real stack (the gateway's test
+// harness): standard input from a slow producer, a reader that leaves early, parents by name,
+// subnets by their key, apply without ids (natural keys), every document checked first, diff,
+// delete -f in dependency order, -o jsonpath, --sort-by, plurals and short names, tables in a
+// pipe, and a new user's password at a prompt or on standard input.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { ROOT, Stack, waitFor } from "@vnm/e2e/harness";
+
+const fx = { stack: new Stack(), gw: "" };
+const home = mkdtempSync(join(tmpdir(), "vnm-cli-files-"));
+const BIN = join(ROOT, "node_modules", ".bin", "vnm");
+const NODE = existsSync("/usr/bin/node") ? "/usr/bin/node" : process.execPath;
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+  PATH: `${dirname(NODE)}:/usr/bin:/bin`,
+  HOME: home,
+  XDG_CONFIG_HOME: join(home, "config"),
+  VNM_URL: fx.gw,
+  VNM: BIN,
+  ...extra,
+});
+
+function collect(command: string, args: string[], extra: NodeJS.ProcessEnv = {}, input = ""): Promise<Run> {
+  const child = spawn(command, args, { cwd: tmpdir(), env: env(extra), stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.end(input);
+  const run: Run = { status: null, stdout: "", stderr: "" };
+  child.stdout.on("data", (d: Buffer) => {
+    run.stdout += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    run.stderr += d.toString();
+  });
+  return new Promise((resolve) => child.on("close", (code) => resolve({ ...run, status: code })));
+}
+
+/** `vnm ...`, stdout and stdin pipes (no terminal). */
+const vnm = (args: string[], input = "", extra: NodeJS.ProcessEnv = {}) => collect(BIN, args, extra, input);
+/** A bash command line, with the bin as $VNM. */
+const bash = (line: string) => collect("bash", ["--norc", "--noprofile", "-c", line]);
+
+async function ok(args: string[], input = ""): Promise<string> {
+  const r = await vnm(args, input);
+  expect(r.status, `vnm ${args.join(" ")}: ${r.stderr}`).toBe(0);
+  return r.stdout;
+}
+
+const NO_STACK = /^\s+at |Error:|node:internal|EAGAIN|EPIPE/m;
+
+beforeAll(async () => {
+  await fx.stack.startServices("bridge", "identity");
+  fx.gw = await fx.stack.startGateway({}, false);
+  const r = await vnm(["login", "--user", "admin"], "", { VNM_PASSWORD: fx.stack.adminPassword });
+  expect(r.status, r.stderr).toBe(0);
+}, 180_000);
+
+afterAll(async () => {
+  await fx.stack.stop();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe("pipes", () => {
+  it("apply -f - reads a slow producer's documents to their end, and an item printed by get -o yaml applies as unchanged", async () => {
+    const file = join(home, "slow.yaml");
+    writeFileSync(file, "kind: bridge\nname: lab2\ntenantId: pipes\n---\nkind: bridge\nname: lab3\ntenantId: pipes\n");
+    const slow = await bash(`(sleep 1; cat ${file}) | "$VNM" apply -f -`);
+    expect(slow.stderr).not.toMatch(NO_STACK);
+    expect(slow.status, slow.stderr).toBe(0);
+    expect(slow.stdout).toMatch(/^bridge\/\S+ created\nbridge\/\S+ created\n$/);
+    // The operator's round trip: an item as the API shows it (no kind:, its uri says it) goes back unchanged.
+    const id = (await ok(["bridge", "get", "lab2", "-o", "jsonpath={.id}"])).trim();
+    const round = await bash(`"$VNM" bridge get lab2 -o yaml | (sleep 1; cat) | "$VNM" apply -f -`);
+    expect(round.stderr).not.toMatch(NO_STACK);
+    expect([round.status, round.stdout]).toEqual([0, `bridge/${id} unchanged\n`]);
+    // Changed on the way, it is an update of that item.
+    const changed = await bash(`"$VNM" bridge get lab2 -o yaml | sed 's/^adminStateUp: true/adminStateUp: false/' | "$VNM" apply -f -`);
+    expect([changed.status, changed.stdout]).toEqual([0, `bridge/${id} updated\n`]);
+    expect(parseYaml(await ok(["bridge", "get", id, "-o", "yaml"])).adminStateUp).toBe(false);
+  });
+
+  it("a reader that leaves early (head -1) ends the CLI quietly: no EPIPE, no stack, status 141 as SIGPIPE's", async () => {
+    // More than a pipe holds (64 KiB), so the CLI is still writing when head leaves; in batches
+    // (the gateway runs at most 64 requests of a user at once).
+    const made: Response[] = [];
+    for (let batch = 0; batch < 6; batch++) {
+      made.push(
+        ...(await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            fetch(`${fx.gw}/bridges`, {
+              method: "POST",
+              headers: { "x-auth-token": fx.stack.adminToken, "content-type": "application/json" },
+              body: JSON.stringify({ name: `many-${batch}-${i}-${"m".repeat(240)}`, tenantId: "many" }),
+            }),
+          ),
+        )),
+      );
+    }
+    expect(made.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);
+    const r = await bash(`"$VNM" bridge list --tenant many -o json | head -1; echo "status \${PIPESTATUS[0]}" >&2`);
+    expect(r.stdout).toBe("[\n");
+    expect(r.stderr).toBe("status 141\n");
+    // The table (cut to 120 columns) may fit in the pipe whole: quiet either way.
+    const table = await bash(`"$VNM" bridge list --tenant many | head -1; echo "status \${PIPESTATUS[0]}" >&2`);
+    expect(table.stdout).toMatch(/^ID\s+TENANT_ID\s+NAME\s+ADMIN_STATE_UP\n$/);
+    expect(table.stderr).toMatch(/^status (0|141)\n$/);
+  });
+
+  it("a table stays a table in a pipe, unless -o says otherwise, and grep finds its rows", async () => {
+    const r = await bash(`"$VNM" bridge list --tenant pipes | grep -E '^ID|lab3'`);
+    expect(r.status, r.stderr).toBe(0);
+    const [header, row] = r.stdout.trimEnd().split("\n");
+    expect(header!.split(/\s+/)).toEqual(["ID", "TENANT_ID", "NAME", "ADMIN_STATE_UP"]);
+    expect(row).toMatch(/^\S{36}\s+pipes\s+lab3\s+true$/);
+    expect(JSON.parse(await ok(["bridge", "list", "--tenant", "pipes", "-o", "json"]))).toHaveLength(2);
+  });
+});
+
+describe("names and keys", () => {
+  it("a parent by its name (--bridge NAME) wherever its id works; a subnet by 10.5.0.0/24 or 10.5.0.0_24, its key shown", async () => {
+    const bridge = JSON.parse(await ok(["bridge", "create", "--name", "keys", "--tenant-id", "names", "-o", "json"])).id as string;
+    expect(await ok(["dhcp-subnet", "create", "--bridge", "keys", "--subnet-prefix", "10.5.0.0", "--subnet-length", "24", "-o", "name"])).toBe("dhcp-subnet/10.5.0.0_24\n");
+    // The key is the first column of the subnet's table, and describe says it.
+    const list = (await ok(["dhcp-subnet", "list", "--bridge", "keys"])).split("\n");
+    expect(list[0]).toMatch(/^KEY\s+SUBNET_PREFIX\s+SUBNET_LENGTH/);
+    expect(list[1]).toMatch(/^10\.5\.0\.0_24\s+10\.5\.0\.0\s+24/);
+    expect(await ok(["dhcp-subnet", "describe", "10.5.0.0/24", "--bridge", "keys"])).toMatch(/^Kind:\s+dhcp-subnet\nKey:\s+10\.5\.0\.0_24\n/);
+    for (const key of ["10.5.0.0/24", "10.5.0.0_24"]) {
+      expect(JSON.parse(await ok(["dhcp-subnet", "get", key, "--bridge", "keys", "-o", "json"]))).toMatchObject({ subnetPrefix: "10.5.0.0", subnetLength: 24 });
+    }
+    const where = ["--bridge", "keys", "--subnet", "10.5.0.0/24"];
+    expect(await ok(["dhcp-host", "create", ...where, "--mac-addr", "02:00:00:00:05:01", "--ip-addr", "10.5.0.5", "--name", "h5", "-o", "name"])).toBe("dhcp-host/02:00:00:00:05:01\n");
+    expect(JSON.parse(await ok(["dhcp-host", "list", ...where, "-o", "json"])).map((h: { name: string }) => h.name)).toEqual(["h5"]);
+    expect(JSON.parse(await ok(["dhcp-host", "get", "h5", "--bridge", bridge, "--subnet", "10.5.0.0_24", "-o", "json"])).ipAddr).toBe("10.5.0.5");
+    const missing = await vnm(["dhcp-subnet", "list", "--bridge", "no-such-bridge"]);
+    expect([missing.status, missing.stderr]).toEqual([1, 'error 404: no bridge has the id or name "no-such-bridge"\n']);
+  });
+});
+
+describe("apply, diff and delete -f", () => {
+  const net = (up: boolean) =>
+    [
+      // Children first in the file: apply still makes the parents first.
+      "kind: dhcp-host\nbridgeId: tenant-net\nsubnetAddr: 10.6.0.0/24\nname: web\nmacAddr: 02:00:00:00:06:01\nipAddr: 10.6.0.10",
+      "kind: dhcp-subnet\nbridgeId: tenant-net\nsubnetPrefix: 10.6.0.0\nsubnetLength: 24",
+      `kind: bridge\nname: tenant-net\ntenantId: files\nadminStateUp: ${up}`,
+    ].join("\n---\n");
+  const file = join(home, "net.yaml");
+
+  it("creates parents first, then is idempotent without ids (natural keys); diff shows what would change", async () => {
+    writeFileSync(file, net(true));
+    const first = await vnm(["apply", "-f", file]);
+    expect(first.status, first.stderr).toBe(0);
+    const id = (await ok(["bridge", "get", "tenant-net", "-o", "jsonpath={.id}"])).trim();
+    expect(first.stdout).toBe(`bridge/${id} created\ndhcp-subnet/10.6.0.0_24 created\ndhcp-host/02:00:00:00:06:01 created\n`);
+    const again = await vnm(["apply", "-f", file]);
+    expect([again.status, again.stderr]).toEqual([0, ""]);
+    expect(again.stdout).toBe(`bridge/${id} unchanged\ndhcp-subnet/10.6.0.0_24 unchanged\ndhcp-host/02:00:00:00:06:01 unchanged\n`);
+    expect(await vnm(["diff", "-f", file])).toEqual({ status: 0, stdout: "", stderr: "" });
+    writeFileSync(file, net(false).replace("10.6.0.10", "10.6.0.11"));
+    const d = await vnm(["diff", "-f", file]);
+    expect(d.status, d.stderr).toBe(1);
+    expect(d.stdout).toBe(
+      [
+        `bridge/${id} (${file} (document 3)): updated`,
+        "-  adminStateUp: true",
+        "+  adminStateUp: false",
+        `dhcp-host/02:00:00:00:06:01 (${file} (document 1)): updated`,
+        '-  ipAddr: "10.6.0.10"',
+        '+  ipAddr: "10.6.0.11"',
+        "",
+      ].join("\n"),
+    );
+    expect(JSON.parse(await ok(["bridge", "get", id, "-o", "json"])).adminStateUp).toBe(true); // diff sent nothing
+    const third = await vnm(["apply", "-f", file]);
+    expect(third.stdout).toBe(`bridge/${id} updated\ndhcp-subnet/10.6.0.0_24 unchanged\ndhcp-host/02:00:00:00:06:01 updated\n`);
+  });
+
+  it("checks every document before sending any: one naming a missing parent and nothing is created", async () => {
+    const bad = "kind: bridge\nname: never-made\ntenantId: files\n---\nkind: dhcp-subnet\nbridgeId: no-such-bridge\nsubnetPrefix: 10.7.0.0\nsubnetLength: 24\n";
+    const r = await vnm(["apply", "-f", "-"], bad);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('stdin (document 2): bridgeId: no bridge has the key or name "no-such-bridge", and no document here makes one\nnothing was sent\n');
+    expect(r.stdout).toBe("");
+    expect((await vnm(["bridge", "get", "never-made"])).status).toBe(1);
+    // A parent the file itself makes is no missing parent: it comes first, the subnet below it.
+    const both = await vnm(["apply", "-f", "-"], bad.replace("no-such-bridge", "never-made"));
+    expect(both.status, both.stderr).toBe(0);
+    expect(both.stdout).toMatch(/^bridge\/\S+ created\ndhcp-subnet\/10\.7\.0\.0_24 created\n$/);
+  });
+
+  it("delete -f takes children before parents and exits 0; a second time each is not found (1), unless --ignore-not-found", async () => {
+    const id = (await ok(["bridge", "get", "tenant-net", "-o", "jsonpath={.id}"])).trim();
+    const del = await vnm(["delete", "-f", file]);
+    expect([del.status, del.stderr]).toEqual([0, ""]);
+    expect(del.stdout).toBe(`dhcp-host/02:00:00:00:06:01 deleted\ndhcp-subnet/10.6.0.0_24 deleted\nbridge/${id} deleted\n`);
+    const again = await vnm(["delete", "-f", file]);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/: error 404: no bridge has the id or name "tenant-net"\n/);
+    expect(again.stderr).not.toMatch(NO_STACK);
+    const ignored = await vnm(["delete", "-f", file, "--ignore-not-found"]);
+    expect([ignored.status, ignored.stderr]).toEqual([0, ""]);
+    expect(ignored.stdout).toBe("dhcp-host/web not found\ndhcp-subnet/10.6.0.0_24 not found\nbridge/tenant-net not found\n");
+  });
+});
+
+describe("jsonpath, sort-by, plurals and short names", () => {
+  beforeAll(async () => {
+    for (const [name, up] of [
+      ["charlie", "true"],
+      ["alpha", "false"],
+      ["bravo", "true"],
+    ]) {
+      await ok(["bridge", "create", "--name", name!, "--tenant-id", "sorted", "--admin-state-up", up!, "-o", "name"]);
+    }
+  });
+
+  it("prints kubectl's jsonpath templates of an item and a list, sorted by a field; vnm bridges and vnm br list", async () => {
+    expect(await ok(["bridges", "--tenant", "sorted", "--sort-by", ".name", "-o", "jsonpath={.items[*].name}"])).toBe("alpha bravo charlie\n");
+    expect(await ok(["br", "list", "--tenant", "sorted", "--sort-by", "{.name}", "-o", 'jsonpath={range .items[*]}{.name}{"\\t"}{.adminStateUp}{"\\n"}{end}'])).toBe(
+      "alpha\tfalse\nbravo\ttrue\ncharlie\ttrue\n\n",
+    );
+    expect(await ok(["bridges", "list", "--tenant", "sorted", "--sort-by", ".adminStateUp", "-o", "name"])).toMatch(/^bridge\/\S+\n/);
+    const byState = await ok(["bridges", "--tenant", "sorted", "--sort-by", ".adminStateUp", "-o", "custom-columns=NAME:.name"]);
+    expect(byState.split("\n")[1]).toBe("alpha");
+    expect(await ok(["br", "get", "alpha", "-o", "jsonpath={.name} is {.tenantId}"])).toBe("alpha is sorted\n");
+    expect(await ok(["bridges", "--tenant", "sorted", "-o", 'jsonpath={.items[?(@.name=="bravo")].adminStateUp}'])).toBe("true\n");
+    // The tenant names it: printed as a table prints it, without its escape sequences.
+    await ok(["bridge", "create", "--tenant-id", "hostile", "--data", JSON.stringify({ name: "evil\u001b]0;owned\u0007name" }), "-o", "name"]);
+    expect(await ok(["bridges", "--tenant", "hostile", "-o", "jsonpath={.items[0].name}"])).toBe("evilname\n");
+    const bad = await vnm(["bridges", "-o", "jsonpath={.items[*].name"]);
+    expect([bad.status, bad.stderr]).toEqual([2, "jsonpath {.items[*].name: unclosed {\n"]);
+  });
+});
+
+describe("user create", () => {
+  const login = (user: string, password: string) => vnm(["login", "--user", user, "--context", `as-${user}`], "", { VNM_PASSWORD: password });
+
+  it("reads the password from standard input when it is not a terminal", async () => {
+    const pw = "violin cactus zebra 7";
+    const r = await vnm(["user", "create", "--name", "piped-user", "--tenant-id", "T", "--roles", "tenant_user", "-o", "name"], `${pw}\n`);
+    expect(r.status, r.stderr).toBe(0);
+    expect((await login("piped-user", pw)).status).toBe(0);
+    const none = await vnm(["user", "create", "--name", "nobody", "--tenant-id", "T", "--roles", "tenant_user"]);
+    expect([none.status, none.stderr]).toEqual([2, "no password of the new user: give --password, type it at the prompt on a terminal, or pipe it on standard input\n"]);
+  });
+
+  it("asks for it at a prompt without echo on a terminal", async () => {
+    const pw = "trumpet meadow quartz 9";
+    const child = spawn("script", ["-qec", `${BIN} user create --name prompted-user --tenant-id T --roles tenant_user -o name`, "/dev/null"], { cwd: tmpdir(), env: env() });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const done = new Promise<number | null>((r) => child.on("close", r));
+    await waitFor("the prompt", async () => out.includes("Password of the new user:"), 10_000);
+    child.stdin.write(`${pw}\r`);
+    expect(await done).toBe(0);
+    expect(out).toMatch(/user\/\S+/);
+    expect(out).not.toContain(pw);
+    expect((await login("prompted-user", pw)).status).toBe(0);
+  });
+});
