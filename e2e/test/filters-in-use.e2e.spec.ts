@@ -43,14 +43,15 @@ const router = async (headers: Headers = {}, over: Record<string, unknown> = {})
   return r.json;
 };
 
-/** A mirror (administrators only) to a new router port. */
-const mirror = async (): Promise<string> => {
+/** A mirror (administrators only) to a new router port; its id, and the port's (`mirrorTo`). */
+const mirrorTo = async (): Promise<{ id: string; port: string }> => {
   const to = await http("POST", `/routers/${(await router()).id}/ports`, {});
   expect(to.status, to.text).toBe(201);
   const r = await http("POST", "/mirrors", { toPortId: to.json.id });
   expect(r.status, r.text).toBe(201);
-  return r.json.id;
+  return { id: r.json.id, port: to.json.id };
 };
+const mirror = async (): Promise<string> => (await mirrorTo()).id;
 
 interface Kind {
   name: string;
@@ -197,6 +198,14 @@ describe.each(kinds)("a $name's filters", (kind) => {
       CLEAR_MS,
     );
     expectError(await http("PUT", item.uri, { inboundMirrorIds: [m] }), 404);
+  });
+
+  it("deleting the port a mirror sends to deletes the mirror, which leaves the lists within the bound", async () => {
+    const m = await mirrorTo();
+    const item = await made({ outboundMirrorIds: [m.id] });
+    expect((await http("DELETE", `/ports/${m.port}`)).status).toBe(204);
+    await waitFor("the mirror taken out of the list", async () => (await http("GET", item.uri)).json.outboundMirrorIds?.length === 0, CLEAR_MS);
+    expectError(await http("GET", `/mirrors/${m.id}`), 404);
   });
 });
 
