@@ -24,8 +24,11 @@ function tree(p: Command): Map<string, string[]> {
   const visible = p.commands.filter((c) => !c.name().startsWith("__"));
   const out = new Map<string, string[]>([["", visible.map((c) => c.name())]]);
   for (const c of visible) {
-    out.set(c.name(), c.commands.map((v) => v.name()));
-    for (const v of c.commands) out.set(`${c.name()} ${v.name()}`, v.options.map((o) => o.long!).filter(Boolean));
+    // A kind's plural and short name complete as the kind does (not offered as words themselves).
+    for (const name of [c.name(), ...c.aliases()]) {
+      out.set(name, c.commands.map((v) => v.name()));
+      for (const v of c.commands) out.set(`${name} ${v.name()}`, v.options.map((o) => o.long!).filter(Boolean));
+    }
   }
   return out;
 }

@@ -238,6 +238,11 @@ describe("jsonpath, sort-by, plurals and short names", () => {
     // The tenant names it: printed as a table prints it, without its escape sequences.
     await ok(["bridge", "create", "--tenant-id", "hostile", "--data", JSON.stringify({ name: "evil\u001b]0;owned\u0007name" }), "-o", "name"]);
     expect(await ok(["bridges", "--tenant", "hostile", "-o", "jsonpath={.items[0].name}"])).toBe("evilname\n");
+    // Completion knows them as the kind (bash, the script as an operator sources it).
+    const script = join(home, "completion.bash");
+    writeFileSync(script, await ok(["completion", "bash"]));
+    const completed = await bash(`source ${script}; COMP_WORDS=(vnm br cre); COMP_CWORD=2; COMP_LINE="vnm br cre"; COMP_POINT=10; _vnm; echo "\${COMPREPLY[@]}"`);
+    expect(completed.stdout).toBe("create\n");
     const bad = await vnm(["bridges", "-o", "jsonpath={.items[*].name"]);
     expect([bad.status, bad.stderr]).toEqual([2, "jsonpath {.items[*].name: unclosed {\n"]);
   });
