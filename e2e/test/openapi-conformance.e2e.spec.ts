@@ -296,6 +296,7 @@ async function buildWorld(): Promise<void> {
   await create("createQosDscpRule", `/qos_policies/${qos["id"]}/qos_dscp_rules`, bodies["createQosDscpRule"]());
   bodies["createTraceRequest"] = () => ({ name: unique("t"), deviceType: "BRIDGE", deviceId: bridge["id"], condition: { dlType: 2048 } });
   await create("createTraceRequest", "/traces", bodies["createTraceRequest"]());
+  await buildPolicy();
   let dst = 0;
   bodies["createRoute"] = () => ({ type: "Normal", dstNetworkAddr: `10.${++dst}.0.0`, dstNetworkLength: 16, srcNetworkAddr: "0.0.0.0", srcNetworkLength: 0, nextHopPort: PORT_A, nextHopGateway: "10.0.0.1", weight: 100 });
   await create("createRoute", `/routers/${ROUTER}/routes`, bodies["createRoute"]());
@@ -371,6 +372,31 @@ async function buildHosts(bridgePath: string): Promise<void> {
   let iface = 0;
   bodies["createHostPort"] = () => ({ portId: ports.shift() ?? randomUUID(), interfaceName: `tap${++iface}` });
   await create("createHostPort", `/hosts/${host["id"]}/ports`, bodies["createHostPort"]());
+}
+
+/**
+ * A chain, a rule in it and a mirror to the world's router port. The rule's body carries what
+ * every type requires (a jump's chain, a NAT rule's flowAction and floating-IP target, a trace's
+ * request), so that each value of its `type` is one the server takes; an accept rule ignores them.
+ */
+async function buildPolicy(): Promise<void> {
+  bodies["createChain"] = () => ({ name: unique("c"), tenantId: TENANT });
+  const chain = await create("createChain", "/chains", bodies["createChain"]());
+  bodies["createRule"] = () => ({
+    type: "accept",
+    nwSrcAddress: "10.0.0.0",
+    nwSrcLength: 8,
+    dlSrc: "02:00:00:00:00:01",
+    dlSrcMask: "ffff.ffff.0000",
+    dlDstMask: "ffff.0000.0000",
+    jumpChainId: chain["id"],
+    flowAction: "accept",
+    natTargets: [{ addressFrom: "10.0.0.1", addressTo: "10.0.0.1" }],
+    requestId: randomUUID(),
+  });
+  await create("createRule", `/chains/${chain["id"]}/rules`, bodies["createRule"]());
+  bodies["createMirror"] = () => ({ toPortId: PORT_A, conditions: [{ nwProto: 6 }] });
+  await create("createMirror", "/mirrors", bodies["createMirror"]());
 }
 
 async function buildLb(): Promise<void> {

@@ -12,11 +12,13 @@ import {
   ApiError,
   type CallContext,
   type Checked,
+  FILTER_KEY,
   type Handlers,
   type Identity,
   isUuid,
   type Queryable,
   Resource,
+  type ResourceSet,
   type Store,
   type Violation,
 } from "@vnm/kit";
@@ -179,6 +181,30 @@ const uuidOf = (v: unknown) => (isUuid(v) ? v.toLowerCase() : undefined);
 
 /** Rules, created at a position in their chain, listed in position order, deleted with their chain locked. */
 class RuleResource extends Resource<"vnm.policy.v1.Rule", RuleRow> {
+  private set: ResourceSet | undefined;
+
+  override bind(set: ResourceSet) {
+    this.set = set;
+    return super.bind(set);
+  }
+
+  /**
+   * The list's field filters (?type=jump), each value checked against its field's rules (400
+   * naming it); the gateway applies them to the items, as this list does not.
+   */
+  private checkFilters(ctx: CallContext | undefined): void {
+    const raw = ctx?.metadata.get(FILTER_KEY)[0];
+    if (typeof raw !== "string") return;
+    let filters: unknown;
+    try {
+      filters = JSON.parse(raw);
+    } catch {
+      throw ApiError.badRequest("The list's filters are not valid JSON");
+    }
+    if (typeof filters !== "object" || filters === null) return;
+    for (const [field, value] of Object.entries(filters)) this.set?.rules?.checkField(this.spec.proto, field, value);
+  }
+
   override handlers(store: Store): Handlers {
     const out = super.handlers(store);
     const { create, delete: remove } = this.info.rpcs;
@@ -203,7 +229,10 @@ class RuleResource extends Resource<"vnm.policy.v1.Rule", RuleRow> {
       });
       return {};
     };
-    out[this.info.rpcs.list!] = (req: Obj) => this.listOfChain(store.pool, req);
+    out[this.info.rpcs.list!] = (req: Obj, ctx: CallContext) => {
+      this.checkFilters(ctx);
+      return this.listOfChain(store.pool, req);
+    };
     return out;
   }
 
