@@ -151,6 +151,16 @@ export const MONITORED = {
   Physical_Port: { columns: Object.keys(PORT_COLUMNS) },
 };
 
+/**
+ * The second monitor, of the MACs the device learns: nothing is kept of it; an update only says a
+ * reconcile is due (sessions.ts coalesces them). No initial rows: every new session is reconciled
+ * in full anyway.
+ */
+export const LEARNED_MONITOR = "vnm-learned";
+export const MONITORED_LEARNED = {
+  Ucast_Macs_Local: { columns: ["MAC", "ipaddr", "logical_switch"], select: { initial: false, insert: true, delete: true, modify: true } },
+};
+
 /** The rows kept of one device. */
 export class DeviceTables {
   readonly switches = new Map<string, SwitchRow>();
@@ -203,6 +213,12 @@ export class DeviceTables {
     if (this.kept > this.budget) throw new PeerError("over_budget", `its state is over its budget of ${this.budget} bytes (VNM_VTEP_STATE_BUDGET_BYTES): ${this.kept} bytes of names, descriptions and addresses`);
   }
 
+  /** Whether a switch's management_ips hold `ip`. */
+  hasSwitch(ip: string): boolean {
+    for (const r of this.switches.values()) if (r.management_ips?.some((m) => sameIp(m, ip))) return true;
+    return false;
+  }
+
   /** What the tables say of the VTEP at `ip`. */
   stateOf(ip: string): DeviceState {
     let sw: SwitchRow | undefined;
@@ -223,6 +239,8 @@ const sameIp = (a: string, b: string) => a === b || (a.includes(":") && canonica
 export interface SessionHooks {
   /** The device's state may have changed: read `state()` when ready to store it. */
   changed: () => void;
+  /** The device's learned MACs (Ucast_Macs_Local) changed: a reconcile is due (vxgw.ts reads them). */
+  learned?: () => void;
   /** The session ended on the peer's account (a metric counts these). */
   fault?: (reason: PeerFault) => void;
   /** A new session is monitoring the device (vxgw.ts reconciles it in full). */
@@ -281,8 +299,30 @@ export class DeviceSession {
   async transact(ops: Record<string, unknown>[]): Promise<unknown[]> {
     const client = this.client;
     if (this.phase !== "connected" || !client) throw new Error("the device is not connected");
-    const results = await client.request("transact", ["hardware_vtep", ...ops], ANSWER_TIMEOUT_MS);
-    if (!Array.isArray(results)) throw new PeerError("bad_message", `transact answered ${excerpt(results, 100)}`);
+    let results: unknown;
+    try {
+      results = await client.request("transact", ["hardware_vtep", ...ops], ANSWER_TIMEOUT_MS);
+    } catch (err) {
+      if (client.isClosed) throw err;
+      // A device that answers too slowly, or answers an error to the whole request, costs this
+      // session (the VTEP's connectionError says why), never more.
+      const why = /no answer/.test(messageOf(err)) ? new PeerError("no_answer", messageOf(err)) : new PeerError("refused_write", `the device refused a transaction: ${messageOf(err)}`);
+      client.close(why);
+      throw why;
+    }
+    if (!Array.isArray(results)) {
+      const why = new PeerError("bad_message", `transact answered ${excerpt(results, 100)}`);
+      client.close(why);
+      throw why;
+    }
+    // An operation it refused (RFC 7047 5.2: an error object in its place, or one more after
+    // them when the commit failed, such as a constraint violation): the session ends in error.
+    const refused = results.find((r): r is { error: unknown; details?: unknown } => isRecord(r) && "error" in r && r["error"] !== null);
+    if (refused) {
+      const why = new PeerError("refused_write", `the device refused a transaction: ${excerpt(refused.error, 200)}${refused.details ? ` (${excerpt(refused.details, 600)})` : ""}`);
+      client.close(why);
+      throw why;
+    }
     return results;
   }
 
@@ -376,12 +416,26 @@ export class DeviceSession {
     if (!Array.isArray(dbs) || !dbs.includes("hardware_vtep")) throw new PeerError("not_vtep", `no hardware_vtep database (list_dbs answered ${excerpt(dbs, 100)})`);
     const tables = new DeviceTables(this.budget);
     client.onUpdate((params) => {
+      if (params[0] === LEARNED_MONITOR) {
+        if (this.tables === tables) this.hooks.learned?.();
+        return;
+      }
+      const switches = isRecord(params[1]) && params[1]["Physical_Switch"] !== undefined;
+      const had = switches && tables.hasSwitch(this.vtep.ip);
       tables.apply(params[1]);
-      if (this.tables === tables) this.hooks.changed();
+      if (this.tables !== tables) return;
+      this.hooks.changed();
+      // The VTEP's switch just appeared (a device restarted empty, set up again): reconciled in full now.
+      if (switches && !had && tables.hasSwitch(this.vtep.ip)) this.hooks.connected?.();
     });
     tables.apply(await client.request("monitor", ["hardware_vtep", "vnm", MONITORED], ANSWER_TIMEOUT_MS));
     if (client.isClosed) throw new PeerError("bad_message", "the session ended during the monitor");
     onMonitoring();
+    // The learned MACs' monitor: a device that refuses it (an older schema) or never answers it
+    // is still served, its learned MACs read by the periodic reconcile only.
+    client.request("monitor", ["hardware_vtep", LEARNED_MONITOR, MONITORED_LEARNED], ANSWER_TIMEOUT_MS).catch((err: unknown) => {
+      if (!client.isClosed) this.log.info("VTEP's learned MACs not monitored; read at each periodic reconcile", { err: messageOf(err) });
+    });
     client.startKeepalive(ECHO_EVERY_MS);
     this.tables = tables;
     if (this.phase !== "connected") this.log.info("VTEP connected");

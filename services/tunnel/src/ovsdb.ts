@@ -35,6 +35,7 @@ export type PeerFault =
   | "no_answer"
   | "not_reading"
   | "no_echo"
+  | "refused_write"
   | "internal";
 
 /** The peer broke the protocol or a bound; the session ends in the `error` state. */

@@ -29,6 +29,12 @@ export const DEFAULT_WRITE_INTERVAL_MS = 1_000;
 /** Writes a VTEP whose device was quiet for WRITE_BURST intervals may make at once (its connection, then a first change). */
 export const WRITE_BURST = 2;
 const RETRY_WRITE_MS = 1_000;
+/**
+ * The least time between the start of two reconciles a device's learned-MAC updates ask for: a
+ * device changing its MACs without end costs at most one reconcile per interval, however many
+ * updates it sends (they are coalesced), and a lone change is reconciled at once.
+ */
+export const LEARNED_GAP_MS = 250;
 /** Bytes of port names and descriptions sent in one statement. */
 const BATCH_BYTES = 1024 * 1024;
 const lockKey = (id: string) => `vnm-vtep:${id}`;
@@ -50,6 +56,10 @@ interface Watched {
   programAgain: boolean;
   /** What the bridge service was last told the device learned, by bridge (vxgw.ts). */
   told: Map<string, string>;
+  /** A reconcile asked for by the device's learned-MAC monitor, not started yet. */
+  learnedTimer?: NodeJS.Timeout;
+  /** When the last reconcile started (performance.now()). */
+  programmedAt: number;
   /** The last reconcile's failure, logged once. */
   programError?: string;
   /** What the database holds, once read or written; unknown after a failed write. */
@@ -140,7 +150,10 @@ export class VtepSessions {
 
   /** Stops every session and gives up every lease (the lease connection is lost, or we stop). */
   private dropAll(): void {
-    for (const w of this.watched.values()) w.session.stop();
+    for (const w of this.watched.values()) {
+      clearTimeout(w.learnedTimer);
+      w.session.stop();
+    }
     this.watched.clear();
     const lease = this.lease;
     this.lease = undefined;
@@ -166,6 +179,7 @@ export class VtepSessions {
     const present = new Set(all.map((v) => v.id));
     for (const [id, w] of this.watched) {
       if (present.has(id)) continue;
+      clearTimeout(w.learnedTimer);
       w.session.stop();
       this.watched.delete(id);
       await lease.query("SELECT pg_advisory_unlock(hashtext($1))", [lockKey(id)]);
@@ -184,11 +198,22 @@ export class VtepSessions {
       changed: () => this.changed(vtep.id, w),
       fault: (reason: PeerFault) => this.faults.inc({ reason }),
       connected: () => this.program(vtep.id, vtep.ip),
+      learned: () => this.learned(vtep.id, w),
     };
     const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
-    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, told: new Map(), tokens: WRITE_BURST, tokensAt: Date.now() };
+    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, told: new Map(), programmedAt: 0, tokens: WRITE_BURST, tokensAt: Date.now() };
     this.watched.set(vtep.id, w);
     w.session.start();
+  }
+
+  /** The device's learned MACs changed: one reconcile soon, no sooner than LEARNED_GAP_MS after the last one started. */
+  private learned(id: string, w: Watched): void {
+    if (w.learnedTimer || this.watched.get(id) !== w) return;
+    const wait = Math.max(0, w.programmedAt + LEARNED_GAP_MS - performance.now());
+    w.learnedTimer = setTimeout(() => {
+      w.learnedTimer = undefined;
+      this.program(id, w.ip);
+    }, wait);
   }
 
   /** Programs every connected device this replica watches with the bindings (vxgw.ts). */
@@ -209,6 +234,7 @@ export class VtepSessions {
       do {
         w.programAgain = false;
         if (this.watched.get(id) !== w || w.session.connectionState !== "connected") return;
+        w.programmedAt = performance.now();
         try {
           const bound = await boundOn(this.svc.store.pool, id);
           const remote = await remoteState(this.svc, this.svc.store.pool, id, bound.map((b) => b.bridgeId));

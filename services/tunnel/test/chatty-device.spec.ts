@@ -43,13 +43,14 @@ const switchUpdate = (ports: Map<string, Port>) => ({
 const portUpdates = (ports: Map<string, Port>, only?: string[]) =>
   Object.fromEntries((only ?? [...ports.keys()]).map((u) => [u, { new: ports.get(u) }]));
 
-/** Answers list_dbs and a monitor with this switch and its ports, then echoes. */
+/** Answers list_dbs and a monitor with this switch and its ports, then echoes and the rest (fake-vtep.ts). */
 async function handshake(s: PeerSession, ports: Map<string, Port>): Promise<void> {
   const dbs = await s.next("list_dbs");
   await s.write(JSON.stringify({ id: dbs.id, result: ["hardware_vtep"], error: null }));
   const mon = await s.next("monitor");
   await s.write(JSON.stringify({ id: mon.id, result: { Physical_Switch: switchUpdate(ports), Physical_Port: portUpdates(ports) }, error: null }));
   s.answerEchoes();
+  s.answerTheRest();
 }
 
 const update = (s: PeerSession, tables: Record<string, unknown>) => s.write(JSON.stringify({ id: null, method: "update", params: ["vnm", tables] }));

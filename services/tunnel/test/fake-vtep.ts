@@ -12,10 +12,16 @@ export interface PeerSession {
   next(method: string): Promise<{ method: string; params: unknown[]; id: unknown }>;
   /** Answers echo requests from now on. */
   answerEchoes(): void;
+  /**
+   * Answers, from now on, what a quiet device with nothing but its switch answers: another
+   * monitor (the learned MACs') with no rows, a transaction's selects with no rows and its other
+   * operations with an empty result.
+   */
+  answerTheRest(): void;
   /** Writes raw text; resolves when the socket took it (or closed). */
   write(text: string): Promise<void>;
-  /** Answers list_dbs and the monitor as a hardware VTEP at 127.0.0.1 with this switch, then answers echoes. */
-  handshake(sw?: SwitchSpec): Promise<void>;
+  /** Answers list_dbs and the monitor as a hardware VTEP at 127.0.0.1 with this switch, then answers echoes and (unless `rest` is false) the rest. */
+  handshake(sw?: SwitchSpec, rest?: boolean): Promise<void>;
 }
 
 export interface SwitchSpec {
@@ -71,6 +77,7 @@ export class FakeVtep {
     const stream = new JsonStream({ maxChars: 1 << 24, maxDepth: 100, maxValues: 1 << 20 });
     const waiting: { method: string; resolve: (r: PeerSession["requests"][number]) => void }[] = [];
     let echoes = false;
+    let rest = false;
     const session: PeerSession = {
       socket,
       requests: [],
@@ -85,6 +92,9 @@ export class FakeVtep {
       answerEchoes: () => {
         echoes = true;
       },
+      answerTheRest: () => {
+        rest = true;
+      },
       write: (text) =>
         new Promise((resolve) => {
           if (socket.destroyed || socket.write(text)) return resolve();
@@ -94,12 +104,13 @@ export class FakeVtep {
           };
           socket.on("drain", done).on("close", done);
         }),
-      handshake: async (sw = { name: "sw" }) => {
+      handshake: async (sw = { name: "sw" }, answerRest = true) => {
         const dbs = await session.next("list_dbs");
         await session.write(JSON.stringify({ id: dbs.id, result: ["hardware_vtep"], error: null }));
         const mon = await session.next("monitor");
         await session.write(JSON.stringify({ id: mon.id, result: tablesFor(sw), error: null }));
         session.answerEchoes();
+        if (answerRest) session.answerTheRest();
       },
     };
     const taken = new Set<PeerSession["requests"][number]>();
@@ -113,6 +124,11 @@ export class FakeVtep {
       for (const m of msgs as { method: string; params: unknown[]; id: unknown }[]) {
         if (m.method === "echo" && echoes) {
           socket.write(JSON.stringify({ id: m.id, result: m.params, error: null }));
+          continue;
+        }
+        if (rest && (m.method === "monitor" || m.method === "transact")) {
+          const ops = (m.params.slice(1) as { op?: string }[]).map((o) => (o.op === "select" ? { rows: [] } : {}));
+          socket.write(JSON.stringify({ id: m.id, result: m.method === "monitor" ? {} : ops, error: null }));
           continue;
         }
         session.requests.push(m);
