@@ -153,7 +153,7 @@ async function existing(api: Api, d: Doc, values: PathValues): Promise<Found | u
     }
     const names = naturalKey(d.kind, d.fields);
     if (!names || !d.kind.list) return undefined;
-    const matches = (await listItems(api, d.kind, values, tenant)).filter((i) => names.every((n) => same(d.fields[n], i[n])));
+    const matches = await listItems(api, d.kind, values, tenant, Object.fromEntries(names.map((n) => [n, d.fields[n]])));
     if (matches.length > 1) {
       throw new CliError(`${matches.length} ${d.kind.command} items have ${describeKey(d, names)}: ${matches.map((i) => clean(d.kind.keyOf(i))).join(", ")}; give id:`, 1);
     }

@@ -3,6 +3,7 @@
 // Several items of that name are an error listing their keys.
 import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
+import { toJson } from "./json.ts";
 import { type Kind, kindNamedBy, type PathValues, variables } from "./kinds.ts";
 import { clean } from "./text.ts";
 
@@ -17,12 +18,20 @@ async function fetchItem(api: Api, path: string): Promise<Found> {
   return { item: objectOf(a), path, etag: a.headers.get("etag") };
 }
 
-/** The items of a kind (under the parents given), within a tenant if named. */
-export async function listItems(api: Api, kind: Kind, values: PathValues, tenant?: string): Promise<Record<string, unknown>[]> {
+/**
+ * The items of a kind (under the parents given), within a tenant if named; with `where`, only
+ * those whose fields equal it (the gateway's list filters, ?name=web, narrow what it sends; the
+ * equality is checked here all the same).
+ */
+export async function listItems(api: Api, kind: Kind, values: PathValues, tenant?: string, where: Record<string, unknown> = {}): Promise<Record<string, unknown>[]> {
   const q = new URLSearchParams();
   if (tenant && kind.list?.queryFields.has("tenant_id")) q.set("tenant_id", tenant);
+  for (const [k, v] of Object.entries(where)) {
+    const f = kind.info.message.byName.get(k);
+    if (f && !f.repeated && f.type !== "message" && !f.link && !f.internal && !f.jsonObject && !f.jsonValue && !f.behaviors.has("INPUT_ONLY") && (typeof v === "string" || typeof v === "number" || typeof v === "boolean")) q.set(k, String(v));
+  }
   const path = kind.path(kind.list, values, "list") + (q.size ? `?${q}` : "");
-  const items = itemsOf(await api.call("GET", path));
+  const items = itemsOf(await api.call("GET", path)).filter((i) => Object.entries(where).every(([k, v]) => toJson(i[k]) === toJson(v)));
   const field = kind.info.resource.tenantField;
   return tenant && field ? items.filter((i) => i[field] === tenant) : items;
 }
@@ -42,7 +51,7 @@ export async function findItem(api: Api, kind: Kind, arg: string, values: PathVa
     if (!(err instanceof CliError) || (err.status !== 404 && err.status !== 400) || !kind.has("name") || !kind.list) throw err;
     missing = err;
   }
-  const named = (await listItems(api, kind, values, tenant)).filter((i) => i["name"] === arg);
+  const named = await listItems(api, kind, values, tenant, { name: arg });
   if (named.length === 0) throw new CliError(`error 404: no ${kind.command} has the ${kind.key === "id" ? "id" : "key"} or name ${JSON.stringify(clean(arg))}`, 1, missing.status);
   if (named.length > 1) {
     const tenantField = kind.info.resource.tenantField;

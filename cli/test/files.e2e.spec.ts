@@ -184,6 +184,11 @@ describe("apply, diff and delete -f", () => {
     expect(JSON.parse(await ok(["bridge", "get", id, "-o", "json"])).adminStateUp).toBe(true); // diff sent nothing
     const third = await vnm(["apply", "-f", file]);
     expect(third.stdout).toBe(`bridge/${id} updated\ndhcp-subnet/10.6.0.0_24 unchanged\ndhcp-host/02:00:00:00:06:01 updated\n`);
+    // Items as the API shows them apply unchanged: a subnet (its key and bridge from its uri), a whole list.
+    const subnet = await bash(`"$VNM" dhcp-subnet get 10.6.0.0/24 --bridge tenant-net -o yaml | "$VNM" apply -f -`);
+    expect([subnet.status, subnet.stdout, subnet.stderr]).toEqual([0, "dhcp-subnet/10.6.0.0_24 unchanged\n", ""]);
+    const hosts = await bash(`"$VNM" dhcp-hosts --bridge tenant-net --subnet 10.6.0.0/24 -o json | "$VNM" diff -f -`);
+    expect([hosts.status, hosts.stdout, hosts.stderr]).toEqual([0, "", ""]);
   });
 
   it("checks every document before sending any: one naming a missing parent and nothing is created", async () => {
