@@ -6,18 +6,22 @@
 // set by that service when it adds or removes one (SetBridgeVxlanPorts, under its per-bridge
 // lock); a bridge with any cannot be deleted (409), as VTEP bindings hold it.
 //
-// Its filters and mirror lists name the policy service's chains and mirrors (filters.ts): a
-// write naming a new one asks that service, and a deleted one is cleared from the bridges.
-import { ApiError, isUuid, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
-import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
+// Its filters and mirror lists name the policy service's chains and mirrors (the kit's
+// PolicyReferences): a write naming a new one asks that service, and a deleted one is cleared
+// from the bridges.
+import { ApiError, isUuid, PolicyReferences, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
 
 interface BridgeRow {
   id: string;
   vxlan_port_ids: string[];
+  inbound_filter_id: string | null;
+  outbound_filter_id: string | null;
+  inbound_mirror_ids: string[];
+  outbound_mirror_ids: string[];
 }
 
-/** The calls this service makes as itself; set when the service starts (bridgesFor). */
-let peers: Pick<ServiceContext, "call"> | undefined;
+/** The chains and mirrors bridges name (tombstones: migration 6). */
+export const policyRefs = new PolicyReferences("bridge");
 
 export const bridges = new Resource({
   proto: "vnm.bridge.v1.Bridge",
@@ -26,19 +30,16 @@ export const bridges = new Resource({
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default. vxlanPortIds is read-only.
   defaults: { adminStateUp: true, inboundMirrorIds: [], outboundMirrorIds: [] },
-  references: async (q, b) => {
-    if (!peers) throw new Error("the bridge service's calls are not set up");
-    await requireNamed(peers, q, b, () => storedOf(q, "bridges"), currentCall()?.ctx);
-  },
+  references: (q, b, { ctx, current }) => policyRefs.require(q, b, current, ctx),
   cascade: async (_q: Queryable, row: BridgeRow) => {
     if (row.vxlan_port_ids.length > 0) throw ApiError.conflict(`Bridge ${row.id} is bound to VTEPs (VXLAN ports ${row.vxlan_port_ids.join(", ")}); delete its VTEP bindings before deleting it.`);
   },
 });
 
-/** The bridges kind, its checks calling the policy service as this service, its writes' caller known to them. */
+/** The bridges kind, its checks calling the policy service as this service. */
 export function bridgesFor(svc: Pick<ServiceContext, "call">) {
-  peers = svc;
-  return withCall(bridges);
+  policyRefs.connect(svc);
+  return bridges;
 }
 
 /** SetBridgeVxlanPorts: the bridge's VXLAN ports as routing has them, announced when they change. */

@@ -1,9 +1,8 @@
 // The bridge service: what it declares; main.ts runs it on its own, the launcher beside the others.
 import { mergeHandlers, type ServiceSpec } from "@vnm/kit";
 import { arpEntries } from "./arp-table.ts";
-import { bridges, bridgesFor, setVxlanPorts } from "./bridges.ts";
+import { bridges, bridgesFor, policyRefs, setVxlanPorts } from "./bridges.ts";
 import { dhcpHosts, dhcpSubnets, dhcpV6Subnets } from "./dhcp.ts";
-import { onChainDeleted, onMirrorDeleted } from "./filters.ts";
 import { setLearnedMacs } from "./learned-macs.ts";
 import { macPorts } from "./mac-table.ts";
 import { migrations } from "./migrations.ts";
@@ -23,8 +22,8 @@ export const service: ServiceSpec = {
     }),
   onStart: async (svc) => {
     // A deleted chain is cleared from the bridges' filters, a deleted mirror from their mirror lists.
-    const referrers = [{ table: "bridges" as const, mirrors: true, resource: bridges }];
-    svc.bus.consume("bridge-chain-deletions", ["policy.Chain.deleted"], onChainDeleted(svc, referrers));
-    svc.bus.consume("bridge-mirror-deletions", ["policy.Mirror.deleted"], onMirrorDeleted(svc, referrers));
+    const referrers = [{ table: "bridges", mirrors: true, resource: bridges }];
+    svc.bus.consume("bridge-chain-deletions", ["policy.Chain.deleted"], policyRefs.onChainDeleted(svc, referrers));
+    svc.bus.consume("bridge-mirror-deletions", ["policy.Mirror.deleted"], policyRefs.onMirrorDeleted(svc, referrers));
   },
 };

@@ -2,12 +2,20 @@
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
 import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import type { Logger } from "./log.ts";
+import { isJsonObject } from "./json.ts";
+import { isUuid } from "./validate.ts";
 import { messageOf, stringMember } from "./values.ts";
 
 export interface BusMessage {
   subject: string;
   /** The JSON payload (null for one that is not JSON); a subscriber's message decodes it when first read. */
   readonly data: unknown;
+}
+
+/** The item a change message announces: its body's `id`, a UUID in lower case; none when it holds no such id. */
+export function announcedId(msg: BusMessage): string | undefined {
+  const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
+  return isUuid(id) ? id.toLowerCase() : undefined;
 }
 
 export type BusState = "connected" | "disconnected";

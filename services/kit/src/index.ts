@@ -2,7 +2,7 @@
 // exports are the kit's own. The limiters (limits.ts: Redis and rate-limiter-flexible, some 130
 // modules) are "@vnm/kit/limits", so only the parts that limit (the gateway, identity) load them.
 
-export { auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
+export { announcedId, auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
 export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
 export { CHANGE_EVENTS, type Change, type ChangeDrop, type ChangeEvent, type ChangeMessage, changeReader, type FeedChange, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
@@ -18,6 +18,7 @@ export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, ipv4InSubnet, isIpv4, isUuid, MAC_PATTERN, parseMac } from "./validate.ts";
 export { vxlanPortId } from "./ids.ts";
 export { Tombstones } from "./tombstones.ts";
+export { PolicyReferences, type PolicyNamed, type PolicyReferrer, type PolicyStored } from "./policy-refs.ts";
 export { type Contract, loadContract } from "./contract.ts";
 export type { Checked, MessageName } from "./rules.ts";
 export { isRecord, memberOf, messageOf, stringMember } from "./values.ts";

@@ -97,10 +97,14 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
    * rules the list request's proto states for that field (400 naming it).
    */
   filters?: Record<string, string>;
-  /** Checks (and locks) what the body refers to, before the row is written. */
-  references?(q: Queryable, body: Checked<P>): Promise<void>;
-  /** Checks a body against the item's place: its ancestors, and on PUT its current row. */
-  validate?(q: Queryable, body: Checked<P>, at: { up: Row[]; current?: R }): Promise<void> | void;
+  /**
+   * Checks (and locks) what the body refers to, before the row is written: `at.ctx` is the
+   * caller (none when the service writes for itself), `at.current` the item as it is on an
+   * update (read before its row lock: what it names then need not be asked for again).
+   */
+  references?(q: Queryable, body: Checked<P>, at: { ctx?: CallContext; current?: R }): Promise<void>;
+  /** Checks a body against the item's place: its ancestors, and on PUT its current row; `at.ctx` is the caller. */
+  validate?(q: Queryable, body: Checked<P>, at: { up: Row[]; current?: R; ctx?: CallContext }): Promise<void> | void;
   /** What else goes when the item goes (beyond its children), announced; runs first. */
   cascade?(q: Queryable, row: R, emit: Emit, ctx: CallContext): Promise<void>;
   /** The message of a 409 for a unique constraint other than the primary key. */
@@ -627,12 +631,12 @@ export class Resource<P extends MessageName, R extends Row> {
    * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
    * with its checks, in the caller's transaction, under the parent the request names.
    */
-  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<Checked<P>> = {}, finish?: Finish) {
+  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<Checked<P>> = {}, finish?: Finish, ctx?: CallContext) {
     const up = await this.ancestors(q, req, "key share");
     this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
     const body: Checked<P> = { ...this.parse(req), ...fixed };
-    await this.spec.references?.(q, body);
-    await this.spec.validate?.(q, body, { up });
+    await this.spec.references?.(q, body, { ctx });
+    await this.spec.validate?.(q, body, { up, ctx });
     const cols: Record<string, unknown> = { ...(await this.columnsOf(body, req)) };
     // Top-level items are named by a UUID (the client's, or a new one); nested ones by their key.
     const sent: Record<string, unknown> = body;
@@ -708,16 +712,16 @@ export class Resource<P extends MessageName, R extends Row> {
     const { row: current, up } = await this.locate(q, req);
     const paths = readPatchPaths(ctx?.metadata.get(PATCH_KEY)[0]);
     let body = paths ? this.patched(req, current, up, paths) : this.parse(req, this.keptOf(this.toMessage(current, up)));
-    await this.spec.references?.(q, body);
+    await this.spec.references?.(q, body, { ctx, current });
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
     this.checkConditions(ctx, locked, up);
     // A patch merges into the item as it is locked: a write that landed since it was read is kept.
     if (paths && JSON.stringify(locked) !== JSON.stringify(current)) {
       body = this.patched(req, locked, up, paths);
-      await this.spec.references?.(q, body);
+      await this.spec.references?.(q, body, { ctx, current: locked });
     }
-    await this.spec.validate?.(q, body, { up, current: locked });
+    await this.spec.validate?.(q, body, { up, current: locked, ctx });
     const cols = await this.columnsOf(body, req);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
     const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
@@ -765,7 +769,7 @@ export class Resource<P extends MessageName, R extends Row> {
       const { row, up } = await this.locate(reads, req);
       return this.toMessage(row, up);
     };
-    if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.create(q, emit, req, {}, finish));
+    if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.create(q, emit, req, {}, finish, ctx));
     if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req, ctx));
     if (rpcs.delete) {
       out[rpcs.delete] = async (req: Req, ctx: CallContext) => {

@@ -3,7 +3,7 @@
 // consumer lb-router-changes of routing.Router.*) and, for each, asks the routing service for the
 // router as it is now, so changes handled late or twice still leave the right answer: the load
 // balancer the router names shows it, any other that showed it no longer does, each announced.
-import { ApiError, type BusMessage, type Change, isJsonObject, isUuid, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, type Change, isUuid, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
 import { loadBalancers } from "./kinds.ts";
 
 type Emit = (c: Change) => void;
@@ -37,9 +37,8 @@ async function showRouter(q: Queryable, routerId: string, lbId: string | null, e
 /** A router created, changed or deleted: the load balancers show it as the routing service has it now. */
 export function onRouterChanged(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
-    const raw = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-    if (typeof raw !== "string" || !isUuid(raw)) return;
-    const id = raw.toLowerCase();
+    const id = announcedId(msg);
+    if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await lockRouter(q, id);
       await showRouter(q, id, await loadBalancerOf(svc, id), emit);

@@ -12,7 +12,7 @@
 // and this service clears whatever bindings are left when it handles tunnel.Host.deleted (a
 // durable consumer: a delete made while this service is down is handled when it is back).
 // A port's delete takes its binding with it (a port delete hook announces the binding's deletion).
-import { ApiError, type BusMessage, type CallContext, type Change, clientConstructor, etagMatches, etagOf, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isJsonObject, isUuid, partOf, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type BusMessage, type CallContext, type Change, clientConstructor, etagMatches, etagOf, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isUuid, partOf, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
 import { portDeleteHooks } from "./ports.ts";
 
 const BINDING = "vnm.routing.v1.HostInterfacePort";
@@ -181,9 +181,8 @@ export function bindingHandlers(svc: ServiceContext): Record<string, Handlers> {
 /** tunnel.Host.deleted: the host's bindings, if any are left, are cleared (each announced). */
 export function onHostDeleted(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
-    const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-    if (typeof id !== "string" || !isUuid(id)) return;
-    const hostId = id.toLowerCase();
+    const hostId = announcedId(msg);
+    if (!hostId) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await lockHost(q, hostId);
       const cleared = await q.query<PortRow>(

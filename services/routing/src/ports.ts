@@ -14,11 +14,11 @@
 //   write naming a new one asks that service, and a deleted one is cleared from the ports.
 import { randomBytes, randomUUID } from "node:crypto";
 import {
+  announcedId,
   ApiError,
   type BusMessage,
   type CallContext,
   type Handlers,
-  isJsonObject,
   isUuid,
   mergeHandlers,
   PG,
@@ -32,8 +32,7 @@ import {
   IF_MATCH_KEY,
   Tombstones,
 } from "@vnm/kit";
-import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
-import { routers } from "./routers.ts";
+import { policyRefs, routers } from "./routers.ts";
 import { routes } from "./routes.ts";
 
 type Emit = (c: Change) => void;
@@ -92,15 +91,6 @@ function randomMac(): string {
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }
 
-/** The calls this service makes as itself; set when the service starts (portsFor). */
-let peers: Pick<ServiceContext, "call"> | undefined;
-
-/** The chains and mirrors a port's body names exist and the caller may see them (a new port: `stored` none). */
-async function requirePortNamed(q: Queryable, p: PortBody, ctx: CallContext | undefined, stored = () => storedOf(q, "ports")): Promise<void> {
-  if (!peers) throw new Error("the routing service's calls are not set up");
-  await requireNamed(peers, q, p, stored, ctx);
-}
-
 export const ports = new Resource({
   proto: "vnm.routing.v1.Port",
   table: "ports",
@@ -108,7 +98,7 @@ export const ports = new Resource({
   view: "ports_shown",
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
-  references: (q, p) => requirePortNamed(q, p, currentCall()?.ctx),
+  references: (q, p, { ctx, current }) => policyRefs.require(q, p, current, ctx),
   // PUT sets these; device, type, addresses, MAC, peer and binding stay (topology.md §2).
   columns: (p) => ({
     admin_state_up: p.adminStateUp ?? true,
@@ -149,10 +139,10 @@ export const ports = new Resource({
   },
 });
 
-/** The ports kind, its checks calling the policy service as this service, its writes' caller known to them. */
+/** The ports kind, its checks calling the policy service as this service. */
 export function portsFor(svc: Pick<ServiceContext, "call">) {
-  peers = svc;
-  return withCall(ports);
+  policyRefs.connect(svc);
+  return ports;
 }
 
 /**
@@ -332,7 +322,7 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         const p = parse(req);
         typeFitsDevice(p, "Router");
         portAddressInNetwork(p);
-        await requirePortNamed(q, p, ctx, async () => undefined);
+        await policyRefs.require(q, p, undefined, ctx);
         const port = await insertPort(q, {
           ...commonColumns(p),
           type: "Router",
@@ -364,7 +354,7 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         if (!visible(ctx, tenant)) throw noBridge(id);
         const p = parse(req);
         typeFitsDevice(p, "Bridge");
-        await requirePortNamed(q, p, ctx, async () => undefined);
+        await policyRefs.require(q, p, undefined, ctx);
         const port = await insertPort(q, { ...commonColumns(p), type: "Bridge", device_id: id.toLowerCase(), tenant_id: tenant });
         emit(ports.change("created", port));
         return ports.toMessage(port);
@@ -373,15 +363,10 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
   return mergeHandlers({ "vnm.routing.v1.PortService": handlers }, { "vnm.routing.v1.PortService": linkHandlers(svc) });
 }
 
-const bridgeIdOf = (msg: BusMessage) => {
-  const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-  return typeof id === "string" && isUuid(id) ? id.toLowerCase() : undefined;
-};
-
 /** A bridge deleted: its ports go as port deletes (each announced), and it stays known as gone. */
 export function onBridgeDeleted(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
-    const id = bridgeIdOf(msg);
+    const id = announcedId(msg);
     if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedBridges.bury(q, id);
@@ -394,7 +379,7 @@ export function onBridgeDeleted(svc: ServiceContext) {
 /** A bridge changed: its ports' tenant follows the bridge's, as the bridge service has it now. */
 export function onBridgeUpdated(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
-    const id = bridgeIdOf(msg);
+    const id = announcedId(msg);
     if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedBridges.lock(q, id);

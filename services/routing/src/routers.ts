@@ -5,8 +5,7 @@
 // Its filters name the policy service's chains (filters.ts): a write naming a new one asks that
 // service, and a deleted one is cleared from the routers.
 // Each field's own rules are topology.proto's.
-import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
-import { currentCall, requireNamed, storedOf, withCall } from "./filters.ts";
+import { announcedId, ApiError, type BusMessage, PolicyReferences, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 import { dropRouterPorts, portsOfRouterMoved } from "./ports.ts";
 import { routes } from "./routes.ts";
 
@@ -14,7 +13,12 @@ interface RouterRow {
   id: string;
   tenant_id: string | null;
   load_balancer_id: string | null;
+  inbound_filter_id: string | null;
+  outbound_filter_id: string | null;
 }
+
+/** The chains routers and ports name, and the mirrors ports name (tombstones: migration 8). */
+export const policyRefs = new PolicyReferences("routing");
 
 /** The calls this service makes as itself; set when the service starts (routersFor). */
 let peers: Pick<ServiceContext, "call"> | undefined;
@@ -51,10 +55,9 @@ export const routers = new Resource({
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default.
   defaults: { adminStateUp: true, asNumber: 0 },
-  references: async (q, r) => {
+  references: async (q, r, { ctx, current }) => {
     if (r.loadBalancerId) await requireLoadBalancer(q, r.loadBalancerId);
-    if (!peers) throw new Error("the routing service's calls are not set up");
-    await requireNamed(peers, q, r, () => storedOf(q, "routers"), currentCall()?.ctx);
+    await policyRefs.require(q, r, current, ctx);
   },
   cascade: async (q, row: RouterRow, emit) => {
     loadBalancerBlocksDelete(row);
@@ -68,10 +71,11 @@ export const routers = new Resource({
   },
 });
 
-/** The routers kind, with the calls its checks make as this service, its writes' caller known to them. */
+/** The routers kind, with the calls its checks make as this service. */
 export function routersFor(svc: Pick<ServiceContext, "call">) {
   peers = svc;
-  return withCall(routers);
+  policyRefs.connect(svc);
+  return routers;
 }
 
 /**
@@ -80,9 +84,8 @@ export function routersFor(svc: Pick<ServiceContext, "call">) {
  */
 export function onLoadBalancerDeleted(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
-    const raw = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-    if (typeof raw !== "string" || !isUuid(raw)) return;
-    const id = raw.toLowerCase();
+    const id = announcedId(msg);
+    if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedLoadBalancers.bury(q, id);
       const cleared = await q.query<RouterRow>("UPDATE routers SET load_balancer_id = NULL WHERE load_balancer_id = $1 RETURNING *", [id]);

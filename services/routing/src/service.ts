@@ -6,9 +6,8 @@ import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
 import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
-import { onChainDeleted, onMirrorDeleted } from "./filters.ts";
 import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports, portsFor } from "./ports.ts";
-import { onLoadBalancerDeleted, routers, routersFor } from "./routers.ts";
+import { onLoadBalancerDeleted, policyRefs, routers, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 import { vxlanPortHandlers } from "./vxlan-ports.ts";
 
@@ -28,10 +27,10 @@ export const service: ServiceSpec = {
     svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));
     // A deleted chain is cleared from routers' and ports' filters, a deleted mirror from ports' mirror lists.
     const referrers = [
-      { table: "routers" as const, mirrors: false, resource: routers },
-      { table: "ports" as const, mirrors: true, resource: ports },
+      { table: "routers", mirrors: false, resource: routers },
+      { table: "ports", mirrors: true, resource: ports },
     ];
-    svc.bus.consume("routing-chain-deletions", ["policy.Chain.deleted"], onChainDeleted(svc, referrers));
-    svc.bus.consume("routing-mirror-deletions", ["policy.Mirror.deleted"], onMirrorDeleted(svc, referrers));
+    svc.bus.consume("routing-chain-deletions", ["policy.Chain.deleted"], policyRefs.onChainDeleted(svc, referrers));
+    svc.bus.consume("routing-mirror-deletions", ["policy.Mirror.deleted"], policyRefs.onMirrorDeleted(svc, referrers));
   },
 };

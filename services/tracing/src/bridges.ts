@@ -2,7 +2,7 @@
 // when the bridge service announces the bridge deleted. A trace written and the deletion
 // handled for the same bridge take the same transaction lock, and the deletion leaves a
 // tombstone, so a trace created while its bridge is deleted never survives it.
-import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, type ServiceContext, Tombstones } from "@vnm/kit";
+import { ApiError, type BusMessage, type Queryable, type ServiceContext, Tombstones, announcedId } from "@vnm/kit";
 
 /** Bridges the bridge service announced deleted. */
 const deletedBridges = new Tombstones("deleted_bridges", "tracing-bridge");
@@ -22,8 +22,8 @@ export async function requireBridge(svc: Pick<ServiceContext, "call">, q: Querya
 export function onBridgeDeleted(svc: ServiceContext) {
   const traces = svc.resources.of("vnm.tracing.v1.TraceRequest");
   return async (msg: BusMessage): Promise<void> => {
-    const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-    if (typeof id !== "string" || !isUuid(id)) return;
+    const id = announcedId(msg);
+    if (!id) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedBridges.bury(q, id);
       const gone = await q.query("DELETE FROM trace_requests WHERE device_type = 'BRIDGE' AND device_id = $1 RETURNING *", [id]);
