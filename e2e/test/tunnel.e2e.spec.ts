@@ -83,8 +83,8 @@ describe("VTEPs", () => {
     const v = (await http("GET", r.json.uri)).json;
     expect(v).toMatchObject({ name: "sw-one", description: "first", tunnelIpAddrs: ["10.9.0.1", "10.9.0.2"], managementIp: "127.0.0.1" });
     expect((await http("GET", v.ports)).json).toEqual([
-      { name: "eth0", description: "" },
-      { name: "eth1", description: "" },
+      { name: "eth0", description: "", uri: `${v.uri}/ports/eth0`, vtep: v.uri },
+      { name: "eth1", description: "", uri: `${v.uri}/ports/eth1`, vtep: v.uri },
     ]);
     expect((await http("GET", v.bindings)).json).toEqual([]);
     expect(device.sessions()).toBe(1);

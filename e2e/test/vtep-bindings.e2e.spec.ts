@@ -54,6 +54,32 @@ describe("VTEP bindings", () => {
     expect((await http("GET", vtep.bindings)).json).toEqual([]);
   });
 
+  it("a device's port: listed and read by name with its uri (the name URL-encoded) and its vtep, as MidoNet's VtepPort; a name the device lacks is a 404", async () => {
+    const PORT = "application/vnd.org.service.VTEPPort-v1+json";
+    const list = await http("GET", `${vtep.uri}/ports`, undefined, { accept: "application/vnd.org.service.collection.VTEPPort-v1+json" });
+    expect(list.status).toBe(200);
+    const want = [
+      { name: "eth 1/2", description: "", uri: `${vtep.uri}/ports/eth%201%2F2`, vtep: vtep.uri },
+      { name: "eth0", description: "", uri: `${vtep.uri}/ports/eth0`, vtep: vtep.uri },
+    ];
+    expect(list.json).toEqual(want);
+    for (const port of want) {
+      const got = await http("GET", port.uri, undefined, { accept: PORT });
+      expect(got.status, got.text).toBe(200);
+      expect(got.headers.get("content-type")).toBe(PORT);
+      expect(got.json).toEqual(port);
+    }
+    const missing = await http("GET", `${vtep.uri}/ports/eth9`);
+    expectError(missing, 404);
+    expect(missing.json.message).toContain("eth9");
+    expectError(await http("GET", "/vteps/7d1a3a2e-0000-4000-8000-000000000000/ports/eth0"), 404);
+    // A port the device drops is a 404 once the session has stored that.
+    device.ctl("add-port", "sw-b", "eth7");
+    await waitFor("the new port", async () => (await http("GET", `${vtep.uri}/ports/eth7`)).status === 200, 5_000);
+    device.ctl("del-port", "sw-b", "eth7");
+    await waitFor("the port gone", async () => (await http("GET", `${vtep.uri}/ports/eth7`)).status === 404, 5_000);
+  });
+
   it("a port name is URL-encoded in the uri, and that uri reads the binding", async () => {
     const r = await http("POST", vtep.bindings, { portName: "eth 1/2", vlanId: 0, networkId: bridge.id });
     expect(r.status, r.text).toBe(201);
@@ -146,6 +172,8 @@ describe("VTEP bindings", () => {
       expectError(await as("GET", vtep.bindings), 403);
       expectError(await as("GET", `${vtep.uri}/bindings/eth0/20`), 403);
       expectError(await as("DELETE", `${vtep.uri}/bindings/eth0/20`), 403);
+      expectError(await as("GET", `${vtep.uri}/ports`), 403);
+      expectError(await as("GET", `${vtep.uri}/ports/eth0`), 403);
     }
     expect((await http("GET", vtep.bindings)).json).toEqual([]);
   });

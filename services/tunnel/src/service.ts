@@ -1,7 +1,7 @@
 // The tunnel/VTEP service: tunnel zones, hosts and their zones (hosts.ts), VTEPs, and one
 // OVSDB session per VTEP across every replica of this service, keeping the device's state in
 // the VTEP's row and its ports' rows.
-import { loadConfig, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
+import { ApiError, loadConfig, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
 import { bindingsChanged, vtepBindings } from "./bindings.ts";
 import { hostStanding, hosts, tunnelZoneHosts } from "./hosts.ts";
@@ -35,7 +35,14 @@ export const service: ServiceSpec = {
         ListVtepPorts: async (req: { id: string }) => {
           const { row } = await vteps.locate(svc.store.pool, req);
           const ports = (await svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [row["id"]])).rows;
-          return { items: ports.sort((a, b) => a.name.localeCompare(b.name)) };
+          return { items: ports.sort((a, b) => a.name.localeCompare(b.name)).map((p) => ({ ...p, vtepId: row["id"] })) };
+        },
+        // One port by name, as the device last said: 404 when it lacks it (MidoNet's VtepPortResource).
+        GetVtepPort: async (req: { id: string; name?: string }) => {
+          const { row } = await vteps.locate(svc.store.pool, req);
+          const port = (await svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1 AND name = $2", [row["id"], req.name ?? ""])).rows[0];
+          if (!port) throw ApiError.notFound(`VTEP ${String(row["id"])} has no port named ${req.name ?? ""}.`);
+          return { ...port, vtepId: row["id"] };
         },
       },
     };

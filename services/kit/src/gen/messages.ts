@@ -1927,6 +1927,16 @@ export declare namespace vnm.tunnel.v1 {
   type VtepPort = {
     name?: string;
     description?: string;
+    /** The VTEP whose device lists the port (MidoNet keeps it out of the JSON too; `vtep` links it). */
+    vtepId?: string;
+    /** The port's name URL-encoded. */
+    uri?: string;
+    vtep?: string;
+  };
+  type VtepPortRef = {
+    id?: string;
+    /** The port's name (a path segment, URL-decoded). */
+    name?: string;
   };
   type VtepRef = {
     id?: string;
@@ -2187,6 +2197,7 @@ export interface Messages {
   "vnm.tunnel.v1.VtepBinding": vnm.tunnel.v1.VtepBinding;
   "vnm.tunnel.v1.VtepBindingRef": vnm.tunnel.v1.VtepBindingRef;
   "vnm.tunnel.v1.VtepPort": vnm.tunnel.v1.VtepPort;
+  "vnm.tunnel.v1.VtepPortRef": vnm.tunnel.v1.VtepPortRef;
   "vnm.tunnel.v1.VtepRef": vnm.tunnel.v1.VtepRef;
 }
 
@@ -2444,6 +2455,7 @@ export interface RequiredFields {
   "vnm.tunnel.v1.VtepBinding": "portName" | "vlanId" | "networkId";
   "vnm.tunnel.v1.VtepBindingRef": never;
   "vnm.tunnel.v1.VtepPort": never;
+  "vnm.tunnel.v1.VtepPortRef": never;
   "vnm.tunnel.v1.VtepRef": never;
 }
 
@@ -2701,5 +2713,6 @@ export interface MessageFields {
   "vnm.tunnel.v1.VtepBinding": Record<never, never>;
   "vnm.tunnel.v1.VtepBindingRef": Record<never, never>;
   "vnm.tunnel.v1.VtepPort": Record<never, never>;
+  "vnm.tunnel.v1.VtepPortRef": Record<never, never>;
   "vnm.tunnel.v1.VtepRef": Record<never, never>;
 }
