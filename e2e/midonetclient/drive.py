@@ -91,7 +91,9 @@ def drive(base, user, password, vtep_port):
     login(api)
     tenant = "pmc-" + uuid.uuid4().hex[:8]
     drive_topology(api, tenant)
+    drive_policy(api, tenant)
     drive_services(api, tenant, vtep_port)
+    drive_vteps(api, tenant, vtep_port)
 
 
 def drive_topology(api, tenant):
@@ -245,6 +247,116 @@ def drive_topology(api, tenant):
     check(r1.get_id() not in remaining and r2.get_id() not in remaining, "routers no longer listed")
 
 
+def drive_policy(api, tenant):
+    """Issue 52: chains, rules of every type in position order, a jump, filters on a bridge and a
+    router port, a mirror to a port; deleting a chain takes the jumps into it and clears filters."""
+
+    step("chains")
+    chain = api.add_chain().name("pmc-in").tenant_id(tenant).create()
+    target = api.add_chain().name("pmc-target").tenant_id(tenant).create()
+    eq((chain.get_name(), chain.get_tenant_id()), ("pmc-in", tenant), "chain as given")
+    eq(api.get_chain(chain.get_id()).get_name(), "pmc-in", "chain read by id")
+    # The client's query strings need python 2's urllib.urlencode: the whole list is read instead.
+    listed = [c.get_id() for c in api.get_chains() if c.get_tenant_id() == tenant]
+    eq(sorted(listed), sorted([chain.get_id(), target.get_id()]), "the tenant's chains listed")
+
+    step("rules of every type, appended in order")
+    port_br = api.add_bridge().name("pmc-policy-bridge").tenant_id(tenant).create()
+    mirror_port = port_br.add_port().create()
+    made = []
+
+    def add(kind, **fields):
+        r = chain.add_rule().type(kind).position(len(made) + 1)
+        for name, value in fields.items():
+            getattr(r, name)(value)
+        made.append(r.create())
+        return made[-1]
+
+    accept = add("accept", nw_src_address="10.20.0.0", nw_src_length=16, nw_proto=6,
+                 tp_dst={"start": 22, "end": 22}, inv_nw_src=True)
+    drop = add("drop", dl_src="02:AA:bb:cc:dd:01", dl_src_mask="ffff.ffff.0000", cond_invert=True)
+    add("reject", nw_dst_address="192.0.2.0", nw_dst_length=24)
+    add("return", match_return_flow=True)
+    jump = add("jump", jump_chain_id=target.get_id(), jump_chain_name="pmc-target")
+    dnat = add("dnat", flow_action="accept",
+               nat_targets=[{"addressFrom": "10.30.0.5", "addressTo": "10.30.0.5", "portFrom": 0, "portTo": 0}])
+    add("snat", flow_action="continue",
+        nat_targets=[{"addressFrom": "198.51.100.1", "addressTo": "198.51.100.9", "portFrom": 1024, "portTo": 65535}])
+    add("rev_dnat", flow_action="accept")
+    add("rev_snat", flow_action="return")
+    add("l2_transform", flow_action="redirect", target_port=mirror_port.get_id(), push_vlan=100, ingress=True, fail_open=False)
+    add("trace", trace_request_id=str(uuid.uuid4()))
+    types = ["accept", "drop", "reject", "return", "jump", "dnat", "snat", "rev_dnat", "rev_snat", "l2_transform", "trace"]
+    rules = list(chain.get_rules())
+    eq([r.get_type() for r in rules], types, "the chain lists its rules in position order")
+    eq([r.get_position() for r in rules], list(range(1, len(types) + 1)), "positions 1..n")
+    eq(accept.get_chain_id(), chain.get_id(), "rule's chain")
+    eq((accept.dto["nwSrcAddress"], accept.dto["tpDst"], accept.dto["invNwSrc"]), ("10.20.0.0", {"start": 22, "end": 22}, True), "accept's conditions")
+    eq(accept.dto["fragmentPolicy"], "header", "a port range makes the fragment policy header")
+    eq(drop.dto["dlSrc"], "02:aa:bb:cc:dd:01", "a MAC comes back in lower case")
+    eq(jump.get_jump_chain_id(), target.get_id(), "jump's chain")
+    eq(dnat.get_nat_targets()[0]["addressTo"], "10.30.0.5", "dnat's target")
+    eq(dnat.dto["fragmentPolicy"], "any", "a floating-IP dnat's fragment policy is any")
+    eq(api.get_rule(jump.get_id()).get_position(), 5, "a rule read by id knows its position")
+
+    step("a rule inserted first, one deleted: positions close up")
+    first = chain.add_rule().type("drop").position(1).nw_proto(17).create()
+    eq(first.get_position(), 1, "inserted at 1")
+    eq(api.get_rule(accept.get_id()).get_position(), 2, "the others moved down")
+    drop.delete()
+    gone(lambda: api.get_rule(drop.get_id()), "rule gone")
+    rules = list(chain.get_rules())
+    eq([r.get_position() for r in rules], list(range(1, len(rules) + 1)), "no gap after a delete")
+    try:
+        chain.add_rule().type("accept").position(len(rules) + 2).create()
+        raise AssertionError("a position past the end was accepted")
+    except http_exc.HTTPBadRequest:
+        check(True, "a position past n+1 is a 400")
+
+    step("filters and a mirror on a bridge and a router port")
+    router = api.add_router().name("pmc-policy-router").tenant_id(tenant).create()
+    rport = router.add_port().port_address("10.66.0.1").network_address("10.66.0.0").network_length(24).create()
+    mirror = api.add_mirror().to_port(mirror_port.get_id()).create()
+    eq(mirror.get_to_port(), mirror_port.get_id(), "mirror's port")
+    eq(api.get_mirror(mirror.get_id()).get_to_port(), mirror_port.get_id(), "mirror read by id")
+    port_br.inbound_filter_id(chain.get_id()).outbound_filter_id(target.get_id()).update()
+    eq(api.get_bridge(port_br.get_id()).get_inbound_filter_id(), chain.get_id(), "the bridge's inbound filter")
+    port_br.dto["inboundMirrorIds"] = [mirror.get_id()]
+    port_br.update()
+    eq(api.get_bridge(port_br.get_id()).dto["inboundMirrorIds"], [mirror.get_id()], "the bridge's mirror")
+    rport.inbound_filter_id(chain.get_id()).update()
+    eq(api.get_port(rport.get_id()).get_inbound_filter_id(), chain.get_id(), "the router port's inbound filter")
+    try:
+        port_br.inbound_filter_id(str(uuid.uuid4())).update()
+        raise AssertionError("a missing chain was accepted as a filter")
+    except http_exc.HTTPNotFound:
+        check(True, "a missing chain as a filter is a 404")
+    port_br = api.get_bridge(port_br.get_id())
+    eq(port_br.get_inbound_filter_id(), chain.get_id(), "a refused filter stored nothing")
+
+    step("deleting the jump target takes the jump; deleting the chain clears the filters")
+    target.delete()
+    gone(lambda: api.get_chain(target.get_id()), "target chain gone")
+    gone(lambda: api.get_rule(jump.get_id()), "the jump into it gone")
+    rules = list(chain.get_rules())
+    eq([r.get_position() for r in rules], list(range(1, len(rules) + 1)), "positions closed up after the jump went")
+    wait_for("the bridge's outbound filter cleared", lambda: api.get_bridge(port_br.get_id()).get_outbound_filter_id() is None)
+    chain.delete()
+    gone(lambda: api.get_rule(accept.get_id()), "the chain's rules gone with it")
+    wait_for("the bridge's inbound filter cleared", lambda: api.get_bridge(port_br.get_id()).get_inbound_filter_id() is None)
+    wait_for("the port's inbound filter cleared", lambda: api.get_port(rport.get_id()).get_inbound_filter_id() is None)
+
+    step("a mirror's port deleted takes the mirror")
+    port_br = api.get_bridge(port_br.get_id())
+    port_br.dto["inboundMirrorIds"] = []
+    port_br.update()
+    mirror_port.delete()
+    wait_for("the mirror gone with its port", lambda: _missing(lambda: api.get_mirror(mirror.get_id())))
+    rport.delete()
+    router.delete()
+    port_br.delete()
+
+
 def wait_for(what, cond, seconds=15):
     """Polls cond() (each poll a client read) until it is true; changes that cross services are announced, not instant."""
     import time
@@ -346,6 +458,15 @@ def drive_services(api, tenant, vtep_port):
     router.delete()
 
 
+def _missing(fetch):
+    """Whether fetch() raises the client's 404."""
+    try:
+        fetch()
+        return False
+    except http_exc.HTTPNotFound:
+        return True
+
+
 def _try_delete(item):
     """A bridge's delete is a 409 while it still has a VXLAN port (removed shortly after its last binding)."""
     try:
@@ -353,6 +474,88 @@ def _try_delete(item):
         return True
     except http_exc.HTTPConflict:
         return False
+
+
+def refused(call, error, what):
+    """call() must raise the client's error for that status (an HTTPConflict, an HTTPNotFound)."""
+    try:
+        call()
+    except error:
+        check(True, what)
+        return
+    raise AssertionError("%s: not refused with %s" % (what, error.__name__))
+
+
+def drive_vteps(api, tenant, vtep_port):
+    """Issue 53 through the client's VTEP calls (vtep-bindings.md), when a device is given: a VTEP
+    listed and read; its device's port listed and read again at its uri (VTEPPort-v1); bindings
+    of two bridges added, read at their uri, listed, a taken pair and a port the device lacks
+    refused; each bridge's VXLAN port (read from the bridge, which the client has no getter for,
+    and at /ports); the deletes that bindings block; all unbound and deleted."""
+    if not vtep_port:
+        return
+    from midonetclient.vtep_binding import VtepBinding
+    from midonetclient.vtep_port import VtepPort
+
+    step("VTEP read and listed, its device's ports read by their uri")
+    vzone = api.add_vtep_tunnel_zone().name("pmc-vteps-" + tenant).create()
+    vtep = api.add_vtep().management_ip("127.0.0.1").management_port(int(vtep_port)).tunnel_zone_id(vzone.get_id()).create()
+    check(uuid.UUID(vtep.get_id()), "VTEP id")
+    eq(vtep.get_tunnel_zone_id(), vzone.get_id(), "VTEP's tunnel zone")
+    check(vtep.get_id() in [v.get_id() for v in api.get_vteps()], "the VTEP listed")
+    wait_for("the VTEP connected", lambda: api.get_vtep(vtep.get_id()).get_connection_state() == "connected")
+    vtep = api.get_vtep(vtep.get_id())
+    ports = list(vtep.get_ports())
+    eq([p.get_name() for p in ports], ["eth0"], "the device's ports")
+    port = ports[0]
+    eq((port.dto.get("uri"), port.dto.get("vtep")), (vtep.get_uri() + "/ports/eth0", vtep.get_uri()), "the port's uri and vtep")
+    port.get()
+    eq((port.get_name(), port.get_description(), port.dto.get("vtep")), ("eth0", "", vtep.get_uri()), "the port read at its uri")
+    refused(lambda: VtepPort(None, {"uri": vtep.get_uri() + "/ports/eth9"}, api.auth).get(), http_exc.HTTPNotFound, "a port the device lacks")
+
+    step("bindings of two bridges: added, read, listed; a taken pair and an unknown port refused")
+    a = api.add_bridge().name("pmc-vtep-a").tenant_id(tenant).create()
+    b = api.add_bridge().name("pmc-vtep-b").tenant_id(tenant).create()
+    made = []
+    for bridge, vlan in ((a, 21), (a, 22), (b, 23)):
+        binding = vtep.add_binding().port_name("eth0").vlan_id(vlan).network_id(bridge.get_id()).create()
+        eq(binding.dto.get("uri"), "%s/bindings/eth0/%d" % (vtep.get_uri(), vlan), "binding's uri")
+        made.append(binding)
+    b21, b22, b23 = made
+    b21.get()
+    eq((b21.get_port_name(), b21.get_vlan_id(), b21.get_network_id(), b21.dto.get("vtepId")), ("eth0", 21, a.get_id(), vtep.get_id()), "binding read at its uri")
+    eq(sorted((x.get_vlan_id(), x.get_network_id()) for x in vtep.get_bindings()), [(21, a.get_id()), (22, a.get_id()), (23, b.get_id())], "the VTEP lists its bindings")
+    refused(lambda: vtep.add_binding().port_name("eth0").vlan_id(21).network_id(b.get_id()).create(), http_exc.HTTPConflict, "a port and VLAN bound twice")
+    refused(lambda: vtep.add_binding().port_name("eth9").vlan_id(24).network_id(b.get_id()).create(), http_exc.HTTPNotFound, "a port the device lacks, bound")
+    eq(len(list(vtep.get_bindings())), 3, "nothing bound by the refused POSTs")
+
+    step("one VXLAN port per bridge and VTEP; the deletes that bindings block")
+    vxlan = {}
+    for bridge in (a, b):
+        wait_for("the bridge's VXLAN port", lambda: len(api.get_bridge(bridge.get_id()).dto.get("vxlanPortIds") or []) == 1)
+        [pid] = api.get_bridge(bridge.get_id()).dto["vxlanPortIds"]
+        p = api.get_port(pid)
+        eq((p.get_type(), p.get_device_id(), p.dto.get("vtepId")), ("Vxlan", bridge.get_id(), vtep.get_id()), "the VXLAN port")
+        vxlan[bridge.get_id()] = pid
+    check(vxlan[a.get_id()] != vxlan[b.get_id()], "each bridge its own VXLAN port")
+    refused(lambda: api.get_port(vxlan[a.get_id()]).delete(), http_exc.HTTPConflict, "a VXLAN port's DELETE")
+    refused(lambda: vtep.delete(), http_exc.HTTPConflict, "a VTEP with bindings")
+    refused(lambda: b.delete(), http_exc.HTTPConflict, "a bridge with a VXLAN port")
+
+    step("unbound: the VXLAN port goes with a bridge's last binding; then the VTEP, its zone and the bridges")
+    b22.delete()
+    eq(api.get_bridge(a.get_id()).dto.get("vxlanPortIds"), [vxlan[a.get_id()]], "a bridge keeps its VXLAN port while bound")
+    b21.delete()
+    refused(lambda: VtepBinding(None, {"uri": b21.dto["uri"]}, api.auth).get(), http_exc.HTTPNotFound, "an unbound pair")
+    wait_for("its VXLAN port gone", lambda: api.get_bridge(a.get_id()).dto.get("vxlanPortIds") == [])
+    gone(lambda: api.get_port(vxlan[a.get_id()]), "the VXLAN port gone")
+    b23.delete()
+    eq(list(vtep.get_bindings()), [], "no binding left")
+    api.delete_vtep(vtep.get_id())
+    gone(lambda: api.get_vtep(vtep.get_id()), "VTEP gone")
+    vzone.delete()
+    for bridge in (a, b):
+        wait_for("bridge deletable", lambda: _try_delete(bridge))
 
 
 def main(argv):
