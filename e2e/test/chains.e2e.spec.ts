@@ -137,6 +137,25 @@ describe("chains (policy spec §1)", () => {
   });
 });
 
+describe("a chain's delete racing jump rules into it", () => {
+  it("leaves no jump rule into the deleted chain: each insert is 201 before the delete (then taken) or 404", async () => {
+    const target = await newChain({ name: "raced" });
+    const sources = [];
+    for (let i = 0; i < 6; i++) sources.push(await newChain({ name: `src${i}` }));
+    const writes: Promise<HttpResult>[] = [];
+    for (let round = 0; round < 3; round++) for (const src of sources) writes.push(http("POST", src.rules, { type: "jump", jumpChainId: target.id }));
+    writes.splice(9, 0, http("DELETE", target.uri));
+    const answers = await Promise.all(writes);
+    expect(answers[9]!.status).toBe(204);
+    for (const a of answers.filter((_, i) => i !== 9)) expect([201, 404], a.text).toContain(a.status);
+    for (const src of sources) {
+      const left = (await http("GET", src.rules)).json as Item[];
+      expect(left.filter((r) => r.jumpChainId === target.id)).toEqual([]);
+      expect(left.map((r) => r.position)).toEqual(left.map((_, i) => i + 1));
+    }
+  });
+});
+
 describe("tenancy (policy spec §8)", () => {
   let ofA: Chain;
   let ruleOfA: Item;

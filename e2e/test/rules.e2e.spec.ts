@@ -311,6 +311,21 @@ describe("positions (policy spec §2)", () => {
     expectError(await http("GET", `${chain.rules}?marker=${randomUUID()}`), 400);
   });
 
+  it("filters the list by a field (?type=), in position order; a bad filter value is a 400 naming it", async () => {
+    const chain = await newChain();
+    const a = await addRule(chain, { type: "drop" });
+    await addRule(chain, { type: "accept", position: 2 });
+    const c = await addRule(chain, { type: "drop", position: 3 });
+    const drops = (await http("GET", `${chain.rules}?type=drop`)).json as Item[];
+    expect(drops.map((r) => [r.id, r.position])).toEqual([
+      [a.id, 1],
+      [c.id, 3],
+    ]);
+    const bad = await http("GET", `${chain.rules}?nwSrcAddress=nope`);
+    expectError(bad, 400);
+    expect(props(bad)).toEqual(["nwSrcAddress"]);
+  });
+
   it("concurrent inserts and deletes in one chain leave positions 1..n, no gap, no duplicate", async () => {
     const chain = await newChain();
     const seed: string[] = [];
