@@ -15,10 +15,11 @@ import { Publications } from "./publish.ts";
 import { goals, print, type Run, save } from "./report.ts";
 import { load, Runner } from "./scenario.ts";
 import { type BigList, bigListRow } from "./big-list.ts";
-import { BIG_LIST, CONNECTIONS, CPU_PROF, GROWTH_SIZES, MEM_PROBE, ONLY, PROF_DIR, RESULTS_DIR, SECONDS, STAMP, TMP, TOPO, WARMUP, want } from "./settings.ts";
+import { BIG_LIST, CONNECTIONS, CPU_PROF, GROWTH_SIZES, MEM_PROBE, ONLY, PROF_DIR, RESULTS_DIR, RULES, SECONDS, STAMP, TMP, TOPO, WARMUP, want } from "./settings.ts";
 import { BenchStack, stackDescription } from "./stack.ts";
 import { collectionRows, type Ctx, growthRows, itemRows, replicaRows, type Step, writeRows } from "./steps.ts";
 import { fmt, hold, table } from "./table.ts";
+import { type RulesFigures, rulesLines, rulesRows } from "./rules.ts";
 import { type TopologyFigures, topologyLines, topologyRows } from "./topology.ts";
 import { ensureWrk } from "./wrk.ts";
 
@@ -102,35 +103,59 @@ async function measureIdle(s: SetUp): Promise<Pick<Run["rss"], "idle"> & { memor
 }
 
 /** Every measured path; gives the rows' growth steps and the second gateway's RSS. */
-async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promise<{ growth: Step[]; gateway2?: number; bigList?: BigList; topology?: TopologyFigures }> {
+async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promise<{ growth: Step[]; gateway2?: number; bigList?: BigList; topology?: TopologyFigures; rules?: RulesFigures }> {
   const hit = await itemRows(ctx);
   if (want("collection")) await collectionRows(ctx);
   const gateway2 = want("replicas") ? await replicaRows(ctx, hit) : undefined;
   const growth = want("growth") ? await growthRows(ctx) : [];
   await writeRows(ctx);
   const topology = want("topology") ? await topologyRows(ctx.runner, (u, i) => bench.api(u, i), ctx.base, bench.stack.id) : undefined;
+  const rules = want("rules") ? await rulesRows(ctx.runner, (u, i) => bench.api(u, i), ctx.base, bench.stack.id) : undefined;
   // Last: it grows the table to BENCH_BIG_LIST bridges.
   const bigList = want("biglist") ? await bigListRow(ctx.bridges, BIG_LIST, ctx.base, (u) => bench.api(u), procs) : undefined;
-  return { growth, gateway2, bigList, topology };
+  return { growth, gateway2, bigList, topology, rules };
 }
 
+/** A step that runs by itself (`--only topology`, `--only rules`): its rows are held to no baseline. */
+interface Standalone {
+  sizes: unknown;
+  run(runner: Runner, base: string): Promise<{ figures: unknown; lines: string[] }>;
+}
+
+const STANDALONE: Partial<Record<string, Standalone>> = {
+  topology: {
+    sizes: TOPO,
+    async run(runner, base) {
+      const figures = await topologyRows(runner, (u, i) => bench.api(u, i), base, bench.stack.id);
+      return { figures, lines: topologyLines(figures) };
+    },
+  },
+  rules: {
+    sizes: { rules: RULES },
+    async run(runner, base) {
+      const figures = await rulesRows(runner, (u, i) => bench.api(u, i), base, bench.stack.id);
+      return { figures, lines: rulesLines(figures) };
+    },
+  },
+};
+
 /**
- * `--only topology` by itself: the stack, the topology step and its rows, without the bridges,
- * baselines and quiet wait the other paths need (its rows are held to no baseline).
+ * `--only <step>` of a standalone step by itself: the stack, the step and its rows, without the
+ * bridges, baselines and quiet wait the other paths need.
  */
-async function topologyOnly(): Promise<void> {
+async function standalone(name: string, step: Standalone): Promise<void> {
   const startedAt = new Date();
-  console.error(`# vnm bench (wrk): only topology; ${SECONDS} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, sizes ${JSON.stringify(TOPO)}, ${load()}`);
+  console.error(`# vnm bench (wrk): only ${name}; ${SECONDS} s per scenario (+${WARMUP} s warm-up), ${CONNECTIONS} connections, sizes ${JSON.stringify(step.sizes)}, ${load()}`);
   bench.prepare();
   const wrk = ensureWrk();
   const { base, gateway, bridge } = await bench.start();
   const rss = () => ({ gateway: rssMb(gateway), bridge: rssMb(bridge) });
   const runner = new Runner({ wrk, auth: () => bench.auth(), processes: () => bench.processes(), rss, cacheCounters });
-  const topology = await topologyRows(runner, (u, i) => bench.api(u, i), base, bench.stack.id);
-  console.log(["", table(runner.results), "", ...topologyLines(topology)].join("\n"));
+  const { figures, lines } = await step.run(runner, base);
+  console.log(["", table(runner.results), "", ...lines].join("\n"));
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${STAMP}-topology.json`);
-  writeFileSync(file, `${JSON.stringify({ startedAt: startedAt.toISOString(), only: ONLY, seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, sizes: TOPO, results: runner.results, topology }, null, 2)}\n`);
+  const file = join(RESULTS_DIR, `${STAMP}-${name}.json`);
+  writeFileSync(file, `${JSON.stringify({ startedAt: startedAt.toISOString(), only: ONLY, seconds: SECONDS, warmupSeconds: WARMUP, connections: CONNECTIONS, sizes: step.sizes, results: runner.results, [name]: figures }, null, 2)}\n`);
   console.log(`\n# results: ${file} (${Math.round((Date.now() - startedAt.getTime()) / 1000)} s)`);
 }
 
@@ -146,7 +171,7 @@ async function main(): Promise<void> {
   await s.ctx.runner.cannon({ url: s.ctx.collUrl }, stackWarmup / 2);
   const afterFirstWarmup = { gateway: rssMb(s.gateway), bridge: rssMb(s.bridge) };
   const ctx: Ctx = { ...s.ctx, baselines, stackWarmup };
-  const { growth, gateway2, bigList, topology } = await runPaths(ctx, s);
+  const { growth, gateway2, bigList, topology, rules } = await runPaths(ctx, s);
   const memoryAfterLoad = MEM_PROBE ? { gateway: await probeMemory(s.gateway), bridge: await probeMemory(s.bridge) } : undefined;
   if (memoryAfterLoad) console.error(`# memory after the load: ${JSON.stringify(memoryAfterLoad)}`);
   const otherServices = Object.fromEntries(bench.otherServices().map((m) => [m.label, rssMb(m.proc)]));
@@ -160,6 +185,7 @@ async function main(): Promise<void> {
     growth,
     bigList,
     topology,
+    rules,
     publications: s.ctx.publications.list,
     stream: s.ctx.publications.stream,
     streamMessages: await s.ctx.publications.stored().catch(() => undefined),
@@ -191,7 +217,8 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
 }
 
 try {
-  await (ONLY?.length === 1 && ONLY[0] === "topology" ? topologyOnly() : main());
+  const alone = ONLY?.length === 1 ? STANDALONE[ONLY[0]!] : undefined;
+  await (alone ? standalone(ONLY![0]!, alone) : main());
 } catch (err) {
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exitCode = 1;

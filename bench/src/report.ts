@@ -11,6 +11,7 @@ import { load, type Result } from "./scenario.ts";
 import { CONNECTIONS, CPU_PROF, EXTRA_FLAGS, FROM, IDLE_GOAL_MB, ONLY, PROF_DIR, RESULTS_DIR, SECONDS, STAMP, SYNC, WARMUP } from "./settings.ts";
 import { allocator, stackDescription } from "./stack.ts";
 import type { Step } from "./steps.ts";
+import { type RulesFigures, rulesLines } from "./rules.ts";
 import { type TopologyFigures, topologyLines } from "./topology.ts";
 import { fmt, ratioText, table } from "./table.ts";
 
@@ -28,6 +29,8 @@ export interface Run {
   bigList?: BigList;
   /** The topology step's sizes and the console's drawing times, when it ran (its reads are rows). */
   topology?: TopologyFigures;
+  /** The rules step's chain, when it ran (its reads and inserts are rows). */
+  rules?: RulesFigures;
   publications: Publication[];
   stream: string;
   streamMessages?: number;
@@ -88,6 +91,7 @@ export function print(run: Run, all: Goal[]): void {
       `NATS: ${publications.map((p) => `${p.scenario}: ${p.acknowledged} acknowledged / ${p.committed} committed / ${p.published} published`).join("; ")}; stream ${run.stream} holds ${run.streamMessages ?? "?"} messages`,
     );
   if (run.topology) lines.push(...topologyLines(run.topology));
+  if (run.rules) lines.push(...rulesLines(run.rules));
   lines.push(...cpuLines(run.results), `the stack ran ${stackDescription}`);
   const others = Object.entries(rss.idle.otherServices).map(([d, v]) => `${d} ${fmt(v, 1)}`);
   lines.push(`RSS idle (settled, before the load): gateway ${fmt(rss.idle.gateway, 1)} MB, bridge service ${fmt(rss.idle.bridge, 1)} MB (other services: ${others.join(", ")} MB)`);
@@ -118,6 +122,7 @@ export function save(run: Run, all: Goal[]): string {
     idleMemory: run.idleMemory,
     memoryAfterLoad: run.memoryAfterLoad,
     topology: run.topology,
+    rules: run.rules,
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   return file;
