@@ -14,7 +14,7 @@ import type { Command } from "commander";
 import type { Api } from "./client.ts";
 import { usage } from "./errors.ts";
 import { allKinds, kindNamed, optionOf } from "./kinds.ts";
-import { listItems } from "./resolve.ts";
+import { listItems, resolveParents } from "./resolve.ts";
 import { clean } from "./text.ts";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
@@ -189,7 +189,9 @@ export async function completeItems(api: Api, words: string[]): Promise<string> 
     if (parent) values[parent] = words[i + 1]!;
   }
   const tenantAt = words.indexOf("--tenant");
-  const items = await listItems(api, kind, values, tenantAt > 0 ? words[tenantAt + 1] : undefined);
+  const tenant = tenantAt > 0 ? words[tenantAt + 1] : undefined;
+  // Parents typed by name (--bridge web) are looked up as the command will.
+  const items = await listItems(api, kind, await resolveParents(api, kind.list.template, values, tenant), tenant);
   const names = items.flatMap((i) => [kind.keyOf(i), typeof i["name"] === "string" ? i["name"] : ""]);
   return [...new Set(names.filter((w) => w && w === clean(w) && !/[^\S ]/.test(w) && !w.startsWith("-")))].join("\n");
 }

@@ -142,6 +142,8 @@ describe("names and keys", () => {
     expect(await ok(["dhcp-host", "create", ...where, "--mac-addr", "02:00:00:00:05:01", "--ip-addr", "10.5.0.5", "--name", "h5", "-o", "name"])).toBe("dhcp-host/02:00:00:00:05:01\n");
     expect(JSON.parse(await ok(["dhcp-host", "list", ...where, "-o", "json"])).map((h: { name: string }) => h.name)).toEqual(["h5"]);
     expect(JSON.parse(await ok(["dhcp-host", "get", "h5", "--bridge", bridge, "--subnet", "10.5.0.0_24", "-o", "json"])).ipAddr).toBe("10.5.0.5");
+    // Completion lists the items below parents typed by name as the command finds them.
+    expect((await ok(["__complete", "dhcp-host", "get", ...where])).split("\n").sort()).toEqual(["", "02:00:00:00:05:01", "h5"]);
     const missing = await vnm(["dhcp-subnet", "list", "--bridge", "no-such-bridge"]);
     expect([missing.status, missing.stderr]).toEqual([1, 'error 404: no bridge has the id or name "no-such-bridge"\n']);
   });
