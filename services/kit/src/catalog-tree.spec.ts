@@ -47,6 +47,8 @@ describe("owner chain", () => {
       "compat.CompatPool",
       "compat.CompatSecurityGroupRule",
       "compat.CompatVip",
+      "policy.Chain",
+      "policy.Rule",
       "qos.QosBwLimitRule",
       "qos.QosDscpRule",
       "qos.QosPolicy",
@@ -61,6 +63,7 @@ describe("owner chain", () => {
       "lb.Pool",
       "lb.PoolMember",
       "lb.Vip",
+      "policy.Mirror",
       "routing.HostInterfacePort",
       "routing.IpAddrGroup",
       "routing.IpAddrGroupAddr",
@@ -72,6 +75,7 @@ describe("owner chain", () => {
       "tunnel.TunnelZoneHost",
       "tunnel.Vtep",
       "tunnel.VtepBinding",
+      "tunnel.VtepPort",
     ]);
   });
 
@@ -83,7 +87,8 @@ describe("owner chain", () => {
     });
     expect(route("POST", "/routers/{routerId}/routes").shape.kind).toBe("item");
     const unserved = catalog.unserved.map((s) => templateShape(s.map((x) => ("literal" in x ? x.literal : `{${x.variable}}`)).join("/")));
-    expect(unserved).toContain("chains/{}");
+    // Chains, once only linked to, are served by the policy service (issue 52).
+    expect(unserved).not.toContain("chains/{}");
     expect(unserved).not.toContain("routers/{}");
     expect(kind("routing.Router").itemTemplate).toBe("/routers/{id}");
   });
@@ -102,8 +107,8 @@ describe("routes per shape", () => {
     expect(route("DELETE", "/bridges/{id}").shape.kind).toBe("empty");
   });
 
-  it("kinds served without PUT have none: VTEPs, routes, MAC-port entries and compat security group rules", () => {
-    for (const k of ["tunnel.Vtep", "routing.Route", "bridge.MacPort", "compat.CompatSecurityGroupRule"]) {
+  it("kinds served without PUT have none: VTEPs, routes, MAC-port entries, compat security group rules, chains and rules", () => {
+    for (const k of ["tunnel.Vtep", "routing.Route", "bridge.MacPort", "compat.CompatSecurityGroupRule", "policy.Chain", "policy.Rule"]) {
       expect(kind(k).rpcs.update, k).toBeUndefined();
       expect(catalog.routes.some((r) => r.method === "PUT" && r.service === kind(k).service && templateShape(r.template) === templateShape(kind(k).itemTemplate)), k).toBe(false);
     }
