@@ -197,7 +197,7 @@ function madeBy(plans: Plan[], kind: Kind, given: string): Plan | undefined {
 }
 
 /** One document checked against what the gateway has: its parents, its item, what would change. */
-async function planOf(api: Api, d: Doc, earlier: Plan[]): Promise<Plan> {
+async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, string>): Promise<Plan> {
   const route = routeOf(d);
   if (!route) {
     const given = d.kind.creates.map((r) => d.kind.parents(r).join(" and ")).join(", or ");
@@ -227,7 +227,12 @@ async function planOf(api: Api, d: Doc, earlier: Plan[]): Promise<Plan> {
     const own: PathValues = {};
     for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = values[theirs];
     try {
-      values[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, tenant && p.kind.info.resource.tenantField ? tenant : undefined)).item);
+      const t = tenant && p.kind.info.resource.tenantField ? tenant : undefined;
+      // Many documents below one parent: it is looked up once.
+      const memo = `${p.kind.command} ${toJson([given, own, t ?? null])}`;
+      const key = parents.get(memo) ?? p.kind.keyOf((await findItem(api, p.kind, given, own, t)).item);
+      parents.set(memo, key);
+      values[v] = key;
     } catch (err) {
       if (err instanceof CliError && err.status === 404) throw new CliError(`${v}: no ${p.kind.command} has the key or name ${JSON.stringify(clean(given))}, and no document here makes one`, 1, 404);
       throw err;
@@ -251,10 +256,11 @@ async function planOf(api: Api, d: Doc, earlier: Plan[]): Promise<Plan> {
 /** Every document checked, in order, before anything is sent; any failing is the whole file's failure (every one said). */
 async function plan(api: Api, docs: Doc[]): Promise<Plan[]> {
   const plans: Plan[] = [];
+  const parents = new Map<string, string>();
   let failed: CliError | undefined;
   for (const d of docs) {
     try {
-      plans.push(await planOf(api, d, plans));
+      plans.push(await planOf(api, d, plans, parents));
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${d.where}: ${err.message}\n`);

@@ -19,10 +19,10 @@ interface Run {
   stderr: string;
 }
 
-function vnm(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Run> {
+function vnm(args: string[], extra: NodeJS.ProcessEnv = {}, input = ""): Promise<Run> {
   const env = { PATH: `${dirname(NODE)}:/usr/bin:/bin`, HOME: home, XDG_CONFIG_HOME: join(home, "config"), VNM_URL: fx.gw, ...extra };
   const child = spawn(BIN, args, { cwd: tmpdir(), env, stdio: ["pipe", "pipe", "pipe"] });
-  child.stdin.end("");
+  child.stdin.end(input);
   const run: Run = { status: null, stdout: "", stderr: "" };
   child.stdout.on("data", (d: Buffer) => {
     run.stdout += d.toString();
@@ -100,6 +100,29 @@ describe("the topology from the command line", () => {
     const del = await vnm(["host-interface-port", "delete", port.id, "--id", host.id]);
     expect(del.status, del.stderr).toBe(0);
     expect((await json(["port", "get", port.id])).hostId ?? null).toBeNull();
+  });
+
+  it("applies a router named in a file, its route (matched again by its fields) and a port on it, then deletes them children first", async () => {
+    const file = [
+      "kind: route\nrouterId: file-edge\nsrcNetworkAddr: 0.0.0.0\nsrcNetworkLength: 0\ndstNetworkAddr: 10.8.0.0\ndstNetworkLength: 16\ntype: BlackHole\nweight: 100",
+      "kind: router\nname: file-edge\ntenantId: files",
+      "kind: port\nid: 7c1e8a52-5d1f-4c3e-9a4b-0d2f6e8b1a01\nrouterId: file-edge\nportAddress: 10.8.0.1\nnetworkLength: 16",
+    ].join("\n---\n");
+    const first = await vnm(["apply", "-f", "-"], {}, file);
+    expect(first.status, first.stderr).toBe(0);
+    const router = await json(["router", "get", "file-edge"]);
+    const [routeLine, ...rest] = first.stdout.split("\n").filter((l) => !l.startsWith("router/"));
+    expect(first.stdout.split("\n")[0]).toBe(`router/${router.id} created`);
+    expect(routeLine).toMatch(/^route\/\S+ created$/);
+    expect(rest).toEqual(["port/7c1e8a52-5d1f-4c3e-9a4b-0d2f6e8b1a01 created", ""]);
+    expect(await json(["port", "get", "7c1e8a52-5d1f-4c3e-9a4b-0d2f6e8b1a01"])).toMatchObject({ deviceId: router.id, portAddress: "10.8.0.1" });
+    const again = await vnm(["apply", "-f", "-"], {}, file);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toBe(first.stdout.replaceAll("created", "unchanged"));
+    const del = await vnm(["delete", "-f", "-"], {}, file);
+    expect(del.status, del.stderr).toBe(0);
+    expect(del.stdout).toBe(first.stdout.split("\n").reverse().slice(1).map((l) => `${l.replace(" created", " deleted")}\n`).join(""));
+    expect((await vnm(["router", "get", router.id])).status).toBe(1);
   });
 
   it("completes the item of link and unlink like get's, from the same safe listing", async () => {
