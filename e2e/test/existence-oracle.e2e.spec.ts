@@ -17,7 +17,7 @@ const ids: Record<string, string> = {};
 let tokenB = "";
 
 beforeAll(async () => {
-  await stack.startServices("identity", "bridge", "qos", "lb", "routing");
+  await stack.startServices("identity", "bridge", "qos", "lb", "routing", "policy");
   gw = await stack.startGateway({}, false);
   const admin = { "x-auth-token": stack.adminToken };
   const made = async (path: string, body: unknown) => {
@@ -32,6 +32,8 @@ beforeAll(async () => {
   ids["router"] = await made("/routers", { name: "a-router", tenantId: TENANT_A });
   ids["port"] = await made(`/routers/${ids["router"]}/ports`, { portAddress: "10.3.0.1", networkLength: 24 });
   ids["bridgePort"] = await made(`/bridges/${ids["bridge"]}/ports`, {});
+  ids["chain"] = await made("/chains", { name: "a-chain", tenantId: TENANT_A });
+  ids["rule"] = await made(`/chains/${ids["chain"]}/rules`, { type: "accept" });
   // Load balancers have no tenant field (admin-only); a tenantId sent is ignored.
   ids["lb"] = await made("/load_balancers", { adminStateUp: true });
   const user = await http("POST", "/users", { name: `b-${stack.id}`, password: PASSWORD, tenantId: TENANT_B, roles: ["tenant_admin"] }, admin);
@@ -99,6 +101,23 @@ describe("another tenant's resource answers like one that does not exist", () =>
     }
   });
 
+  it("chains and rules: the chain, its rule list, a rule into it, a rule of it, and the chain as a jump's target", async () => {
+    await sameAnswer(404, "GET", (id) => `/chains/${id}`, ids["chain"]!);
+    await sameAnswer(404, "DELETE", (id) => `/chains/${id}`, ids["chain"]!);
+    await sameAnswer(404, "GET", (id) => `/chains/${id}/rules`, ids["chain"]!);
+    await sameAnswer(404, "POST", (id) => `/chains/${id}/rules`, ids["chain"]!, { type: "accept" });
+    await sameAnswer(404, "GET", (id) => `/rules/${id}`, ids["rule"]!);
+    await sameAnswer(404, "DELETE", (id) => `/rules/${id}`, ids["rule"]!);
+    const asB = { "x-auth-token": tokenB };
+    const own = await http("POST", "/chains", { name: "b-chain" }, asB);
+    expect(own.status, own.text).toBe(201);
+    const jumpNone = await http("POST", `/chains/${own.json.id}/rules`, { type: "jump", jumpChainId: GHOST }, asB);
+    const jumpTheirs = await http("POST", `/chains/${own.json.id}/rules`, { type: "jump", jumpChainId: ids["chain"] }, asB);
+    expect(jumpTheirs.status, jumpTheirs.text).toBe(404);
+    expect(shapeOf(jumpTheirs, ids["chain"]!)).toEqual(shapeOf(jumpNone, GHOST));
+    expect((await http("GET", `/chains/${own.json.id}/rules`, undefined, asB)).json).toEqual([]);
+  });
+
   it("links: another tenant's port, as the port linked or as its peer", async () => {
     await sameAnswer(404, "POST", (id) => `/ports/${id}/link`, ids["port"]!, { peerId: ids["portB"] });
     await sameAnswer(404, "DELETE", (id) => `/ports/${id}/link`, ids["port"]!);
@@ -115,6 +134,7 @@ describe("another tenant's resource answers like one that does not exist", () =>
   it("paging markers and tenant filters", async () => {
     await sameAnswer(400, "GET", (id) => `/bridges?limit=5&marker=${id}`, ids["bridge"]!);
     await sameAnswer(400, "GET", (id) => `/qos_policies?limit=5&marker=${id}`, ids["qos"]!);
+    await sameAnswer(400, "GET", (id) => `/chains?limit=5&marker=${id}`, ids["chain"]!);
     await sameAnswer(400, "GET", (id) => `/routers?limit=5&marker=${id}`, ids["router"]!);
     await sameAnswer(400, "GET", (id) => `/ports?limit=5&marker=${id}`, ids["port"]!);
     const asB = { "x-auth-token": tokenB };

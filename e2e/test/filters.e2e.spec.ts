@@ -20,7 +20,7 @@ let lists: string[] = [];
 let device: OvsdbServer | undefined;
 
 beforeAll(async () => {
-  await stack.startServices("bridge", "routing", "identity", "tunnel", "lb", "qos");
+  await stack.startServices("bridge", "routing", "identity", "tunnel", "lb", "qos", "policy");
   gw = await stack.startGateway({ VNM_RATE_LIMIT: "0" }, false);
   doc = (await http("GET", "/openapi.json")).json;
   const bridge = (await http("POST", "/bridges", { name: "filtered", tenantId: "filters" })).json;
@@ -63,6 +63,10 @@ beforeAll(async () => {
   const qos = (await http("POST", "/qos_policies", { name: "filtered", tenantId: "filters" })).json;
   made.push(await http("POST", `/qos_policies/${qos.id}/qos_bw_limit_rules`, { maxKbps: 100, maxBurstKb: 10 }));
   made.push(await http("POST", `/qos_policies/${qos.id}/qos_dscp_rules`, { dscpMark: 46 }));
+  // A chain with a rule, and a mirror to the router's port.
+  const chain = (await http("POST", "/chains", { name: "filtered", tenantId: "filters" })).json;
+  made.push(await http("POST", `/chains/${chain.id}/rules`, { type: "drop", nwSrcAddress: "10.9.0.0", nwSrcLength: 24, dlSrc: "02:00:00:00:09:05", tpDst: { start: 80, end: 80 } }));
+  made.push(await http("POST", "/mirrors", { toPortId: PORT, conditions: [{ nwProto: 6 }] }));
   // A VTEP's binding of its device's port to the bridge, and so the bridge's VXLAN port.
   device = await OvsdbServer.create();
   device.ctl("add-ps", "sw-filtered");
@@ -80,6 +84,7 @@ beforeAll(async () => {
   lists.push("/pool_members", `/pools/${pool.id}/pool_members`, "/vips", `/pools/${pool.id}/vips`, `/load_balancers/${lb.id}/vips`);
   lists.push(`${q}/qos_bw_limit_rules`, `${q}/qos_dscp_rules`, "/qos_bw_limit_rules", "/qos_dscp_rules");
   lists.push(`/vteps/${vtep.id}/bindings`, `${b}/vxlan_ports`);
+  lists.push("/chains", `/chains/${chain.id}/rules`, "/mirrors");
 });
 afterAll(async () => {
   await stack.stop();
