@@ -27,9 +27,10 @@ it("knows which kind a field holding another item's id names: from the message's
   // Names: a route's next hop port has no link; compat's pool_id is its own domain's pool.
   expect(ref("routing.Route", "nextHopPort")).toBe("routing.Port");
   expect(ref("compat.CompatMember", "pool_id")).toBe("compat.CompatPool");
-  // Neither: a chain (not served), a tenant, a port's device (its `device` link is a template of the device's path).
+  // A chain, served by the policy service since issue 52: a router's filter names it.
+  expect(ref("routing.Router", "inboundFilterId")).toBe("policy.Chain");
+  // Neither: a tenant, a port's device (its `device` link is a template of the device's path).
   for (const [k, f] of [
-    ["routing.Router", "inboundFilterId"],
     ["routing.Router", "tenantId"],
     ["routing.Port", "deviceId"],
     ["routing.Port", "id"],
