@@ -201,7 +201,21 @@ describe("apply, diff and delete -f", () => {
     expect(r.stdout).toBe("");
     expect((await vnm(["bridge", "get", "never-made"])).status).toBe(1);
     // A parent the file itself makes is no missing parent: it comes first, the subnet below it.
-    const both = await vnm(["apply", "-f", "-"], bad.replace("no-such-bridge", "never-made"));
+    const good = bad.replace("no-such-bridge", "never-made");
+    const d = await vnm(["diff", "-f", "-"], good);
+    expect([d.status, d.stderr]).toEqual([1, ""]);
+    expect(d.stdout).toBe(
+      [
+        "bridge (stdin (document 1)): created",
+        '+  name: "never-made"',
+        '+  tenantId: "files"',
+        "dhcp-subnet (stdin (document 2)): created under bridgeId made by stdin (document 1)",
+        '+  subnetPrefix: "10.7.0.0"',
+        "+  subnetLength: 24",
+        "",
+      ].join("\n"),
+    );
+    const both = await vnm(["apply", "-f", "-"], good);
     expect(both.status, both.stderr).toBe(0);
     expect(both.stdout).toMatch(/^bridge\/\S+ created\ndhcp-subnet\/10\.7\.0\.0_24 created\n$/);
   });
