@@ -1,7 +1,8 @@
 // The policy service reached directly over gRPC (no gateway): it validates its input, keeps each
 // tenant to its own chains and rules, and keeps a chain's positions 1..n under concurrent writes.
 import * as grpc from "@grpc/grpc-js";
-import { type DirectService, directService } from "@vnm/kit/testing";
+import { DEPS, type DirectService, directService } from "@vnm/kit/testing";
+import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
 let svc: DirectService;
@@ -66,4 +67,37 @@ it("keeps positions 1..n through 30 concurrent inserts at the first places and 1
   const items = (await call("ListChainRules", { chainId: chain.id })).res.items as { id: string; position: number }[];
   expect(items.map((r) => r.position)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   for (const r of items) expect((await call("GetRule", { id: r.id })).res.position).toBe(r.position);
+});
+
+it("writes one row per insert, wherever it goes, until two neighbours' ranks meet (then the chain is renumbered once)", async () => {
+  const chain = (await call("CreateChain", { chain: { name: "long" } })).res;
+  for (let i = 0; i < 200; i++) expect((await call("CreateRule", { chainId: chain.id, rule: { type: "accept", position: i + 1 } })).err).toBeNull();
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    // Each row's xmin: the transaction that last wrote it.
+    const versions = async () => new Map((await db.query<{ id: string; xmin: string }>(`SELECT id, xmin::text FROM "${svc.schema}".rules WHERE chain_id = $1`, [chain.id])).rows.map((r) => [r.id, r.xmin]));
+    const rewritten = (before: Map<string, string>, after: Map<string, string>) => [...before].filter(([id, x]) => after.get(id) !== x).length;
+    let before = await versions();
+    for (const position of [1, 100, 202]) {
+      const made = await call("CreateRule", { chainId: chain.id, rule: { type: "drop", position } });
+      expect(made.res.position).toBe(position);
+      const after = await versions();
+      expect(rewritten(before, after), `an insert at ${position}`).toBe(0);
+      before = after;
+    }
+    // Inserts at one place halve the gap each time: 16 fit between two ranks 65,536 apart.
+    let renumbered = 0;
+    for (let i = 0; i < 20; i++) {
+      expect((await call("CreateRule", { chainId: chain.id, rule: { type: "drop", position: 50 } })).res.position).toBe(50);
+      const after = await versions();
+      if (rewritten(before, after) > 0) renumbered++;
+      before = after;
+    }
+    expect(renumbered).toBe(1);
+    const items = (await call("ListChainRules", { chainId: chain.id })).res.items as { position: number }[];
+    expect(items.map((r) => r.position)).toEqual(Array.from({ length: 223 }, (_, i) => i + 1));
+  } finally {
+    await db.end();
+  }
 });
