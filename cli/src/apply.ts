@@ -18,7 +18,7 @@ import { type Api, objectOf } from "./client.ts";
 import { kept } from "./commands.ts";
 import { CliError, usage } from "./errors.ts";
 import { toJson } from "./json.ts";
-import { allKinds, type Kind, kindNamed, type PathValues, variables } from "./kinds.ts";
+import { allKinds, type Kind, kindNamed, kindNamedBy, type PathValues, variables } from "./kinds.ts";
 import { type Found, findItem, keyForm, listItems, parentKind } from "./resolve.ts";
 import { readStdin } from "./stdin.ts";
 import { clean, escapeJson, say } from "./text.ts";
@@ -346,11 +346,16 @@ export async function deleteFiles(api: Api, paths: string[], ignoreNotFound = fa
     const route = routeOf(d) ?? d.kind.list ?? d.kind.get;
     const tenantField = d.kind.info.resource.tenantField;
     const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
-    // The parents this run deleted (by key or name) make a 404 no failure.
+    // A parent this run deleted (by key or name; a path's, or an item a field names: a member's
+    // poolId) makes a 404 no failure: its delete took this item.
     const orphan = () =>
       (route ? d.kind.parents(route) : []).some((v) => {
         const p = route ? parentKind(route.template, v) : undefined;
         return p !== undefined && d.values[v] !== undefined && deleted.has(`${p.kind.command}/${keyForm(p.kind, d.values[v]!)}`);
+      }) ||
+      Object.entries(d.fields).some(([k, v]) => {
+        const named = /[a-z]Id$/.test(k) && typeof v === "string" ? kindNamedBy("", k) : undefined;
+        return named !== undefined && named !== d.kind && deleted.has(`${named.command}/${v}`);
       });
     try {
       if (d.id === undefined && !naturalKey(d.kind, d.fields)) throw usage(`neither id: nor the ${d.kind.command}'s ${d.kind.has("name") ? "name:" : "natural key"} says which to delete`);

@@ -40,7 +40,7 @@ async function json(args: string[]): Promise<Record<string, unknown> & { id: str
 }
 
 beforeAll(async () => {
-  await fx.stack.startServices("bridge", "identity", "routing", "tunnel");
+  await fx.stack.startServices("bridge", "identity", "routing", "tunnel", "lb");
   fx.gw = await fx.stack.startGateway({}, false);
   const r = await vnm(["login", "--user", "admin"], { VNM_PASSWORD: fx.stack.adminPassword });
   expect(r.status, r.stderr).toBe(0);
@@ -123,6 +123,21 @@ describe("the topology from the command line", () => {
     expect(del.status, del.stderr).toBe(0);
     expect(del.stdout).toBe(first.stdout.split("\n").reverse().slice(1).map((l) => `${l.replace(" created", " deleted")}\n`).join(""));
     expect((await vnm(["router", "get", router.id])).status).toBe(1);
+  });
+
+  it("delete -f: a member that its pool's delete took (the file names the pool after it) is no failure", async () => {
+    const lb = await json(["load-balancer", "create"]);
+    const pool = await json(["pool", "create", "--load-balancer-id", lb.id, "--lb-method", "ROUND_ROBIN"]);
+    const member = await json(["pool-member", "create", "--pool-id", pool.id, "--address", "10.0.0.9"]);
+    const file = `kind: pool-member\nid: ${member.id}\npoolId: ${pool.id}\naddress: 10.0.0.9\n---\nkind: pool\nid: ${pool.id}\nloadBalancerId: ${lb.id}\nlbMethod: ROUND_ROBIN\n`;
+    // The reverse of the file's order: the pool first, which takes its members.
+    const del = await vnm(["delete", "-f", "-"], {}, file);
+    expect([del.status, del.stderr]).toEqual([0, ""]);
+    expect(del.stdout).toBe(`pool/${pool.id} deleted\npool-member/${member.id} already deleted with its parent\n`);
+    // Not deleted in this run: a missing member is a failure again.
+    const again = await vnm(["delete", "-f", "-"], {}, file.split("---")[0]!);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/^stdin: error 404: /);
   });
 
   it("completes the item of link and unlink like get's, from the same safe listing", async () => {
