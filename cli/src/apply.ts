@@ -226,6 +226,9 @@ async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, st
     }
     const own: PathValues = {};
     for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = values[theirs];
+    const missing = () => new CliError(`${v}: no ${p.kind.command} has the key or name ${JSON.stringify(clean(given))}, and no document here makes one`, 1, 404);
+    // Below a parent the file makes, no item is there yet.
+    if (Object.values(own).some((x) => x === undefined)) throw missing();
     try {
       const t = tenant && p.kind.info.resource.tenantField ? tenant : undefined;
       // Many documents below one parent: it is looked up once.
@@ -234,7 +237,7 @@ async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, st
       parents.set(memo, key);
       values[v] = key;
     } catch (err) {
-      if (err instanceof CliError && err.status === 404) throw new CliError(`${v}: no ${p.kind.command} has the key or name ${JSON.stringify(clean(given))}, and no document here makes one`, 1, 404);
+      if (err instanceof CliError && err.status === 404) throw missing();
       throw err;
     }
   }

@@ -200,6 +200,11 @@ describe("apply, diff and delete -f", () => {
     expect(r.stderr).toBe('stdin (document 2): bridgeId: no bridge has the key or name "no-such-bridge", and no document here makes one\nnothing was sent\n');
     expect(r.stdout).toBe("");
     expect((await vnm(["bridge", "get", "never-made"])).status).toBe(1);
+    // Below a bridge the file makes, a subnet the file does not make cannot be there.
+    const host = "kind: dhcp-host\nbridgeId: never-made\nsubnetAddr: 10.9.0.0/24\nname: h\nmacAddr: 02:00:00:00:09:01\nipAddr: 10.9.0.9\n";
+    const below = await vnm(["apply", "-f", "-"], `${bad.split("---")[0]}---\n${host}`);
+    expect([below.status, below.stdout]).toEqual([1, ""]);
+    expect(below.stderr).toBe('stdin (document 2): subnetAddr: no dhcp-subnet has the key or name "10.9.0.0/24", and no document here makes one\nnothing was sent\n');
     // A parent the file itself makes is no missing parent: it comes first, the subnet below it.
     const good = bad.replace("no-such-bridge", "never-made");
     const d = await vnm(["diff", "-f", "-"], good);
