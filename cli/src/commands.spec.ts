@@ -82,6 +82,8 @@ describe("output", () => {
 
   it("takes kubectl's output flags and refuses others as usage errors", () => {
     expect(parseFormat("wide")).toEqual({ type: "wide" });
+    expect(parseFormat("=json")).toEqual({ type: "json" }); // -o=json
+    expect(parseFormat(undefined)).toEqual({ type: "table" }); // in a pipe too
     const f = parseFormat("custom-columns=NAME:.name,FIRST:.list[0]");
     expect(f.type === "custom" && f.columns.map((c) => [c.header, c.value({ name: "n", list: ["a"] })])).toEqual([
       ["NAME", "n"],

@@ -33,8 +33,10 @@ function pathGetter(path: string): (item: Record<string, unknown>) => unknown {
 
 const PLAIN_FORMATS = ["table", "wide", "json", "yaml", "name"] as const;
 
-export function parseFormat(text: string | undefined): Format {
-  if (text === undefined) return { type: "table" };
+export function parseFormat(given: string | undefined): Format {
+  if (given === undefined) return { type: "table" };
+  // kubectl's -o=json: the short option's value with its "=".
+  const text = given.replace(/^=/, "");
   const plain = PLAIN_FORMATS.find((f) => f === text);
   if (plain) return { type: plain };
   const jp = /^jsonpath=(.*)$/s.exec(text);
