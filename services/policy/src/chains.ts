@@ -1,7 +1,7 @@
 // Chain (v1): a tenant's list of rules (policy.md §1). No update (PUT is a 405). Its delete takes
 // its rules and every jump rule into it, in any chain (the positions of the rules left close up:
 // they are computed), each announced, in the delete's transaction.
-import { type CallContext, type Handlers, isUuid, type Queryable, Resource, type Store } from "@vnm/kit";
+import { type CallContext, type Change, type Handlers, isUuid, type Queryable, Resource, type Store } from "@vnm/kit";
 import { lockChains, type RuleRow, rules } from "./rules.ts";
 
 interface ChainRow {
@@ -10,7 +10,7 @@ interface ChainRow {
   name: string | null;
 }
 
-type Emit = Parameters<Parameters<Store["tx"]>[1]>[1];
+type Emit = (c: Change) => void;
 
 /** The chains with jump rules into this one, but itself. */
 async function jumpingInto(q: Queryable, id: string): Promise<string[]> {

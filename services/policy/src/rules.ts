@@ -163,7 +163,7 @@ export async function renumber(q: Queryable, chainId: string): Promise<void> {
 
 /**
  * Locks chains FOR UPDATE (`update`) or FOR KEY SHARE (`share`) in the order of their ids, as
- * every write of rules does, so that two writes never wait for each other's chains.
+ * every write of rules does, so that two writes never deadlock over them.
  */
 export async function lockChains(q: Queryable, update: string[], share: string[] = []): Promise<Set<string>> {
   const all = [...new Set([...update, ...share])].sort();
