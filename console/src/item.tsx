@@ -11,6 +11,7 @@ import type { ConsoleKind, LinkedList } from "./model.ts";
 import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { DeleteDialog, ErrorNote, Notice, show, usePage } from "./ui.tsx";
+import { VTEP_KIND, VtepDetails } from "./vtep.tsx";
 import { inSentence, phrase } from "./words.ts";
 
 export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity; path: string }) {
@@ -90,6 +91,7 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
           ))}
         </dl>
       )}
+      {item && !gone && kind.kind === VTEP_KIND && <VtepDetails path={path} item={item} version={version} />}
       {item &&
         !gone &&
         kind.children

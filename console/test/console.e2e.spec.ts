@@ -291,6 +291,40 @@ describe("as an administrator", () => {
     }
   });
 
+  it("a VTEP's page shows its bindings, the MACs its device learns as it learns them, and why it is in error", async () => {
+    const device = await OvsdbServer.create();
+    try {
+      device.ctl("add-ps", "sw-vx");
+      device.ctl("set", "Physical_Switch", "sw-vx", "management_ips=127.0.0.1");
+      device.ctl("add-port", "sw-vx", "eth0");
+      const zone = await http("POST", "/tunnel_zones", { name: `vzone-${fx.stack.id}`, type: "vtep" });
+      const vtep = (await http("POST", "/vteps", { managementIp: "127.0.0.1", managementPort: device.port, tunnelZoneId: zone.json.id })).json;
+      const bridge = (await http("POST", "/bridges", { name: "vx", tenantId: TENANT })).json;
+      await waitFor("the device's port", async () => (await http("GET", `${vtep.uri}/ports`)).json.length === 1, 15_000);
+      const binding = await http("POST", `${vtep.uri}/bindings`, { portName: "eth0", vlanId: 5, networkId: bridge.id });
+      expect(binding.status, binding.text).toBe(201);
+      await waitFor("the VXLAN port", async () => (await http("GET", bridge.uri)).json.vxlanPortIds.length === 1, 10_000);
+      await page.goto(`${fx.gw}/#/item/tunnel.Vtep/${encodeURIComponent(`/vteps/${vtep.id}`)}`);
+      await page.getByRole("region", { name: "Bindings" }).getByRole("cell", { name: bridge.id, exact: true }).waitFor();
+      const learned = page.getByRole("region", { name: "Learned MACs" });
+      device.ctl("add-ucast-local", `mn-${bridge.id}`, "00:AA:BB:CC:DD:01", "10.0.0.9");
+      await learned.getByRole("row").filter({ hasText: "00:aa:bb:cc:dd:01" }).getByRole("link", { name: bridge.id }).waitFor({ timeout: 5_000 });
+      device.ctl("set", "Ucast_Macs_Local", device.ctl("--bare", "--columns=_uuid", "list", "Ucast_Macs_Local").trim(), "ipaddr=10.1.2.3");
+      await learned.getByRole("cell", { name: "10.1.2.3", exact: true }).waitFor({ timeout: 5_000 });
+      await shot(page, "vtep-bindings");
+      // Its switch no longer names the VTEP's address: in error, and the page says why.
+      device.ctl("set", "Physical_Switch", "sw-vx", "management_ips=192.0.2.1");
+      await poll(() => page.getByRole("alert").filter({ hasText: "In error" }).textContent()).toBe(
+        "In error: the device has no Physical_Switch whose management_ips hold 127.0.0.1",
+      );
+      expect((await http("DELETE", binding.json.uri)).status).toBe(204);
+      await waitFor("unbound", async () => (await http("GET", bridge.uri)).json.vxlanPortIds.length === 0, 10_000);
+      expect((await http("DELETE", vtep.uri)).status).toBe(204);
+    } finally {
+      await device.destroy();
+    }
+  });
+
   it("has no serious or critical accessibility violation (axe-core) on its pages", async () => {
     const bridge = await http("POST", "/bridges", { name: "axe" });
     const pages: [string, string][] = [

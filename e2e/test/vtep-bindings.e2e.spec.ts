@@ -78,6 +78,9 @@ describe("VTEP bindings", () => {
     await waitFor("the new port", async () => (await http("GET", `${vtep.uri}/ports/eth7`)).status === 200, 5_000);
     device.ctl("del-port", "sw-b", "eth7");
     await waitFor("the port gone", async () => (await http("GET", `${vtep.uri}/ports/eth7`)).status === 404, 5_000);
+    // Each announced as a VTEP port of its own (the change feed, and the console's list of ports, follow them).
+    const announced = (event: string) => fx.events.some((e) => e.subject.endsWith(`.tunnel.VtepPort.${event}`) && e.data["path"] === `/vteps/${vtep.id}/ports/eth7`);
+    await waitFor("eth7 announced created and deleted", async () => announced("created") && announced("deleted"), 5_000);
   });
 
   it("a port name is URL-encoded in the uri, and that uri reads the binding", async () => {

@@ -347,6 +347,13 @@ export class VtepSessions {
             );
           }
           emit(this.vteps.change("updated", row));
+          // Each port added, changed or gone is announced as its own item (GET /vteps/{id}/ports/{name}).
+          const port = (event: "created" | "updated" | "deleted", name: string) => {
+            const segment = encodeURIComponent(name);
+            emit({ kind: "VtepPort", event, id: segment, path: `/vteps/${id}/ports/${segment}`, tenantId: null });
+          };
+          for (const [name] of changed) port(stored.ports.has(name) ? "updated" : "created", name);
+          for (const name of gone) port("deleted", name);
           return true;
         });
         if (!written) return;
