@@ -51,7 +51,8 @@ describe("GET /openapi.json", () => {
     const bridge = doc.components.schemas["vnm.bridge.v1.Bridge"]!.properties as Record<string, Record<string, unknown>>;
     expect(bridge["name"]).toMatchObject({ maxLength: 255, pattern: "^[^\\u0000]*$" });
     expect(bridge["inboundFilterId"]).toMatchObject({ format: "uuid" });
-    expect(bridge["inboundMirrorIds"]).toEqual({ type: "array", maxItems: 64, items: { type: "string", format: "uuid" } });
+    // The rules, and the proto's comment on the field (what the ids must name) as its description.
+    expect(bridge["inboundMirrorIds"]).toEqual({ type: "array", maxItems: 64, items: { type: "string", format: "uuid" }, description: expect.stringContaining("Existing mirrors") });
     // The pattern means what the rule does: no NUL.
     expect(new RegExp(bridge["name"]!["pattern"] as string).test("a\u0000b")).toBe(false);
     expect(new RegExp(bridge["name"]!["pattern"] as string).test("blue")).toBe(true);
