@@ -7,7 +7,14 @@ import { pathToFileURL } from "node:url";
 import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, loadCatalog, ResourceSet, type ServiceSpec, templateShape, writableFields } from "@vnm/kit";
 import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
-import { fieldLabel, kindNames, phrase } from "./src/words.ts";
+import { fieldLabel, inSentence, kindNames, phrase } from "./src/words.ts";
+
+/** A service context no build may use: each member read throws. */
+const NO_CONTEXT = new Proxy({} as never, {
+  get(_t, member) {
+    throw new Error(`the console's build has no service context (${String(member)})`);
+  },
+});
 
 /** What a service's declaration of a kind says beyond the proto files: what it stores for a field a body leaves out. */
 type Declared = Record<string, unknown>;
@@ -22,8 +29,19 @@ async function declarations(c: Catalog): Promise<Map<string, Declared>> {
   const resources: AnyResource[] = [];
   for (const d of serviceDomains()) {
     const { service } = (await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href)) as { service: ServiceSpec };
-    // A kind whose Resource is made from the service's context (a function here) is left out.
-    for (const r of service.resources ?? []) if (typeof r !== "function") resources.push(r);
+    // A kind whose Resource is made from the service's context (a function here) is asked for it
+    // with a context every use of which throws: one that only keeps the context (the bridges'
+    // policy references) gives its Resource; one that uses it at once (a VTEP's) is left out.
+    for (const r of service.resources ?? []) {
+      if (typeof r !== "function") resources.push(r);
+      else {
+        try {
+          resources.push(r(NO_CONTEXT));
+        } catch {
+          // made when the service starts: no defaults here
+        }
+      }
+    }
   }
   return new Map(new ResourceSet(c, resources).all().map((r) => [r.info.kind, r.spec.defaults ?? {}]));
 }
@@ -113,6 +131,18 @@ function columnsOf(k: KindInfo, fields: ConsoleField[]): string[] {
   return fields.some((f) => f.name === "id") ? [...chosen, "id"] : chosen;
 }
 
+/**
+ * The field filters a list takes (docs/api.md "Filters", the gateway's rule): every scalar field
+ * of its items as the representation shows it (no link, list, write-only, internal or JSON
+ * field), unless the request has a field of that name.
+ */
+function listFilters(route: Catalog["routes"][number]): string[] {
+  if (route.shape.kind !== "collection") return [];
+  return route.shape.item.fields
+    .filter((f) => !f.repeated && f.type !== "message" && !f.link && !f.internal && !f.behaviors.has("INPUT_ONLY") && !f.jsonObject && !f.jsonValue && !route.queryFields.has(f.name))
+    .map((f) => f.name);
+}
+
 /** The templates of a kind's RPC (every HTTP binding of it). */
 const templatesOf = (c: Catalog, k: KindInfo, rpc: string | undefined) => (rpc ? c.routes.filter((r) => r.service === k.service && r.rpc === rpc).map((r) => r.template) : []);
 
@@ -146,7 +176,11 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
         const shape = templateShape(r.template);
         return shape.startsWith(`${itemShape}/`) && !shape.slice(itemShape.length + 1).includes("/") && !childLists.has(shape);
       })
-      .map((r) => ({ title: phrase(r.template.slice(r.template.lastIndexOf("/") + 1)), template: r.template }));
+      .map((r) => {
+        const shape = r.shape;
+        const of = shape.kind === "collection" ? kinds.find((d) => d.message === shape.item)?.kind : undefined;
+        return { title: phrase(r.template.slice(r.template.lastIndexOf("/") + 1)), template: r.template, ...(of ? { kind: of } : {}) };
+      });
     const list = c.routes.find((r) => r.service === k.service && r.rpc === k.rpcs.list);
     const names = kindNames(k.resource.displayName);
     return {
@@ -167,6 +201,7 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
       canUpdate: k.rpcs.update !== undefined,
       canDelete: k.rpcs.delete !== undefined,
       listQuery: list ? [...list.queryFields.keys()] : [],
+      filters: list ? listFilters(list) : [],
       fields,
       columns: columnsOf(k, fields),
       nameField: fields.some((f) => f.name === "name") ? "name" : undefined,
@@ -174,6 +209,14 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
       pathRefs: pathRefsOf(createTemplatesOf(c, k), byShape),
     };
   });
+  // A kind of another root document named as one of the main document's is called by its group too
+  // ("Compat pools" beside "Pools"): no two kinds read the same in the navigation or a heading.
+  for (const k of out) {
+    if (k.group === "" || !out.some((o) => o !== k && o.group !== k.group && o.plural === k.plural)) continue;
+    const group = phrase(k.group);
+    k.singular = `${group} ${inSentence(k.singular)}`;
+    k.plural = `${group} ${inSentence(k.plural)}`;
+  }
   out.sort((a, b) => a.plural.localeCompare(b.plural));
   return { kinds: out, groups: c.rootDocuments.map((d) => ({ name: d.name, title: phrase(d.name) })) };
 }

@@ -20,7 +20,7 @@ function newest(paths: string[]): number {
   return t;
 }
 
-const sources = [join(here, "src"), join(here, "index.html"), join(here, "catalog.ts"), join(here, "vite.config.ts"), join(root, "proto")];
+const sources = [join(here, "src"), join(here, "public"), join(here, "index.html"), join(here, "catalog.ts"), join(here, "vite.config.ts"), join(root, "proto")];
 if (!existsSync(built) || newest(sources) > statSync(built).mtimeMs) {
   process.stdout.write("[console] building the web console (console/dist)\n");
   execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--configLoader", "native", "--logLevel", "warn"], { cwd: here, stdio: "inherit" });

@@ -26,6 +26,14 @@ export class ApiError extends Error {
   }
 }
 
+/** The gateway did not answer at all (the network, or the gateway down): the pages say "offline" and retry. */
+export class OfflineError extends Error {}
+
+/** An error that waiting may cure: no answer, or a dependency down (5xx). */
+export function isUnavailable(err: unknown): boolean {
+  return err instanceof OfflineError || (err instanceof ApiError && err.status >= 500);
+}
+
 export interface Answer {
   status: number;
   headers: Headers;
@@ -37,6 +45,23 @@ const KEY = "vnm.session";
 
 let token: string | undefined = sessionStorage.getItem(KEY) ?? undefined;
 const listeners = new Set<() => void>();
+/** Why the session ended when the person did not log out (shown on the login page). */
+let endedBecause: string | undefined;
+
+/** Why the last session ended without a logout, if it did. */
+export function sessionEndReason(): string | undefined {
+  return endedBecause;
+}
+
+export const SESSION_ENDED = "Your session has ended: it was logged out elsewhere or has expired. Log in again to go on.";
+export const SESSION_EXPIRED = "Your session has expired. Log in again to go on.";
+
+/** Forgets the token for a reason the login page gives (a 401 on a call, the token's expiry). */
+export function endSession(reason: string): void {
+  if (!token) return;
+  endedBecause = reason;
+  setToken(undefined);
+}
 
 const ROLES: readonly Identity["role"][] = ["admin", "tenant_admin", "tenant_user"];
 
@@ -103,7 +128,7 @@ async function answer(res: Response): Promise<Answer> {
     body = undefined;
   }
   if (res.status >= 400) {
-    if (res.status === 401 && token) setToken(undefined);
+    if (res.status === 401 && token) endSession(SESSION_ENDED);
     throw new ApiError(res.status, stringMember(body, "message") ?? `The gateway answered ${res.status}`, violationsOf(memberOf(body, "violations")));
   }
   return { status: res.status, headers: res.headers, body };
@@ -112,10 +137,11 @@ async function answer(res: Response): Promise<Answer> {
 export async function login(name: string, password: string, tenant: string): Promise<void> {
   const headers: Record<string, string> = { accept: "application/json", authorization: `Basic ${btoa(String.fromCharCode(...new TextEncoder().encode(`${name}:${password}`)))}` };
   if (tenant.trim() !== "") headers["x-auth-project"] = tenant.trim();
-  const res = await fetch("/login", { method: "POST", headers, credentials: "omit" });
+  const res = await reach("/login", { method: "POST", headers, credentials: "omit" });
   const a = await answer(res);
   const key = stringMember(a.body, "key");
   if (key === undefined) throw new ApiError(a.status, "The gateway's answer to the login carries no token");
+  endedBecause = undefined;
   setToken(key);
 }
 
@@ -126,6 +152,7 @@ export async function logout(): Promise<void> {
   } catch {
     // forgotten below all the same
   }
+  endedBecause = undefined;
   setToken(undefined);
 }
 
@@ -133,6 +160,15 @@ export async function call(method: string, path: string, body?: unknown, extra: 
   const headers: Record<string, string> = { accept: "application/json", ...extra };
   if (token) headers["x-auth-token"] = token;
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(path, { method, headers, credentials: "omit", body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await reach(path, { method, headers, credentials: "omit", body: body === undefined ? undefined : JSON.stringify(body) });
   return answer(res);
+}
+
+/** fetch, its network failure an OfflineError. */
+async function reach(path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(path, init);
+  } catch (err) {
+    throw new OfflineError("The gateway does not answer", { cause: err });
+  }
 }

@@ -2,7 +2,7 @@
 // log out), the navigation (a link per top-level kind the caller may use, grouped by root
 // document; child kinds are reached from their parent's page) and the page of the address.
 import { useEffect, useState } from "preact/hooks";
-import { type Identity, identity, login, logout, onSessionChange } from "./api.ts";
+import { endSession, type Identity, identity, login, logout, onSessionChange, SESSION_EXPIRED, sessionEndReason } from "./api.ts";
 import { feedState, onFeedState, startFeed, stopFeed } from "./events.ts";
 import { FormPage } from "./form.tsx";
 import { ItemPage } from "./item.tsx";
@@ -10,8 +10,8 @@ import { GROUPS, KINDS, visibleTo } from "./kinds.ts";
 import { ListView } from "./list.tsx";
 import { TopologyPage, topologyKinds } from "./topology.tsx";
 import type { ConsoleKind } from "./model.ts";
-import { href, type Route, useRoute } from "./route.ts";
-import { ErrorNote, usePage } from "./ui.tsx";
+import { href, replaceQuery, type Route, useRoute } from "./route.ts";
+import { ErrorNote, Notice, Toasts, usePage } from "./ui.tsx";
 
 export function App() {
   const [who, setWho] = useState<Identity | undefined>(identity);
@@ -19,8 +19,54 @@ export function App() {
   useEffect(() => {
     if (who) startFeed();
     else stopFeed();
+    // The token's expiry ends the session with a word on the login page (not a silent drop).
+    if (!who) return;
+    const t = setTimeout(() => endSession(SESSION_EXPIRED), Math.max(0, Math.min(who.exp * 1000 - Date.now(), 2 ** 31 - 1)));
+    return () => clearTimeout(t);
   }, [who]);
-  return who ? <Shell who={who} /> : <Login />;
+  return (
+    <>
+      {who ? <Shell who={who} /> : <Login />}
+      <Toasts />
+    </>
+  );
+}
+
+type Theme = "light" | "dark" | "system";
+const THEME_KEY = "vnm.theme";
+
+/** The colour scheme: the system's (prefers-color-scheme) unless the person chose one, kept in this browser. */
+function applyTheme(t: Theme): void {
+  if (t === "system") delete document.documentElement.dataset["theme"];
+  else document.documentElement.dataset["theme"] = t;
+}
+const savedTheme = (): Theme => {
+  const t = localStorage.getItem(THEME_KEY);
+  return t === "light" || t === "dark" ? t : "system";
+};
+applyTheme(savedTheme());
+
+function ThemeToggle() {
+  const [theme, setTheme] = useState<Theme>(savedTheme);
+  const query = matchMedia("(prefers-color-scheme: dark)");
+  const [systemDark, setSystemDark] = useState(query.matches);
+  useEffect(() => {
+    const on = () => setSystemDark(query.matches);
+    query.addEventListener("change", on);
+    return () => query.removeEventListener("change", on);
+  }, []);
+  const dark = theme === "dark" || (theme === "system" && systemDark);
+  const toggle = () => {
+    const next: Theme = dark ? "light" : "dark";
+    localStorage.setItem(THEME_KEY, next);
+    applyTheme(next);
+    setTheme(next);
+  };
+  return (
+    <button type="button" class="theme" aria-pressed={dark} onClick={toggle}>
+      Dark mode
+    </button>
+  );
 }
 
 function Login() {
@@ -44,6 +90,7 @@ function Login() {
       <h1 tabindex={-1} ref={heading}>
         vnm console
       </h1>
+      {sessionEndReason() && <Notice>{sessionEndReason()}</Notice>}
       <form onSubmit={submit}>
         <div class="field">
           <label for="login-name">User name</label>
@@ -84,7 +131,7 @@ function Shell({ who }: { who: Identity }) {
   useEffect(() => setMenuOpen(false), [route]);
   const nav = navigation(who);
   const first = nav[0]?.kinds[0];
-  const current = "kind" in route ? route.kind : route.page === "topology" ? undefined : first?.kind;
+  const current = "kind" in route ? route.kind : route.page === "home" ? first?.kind : undefined;
   return (
     <>
       <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>
@@ -99,6 +146,7 @@ function Shell({ who }: { who: Identity }) {
           {who.name} · {who.role.replace("_", " ")}
           {who.tenantId ? ` · tenant ${who.tenantId}` : ""}
         </span>
+        <ThemeToggle />
         <button type="button" class="menu-button" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
           Menu
         </button>
@@ -142,24 +190,26 @@ function Shell({ who }: { who: Identity }) {
 
 function Page({ route, who, first }: { route: Route; who: Identity; first?: ConsoleKind }) {
   if (route.page === "topology") return <TopologyPage who={who} />;
+  if (route.page === "missing") return <Missing />;
   const kind = "kind" in route ? KINDS.get(route.kind) : first;
   if (!kind || !visibleTo(kind, who)) return <Missing />;
   switch (route.page) {
     case "home":
     case "list":
-      return <ListPage key={kind.kind} kind={kind} who={who} />;
+      return <ListPage key={`${kind.kind}?${route.page === "list" ? (route.query ?? "") : ""}`} kind={kind} who={who} query={route.page === "list" ? route.query : undefined} />;
     case "item":
       return <ItemPage key={route.path} kind={kind} who={who} path={route.path} />;
     case "new":
-      return <FormPage key={`new${route.parent ?? ""}`} kind={kind} who={who} parent={route.parent} />;
+      return <FormPage key={`new${route.parent ?? ""}?${route.query ?? ""}`} kind={kind} who={who} parent={route.parent} query={route.query} />;
     case "edit":
       return <FormPage key={`edit${route.path}`} kind={kind} who={who} path={route.path} />;
   }
 }
 
-function ListPage({ kind, who }: { kind: ConsoleKind; who: Identity }) {
+/** A kind's list page: its filters and sort order are the address's query (replaced as they change, so reload and back keep them). */
+function ListPage({ kind, who, query }: { kind: ConsoleKind; who: Identity; query?: string }) {
   const heading = usePage(kind.plural);
-  return <ListView kind={kind} who={who} heading={heading} />;
+  return <ListView kind={kind} who={who} heading={heading} query={query} onQuery={(q) => replaceQuery({ page: "list", kind: kind.kind, query: q || undefined })} />;
 }
 
 function Missing() {
@@ -170,6 +220,16 @@ function Missing() {
         Not found
       </h1>
       <ErrorNote error="There is no such page here, or it is not yours to see." />
+      <p>
+        <a href={href({ page: "home" })}>Go to the first list</a>
+        {topologyKinds() && (
+          <>
+            {" "}
+            or <a href={href({ page: "topology" })}>the topology</a>
+          </>
+        )}
+        .
+      </p>
     </>
   );
 }

@@ -3,7 +3,7 @@
 // ends or breaks it reconnects after the server's retry delay with Last-Event-ID, so no change is
 // missed while it was away (with no event received yet, the pages read what they show again).
 import { createParser } from "eventsource-parser";
-import { currentToken } from "./api.ts";
+import { currentToken, endSession, SESSION_ENDED } from "./api.ts";
 import { stringMember } from "@vnm/kit/values";
 
 /** The events of the feed's notifications. */
@@ -25,6 +25,9 @@ const listeners = new Set<Listener>();
 let running: AbortController | undefined;
 let lastId: string | undefined;
 let retryMs = 2_000;
+/** Attempts in a row that did not get a stream: each waits twice as long as the last (to 30 s), so a gateway that is down is not hammered. */
+let failures = 0;
+const MAX_WAIT_MS = 30_000;
 /** Whether a stream was open before (a reconnection, not the first connection). */
 let connectedBefore = false;
 let state: "live" | "connecting" | "off" = "off";
@@ -56,8 +59,10 @@ async function readOnce(signal: AbortSignal): Promise<void> {
     lastId = undefined;
     throw new Error("the change feed cannot resume where it was; reading again");
   }
+  if (res.status === 401) endSession(SESSION_ENDED);
   if (!res.ok || !res.body) throw new Error(`the change feed answered ${res.status}`);
   setState("live");
+  failures = 0;
   // Back without an event id to resume after: what happened meanwhile is read afresh instead.
   if (connectedBefore && !lastId) for (const l of listeners) l({ event: "resync", kind: "", id: "", path: "" });
   connectedBefore = true;
@@ -91,10 +96,14 @@ async function readOnce(signal: AbortSignal): Promise<void> {
 async function run(ac: AbortController): Promise<void> {
   while (!ac.signal.aborted) {
     setState("connecting");
-    await readOnce(ac.signal).catch(() => {});
+    await readOnce(ac.signal).catch(() => {
+      failures++;
+    });
     if (ac.signal.aborted || !currentToken()) break;
     setState("connecting");
-    await new Promise((r) => setTimeout(r, retryMs));
+    // A stream that ended after being live comes back after the server's delay; failures back off, with some jitter.
+    const wait = failures === 0 ? retryMs : Math.min(MAX_WAIT_MS, retryMs * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
+    await new Promise((r) => setTimeout(r, wait));
   }
   if (running === ac) setState("off");
 }
@@ -111,6 +120,7 @@ export function stopFeed(): void {
   running = undefined;
   lastId = undefined;
   connectedBefore = false;
+  failures = 0;
   setState("off");
 }
 

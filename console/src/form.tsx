@@ -9,8 +9,8 @@ import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
 import { RefPicker } from "./refs.tsx";
 import { go, href } from "./route.ts";
-import { ErrorNote, listing, usePage } from "./ui.tsx";
-import { fieldLabel, inSentence } from "./words.ts";
+import { ErrorNote, listing, toast, usePage } from "./ui.tsx";
+import { fieldLabel, inSentence, plainWords } from "./words.ts";
 
 type Values = Record<string, string | boolean>;
 
@@ -64,46 +64,77 @@ function bodyOf(fields: ConsoleField[], values: Values): { body: Record<string, 
 }
 
 /**
- * The form's values: a new item's defaults (a tenant user's tenant in its tenant field), or the
- * edited item's as it is now, read again by `reload`, whose ETag goes with the next save.
+ * The form's values: a new item's defaults (a tenant user's tenant in its tenant field, then the
+ * address's query: a pool's loadBalancerId from its load balancer's page), or the edited item's
+ * as it is now, read again by `reload`, whose ETag goes with the next save.
  */
-function useFormValues(kind: ConsoleKind, who: Identity, fields: ConsoleField[], path: string | undefined, setError: (e: unknown) => void) {
-  const [values, setValues] = useState<Values>(() =>
-    Object.fromEntries(
+function useFormValues(kind: ConsoleKind, who: Identity, fields: ConsoleField[], path: string | undefined, query: string | undefined, setError: (e: unknown) => void) {
+  const [values, setValues] = useState<Values>(() => {
+    const given = new URLSearchParams(query ?? "");
+    return Object.fromEntries(
       fields.map((f) => {
+        if (given.has(f.name)) return [f.name, f.type === "boolean" && !f.repeated ? given.get(f.name) === "true" : given.get(f.name)!];
         if (f.name === kind.tenantField && who.tenantId) return [f.name, who.tenantId];
+        // A required field with one allowed value and no default: that value (a pool's ROUND_ROBIN).
+        if (f.required && f.default === undefined && !f.repeated && f.enumValues?.length === 1) return [f.name, f.enumValues[0]!];
         return [f.name, toInput(f, f.default)];
       }),
-    ),
-  );
+    );
+  });
   const [etag, setEtag] = useState<string | undefined>();
   const [itemLabel, setItemLabel] = useState<string>("");
+  /** The item as it is now: its ETag goes with the next save; its values are returned. */
+  const current = async (): Promise<Values> => {
+    const a = await call("GET", path!);
+    setEtag(a.headers.get("etag") ?? undefined);
+    setItemLabel(itemName(kind, a.body, path!));
+    return Object.fromEntries(fields.map((f) => [f.name, toInput(f, a.body[f.name])]));
+  };
   const reload = async () => {
     if (!path) return;
-    const a = await call("GET", path);
-    setEtag(a.headers.get("etag") ?? undefined);
-    setItemLabel(itemName(kind, a.body, path));
-    setValues(Object.fromEntries(fields.map((f) => [f.name, toInput(f, a.body[f.name])])));
+    setValues(await current());
   };
   useEffect(() => {
     reload().catch(setError);
   }, [path]);
-  return { values, setValues, etag, itemLabel, reload };
+  return { values, setValues, etag, itemLabel, reload, current };
 }
 
-type SaveOptions = { kind: ConsoleKind; fields: ConsoleField[]; values: Values; path?: string; parent?: string; target: { path?: string; missing: string[] }; etag?: string; reload: () => Promise<void> };
+type SaveOptions = {
+  kind: ConsoleKind;
+  fields: ConsoleField[];
+  values: Values;
+  path?: string;
+  parent?: string;
+  target: { path?: string; missing: string[] };
+  etag?: string;
+  current: () => Promise<Values>;
+};
 
-/** Saving: PUT with If-Match (a 412 shows the conflict and the current values) or POST, then the item's page; the API's violations beside their fields. */
-function useSave({ kind, fields, values, path, parent, target, etag, reload }: SaveOptions, setError: (e: unknown) => void) {
+/** The form's fields whose value is this id: a 404 naming it is that field's dangling reference. */
+function fieldsNaming(fields: ConsoleField[], values: Values, message: string): Violation[] {
+  return fields
+    .filter((f) => f.ref && typeof values[f.name] === "string" && (values[f.name] as string).trim() !== "" && message.includes((values[f.name] as string).trim()))
+    .map((f) => {
+      const k = KINDS.get(f.ref!);
+      return { property: f.name, message: `names no ${k ? inSentence(k.singular) : "item"} you can see: it may have been deleted. Choose another.` };
+    });
+}
+
+/**
+ * Saving: PUT with If-Match or POST, then the item's page, with a toast; the API's violations
+ * beside their fields, a 404 naming a field's id on that field. A 412 keeps what the person typed
+ * and shows what the item holds now beside it: saving again (with the new ETag) writes theirs.
+ */
+function useSave({ kind, fields, values, path, parent, target, etag, current }: SaveOptions, setError: (e: unknown) => void) {
   const [violations, setViolations] = useState<Violation[]>([]);
-  const [conflict, setConflict] = useState(false);
+  const [conflict, setConflict] = useState<Values | undefined>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(undefined);
     setViolations([]);
-    setConflict(false);
     const { body, local } = bodyOf(fields, values);
     if (local.length > 0) {
       setViolations(local);
@@ -113,16 +144,27 @@ function useSave({ kind, fields, values, path, parent, target, etag, reload }: S
     try {
       if (path !== undefined) {
         const a = await call("PUT", path, body, etag ? { "if-match": etag } : {});
-        go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parentPathOf(kind, path)) });
+        const to = itemPath(kind, a.body, parentPathOf(kind, path));
+        toast(`${kind.singular} “${itemName(kind, a.body, to)}” saved.`);
+        go({ page: "item", kind: kind.kind, path: to });
       } else {
         if (!target.path) throw new ApiError(400, `Give the ${listing(target.missing.map(fieldLabel))} first`);
         const a = await call("POST", target.path, body);
-        go({ page: "item", kind: kind.kind, path: itemPath(kind, a.body, parent) });
+        const to = itemPath(kind, a.body, parent);
+        toast(`${kind.singular} “${itemName(kind, a.body, to)}” created.`);
+        go({ page: "item", kind: kind.kind, path: to });
       }
     } catch (err) {
-      if (err instanceof ApiError && err.status === 412) {
-        setConflict(true);
-        await reload().catch(setError);
+      const dangling = err instanceof ApiError && err.status === 404 ? fieldsNaming(fields, values, err.message) : [];
+      if (err instanceof ApiError && err.status === 412 && path !== undefined) {
+        setConflict(
+          await current().catch((e2: unknown) => {
+            setError(e2);
+            return undefined;
+          }),
+        );
+      } else if (dangling.length > 0) {
+        setViolations(dangling);
       } else if (err instanceof ApiError && err.violations.length > 0) {
         setViolations(err.violations);
         setError(err);
@@ -130,7 +172,51 @@ function useSave({ kind, fields, values, path, parent, target, etag, reload }: S
       setBusy(false);
     }
   };
-  return { submit, violations, conflict, busy };
+  return { submit, violations, conflict, setConflict, busy };
+}
+
+/** What the item holds now beside what the person typed, for the fields that differ; either may be kept. */
+function ConflictView({ kind, fields, mine, theirs, onTake, onDismiss }: { kind: ConsoleKind; fields: ConsoleField[]; mine: Values; theirs: Values; onTake: () => void; onDismiss: () => void }) {
+  const differ = fields.filter((f) => String(mine[f.name] ?? "") !== String(theirs[f.name] ?? ""));
+  const text = (v: string | boolean | undefined) => (v === true ? "yes" : v === false ? "no" : v === undefined || v === "" ? "—" : v);
+  return (
+    <section class="conflict" role="alert" aria-labelledby="conflict-title">
+      <h2 id="conflict-title" class="conflict-title">Someone else changed this {inSentence(kind.singular)}</h2>
+      <p>
+        It was changed by someone else since you opened it. Your values are kept in the form.
+        {differ.length > 0 ? " Where they differ from what it holds now:" : " It now holds the values you typed."}
+      </p>
+      {differ.length > 0 && (
+        <table class="diff">
+          <thead>
+            <tr>
+              <th scope="col">Field</th>
+              <th scope="col">Yours</th>
+              <th scope="col">Now</th>
+            </tr>
+          </thead>
+          <tbody>
+            {differ.map((f) => (
+              <tr key={f.name}>
+                <th scope="row">{f.label}</th>
+                <td class="mine">{text(mine[f.name])}</td>
+                <td class="theirs">{text(theirs[f.name])}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p>Save again to write yours over it, or take its current values.</p>
+      <div class="actions">
+        <button type="button" onClick={onTake}>
+          Take the current values
+        </button>
+        <button type="button" class="link" onClick={onDismiss}>
+          Hide
+        </button>
+      </div>
+    </section>
+  );
 }
 
 /** The violations naming one of the form's fields, by field, and the others. */
@@ -151,7 +237,7 @@ function OtherViolations({ violations }: { violations: Violation[] }) {
     <ul class="error">
       {violations.map((v) => (
         <li key={v.property + v.message}>
-          {v.property}: {v.message}
+          {fieldLabel(v.property)} {plainWords(v.message)}
         </li>
       ))}
     </ul>
@@ -203,18 +289,18 @@ function PathFields({ kind, who, templates, chosen, onChoose, missing, values, o
   );
 }
 
-export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string }) {
+export function FormPage({ kind, who, path, parent, query }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string; query?: string }) {
   const editing = path !== undefined;
   const fields = formFields(kind, editing);
   const [error, setError] = useState<unknown>();
-  const { values, setValues, etag, itemLabel, reload } = useFormValues(kind, who, fields, path, setError);
+  const { values, setValues, etag, itemLabel, current } = useFormValues(kind, who, fields, path, query, setError);
   const [pathValues, setPathValues] = useState<Record<string, string>>({});
   // Under no parent, a kind created in several places (a port) is created where the user chooses.
   const [chosen, setChosen] = useState(0);
   const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
   const heading = usePage(title);
   const target = editing ? { path, missing: [] as string[] } : fillPath(parent ? kind.createTemplates : kind.createTemplates.slice(chosen, chosen + 1), parent, pathValues);
-  const { submit, violations, conflict, busy } = useSave({ kind, fields, values, path, parent, target, etag, reload }, setError);
+  const { submit, violations, conflict, setConflict, busy } = useSave({ kind, fields, values, path, parent, target, etag, current }, setError);
   const { byField, elsewhere } = placeViolations(fields, violations);
   const back = path ?? parent;
   const backKind = path ? kind : kind.parent ? KINDS.get(kind.parent) : undefined;
@@ -225,10 +311,17 @@ export function FormPage({ kind, who, path, parent }: { kind: ConsoleKind; who: 
         {title}
       </h1>
       {conflict && (
-        <p class="conflict" role="alert">
-          This {inSentence(kind.singular)} was changed by someone else since you opened it. The form now shows its current values: make your changes again and
-          save.
-        </p>
+        <ConflictView
+          kind={kind}
+          fields={fields}
+          mine={values}
+          theirs={conflict}
+          onTake={() => {
+            setValues(conflict);
+            setConflict(undefined);
+          }}
+          onDismiss={() => setConflict(undefined)}
+        />
       )}
       <ErrorNote error={error} />
       <OtherViolations violations={elsewhere} />
@@ -272,7 +365,10 @@ function FieldNotes({ id, help, violations }: { id: string; help: string[]; viol
       )}
       {violations.length > 0 && (
         <p class="field-error" id={`${id}-error`}>
-          {violations.map((v) => v.message).join("; ")}
+          {violations
+            .map((v) => plainWords(v.message))
+            .map((m) => m.charAt(0).toUpperCase() + m.slice(1))
+            .join("; ")}
         </p>
       )}
     </>

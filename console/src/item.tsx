@@ -2,11 +2,13 @@
 // a subnet's hosts) and the other collections it links to (a VTEP's ports). It follows the
 // change feed: when the item changes anywhere (a VTEP's connection state), it and those
 // collections are read again; when it is deleted, the page says so.
+import type { RefObject } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { type Identity, call } from "./api.ts";
 import { onChange } from "./events.ts";
-import { canWrite, itemName, KINDS, parentPathOf, visibleTo } from "./kinds.ts";
-import { ListView } from "./list.tsx";
+import { canWrite, fillPath, itemName, KINDS, parentPathOf, visibleTo } from "./kinds.ts";
+import { ListRow, ListView } from "./list.tsx";
+import { RULE_KIND, RulesTable } from "./rules.tsx";
 import type { ConsoleKind, LinkedList } from "./model.ts";
 import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
 import { go, href } from "./route.ts";
@@ -49,48 +51,18 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
 
   const parentPath = parentPathOf(kind, path);
   const parentKind = kind.parent ? KINDS.get(kind.parent) : undefined;
-  const shown = kind.fields.filter((f) => !f.writeOnly && !f.link);
   const writes = canWrite(who);
   return (
     <div class="item-page">
-      <p class="crumbs">
-        {parentKind && parentPath ? (
-          <a href={href({ page: "item", kind: parentKind.kind, path: parentPath })}>← {parentKind.singular}</a>
-        ) : (
-          <a href={href({ page: "list", kind: kind.kind })}>← {kind.plural}</a>
-        )}
-      </p>
-      <div class="list-head">
-        <h1 tabindex={-1} ref={heading}>
-          {kind.singular} <span class="item-name">{name}</span>
-        </h1>
-        {item && !gone && writes && (
-          <div class="actions">
-            {kind.canUpdate && (
-              <a class="button" href={href({ page: "edit", kind: kind.kind, path })}>
-                Edit
-              </a>
-            )}
-            {kind.canDelete && (
-              <button type="button" class="danger" onClick={() => setDeleting(true)}>
-                Delete
-              </button>
-            )}
-          </div>
-        )}
-      </div>
+      <ItemHead kind={kind} path={path} name={name} heading={heading} actions={item !== undefined && !gone && writes} onDelete={() => setDeleting(true)} />
       {gone && <Notice>This {inSentence(kind.singular)} has been deleted.</Notice>}
       <ErrorNote error={error} />
-      {item && (
-        <dl class="fields">
-          {shown.map((f) => (
-            <div key={f.name}>
-              <dt>{f.label}</dt>
-              <dd>{refTarget(kind, f, item) ? <RefLink target={refTarget(kind, f, item)!} id={item[f.name]} /> : show(f, item[f.name])}</dd>
-            </div>
-          ))}
-        </dl>
+      {!item && !error && (
+        <p class="loading" role="status">
+          Loading…
+        </p>
       )}
+      {item && <ItemFields kind={kind} item={item} />}
       {item && !gone && kind.kind === VTEP_KIND && <VtepDetails path={path} item={item} version={version} />}
       {item &&
         !gone &&
@@ -98,7 +70,20 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
           .map((c) => KINDS.get(c))
           .filter((c): c is ConsoleKind => c !== undefined && visibleTo(c, who))
           .map((c) => <ListView key={c.kind} kind={c} who={who} parentPath={path} />)}
-      {item && !gone && kind.linkedLists.map((l) => <LinkedTable key={l.template} list={l} path={path} version={version} />)}
+      {item &&
+        !gone &&
+        kind.linkedLists.map((l, n) => (
+          <LinkedTable
+            key={l.template}
+            list={l}
+            path={path}
+            version={version}
+            parentKind={kind}
+            who={who}
+            // One "New ..." per kind: a bridge's ports, not its peer and VXLAN ports again.
+            offerNew={kind.linkedLists.findIndex((x) => x.kind === l.kind) === n}
+          />
+        ))}
       {deleting && (
         <DeleteDialog
           kind={kind}
@@ -111,6 +96,58 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
         />
       )}
     </div>
+  );
+}
+
+/** The way back (to the parent, else the list), the item's kind and name, Edit and Delete. */
+function ItemHead({ kind, path, name, heading, actions, onDelete }: { kind: ConsoleKind; path: string; name: string; heading: RefObject<HTMLHeadingElement | null>; actions: boolean; onDelete: () => void }) {
+  const parentPath = parentPathOf(kind, path);
+  const parentKind = kind.parent ? KINDS.get(kind.parent) : undefined;
+  return (
+    <>
+      <p class="crumbs">
+        {parentKind && parentPath ? (
+          <a href={href({ page: "item", kind: parentKind.kind, path: parentPath })}>← {parentKind.singular}</a>
+        ) : (
+          <a href={href({ page: "list", kind: kind.kind })}>← {kind.plural}</a>
+        )}
+      </p>
+      <div class="list-head">
+        <h1 tabindex={-1} ref={heading}>
+          {kind.singular} <span class="item-name">{name}</span>
+        </h1>
+        {actions && (
+          <div class="actions">
+            {kind.canUpdate && (
+              <a class="button" href={href({ page: "edit", kind: kind.kind, path })}>
+                Edit
+              </a>
+            )}
+            {kind.canDelete && (
+              <button type="button" class="danger" onClick={onDelete}>
+                Delete
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+    </>
+  );
+}
+
+/** An item's fields, each other item it names a link by that item's name. */
+// biome-ignore lint/suspicious/noExplicitAny: an item of any kind
+function ItemFields({ kind, item }: { kind: ConsoleKind; item: any }) {
+  const shown = kind.fields.filter((f) => !f.writeOnly && !f.link);
+  return (
+    <dl class="fields">
+      {shown.map((f) => (
+        <div key={f.name}>
+          <dt>{f.label}</dt>
+          <dd>{refTarget(kind, f, item) ? <RefLink target={refTarget(kind, f, item)!} id={item[f.name]} /> : show(f, item[f.name])}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }
 
@@ -131,8 +168,25 @@ function LinkedCell({ item, column }: { item: any; column: string }) {
   return <>{show(f, value)}</>;
 }
 
-/** A collection the item links to that is no kind of its own: read only, read again with the item. */
-function LinkedTable({ list, path, version }: { list: LinkedList; path: string; version: number }) {
+/**
+ * Where a new item of a linked collection's kind is made from this item's page: below it (a
+ * bridge's port, a chain's rule), or with its field naming this item filled in (a load
+ * balancer's pool: loadBalancerId). Undefined when neither.
+ */
+function newChild(k: ConsoleKind, parentKind: ConsoleKind, path: string) {
+  if (k.createTemplates.length === 0) return undefined;
+  if (fillPath(k.createTemplates, path).path) return href({ page: "new", kind: k.kind, parent: path });
+  const f = k.fields.find((x) => x.ref === parentKind.kind && !x.readOnly);
+  const id = decodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
+  return f ? href({ page: "new", kind: k.kind, query: new URLSearchParams({ [f.name]: id }).toString() }) : undefined;
+}
+
+/**
+ * A collection the item links to, read again with the item. Items of a kind (a load balancer's
+ * pools) show as that kind's list does: its columns, the first a link, ids as named links;
+ * others, every member as text. A "New ..." link where a new one can be made from here.
+ */
+function LinkedTable({ list, path, version, parentKind, who, offerNew }: { list: LinkedList; path: string; version: number; parentKind: ConsoleKind; who: Identity; offerNew: boolean }) {
   // biome-ignore lint/suspicious/noExplicitAny: items of any message
   const [items, setItems] = useState<any[] | undefined>();
   const [error, setError] = useState<unknown>();
@@ -146,11 +200,22 @@ function LinkedTable({ list, path, version }: { list: LinkedList; path: string; 
       (err) => setError(err),
     );
   }, [url, version]);
-  const columns = [...new Set((items ?? []).flatMap((i) => Object.keys(i)))].filter((c) => c !== "uri");
+  const k = list.kind ? KINDS.get(list.kind) : undefined;
   const id = `linked-${list.template.replace(/\W/g, "-")}`;
+  const create = k && offerNew && canWrite(who) ? newChild(k, parentKind, path) : undefined;
+  if (k?.kind === RULE_KIND) return <RulesTable chainPath={path} title={list.title} who={who} />;
+  const columns = k ? k.columns : [...new Set((items ?? []).flatMap((i) => Object.keys(i)))].filter((c) => c !== "uri");
+  const fields = new Map((k?.fields ?? []).map((f) => [f.name, f]));
   return (
     <div class="list">
-      <h2 id={id}>{list.title}</h2>
+      <div class="list-head">
+        <h2 id={id}>{list.title}</h2>
+        {create && k && (
+          <a class="button" href={create}>
+            New {inSentence(k.singular)}
+          </a>
+        )}
+      </div>
       <ErrorNote error={error} />
       {items && items.length === 0 && <p>None.</p>}
       {items && items.length > 0 && (
@@ -160,21 +225,25 @@ function LinkedTable({ list, path, version }: { list: LinkedList; path: string; 
               <tr>
                 {columns.map((c) => (
                   <th key={c} scope="col">
-                    {phrase(c)}
+                    {fields.get(c)?.label ?? phrase(c)}
                   </th>
                 ))}
               </tr>
             </thead>
             <tbody>
-              {items.map((i, n) => (
-                <tr key={n}>
-                  {columns.map((c) => (
-                    <td key={c} data-label={phrase(c)}>
-                      <LinkedCell item={i} column={c} />
-                    </td>
-                  ))}
-                </tr>
-              ))}
+              {items.map((i, n) =>
+                k ? (
+                  <ListRow key={n} kind={k} item={i} writes={false} />
+                ) : (
+                  <tr key={n}>
+                    {columns.map((c) => (
+                      <td key={c} data-label={phrase(c)}>
+                        <LinkedCell item={i} column={c} />
+                      </td>
+                    ))}
+                  </tr>
+                ),
+              )}
             </tbody>
           </table>
         </section>

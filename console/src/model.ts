@@ -34,6 +34,8 @@ export interface ConsoleField {
 export interface LinkedList {
   title: string;
   template: string;
+  /** The kind of its items, when they are items of a kind (a load balancer's pools: "lb.Pool"). */
+  kind?: string;
 }
 
 export interface ConsoleKind {
@@ -66,6 +68,8 @@ export interface ConsoleKind {
   canDelete: boolean;
   /** Query parameters the list accepts. */
   listQuery: string[];
+  /** The fields the list filters by equality (`?name=blue`), from the gateway's rule. */
+  filters: string[];
   fields: ConsoleField[];
   /** Field names shown as list columns, the ones that matter first. */
   columns: string[];

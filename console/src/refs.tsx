@@ -6,6 +6,7 @@ import { type Identity, call } from "./api.ts";
 import { fillPath, itemName, KINDS, visibleTo } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
 import { href } from "./route.ts";
+import { inSentence } from "./words.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: items of any kind
 type Item = any;
@@ -37,9 +38,6 @@ export async function listAll(kind: ConsoleKind, path: string, max: number, quer
   }
 }
 
-/** The most items a picker offers; beyond, it takes an id typed in, with the first ones suggested. */
-export const PICKER_MAX = 500;
-
 const segments = (p: string) => p.split("/").slice(1);
 
 /** The kind whose item path `path` is (a literal segment each where the template has one), and the path. */
@@ -57,67 +55,188 @@ export function refPath(k: ConsoleKind, id: string): string {
   return k.itemTemplate.replace(/\{\w+\}/, encodeURIComponent(id));
 }
 
-/** A person's word for an item in a list of choices: its name, else its kind's first columns' values, with its id. */
+/** A person's word for an item in a list of choices: its name, else its kind's first columns' values. */
 export function choiceLabel(k: ConsoleKind, item: Item): string {
   const id = typeof item?.id === "string" ? item.id : "";
   const name = k.nameField ? item?.[k.nameField] : undefined;
-  if (typeof name === "string" && name !== "") return `${name} (${id.slice(0, 8)})`;
+  if (typeof name === "string" && name !== "") return name;
   const words = k.columns
     .filter((c) => c !== "id" && typeof item?.[c] === "string" && item[c] !== "")
     .slice(0, 2)
     .map((c) => String(item[c]));
-  return [...words, id].join(" · ");
+  return words.length > 0 ? words.join(" · ") : id;
 }
 
-/** The items of a kind a user may pick, read once per kind while the page is open. */
-function useChoices(kind: ConsoleKind | undefined, who: Identity) {
-  const [state, setState] = useState<{ items: Item[]; more: boolean; error?: unknown }>();
-  useEffect(() => {
-    if (!kind || !visibleTo(kind, who)) return;
-    const target = fillPath(kind.listTemplates, undefined);
-    if (!target.path) return;
-    listAll(kind, target.path, PICKER_MAX).then(setState, (error) => setState({ items: [], more: false, error }));
-  }, [kind?.kind]);
-  return state;
+/** How many items a picker shows before anything is typed, and searches among by part of a name. */
+export const PICKER_FIRST = 100;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Names of items read for links and pickers, by path, for a minute: a table of twenty rows
+ * naming the same router reads it once.
+ */
+const names = new Map<string, { at: number; name: Promise<string | undefined> }>();
+export function nameOf(k: ConsoleKind, path: string): Promise<string | undefined> {
+  const hit = names.get(path);
+  if (hit && Date.now() - hit.at < 60_000) return hit.name;
+  const name = call("GET", path).then(
+    (a) => itemName(k, a.body, path),
+    () => undefined,
+  );
+  names.set(path, { at: Date.now(), name });
+  return name;
 }
 
 /**
- * A picker of the items of `refKind` the user can see, for a field holding one's id: a list of
- * their names; with more than PICKER_MAX, an id typed in with the first ones suggested. A value
- * not among them (an item the user cannot list) stays offered as its id.
+ * The items of `k` a search finds: with nothing typed, the first ones; else, asked of the API at
+ * once, the items whose name is the text (`?name=`, on every page) and the item whose id it is,
+ * then those of the first PICKER_FIRST whose name or id holds it.
+ */
+async function search(k: ConsoleKind, text: string): Promise<Item[]> {
+  const target = fillPath(k.listTemplates, undefined);
+  if (!target.path) return [];
+  const t = text.trim();
+  const first = listAll(k, target.path, PICKER_FIRST).then((r) => r.items);
+  if (t === "") return first;
+  const exact = k.nameField && k.filters.includes(k.nameField) ? listAll(k, target.path, 20, { [k.nameField]: t }).then((r) => r.items, () => []) : Promise.resolve([]);
+  const byId = UUID.test(t) ? call("GET", refPath(k, t)).then((a) => [a.body], () => []) : Promise.resolve([]);
+  const lower = t.toLowerCase();
+  const some = (await first).filter((i) => choiceLabel(k, i).toLowerCase().includes(lower) || String(i?.id ?? "").startsWith(lower));
+  const seen = new Set<string>();
+  return [...(await exact), ...(await byId), ...some].filter((i) => {
+    const id = String(i?.id ?? "");
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/**
+ * A picker of the items of `refKind` the user can see, for a field holding one's id: a text box
+ * showing the chosen item's name; typing searches the API as it goes (a name on any page, an id,
+ * part of the name among the first items) and offers the items found by name. Text that is
+ * not chosen from the list goes as typed, so the API names a mistake on the field.
  */
 export function RefPicker({ refKind, who, common, value, onValue }: { refKind: string; who: Identity; common: Record<string, unknown>; value: string; onValue: (v: string) => void }) {
   const k = KINDS.get(refKind);
-  const choices = useChoices(k, who);
-  if (!k || !choices || choices.error || choices.more) {
-    const list = `${String(common["id"])}-choices`;
-    return (
-      <>
-        <input {...common} type="text" autocomplete="off" list={choices ? list : undefined} placeholder={k ? `${k.singular} id` : undefined} value={value} onInput={(e) => onValue(e.currentTarget.value)} />
-        {k && choices && (
-          <datalist id={list}>
-            {choices.items.map((i) => (
-              <option key={i.id} value={i.id}>
-                {choiceLabel(k, i)}
-              </option>
-            ))}
-          </datalist>
-        )}
-      </>
-    );
-  }
-  const known = choices.items.some((i) => i.id === value);
+  const list = `${String(common["id"])}-options`;
+  const p = usePicker(k, who, value, onValue);
+  const shown = p.options ?? [];
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key === "ArrowDown") {
+      e.preventDefault();
+      p.setOpen(true);
+      p.setActive(Math.min(shown.length - 1, p.active + 1));
+    } else if (e.key === "ArrowUp") {
+      e.preventDefault();
+      p.setActive(Math.max(0, p.active - 1));
+    } else if (e.key === "Enter" && p.open && p.active >= 0 && shown[p.active]) {
+      e.preventDefault();
+      p.pick(shown[p.active]);
+    } else if (e.key === "Escape") p.setOpen(false);
+  };
   return (
-    <select {...common} value={value} onChange={(e) => onValue(e.currentTarget.value)}>
-      <option value="">—</option>
-      {value !== "" && !known && <option value={value}>{value}</option>}
-      {choices.items.map((i) => (
-        <option key={i.id} value={i.id}>
-          {choiceLabel(k, i)}
-        </option>
-      ))}
-    </select>
+    <div class="picker">
+      <input
+        {...common}
+        type="text"
+        role="combobox"
+        autocomplete="off"
+        aria-autocomplete="list"
+        aria-expanded={p.open && shown.length > 0}
+        aria-controls={list}
+        aria-activedescendant={p.open && p.active >= 0 ? `${list}-${p.active}` : undefined}
+        placeholder={k ? `Type a ${inSentence(k.singular)}'s name or ID` : undefined}
+        value={p.text}
+        onFocus={() => p.setOpen(true)}
+        onBlur={() => setTimeout(() => p.setOpen(false), 150)}
+        onInput={(e) => p.type(e.currentTarget.value)}
+        onKeyDown={onKeyDown}
+      />
+      {k && p.chosen && value === p.chosen && (
+        <span class="help picker-id">
+          <a href={href({ page: "item", kind: k.kind, path: refPath(k, p.chosen) })}>{p.chosen}</a>
+        </span>
+      )}
+      <div id={list} role="listbox" tabindex={-1} class="picker-options" hidden={!p.open || shown.length === 0} aria-label={k ? k.plural : "Choices"}>
+        {shown.map((i, n) => (
+          <div
+            key={i.id}
+            id={`${list}-${n}`}
+            role="option"
+            tabIndex={-1}
+            aria-selected={n === p.active}
+            onMouseDown={(e) => {
+              e.preventDefault();
+              p.pick(i);
+            }}
+          >
+            {k ? choiceLabel(k, i) : i.id} <span class="picker-id">{i.id}</span>
+          </div>
+        ))}
+      </div>
+    </div>
   );
+}
+
+/** A picker's state: the text shown, the items found for it, the one chosen (its id), and the searches as the text changes. */
+function usePicker(k: ConsoleKind | undefined, who: Identity, value: string, onValue: (v: string) => void) {
+  const [text, setText] = useState(value);
+  const [open, setOpen] = useState(false);
+  const [options, setOptions] = useState<Item[] | undefined>();
+  const [active, setActive] = useState(-1);
+  const [chosen, setChosen] = useState<string | undefined>();
+  // A value from outside (the item edited, a prefilled parent): shown by its item's name.
+  useEffect(() => {
+    if (value === chosen) return;
+    setText(value);
+    if (k && UUID.test(value) && visibleTo(k, who))
+      void nameOf(k, refPath(k, value)).then((n) => {
+        if (n) {
+          setChosen(value);
+          setText(n);
+        }
+      });
+  }, [value]);
+  // Typing searches once it pauses (250 ms).
+  useEffect(() => {
+    if (!open || !k || !visibleTo(k, who)) return;
+    let live = true;
+    const t = setTimeout(() => {
+      search(k, text === choiceName(options, chosen) ? "" : text).then(
+        (found) => {
+          if (!live) return;
+          setOptions(found);
+          setActive(-1);
+        },
+        () => live && setOptions([]),
+      );
+    }, 250);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [text, open]);
+  const pick = (i: Item) => {
+    setChosen(String(i.id));
+    setText(k ? choiceLabel(k, i) : String(i.id));
+    setOpen(false);
+    onValue(String(i.id));
+  };
+  const type = (t: string) => {
+    setText(t);
+    setOpen(true);
+    setChosen(undefined);
+    onValue(t.trim());
+  };
+  return { text, open, setOpen, options, active, setActive, chosen, pick, type };
+}
+
+/** The label of the chosen item among the options (the text is then a choice, not a search). */
+function choiceName(options: Item[] | undefined, chosen: string | undefined): string | undefined {
+  const i = options?.find((o) => o.id === chosen);
+  const k = i ? kindOfPath(new URL(String(i.uri ?? ""), location.href).pathname) : undefined;
+  return i && k ? choiceLabel(k, i) : undefined;
 }
 
 /**
@@ -141,22 +260,30 @@ export function refTarget(kind: ConsoleKind, f: ConsoleField, item: any): { kind
   return undefined;
 }
 
-/** A link to an item another one names, named by its name once read; its id alone when the user cannot read it. */
-export function RefLink({ target, id }: { target: { kind: ConsoleKind; path: string }; id: string }) {
+/**
+ * A link to an item another one names, named by its name once read (with its id, unless
+ * `short`: a table's cell); its id alone when the user cannot read it.
+ */
+export function RefLink({ target, id, short }: { target: { kind: ConsoleKind; path: string }; id: string; short?: boolean }) {
   const { kind: k, path } = target;
   const [name, setName] = useState<string | undefined>();
   const [hidden, setHidden] = useState(false);
   useEffect(() => {
     setHidden(false);
-    call("GET", path).then(
-      (a) => setName(itemName(k, a.body, path)),
-      () => setHidden(true),
-    );
+    let live = true;
+    void nameOf(k, path).then((n) => {
+      if (!live) return;
+      if (n === undefined) setHidden(true);
+      else setName(n);
+    });
+    return () => {
+      live = false;
+    };
   }, [path]);
   if (hidden) return <>{id}</>;
   return (
-    <a href={href({ page: "item", kind: k.kind, path })} data-ref={k.kind}>
-      {name && name !== id ? `${name} (${id})` : id}
+    <a href={href({ page: "item", kind: k.kind, path })} data-ref={k.kind} title={id}>
+      {name && name !== id ? (short ? name : `${name} (${id})`) : id}
     </a>
   );
 }

@@ -1,10 +1,10 @@
 // Small pieces every page uses: page titles and focus, values as text, errors, the delete dialog.
 import type { ComponentChildren, RefObject } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, call } from "./api.ts";
+import { ApiError, call, OfflineError } from "./api.ts";
 import { KINDS } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
-import { inSentence } from "./words.ts";
+import { inSentence, plainWords } from "./words.ts";
 
 /** Sets the document's title, and moves focus to the page's heading when it opens (for keyboards and screen readers). */
 export function usePage(title: string): RefObject<HTMLHeadingElement | null> {
@@ -28,9 +28,21 @@ export function show(f: ConsoleField | undefined, v: unknown): string {
   return String(v);
 }
 
+/** An error as a person reads it: the API's message in plain words, the status only where it tells something. */
+export function errorText(error: unknown): string {
+  if (error instanceof OfflineError) return "The gateway does not answer: check that it runs, then try again.";
+  if (error instanceof ApiError) {
+    if (error.violations.length > 0) return "Some values were not accepted: see the fields marked below.";
+    if (error.status === 403) return `You may not do this: ${plainWords(error.message)}`;
+    if (error.status >= 500) return `A service behind the gateway is unavailable (${error.status}): ${plainWords(error.message)}. Try again shortly.`;
+    return plainWords(error.message);
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
-  const text = error instanceof ApiError ? `${error.message} (${error.status})` : error instanceof Error ? error.message : String(error);
+  const text = errorText(error);
   return (
     <p class="error" role="alert">
       {text}
@@ -56,6 +68,7 @@ export function DeleteDialog({ kind, name, path, onClose }: { kind: ConsoleKind;
     setBusy(true);
     try {
       await call("DELETE", path);
+      toast(`${kind.singular} “${name}” deleted.`);
       onClose(true);
     } catch (err) {
       setError(err);
@@ -90,5 +103,38 @@ export function Notice({ children }: { children: ComponentChildren }) {
     <p class="notice" role="status">
       {children}
     </p>
+  );
+}
+
+type Toast = { id: number; text: string };
+let toasts: Toast[] = [];
+let toastId = 0;
+const toastListeners = new Set<(t: Toast[]) => void>();
+
+/** A short confirmation (created, saved, deleted), shown for 5 s in the page's corner and read out by screen readers. */
+export function toast(text: string): void {
+  const t = { id: ++toastId, text };
+  toasts = [...toasts, t];
+  for (const l of toastListeners) l(toasts);
+  setTimeout(() => {
+    toasts = toasts.filter((x) => x !== t);
+    for (const l of toastListeners) l(toasts);
+  }, 5_000);
+}
+
+export function Toasts() {
+  const [shown, setShown] = useState(toasts);
+  useEffect(() => {
+    toastListeners.add(setShown);
+    return () => void toastListeners.delete(setShown);
+  }, []);
+  return (
+    <div class="toasts" role="status" aria-live="polite">
+      {shown.map((t) => (
+        <p key={t.id} class="toast">
+          {t.text}
+        </p>
+      ))}
+    </div>
   );
 }

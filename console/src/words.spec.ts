@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { fieldLabel, inSentence, kindNames, phrase } from "./words.ts";
+import { fieldLabel, inSentence, kindNames, phrase, plainWords } from "./words.ts";
 
 it("names kinds as a person reads them, abbreviations spelled as networking does", () => {
   expect(kindNames("LoadBalancer")).toEqual({ singular: "Load balancer", plural: "Load balancers" });
@@ -25,4 +25,11 @@ it("keeps abbreviations when a name goes inside a sentence", () => {
   expect(inSentence("Bridge")).toBe("bridge");
   expect(inSentence("DHCP subnets")).toBe("DHCP subnets");
   expect(inSentence("QoS policy")).toBe("QoS policy");
+});
+
+it("puts the API's jargon in plain words", () => {
+  expect(plainWords("may not be null")).toBe("is required");
+  expect(plainWords("value must be a valid UUID")).toBe("must be an ID (a UUID)");
+  expect(plainWords("value length must be at most 255 characters")).toBe("must be at most 255 characters");
+  expect(plainWords("There is no Chain with ID x.")).toBe("There is no Chain with ID x.");
 });

@@ -84,3 +84,27 @@ export function inSentence(name: string): string {
   const first = name.split(" ", 1)[0]!;
   return /[A-Z]/.test(first.slice(1)) ? name : name.charAt(0).toLowerCase() + name.slice(1);
 }
+
+/** The API's words that are jargon to a person, and what a person reads instead. */
+const PLAIN: [RegExp, string][] = [
+  [/^may not be null$/i, "is required"],
+  [/^may not be empty$/i, "is required"],
+  [/^must not be null$/i, "is required"],
+  [/^value is required$/i, "is required"],
+  [/^Validation error\(s\) found$/i, "Some values were not accepted"],
+  [/\bmust be a valid UUID\b/i, "must be an ID (a UUID)"],
+  [/^value must be a valid IPv4 address$/i, "must be an IPv4 address, such as 10.0.0.1"],
+  [/^value must be a valid IP address$/i, "must be an IP address, such as 10.0.0.1"],
+  [/^value length must be at most (\d+) characters$/i, "must be at most $1 characters"],
+  [/^value must be greater than or equal to (\S+) and less than or equal to (\S+)$/i, "must be between $1 and $2"],
+  [/^value must be in list (.*)$/i, "must be one of $1"],
+  [/^is not a filter of this list$/i, "cannot be filtered by"],
+  [/^value /i, ""],
+];
+
+/** An API message in plain words: "may not be null" -> "is required". */
+export function plainWords(message: string): string {
+  let out = message.trim();
+  for (const [re, plain] of PLAIN) if (re.test(out)) out = out.replace(re, plain);
+  return out;
+}

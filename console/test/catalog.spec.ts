@@ -40,3 +40,19 @@ it("knows which kind a field holding another item's id names: from the message's
   expect(kind("routing.Port").createTemplates).toEqual(["/routers/{routerId}/ports", "/bridges/{bridgeId}/ports"]);
   expect(kind("routing.Port").pathRefs).toEqual({ routerId: "routing.Router", bridgeId: "bridge.Bridge" });
 });
+
+it("names each kind once, knows each list's filters and the kind of a linked collection's items, and keeps the defaults of a Resource made from its service's context", async () => {
+  const c = await consoleCatalog();
+  const kind = (k: string) => c.kinds.find((x) => x.kind === k)!;
+  const plurals = c.kinds.map((k) => k.plural);
+  expect(plurals.filter((p, i) => plurals.indexOf(p) !== i)).toEqual([]);
+  expect(kind("compat.CompatPool").plural).toBe("Compat pools");
+  expect(kind("lb.Pool").plural).toBe("Pools");
+  // docs/api.md "Filters": every scalar field shown, not a link, a list or JSON.
+  expect(kind("bridge.Bridge").filters).toEqual(expect.arrayContaining(["name", "adminStateUp", "tenantId", "inboundFilterId"]));
+  expect(kind("bridge.Bridge").filters).not.toContain("inboundMirrorIds");
+  expect(kind("lb.LoadBalancer").linkedLists.find((l) => l.title === "Pools")?.kind).toBe("lb.Pool");
+  expect(kind("policy.Chain").linkedLists.find((l) => l.title === "Rules")?.kind).toBe("policy.Rule");
+  // The bridge service makes its Resource from its context (policy references): its defaults stay.
+  expect(kind("bridge.Bridge").fields.find((f) => f.name === "adminStateUp")?.default).toBe(true);
+});

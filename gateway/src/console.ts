@@ -3,6 +3,7 @@
 // /console/, from memory, gzip-coded when the client takes it. Everything else, and every API
 // client at /, goes on to the API as before. The page carries a strict Content-Security-Policy:
 // scripts, styles and connections from this origin only, no inline script, no framing.
+// /favicon.ico answers the console's icon (an SVG) to anyone.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { extname, join, relative } from "node:path";
 import { constants as H } from "node:http2";
@@ -16,6 +17,7 @@ import { sameOriginPolicy, sendStatic, type StaticFile, staticFile } from "./sta
 export const CONSOLE_DIR = join(ROOT, "console", "dist");
 const HTML = "text/html";
 const ASSETS = "/console/";
+const FAVICON = "/favicon.ico";
 
 export const CONTENT_SECURITY_POLICY = sameOriginPolicy("'self'");
 
@@ -67,6 +69,14 @@ export function consolePages(opts: { apiTypes: string[]; log: Logger; dir?: stri
   const offers = [...opts.apiTypes, HTML];
   return (req, res) => {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
+    // The icon browsers ask for on their own: the console's, to anyone (it is no API answer, so no 401).
+    if (req.path === FAVICON) {
+      const icon = files?.get(`${ASSETS}favicon.svg`);
+      if (!icon) return false;
+      res.locals.route = FAVICON;
+      send(req, res, H.HTTP_STATUS_OK, icon, "public, max-age=86400");
+      return true;
+    }
     const page = req.path === "/";
     if (page ? negotiate(req.headers.accept, offers) !== HTML : !req.path.startsWith(ASSETS)) return false;
     res.locals.route = page ? "/" : ASSETS;

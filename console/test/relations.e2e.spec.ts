@@ -1,0 +1,314 @@
+// The console's second pass (issue 55's console part, issue 52's rules table), end to end in
+// Debian's Chromium against the real stack: server-side search across pages with the filters and
+// sort order in the address, pickers that search as you type and show names, "New ..." from a
+// parent, names instead of API URLs in tables, the offline state with back-off, a session ended
+// elsewhere, plain-word and per-field errors, the conflict view, toasts, the not-found page, the
+// favicon and dark mode, and a chain's rules as an ordered, reorderable table in words.
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { httpClient, useStack } from "@vnm/e2e/harness";
+
+const fx = useStack();
+const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
+const CHROMIUM = "/usr/bin/chromium";
+const RUN = randomBytes(3).toString("hex");
+
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+async function loggedIn(): Promise<{ context: BrowserContext; page: Page }> {
+  const c = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  c.setDefaultTimeout(10_000);
+  const p = await c.newPage();
+  await p.goto(`${fx.gw}/`);
+  await p.getByLabel("User name").fill("admin");
+  await p.getByLabel("Password").fill(fx.stack.adminPassword);
+  await p.getByRole("button", { name: "Log in" }).click();
+  await p.getByRole("button", { name: "Log out" }).waitFor();
+  return { context: c, page: p };
+}
+
+const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 10_000 });
+const row = (p: Page, text: string) => p.getByRole("row").filter({ hasText: text });
+const bodyRows = (p: Page) => p.locator("main tbody tr");
+
+afterEach(async (t) => {
+  if (t.task.result?.state !== "fail" || !page) return;
+  console.log(`failed at ${await page.evaluate("location.hash")}: ${(await page.locator("main").textContent())?.slice(0, 1500)}`);
+});
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (.ci/run does)`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  ({ context, page } = await loggedIn());
+  if (process.env["VNM_DEBUG_REQUESTS"]) page.on("request", (r) => console.log(`request ${r.method()} ${r.url()}`));
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+});
+
+describe("lists search and sort on the server, and the address keeps them", () => {
+  it("finds by name an item that is on the third page, keeps the filter through a reload and back, and sorts", async () => {
+    const tenant = `search-${RUN}`;
+    for (let i = 0; i < 45; i++) expect((await http("POST", "/bridges", { name: `s${RUN}-${String(i).padStart(2, "0")}`, tenantId: tenant })).status).toBe(201);
+    await page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+    await bodyRows(page).first().waitFor();
+    // The 41st bridge is on the third page of this tenant's and far beyond the first of all.
+    const far = `s${RUN}-40`;
+    await page.getByLabel("Name is").fill(far);
+    await poll(() => bodyRows(page).allTextContents()).toEqual([expect.stringContaining(far)]);
+    await poll(() => page.evaluate("location.hash")).toBe(`#/list/bridge.Bridge?name=${far}`);
+    // Reload: the filter stays, in the box and in the rows.
+    await page.reload();
+    await poll(() => page.getByLabel("Name is").inputValue()).toBe(far);
+    await poll(() => bodyRows(page).allTextContents()).toEqual([expect.stringContaining(far)]);
+    // A name nobody has: said plainly.
+    await page.getByLabel("Name is").fill(`nobody-${RUN}`);
+    await page.getByText("Nothing matches these filters.").waitFor();
+    await page.getByLabel("Name is").fill("");
+    // The tenant filter and a sort by name, descending: the first row is the last name.
+    await page.getByLabel("Tenant").fill(tenant);
+    await poll(() => bodyRows(page).count()).toBe(20);
+    const nameHeading = page.getByRole("button", { name: "Name", exact: true });
+    await nameHeading.click();
+    await nameHeading.click();
+    await poll(() => bodyRows(page).first().textContent()).toContain(`s${RUN}-44`);
+    await poll(() => page.evaluate("location.hash")).toBe(`#/list/bridge.Bridge?tenant_id=${tenant}&sort=-name`);
+    await page.getByRole("button", { name: "Next page" }).click();
+    await poll(() => bodyRows(page).first().textContent()).toContain(`s${RUN}-24`);
+    // An item's page, then back: the list comes back filtered and sorted.
+    await page.getByRole("link", { name: `s${RUN}-24`, exact: true }).click();
+    await page.locator("h1 .item-name", { hasText: `s${RUN}-24` }).waitFor();
+    await page.goBack();
+    await poll(() => page.getByLabel("Tenant").inputValue()).toBe(tenant);
+    await poll(() => bodyRows(page).first().textContent()).toContain(`s${RUN}-44`);
+    expect(await page.locator("th[aria-sort=descending]").textContent()).toContain("Name");
+  });
+
+  it("adds a filter on another field the API filters by", async () => {
+    const name = `off-${RUN}`;
+    await http("POST", "/bridges", { name, adminStateUp: false, tenantId: `flt-${RUN}` });
+    await http("POST", "/bridges", { name: `on-${RUN}`, adminStateUp: true, tenantId: `flt-${RUN}` });
+    await page.goto(`${fx.gw}/#/list/bridge.Bridge?tenant_id=flt-${RUN}`);
+    await poll(() => bodyRows(page).count()).toBe(2);
+    await page.getByLabel("Filter by").selectOption({ label: "Admin state up" });
+    await page.getByLabel("Admin state up is").selectOption("false");
+    await poll(() => bodyRows(page).allTextContents()).toEqual([expect.stringContaining(name)]);
+    await poll(() => page.evaluate("location.hash")).toBe(`#/list/bridge.Bridge?tenant_id=flt-${RUN}&adminStateUp=false`);
+  });
+});
+
+describe("relations", () => {
+  it("a picker searches as you type (a chain on no first page, by its name) and shows the name, not the id", async () => {
+    const chain = await http("POST", "/chains", { name: `pick-${RUN}` });
+    expect(chain.status, chain.text).toBe(201);
+    await page.goto(`${fx.gw}/#/new/bridge.Bridge`);
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill(`picked-${RUN}`);
+    const picker = page.getByRole("combobox", { name: "Inbound filter ID" });
+    await picker.fill(`pick-${RUN}`);
+    await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).click();
+    await poll(() => picker.inputValue()).toBe(`pick-${RUN}`);
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("h1 .item-name", { hasText: `picked-${RUN}` }).waitFor();
+    // Stored as the id; shown as a link named by the chain.
+    const path = decodeURIComponent(String(await page.evaluate("location.hash")).replace(/^#\/item\/bridge\.Bridge\//, ""));
+    expect((await http("GET", path)).json.inboundFilterId).toBe(chain.json.id);
+    const link = page.locator(".fields > div", { hasText: "Inbound filter ID" }).getByRole("link");
+    await poll(() => link.textContent()).toContain(`pick-${RUN}`);
+    // Editing it shows the name in the picker, not the UUID.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await poll(() => page.getByRole("combobox", { name: "Inbound filter ID" }).inputValue()).toBe(`pick-${RUN}`);
+  });
+
+  it("a load balancer's page offers New pool (its load balancer filled in), its Pools table names things, and the navigation names no kind twice", async () => {
+    const lb = await http("POST", "/load_balancers", {});
+    expect(lb.status, lb.text).toBe(201);
+    await page.goto(`${fx.gw}/#/item/lb.LoadBalancer/${encodeURIComponent(`/load_balancers/${lb.json.id}`)}`);
+    await page.getByRole("link", { name: "New pool" }).click();
+    await page.getByRole("heading", { name: "New pool" }).waitFor();
+    await poll(() => page.getByRole("combobox", { name: "Load balancer ID" }).inputValue()).toBe(lb.json.id);
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByText("Pool “").first().waitFor();
+    const pools = await http("GET", `/load_balancers/${lb.json.id}/pools`);
+    expect(pools.json).toHaveLength(1);
+    await page.goto(`${fx.gw}/#/item/lb.LoadBalancer/${encodeURIComponent(`/load_balancers/${lb.json.id}`)}`);
+    const table = page.getByRole("region", { name: "Pools" });
+    await table.getByRole("row").nth(1).waitFor();
+    const text = (await table.textContent()) ?? "";
+    expect(text).not.toContain("http://");
+    expect(await table.getByRole("link", { name: pools.json[0].id }).count()).toBe(1);
+    const nav = page.getByRole("navigation", { name: "Kinds" });
+    const names = (await nav.getByRole("link").allTextContents()).map((t) => t.trim());
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+    expect(names).toContain("Topology");
+  });
+});
+
+describe("failing well", () => {
+  it("with the gateway unreachable a list says offline and retries with back-off; Retry now brings it back", async () => {
+    await http("POST", "/bridges", { name: `still-${RUN}` });
+    const { context: c, page: p } = await loggedIn();
+    try {
+      await p.goto(`${fx.gw}/#/list/bridge.Bridge?name=still-${RUN}`);
+      await row(p, `still-${RUN}`).waitFor();
+      let requests = 0;
+      await c.route(`${fx.gw}/**`, (route) => {
+        requests++;
+        return route.abort("connectionrefused");
+      });
+      // A change anywhere makes the list read again: now it cannot.
+      await p.getByLabel("Name is").fill(`gone-${RUN}`);
+      await p.getByText("Offline, retrying.").waitFor();
+      expect(await p.getByText("No bridge").count()).toBe(0);
+      expect(await p.getByText("Failed to fetch").count()).toBe(0);
+      const before = requests;
+      await p.waitForTimeout(15_000);
+      const during = requests - before;
+      console.log(`offline: ${during} requests in 15 s`);
+      // Lists at 2, 4 and 8 s, the feed about as often: far fewer than the 39 of a request every 0.4 s.
+      expect(during).toBeLessThanOrEqual(10);
+      await c.unroute(`${fx.gw}/**`);
+      await p.getByRole("button", { name: "Retry now" }).click();
+      await p.getByText("Nothing matches these filters.").waitFor();
+      expect(await p.getByText("Offline, retrying.").count()).toBe(0);
+      await p.getByLabel("Name is").fill(`still-${RUN}`);
+      await row(p, `still-${RUN}`).waitFor();
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+
+  it("a session ended elsewhere says so on the login page instead of silently dropping to it", async () => {
+    const { context: c, page: p } = await loggedIn();
+    try {
+      const token = String(await p.evaluate("sessionStorage.getItem('vnm.session')"));
+      const out = await fetch(`${fx.gw}/logout`, { method: "POST", headers: { "x-auth-token": token, accept: "application/json" } });
+      expect(out.status).toBeLessThan(300);
+      await p.goto(`${fx.gw}/#/list/routing.Router`);
+      await p.getByText("Your session has ended").waitFor();
+      await p.getByLabel("User name").waitFor();
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("form errors: in plain words on their field, a dangling reference on its field, and toasts confirming create, save and delete", async () => {
+    await page.goto(`${fx.gw}/#/new/routing.IpAddrGroup`);
+    await page.getByRole("button", { name: "Create" }).click();
+    const err = page.locator("#field-name-error");
+    await err.waitFor();
+    expect(await err.textContent()).toBe("Is required");
+    expect(await page.locator("main").textContent()).not.toMatch(/may not be null|Validation error/);
+    // A chain that does not exist: the 404 names its id, shown on the field.
+    await page.goto(`${fx.gw}/#/new/bridge.Bridge`);
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill(`dangling-${RUN}`);
+    const missing = "0b0b0b0b-0000-4000-8000-000000000001";
+    await page.getByRole("combobox", { name: "Outbound filter ID" }).fill(missing);
+    await page.getByRole("button", { name: "Create" }).click();
+    await poll(() => page.locator("#field-outboundFilterId-error").textContent()).toMatch(/^Names no chain you can see/);
+    // Created, saved, deleted: each confirmed.
+    await page.getByRole("combobox", { name: "Outbound filter ID" }).fill("");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("status").getByText(`Bridge “dangling-${RUN}” created.`).waitFor();
+    await page.getByRole("link", { name: "Edit" }).click();
+    await poll(() => page.getByRole("textbox", { name: "Name", exact: true }).inputValue()).toBe(`dangling-${RUN}`);
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").getByText(`Bridge “dangling-${RUN}” saved.`).waitFor();
+    await page.getByRole("button", { name: "Delete", exact: true }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("status").getByText(`Bridge “dangling-${RUN}” deleted.`).waitFor();
+  });
+
+  it("a conflict (412) keeps what the person typed and shows the difference", async () => {
+    const created = await http("POST", "/bridges", { name: `conf-${RUN}` });
+    await page.goto(`${fx.gw}/#/edit/bridge.Bridge/${encodeURIComponent(`/bridges/${created.json.id}`)}`);
+    const name = page.getByRole("textbox", { name: "Name", exact: true });
+    await poll(() => name.inputValue()).toBe(`conf-${RUN}`);
+    expect((await http("PUT", `/bridges/${created.json.id}`, { name: `theirs-${RUN}`, adminStateUp: false })).status).toBe(200);
+    await name.fill(`mine-${RUN}`);
+    await page.getByRole("button", { name: "Save" }).click();
+    const view = page.getByRole("alert").filter({ hasText: "Someone else changed" });
+    await view.waitFor();
+    // Typed value kept; the difference shown field by field.
+    expect(await name.inputValue()).toBe(`mine-${RUN}`);
+    const nameRow = view.getByRole("row").filter({ hasText: "Name" }).first();
+    expect(await nameRow.textContent()).toContain(`mine-${RUN}`);
+    expect(await nameRow.textContent()).toContain(`theirs-${RUN}`);
+    expect(await view.getByRole("row").filter({ hasText: "Admin state up" }).textContent()).toMatch(/yes.*no/);
+    // Saving again writes the person's values over theirs.
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.locator("h1 .item-name", { hasText: `mine-${RUN}` }).waitFor();
+    expect((await http("GET", `/bridges/${created.json.id}`)).json.name).toBe(`mine-${RUN}`);
+  });
+
+  it("an unknown address is a not-found page; /favicon.ico is an icon; dark mode follows the system and a toggle", async () => {
+    await page.goto(`${fx.gw}/#/nowhere/at/all`);
+    await page.getByRole("heading", { name: "Not found" }).waitFor();
+    await page.goto(`${fx.gw}/#/list/no.SuchKind`);
+    await page.getByRole("heading", { name: "Not found" }).waitFor();
+    const icon = await fetch(`${fx.gw}/favicon.ico`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get("content-type")).toContain("image/");
+    const bg = () => page.evaluate("getComputedStyle(document.documentElement).backgroundColor");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+    await bodyRows(page).first().waitFor();
+    const dark = await bg();
+    await page.emulateMedia({ colorScheme: "light" });
+    const light = await bg();
+    expect(dark).not.toBe(light);
+    await page.getByRole("button", { name: "Dark mode" }).click();
+    expect(await bg()).toBe(dark);
+    await page.reload();
+    await bodyRows(page).first().waitFor();
+    expect(await bg()).toBe(dark);
+    await page.getByRole("button", { name: "Dark mode" }).click();
+    expect(await bg()).toBe(light);
+  });
+});
+
+describe("a chain's rules (issue 52)", () => {
+  it("are an ordered table in words, and a rule moves (delete and create at its new place)", async () => {
+    const chain = await http("POST", "/chains", { name: `rules-${RUN}` });
+    const target = await http("POST", "/chains", { name: `target-${RUN}` });
+    const group = await http("POST", "/port_groups", { name: `web-${RUN}` });
+    expect(group.status, group.text).toBe(201);
+    const rules = `/chains/${chain.json.id}/rules`;
+    // Each POST goes first (no position): made in reverse.
+    for (const body of [
+      { type: "drop" },
+      { type: "accept", nwProto: 6, nwSrcAddress: "10.0.0.0", nwSrcLength: 24, tpDst: { start: 22, end: 80 }, portGroup: group.json.id, invPortGroup: true },
+      { type: "jump", jumpChainId: target.json.id, dlType: 0x0806 },
+    ]) {
+      const r = await http("POST", rules, body);
+      expect(r.status, r.text).toBe(201);
+    }
+    await page.goto(`${fx.gw}/#/item/policy.Chain/${encodeURIComponent(`/chains/${chain.json.id}`)}`);
+    const table = page.getByRole("region", { name: "Rules" });
+    const rows = table.locator("tbody tr");
+    await poll(() => rows.count()).toBe(3);
+    await poll(() => rows.nth(1).textContent()).toContain(`TCP from 10.0.0.0/24 to ports 22-80 not in port group web-${RUN}`);
+    expect(await rows.nth(0).textContent()).toContain(`ARP`);
+    expect(await rows.nth(0).textContent()).toContain(`Jump to chain target-${RUN}`);
+    expect(await rows.nth(2).textContent()).toMatch(/any traffic.*Drop/);
+    await page.getByText("moving one deletes it and creates it again").waitFor();
+    const before = (await http("GET", rules)).json.map((r: { type: string }) => r.type);
+    expect(before).toEqual(["jump", "accept", "drop"]);
+    await page.getByRole("button", { name: "Move rule 3 up" }).click();
+    await poll(async () => (await http("GET", rules)).json.map((r: { type: string }) => r.type)).toEqual(["jump", "drop", "accept"]);
+    await poll(() => rows.nth(1).textContent()).toContain("Drop");
+    await page.getByRole("button", { name: "Move rule 1 down" }).click();
+    await poll(async () => (await http("GET", rules)).json.map((r: { type: string }) => r.type)).toEqual(["drop", "jump", "accept"]);
+    // The moved rule kept its conditions.
+    const accept = (await http("GET", rules)).json[2];
+    expect(accept).toMatchObject({ nwProto: 6, nwSrcAddress: "10.0.0.0", nwSrcLength: 24, tpDst: { start: 22, end: 80 }, portGroup: group.json.id, invPortGroup: true, position: 3 });
+  });
+});
