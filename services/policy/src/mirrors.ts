@@ -4,7 +4,7 @@
 // the routing service announces it (routing.Port.deleted), a durable consumer here follows
 // (service.ts). A mirror written and a port's deletion handled take the same transaction lock,
 // and the deletion leaves a tombstone, so a mirror written while its port goes never survives it.
-import { ApiError, type BusMessage, isJsonObject, isUuid, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
+import { announcedId, ApiError, type BusMessage, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 import { conditionViolations, normalCondition } from "./conditions.ts";
 
 interface MirrorRow {
@@ -49,9 +49,8 @@ export function mirrorsFor(svc: Pick<ServiceContext, "call">) {
 export function onPortDeleted(svc: ServiceContext) {
   const mirrors = svc.resources.of("vnm.policy.v1.Mirror");
   return async (msg: BusMessage): Promise<void> => {
-    const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
-    if (typeof id !== "string" || !isUuid(id)) return;
-    const port = id.toLowerCase();
+    const port = announcedId(msg);
+    if (!port) return;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedPorts.bury(q, port);
       const gone = await q.query("DELETE FROM mirrors WHERE to_port_id = $1 RETURNING *", [port]);
