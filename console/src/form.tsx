@@ -289,6 +289,16 @@ function PathFields({ kind, who, templates, chosen, onChoose, missing, values, o
   );
 }
 
+/** The variables of a create path the person gives (not the parent's): asked for whether given yet or not, so a picker stays while typed in. */
+function pathVariables(template: string | undefined, parent: string | undefined): string[] {
+  if (!template) return [];
+  const given = parent ? parent.split("/").length - 1 : 0;
+  return template
+    .split("/")
+    .slice(1)
+    .flatMap((s, i) => (i >= given && /^\{\w+\}$/.test(s) ? [s.slice(1, -1)] : []));
+}
+
 export function FormPage({ kind, who, path, parent, query }: { kind: ConsoleKind; who: Identity; path?: string; parent?: string; query?: string }) {
   const editing = path !== undefined;
   const fields = formFields(kind, editing);
@@ -336,7 +346,7 @@ export function FormPage({ kind, who, path, parent, query }: { kind: ConsoleKind
           templates={parent || editing ? [] : kind.createTemplates}
           chosen={chosen}
           onChoose={setChosen}
-          missing={target.missing}
+          missing={pathVariables(editing ? undefined : "template" in target ? target.template : undefined, parent)}
           values={pathValues}
           onValues={setPathValues}
         />

@@ -68,7 +68,18 @@ export function choiceLabel(k: ConsoleKind, item: Item): string {
 }
 
 /** How many items a picker shows before anything is typed, and searches among by part of a name. */
-export const PICKER_FIRST = 100;
+export const PICKER_FIRST = 500;
+
+/** The first items of a kind, read once per 30 s for every picker and keystroke. */
+const firsts = new Map<string, { at: number; items: Promise<Item[]> }>();
+function firstItems(k: ConsoleKind, path: string): Promise<Item[]> {
+  const hit = firsts.get(path);
+  if (hit && Date.now() - hit.at < 30_000) return hit.items;
+  const items = listAll(k, path, PICKER_FIRST).then((r) => r.items);
+  firsts.set(path, { at: Date.now(), items });
+  items.catch(() => firsts.delete(path));
+  return items;
+}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -90,13 +101,13 @@ export function nameOf(k: ConsoleKind, path: string): Promise<string | undefined
 /**
  * The items of `k` a search finds: with nothing typed, the first ones; else, asked of the API at
  * once, the items whose name is the text (`?name=`, on every page) and the item whose id it is,
- * then those of the first PICKER_FIRST whose name or id holds it.
+ * then those of the first PICKER_FIRST (read once for 30 s) whose name or id holds it.
  */
 async function search(k: ConsoleKind, text: string): Promise<Item[]> {
   const target = fillPath(k.listTemplates, undefined);
   if (!target.path) return [];
   const t = text.trim();
-  const first = listAll(k, target.path, PICKER_FIRST).then((r) => r.items);
+  const first = firstItems(k, target.path);
   if (t === "") return first;
   const exact = k.nameField && k.filters.includes(k.nameField) ? listAll(k, target.path, 20, { [k.nameField]: t }).then((r) => r.items, () => []) : Promise.resolve([]);
   const byId = UUID.test(t) ? call("GET", refPath(k, t)).then((a) => [a.body], () => []) : Promise.resolve([]);

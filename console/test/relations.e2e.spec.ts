@@ -5,15 +5,24 @@
 // elsewhere, plain-word and per-field errors, the conflict view, toasts, the not-found page, the
 // favicon and dark mode, and a chain's rules as an ordered, reorderable table in words.
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, useStack } from "@vnm/e2e/harness";
+import { httpClient, ROOT, useStack } from "@vnm/e2e/harness";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
 const CHROMIUM = "/usr/bin/chromium";
 const RUN = randomBytes(3).toString("hex");
+const SHOTS = process.env["VNM_SCREENSHOTS"] === "1" ? join(ROOT, "docs", "console") : undefined;
+
+/** With VNM_SCREENSHOTS=1, the page as it is for docs/console.md. */
+async function shot(p: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+}
 
 let browser: Browser;
 let context: BrowserContext;
@@ -91,6 +100,7 @@ describe("lists search and sort on the server, and the address keeps them", () =
     await poll(() => page.getByLabel("Tenant").inputValue()).toBe(tenant);
     await poll(() => bodyRows(page).first().textContent()).toContain(`s${RUN}-44`);
     expect(await page.locator("th[aria-sort=descending]").textContent()).toContain("Name");
+    await shot(page, "search-sort");
   });
 
   it("adds a filter on another field the API filters by", async () => {
@@ -114,6 +124,8 @@ describe("relations", () => {
     await page.getByRole("textbox", { name: "Name", exact: true }).fill(`picked-${RUN}`);
     const picker = page.getByRole("combobox", { name: "Inbound filter ID" });
     await picker.fill(`pick-${RUN}`);
+    await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).waitFor();
+    await shot(page, "picker");
     await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).click();
     await poll(() => picker.inputValue()).toBe(`pick-${RUN}`);
     await page.getByRole("button", { name: "Create" }).click();
@@ -169,6 +181,7 @@ describe("failing well", () => {
       await p.getByText("Offline, retrying.").waitFor();
       expect(await p.getByText("No bridge").count()).toBe(0);
       expect(await p.getByText("Failed to fetch").count()).toBe(0);
+      await shot(p, "offline");
       const before = requests;
       await p.waitForTimeout(15_000);
       const during = requests - before;
@@ -243,6 +256,7 @@ describe("failing well", () => {
     expect(await nameRow.textContent()).toContain(`mine-${RUN}`);
     expect(await nameRow.textContent()).toContain(`theirs-${RUN}`);
     expect(await view.getByRole("row").filter({ hasText: "Admin state up" }).textContent()).toMatch(/yes.*no/);
+    await shot(page, "conflict");
     // Saving again writes the person's values over theirs.
     await page.getByRole("button", { name: "Save" }).click();
     await page.locator("h1 .item-name", { hasText: `mine-${RUN}` }).waitFor();
@@ -262,6 +276,7 @@ describe("failing well", () => {
     await page.goto(`${fx.gw}/#/list/bridge.Bridge`);
     await bodyRows(page).first().waitFor();
     const dark = await bg();
+    await shot(page, "dark");
     await page.emulateMedia({ colorScheme: "light" });
     const light = await bg();
     expect(dark).not.toBe(light);
@@ -272,6 +287,20 @@ describe("failing well", () => {
     expect(await bg()).toBe(dark);
     await page.getByRole("button", { name: "Dark mode" }).click();
     expect(await bg()).toBe(light);
+    // On a 390 px phone, light and dark.
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    try {
+      await phone.goto(`${fx.gw}/`);
+      await phone.getByLabel("User name").fill("admin");
+      await phone.getByLabel("Password").fill(fx.stack.adminPassword);
+      await phone.getByRole("button", { name: "Log in" }).click();
+      await phone.locator("main tbody tr").first().waitFor();
+      await shot(phone, "phone-light");
+      await phone.emulateMedia({ colorScheme: "dark" });
+      await shot(phone, "phone-dark");
+    } finally {
+      await phone.close();
+    }
   });
 });
 
@@ -300,6 +329,9 @@ describe("a chain's rules (issue 52)", () => {
     expect(await rows.nth(0).textContent()).toContain(`Jump to chain target-${RUN}`);
     expect(await rows.nth(2).textContent()).toMatch(/any traffic.*Drop/);
     await page.getByText("moving one deletes it and creates it again").waitFor();
+    await poll(() => rows.nth(0).textContent()).toContain(`target-${RUN}`);
+    await table.scrollIntoViewIfNeeded();
+    await shot(page, "rules");
     const before = (await http("GET", rules)).json.map((r: { type: string }) => r.type);
     expect(before).toEqual(["jump", "accept", "drop"]);
     await page.getByRole("button", { name: "Move rule 3 up" }).click();
