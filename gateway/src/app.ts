@@ -16,6 +16,7 @@ import { MERGE_PATCH, patchItem } from "./patch.ts";
 import { type EventFeed, eventFeed } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { EdgeError, send, sendError } from "./http-error.ts";
+import { Seats } from "./fair.ts";
 import { JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { Router } from "./router.ts";
 import { Target, Targets } from "./targets.ts";
@@ -347,7 +348,8 @@ export function createApp(opts: GatewayOptions): {
   /** The server's ServerResponse (createServer's option of that name). */
   Response: typeof ServerResponse<IncomingMessage>;
 } {
-  const gw: Gateway = { ...opts, router: new Router(opts.catalog), targets: new Targets(), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items) };
+  const seats = new Seats({ seats: opts.seatsPerService, queue: opts.seatQueue, waitMs: opts.seatWaitMs });
+  const gw: Gateway = { ...opts, router: new Router(opts.catalog), targets: new Targets(), plans: routePlans(opts.catalog, accessRules(opts.catalog), opts.cache.items), seats };
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);

@@ -5,6 +5,7 @@ import { TLSSocket } from "node:tls";
 import type { Bus, Catalog, Identity, Logger, Metrics, Route, Upstream } from "@vnm/kit";
 import type { RoutePlan } from "./dispatch.ts";
 import type { RateLimiter } from "@vnm/kit/limits";
+import type { Seats } from "./fair.ts";
 import type { CollectionCache } from "./cache.ts";
 import type { Router } from "./router.ts";
 import type { Target, Targets } from "./targets.ts";
@@ -30,6 +31,12 @@ export interface GatewayOptions {
   sourceLimiter: RateLimiter;
   /** Requests of one user this gateway handles at once (0: no cap); beyond, 429. */
   requestsPerUser: number;
+  /** Calls of each service under way at once at this gateway, shared fairly among tenants (fair.ts; 0: no seats). */
+  seatsPerService: number;
+  /** Calls of one tenant waiting for a seat of one service; beyond, 429. */
+  seatQueue: number;
+  /** The longest a call waits for its seat; then 429. */
+  seatWaitMs: number;
   bodyLimit: number;
   callTimeoutMs: number;
   /** Which hops of X-Forwarded-For are believed (VNM_TRUST_PROXY, trust.ts). */
@@ -46,6 +53,8 @@ export interface Gateway extends GatewayOptions {
   targets: Targets;
   /** Each catalog route's plan (dispatch.ts). */
   plans: Map<Route, RoutePlan>;
+  /** Each service's seats, shared fairly among tenants (fair.ts). */
+  seats: Seats;
 }
 
 /**

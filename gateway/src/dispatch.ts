@@ -8,6 +8,7 @@ import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
 import type { Gateway } from "./context.ts";
 import { EdgeError, send } from "./http-error.ts";
+import { flowOf } from "./fair.ts";
 import { perCopy } from "./kept.ts";
 import { acceptsGzip, essence, JSON_TYPE, negotiate, vendor } from "./media.ts";
 import { probeTarget } from "./probe.ts";
@@ -357,7 +358,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     ...(ifNoneMatch && conditional ? { [IF_NONE_MATCH_KEY]: ifNoneMatch } : {}),
     ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
   };
-  const call = (r: Obj) => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra).catch(preconditionFailed);
+  // Each call to the service in a seat of the caller's tenant (fair.ts): its share, never more while others wait.
+  const flow = flowOf(identity);
+  const call = (r: Obj) => gw.seats.run(route.domain, flow, res, () => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra)).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);
   if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));

@@ -1,0 +1,208 @@
+// Fair shares of the services (issue 54): a call that reaches a service (a write, a cache miss)
+// takes one of a bounded number of seats that service has at this gateway, shared among the
+// tenants asking by fair queuing: while seats are free a call takes one at once; when all are
+// taken it waits in its tenant's queue, and each seat given back goes to the waiting tenant with
+// the fewest seats in use (the one waiting longest among equals). A tenant's queue is bounded,
+// and so is a call's wait: beyond either, 429 with Retry-After, never a timeout. Kubernetes' API
+// Priority and Fairness, cut to what one gateway process needs: a service is a priority level
+// (its seats its concurrency limit), a tenant a flow with a queue of its own (no shuffle
+// sharding: the queues are per tenant, created as tenants ask). Cache hits take no seat: they
+// are answered before any of this (dispatch.ts' answeredNow and fromCache).
+import type { ApiResponse } from "./context.ts";
+import { EdgeError } from "./http-error.ts";
+
+export interface SeatOptions {
+  /** Calls of each service under way at once at this gateway (0: no seats, calls go at once). */
+  seats: number;
+  /** Calls of one tenant waiting for a seat of one service; beyond, 429. */
+  queue: number;
+  /** The longest a call waits for its seat; then 429. */
+  waitMs: number;
+}
+
+/** A call waiting for a seat. */
+interface Waiter {
+  flow: Flow;
+  seated: () => void;
+  refused: (err: EdgeError) => void;
+  timer: NodeJS.Timeout;
+  res: ApiResponse;
+  gone: () => void;
+  /** When it started waiting (performance.now()): the oldest head goes first among equals. */
+  since: number;
+}
+
+/** One tenant's calls of one service: seats held and calls waiting, in order. */
+interface Flow {
+  key: string;
+  inUse: number;
+  waiting: Waiter[];
+}
+
+/** How much a new hold time counts in the running mean of the seats' hold times. */
+const HOLD_WEIGHT = 0.1;
+
+/** The seats of one service at this gateway. */
+export class SeatPool {
+  private free: number;
+  private readonly flows = new Map<string, Flow>();
+  /** Flows with a call waiting. */
+  private readonly queued = new Set<Flow>();
+  /** Running mean of how long a seat is held (ms): what Retry-After is estimated from. */
+  private holdMs = 10;
+  readonly name: string;
+  private readonly opts: SeatOptions;
+
+  constructor(name: string, opts: SeatOptions) {
+    this.name = name;
+    this.opts = opts;
+    this.free = opts.seats;
+  }
+
+  /**
+   * A seat for a call of `tenant`: undefined when it has one at once (no await), else a promise
+   * that resolves when it is seated. Throws, or rejects with, the 429 of a full queue or a wait
+   * past its bound; a call whose client has gone while waiting is refused too (nobody reads it).
+   */
+  take(tenant: string, res: ApiResponse): Promise<void> | undefined {
+    const flow = this.flowOf(tenant);
+    // Seats are free only while nobody waits: a seat given back goes to a waiting call at once.
+    if (this.free > 0) {
+      this.free--;
+      flow.inUse++;
+      return undefined;
+    }
+    if (flow.waiting.length >= this.opts.queue) {
+      this.forget(flow);
+      throw EdgeError.tooManyRequests(`This tenant's calls of the ${this.name} service fill their share: ${flow.inUse} under way and ${flow.waiting.length} waiting at this gateway; retry later`, this.retryAfter(flow));
+    }
+    return new Promise<void>((seated, refused) => {
+      const w: Waiter = {
+        flow,
+        seated,
+        refused,
+        res,
+        since: performance.now(),
+        timer: setTimeout(() => this.drop(w, EdgeError.tooManyRequests(`This tenant's call waited ${this.opts.waitMs} ms for its share of the ${this.name} service at this gateway; retry later`, this.retryAfter(flow))), this.opts.waitMs),
+        gone: () => this.drop(w, EdgeError.client(499, "The client closed the request while it waited for its share")),
+      };
+      flow.waiting.push(w);
+      this.queued.add(flow);
+      res.once("close", w.gone);
+    });
+  }
+
+  /** Gives back `tenant`'s seat, held `heldMs`: to the waiting tenant with the fewest in use, else free. */
+  give(tenant: string, heldMs: number): void {
+    this.holdMs += HOLD_WEIGHT * (heldMs - this.holdMs);
+    const flow = this.flows.get(tenant);
+    if (flow) {
+      flow.inUse--;
+      this.forget(flow);
+    }
+    const next = this.nextFlow();
+    if (!next) {
+      this.free++;
+      return;
+    }
+    const w = next.waiting.shift()!;
+    if (next.waiting.length === 0) this.queued.delete(next);
+    next.inUse++;
+    clearTimeout(w.timer);
+    w.res.off("close", w.gone);
+    w.seated();
+  }
+
+  /** Calls of `tenant` seated and waiting (for tests and the docs' figures). */
+  state(tenant: string): { inUse: number; waiting: number } {
+    const f = this.flows.get(tenant);
+    return { inUse: f?.inUse ?? 0, waiting: f?.waiting.length ?? 0 };
+  }
+
+  /** The waiting flow with the fewest seats in use; among equals, the one whose first call waited longest. */
+  private nextFlow(): Flow | undefined {
+    let best: Flow | undefined;
+    for (const f of this.queued) {
+      if (!best || f.inUse < best.inUse || (f.inUse === best.inUse && f.waiting[0]!.since < best.waiting[0]!.since)) best = f;
+    }
+    return best;
+  }
+
+  /** A waiter taken out of its queue unseated (its wait ran out, or its client left). */
+  private drop(w: Waiter, err: EdgeError): void {
+    const i = w.flow.waiting.indexOf(w);
+    if (i < 0) return;
+    w.flow.waiting.splice(i, 1);
+    if (w.flow.waiting.length === 0) this.queued.delete(w.flow);
+    clearTimeout(w.timer);
+    w.res.off("close", w.gone);
+    this.forget(w.flow);
+    w.refused(err);
+  }
+
+  private flowOf(tenant: string): Flow {
+    let f = this.flows.get(tenant);
+    if (!f) {
+      f = { key: tenant, inUse: 0, waiting: [] };
+      this.flows.set(tenant, f);
+    }
+    return f;
+  }
+
+  /** A flow with nothing seated or waiting is dropped: the map holds only tenants asking now. */
+  private forget(flow: Flow): void {
+    if (flow.inUse === 0 && flow.waiting.length === 0) this.flows.delete(flow.key);
+  }
+
+  /**
+   * Seconds until the tenant's queue has room again, as the seats have been going: its waiting
+   * calls leave at the pace of the seats it holds (at least one), a seat per mean hold time.
+   */
+  private retryAfter(flow: Flow): number {
+    const ms = ((flow.waiting.length + 1) * this.holdMs) / Math.max(1, flow.inUse);
+    return Math.max(1, Math.ceil(ms / 1000));
+  }
+}
+
+/** Each service's seats at this gateway, made as its first call comes. */
+export class Seats {
+  private readonly pools = new Map<string, SeatPool>();
+  private readonly opts: SeatOptions;
+  readonly enabled: boolean;
+
+  constructor(opts: SeatOptions) {
+    this.opts = opts;
+    this.enabled = opts.seats > 0;
+  }
+
+  pool(service: string): SeatPool {
+    let p = this.pools.get(service);
+    if (!p) {
+      p = new SeatPool(service, this.opts);
+      this.pools.set(service, p);
+    }
+    return p;
+  }
+
+  /**
+   * Runs `call` in a seat of `service` for `tenant`; the seat is given back when the call settles.
+   * Without seats (VNM_SEATS_PER_SERVICE=0) the call runs at once.
+   */
+  async run<T>(service: string, tenant: string, res: ApiResponse, call: () => Promise<T>): Promise<T> {
+    if (!this.enabled) return call();
+    const pool = this.pool(service);
+    const waiting = pool.take(tenant, res);
+    if (waiting) await waiting;
+    const started = performance.now();
+    try {
+      return await call();
+    } finally {
+      pool.give(tenant, performance.now() - started);
+    }
+  }
+}
+
+/** The flow a caller's calls are counted in: its tenant, or the user itself when it acts in none. */
+export function flowOf(identity: { tenantId: string | null; userId: string }): string {
+  return identity.tenantId ? `t:${identity.tenantId}` : `u:${identity.userId}`;
+}
