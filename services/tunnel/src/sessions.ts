@@ -20,7 +20,7 @@ import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import { boundOn } from "./bindings.ts";
 import { remoteState } from "./remote-macs.ts";
-import { type Learned, RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
+import { type Learned, learnedOnly, RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
@@ -30,11 +30,12 @@ export const DEFAULT_WRITE_INTERVAL_MS = 1_000;
 export const WRITE_BURST = 2;
 const RETRY_WRITE_MS = 1_000;
 /**
- * The least time between the start of two reconciles a device's learned-MAC updates ask for: a
- * device changing its MACs without end costs at most one reconcile per interval, however many
- * updates it sends (they are coalesced), and a lone change is reconciled at once.
+ * The least time between the start of a pass over the device and a learned-MAC pass its updates
+ * ask for: a device changing its MACs without end costs at most one such pass (reading two tables)
+ * per interval, however many updates it sends (they are coalesced), and a lone change after a
+ * quiet spell is read at once.
  */
-export const LEARNED_GAP_MS = 250;
+export const LEARNED_GAP_MS = 500;
 /** Bytes of port names and descriptions sent in one statement. */
 const BATCH_BYTES = 1024 * 1024;
 const lockKey = (id: string) => `vnm-vtep:${id}`;
@@ -51,9 +52,10 @@ interface Watched {
   session: DeviceSession;
   /** The VTEP's management address (its switch is the one that names it). */
   ip: string;
-  /** A reconcile of the device runs (vxgw.ts); another is due when it ends. */
+  /** A pass over the device runs (vxgw.ts); another is due when it ends: a full reconcile, or only its learned MACs read. */
   programming: boolean;
-  programAgain: boolean;
+  fullDue: boolean;
+  learnedDue: boolean;
   /** What the bridge service was last told the device learned, by bridge (vxgw.ts). */
   told: Map<string, string>;
   /** A reconcile asked for by the device's learned-MAC monitor, not started yet. */
@@ -201,18 +203,22 @@ export class VtepSessions {
       learned: () => this.learned(vtep.id, w),
     };
     const session = new DeviceSession(vtep, hooks, this.log, refused && `its management address ${vtep.ip} ${refused}`, this.config.budget);
-    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, programAgain: false, told: new Map(), programmedAt: 0, tokens: WRITE_BURST, tokensAt: Date.now() };
+    const w: Watched = { session, ip: vtep.ip, dirty: false, writing: false, programming: false, fullDue: false, learnedDue: false, told: new Map(), programmedAt: 0, tokens: WRITE_BURST, tokensAt: Date.now() };
     this.watched.set(vtep.id, w);
     w.session.start();
   }
 
-  /** The device's learned MACs changed: one reconcile soon, no sooner than LEARNED_GAP_MS after the last one started. */
+  /**
+   * The device's learned MACs changed: one pass reading them soon (only Logical_Switch and
+   * Ucast_Macs_Local; the API is not asked), no sooner than LEARNED_GAP_MS after the last pass
+   * started.
+   */
   private learned(id: string, w: Watched): void {
     if (w.learnedTimer || this.watched.get(id) !== w) return;
     const wait = Math.max(0, w.programmedAt + LEARNED_GAP_MS - performance.now());
     w.learnedTimer = setTimeout(() => {
       w.learnedTimer = undefined;
-      this.program(id, w.ip);
+      this.program(id, w.ip, false);
     }, wait);
   }
 
@@ -221,27 +227,33 @@ export class VtepSessions {
     for (const [id, w] of this.watched) if (w.session.connectionState === "connected") this.program(id, w.ip);
   }
 
-  /** Brings one device to the bindings of its VTEP; one reconcile at a time per VTEP, a failure logged once. */
-  private program(id: string, ip: string): void {
+  /**
+   * Brings one device to the bindings of its VTEP (`full`), or only reports what it learned; one
+   * pass at a time per VTEP (a full one due meanwhile wins over a learned-only one), a failure
+   * logged once.
+   */
+  private program(id: string, ip: string, full = true): void {
     const w = this.watched.get(id);
     if (!w) return;
-    if (w.programming) {
-      w.programAgain = true;
-      return;
-    }
+    if (full) w.fullDue = true;
+    else w.learnedDue = true;
+    if (w.programming) return;
     w.programming = true;
     const once = async () => {
-      do {
-        w.programAgain = false;
+      while (w.fullDue || w.learnedDue) {
+        const whole = w.fullDue;
+        w.fullDue = false;
+        w.learnedDue = false;
         if (this.watched.get(id) !== w || w.session.connectionState !== "connected") return;
         w.programmedAt = performance.now();
         try {
           const bound = await boundOn(this.svc.store.pool, id);
-          const remote = await remoteState(this.svc, this.svc.store.pool, id, bound.map((b) => b.bridgeId));
-          const learned = await reconcile((ops) => w.session.transact(ops), ip, bound, remote);
+          const transact = (ops: Record<string, unknown>[]) => w.session.transact(ops);
+          const remote = whole ? await remoteState(this.svc, this.svc.store.pool, id, bound.map((b) => b.bridgeId)) : undefined;
+          const learned = remote ? await reconcile(transact, ip, bound, remote) : await learnedOnly(transact, bound);
           await this.report(id, w, learned);
           // What could not be read left those rows as they were; said like a refused write.
-          if (remote.problem) throw new Error(remote.problem);
+          if (remote?.problem) throw new Error(remote.problem);
           if (w.programError) this.log.info("VTEP device programmed again", { vtep: id });
           w.programError = undefined;
         } catch (err) {
@@ -249,7 +261,7 @@ export class VtepSessions {
           if (w.programError !== message) this.log.warn("VTEP device not programmed; trying again", { vtep: id, err: message });
           w.programError = message;
         }
-      } while (w.programAgain);
+      }
     };
     once().finally(() => {
       w.programming = false;

@@ -154,6 +154,25 @@ export async function reconcile(transact: Transact, ip: string, bound: BoundBrid
   return learned;
 }
 
+/**
+ * What the device learned in the bound bridges' switches, read alone (a select of Logical_Switch
+ * and Ucast_Macs_Local, nothing written): the pass the learned-MAC monitor asks for.
+ */
+export async function learnedOnly(transact: Transact, bound: BoundBridge[]): Promise<Learned> {
+  const read = checked(
+    await transact([
+      { op: "select", table: "Logical_Switch", where: [], columns: ["_uuid", "name"] },
+      { op: "select", table: "Ucast_Macs_Local", where: [], columns: ["MAC", "logical_switch", "ipaddr"] },
+    ]),
+  );
+  const nameOf = new Map<string, string>();
+  for (const s of rowsOf(read[0])) {
+    const u = uuidOf(s["_uuid"]);
+    if (u && typeof s["name"] === "string") nameOf.set(u, s["name"]);
+  }
+  return learnedIn(read[1], nameOf, bound);
+}
+
 /** What the device learned (a select of Ucast_Macs_Local) in the switches of bound bridges. */
 function learnedIn(result: unknown, nameOf: Map<string, string>, bound: BoundBridge[]): Learned {
   const learned: Learned = new Map(bound.map((b) => [b.bridgeId.toLowerCase(), []]));
