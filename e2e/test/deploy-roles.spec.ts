@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { roleName } from "@vnm/kit";
+import { countedKinds, loadCatalog, roleName } from "@vnm/kit";
 import { natsPasswordVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -79,15 +79,19 @@ describe("deploy/nats.conf", () => {
   });
 
   it("has a user per part: each domain publishes only its own changes' subjects and hears only what it consumes", () => {
+    const counted = new Set(countedKinds(loadCatalog()).map((c) => c.domain));
     for (const d of serviceDomains()) {
       const { publish, subscribe } = natsUser(d);
       expect(natsConf, d).toContain(`password: $${natsPasswordVariable(d)}`);
       expect(publish.filter((s) => s.startsWith("vnm")), d).toEqual([`vnm.${d}.>`]);
       expect(publish.filter((s) => /^\$JS\.API\.STREAM\.(DELETE|PURGE|UPDATE|MSG)/.test(s)), d).toEqual([]);
       expect(subscribe, d).toContain(`_INBOX_${d}.>`);
-      // Of other domains' changes it hears only the identity service's user changes (every part checks tokens' revocation).
+      // Of other domains' changes it hears only the identity service's user changes (every part
+      // checks tokens' revocation) and, where it holds kinds a tenant creates, the quota service's
+      // quota changes (its cached limits).
       expect(subscribe).toContain("vnm.identity.User.*");
-      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`) && s !== "vnm.identity.User.*"), d).toEqual([]);
+      const quotas = counted.has(d) ? ["vnm.quota.Quota.updated"] : [];
+      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`) && s !== "vnm.identity.User.*"), d).toEqual(quotas);
     }
     expect(natsUser("gateway").publish.filter((s) => s.startsWith("vnm"))).toEqual(["vnm-audit.>"]);
   });

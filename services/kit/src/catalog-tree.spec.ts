@@ -52,6 +52,7 @@ describe("owner chain", () => {
       "qos.QosBwLimitRule",
       "qos.QosDscpRule",
       "qos.QosPolicy",
+      "quota.Quota",
       "routing.Port",
       "routing.PortGroup",
       "routing.Router",

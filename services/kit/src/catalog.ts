@@ -1,6 +1,7 @@
 // What the proto files declare, read once at start-up: resources, their fields and
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
+import { countedKinds, QUOTA_KIND, USAGE_SERVICE } from "./quota.ts";
 import type { DescField, DescMessage, DescMethod, FileRegistry } from "@bufbuild/protobuf";
 import { fieldRulesJson, loadDescriptors, scalarName, stringRules } from "./descriptors.ts";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
@@ -440,14 +441,18 @@ function checkCallers(callers: Map<string, ReadonlySet<string>>, services: Catal
 
 /**
  * The domains `part` calls as itself: those with a method naming it (or every part) among its
- * callers, itself aside. The call graph the network policies admit (deploy/k8s/network.ts).
+ * callers, itself aside; a method of the service every domain serves (USAGE_SERVICE, the
+ * quota service's usage count) is every domain's. The call graph the network policies admit
+ * (deploy/k8s/network.ts).
  */
 export function peersOf(catalog: Pick<Catalog, "callers" | "services">, part: string): string[] {
   const domainOf = new Map(catalog.services.map((s) => [s.name, s.domain]));
+  const everyDomain = [...new Set(domainOf.values())];
   const out = new Set<string>();
   for (const [method, names] of catalog.callers) {
-    const domain = domainOf.get(method.slice(0, method.indexOf("/")))!;
-    if (domain !== part && (names.has(part) || names.has(EVERY_PART))) out.add(domain);
+    const service = method.slice(0, method.indexOf("/"));
+    if (!names.has(part) && !names.has(EVERY_PART)) continue;
+    for (const domain of service === USAGE_SERVICE ? everyDomain : [domainOf.get(service)!]) if (domain !== part) out.add(domain);
   }
   return [...out].sort();
 }
@@ -536,6 +541,17 @@ function dependentsOf(routes: Route[], tree: ResourceTree): (changes: Iterable<s
   };
 }
 
+/** Also the quotas (QUOTA_KIND) after any change of a kind they count: their usage changed. */
+function withUsage(kinds: Map<string, KindInfo>, affected: (changes: Iterable<string>) => Set<string>): (changes: Iterable<string>) => Set<string> {
+  if (!kinds.has(QUOTA_KIND)) return affected;
+  const counted = new Set(countedKinds({ kinds }).map((c) => c.kind));
+  return (changes) => {
+    const out = affected(changes);
+    for (const kind of [...out]) if (counted.has(kind)) out.add(QUOTA_KIND);
+    return out;
+  };
+}
+
 /**
  * The catalog of a descriptor set (the repository's proto/contract.binpb when none is given): what
  * every part derives its routes, kinds, tenancy and checks from.
@@ -558,7 +574,7 @@ export function buildCatalog(registry: FileRegistry = loadDescriptors(PROTO_DIR)
     const doc = m.resource!.rootDocument;
     if (doc && !rootDocuments.some((d) => d.name === doc)) throw new Error(`${m.fullName}: no root document named ${doc}`);
   }
-  return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, callers, unserved: unservedLinks(resources, routes), affected: dependentsOf(routes, tree) };
+  return { routes, tree, resources, kinds, kindOf, services, rootDocuments, publicMethods, callers, unserved: unservedLinks(resources, routes), affected: withUsage(kinds, dependentsOf(routes, tree)) };
 }
 
 /**

@@ -18,6 +18,7 @@ import { PATCH_KEY, type PatchPaths, patchedMessage, readPatchPaths } from "./pa
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
 import type { Checked, MessageName, Rules } from "./rules.ts";
+import type { QuotaGuard } from "./quota.ts";
 import type { Messages } from "./gen/messages.ts";
 import { isUuid } from "./validate.ts";
 import { isRecord, stringMember } from "./values.ts";
@@ -264,6 +265,8 @@ export class ResourceSet {
   readonly pkg: grpc.GrpcObject | undefined;
   /** The fields' rules of the same proto files (buf.validate), every body and filter is checked against. */
   readonly rules: Rules | undefined;
+  /** The quota check of the service's creates (quota.ts); none when no quota service is configured. */
+  quota: QuotaGuard | undefined;
   private readonly byKind = new Map<string, AnyResource>();
 
   /** `pkg` and `rules` may be left out by a reader of declarations that serves nothing (the console's build). */
@@ -643,6 +646,10 @@ export class Resource<P extends MessageName, R extends Row> {
     const id = this.spec.parentColumn ? undefined : typeof sent["id"] === "string" ? sent["id"] : randomUUID();
     if (id) cols["id"] = id;
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
+    // A tenant's top-level item counts against its quota: checked under a lock, just before the insert.
+    const tenant = this.spec.tenantColumn && !this.spec.parentColumn ? cols[this.spec.tenantColumn] : undefined;
+    const { quota } = this.binding.set;
+    if (quota && typeof tenant === "string") await quota.check(q, { kind: this.info.kind, table: this.spec.table, tenantColumn: this.spec.tenantColumn! }, tenant);
     const names = Object.keys(cols).map(assertIdentifier);
     const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
     // A top-level item read from its table, with no hook reacting to its creation, is announced

@@ -12,6 +12,7 @@ import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "./ch
 import { reclaimWhenQuiet } from "./memory.ts";
 import { loadConfig, optional, parsePort, parsePositiveInt } from "./config.ts";
 import { type AnyResource, mergeHandlers, ResourceSet } from "./resource.ts";
+import { QUOTA_SERVICE, quotaGuard, USAGE_SERVICE, usageHandler } from "./quota.ts";
 import { provisionRole, roleOf } from "./db-roles.ts";
 import { assertIdentifier, createPool, inTransaction, type Migration, migrate, OUTBOX_MIGRATION } from "./db.ts";
 import { ApiError } from "./errors.ts";
@@ -140,9 +141,10 @@ export interface ServiceContext {
    * Calls another service as this service (an administrator's token of its own), at the
    * address its VNM_<DOMAIN>_ADDR gives; UNAVAILABLE naming it when it is down or not given.
    * The method must name this service among its callers (vnm.api.callers), or the other service
-   * refuses the call (PERMISSION_DENIED).
+   * refuses the call (PERMISSION_DENIED). `domain` sends it to that domain's address instead of
+   * the service's own (a service every domain serves: the quota service's usage count).
    */
-  call(service: string, rpc: string, request: unknown): Promise<Record<string, unknown>>;
+  call(service: string, rpc: string, request: unknown, domain?: string): Promise<Record<string, unknown>>;
   /** The service's Prometheus metrics; a service registers families of its own on `metrics.registry`. */
   metrics: Metrics;
   /** The catalog of the proto files the service was started with. */
@@ -157,8 +159,22 @@ const PEER_TIMEOUT_MS = 5_000;
 function peerCaller(env: NodeJS.ProcessEnv, token: () => Promise<string>, contract: Contract): { call: ServiceContext["call"]; upstream(): Upstream; close(): void } {
   let upstream: Upstream | undefined;
   const get = () => (upstream ??= createUpstream(contract.pkg, contract.catalog.services, (d) => env[addressVariable(d)] || undefined));
-  const close = () => upstream?.close();
-  const call: ServiceContext["call"] = async (service, rpc, request) => (await get().call(service, rpc, request, PEER_TIMEOUT_MS, await token())).response;
+  const at = new Map<string, Upstream>();
+  const close = () => {
+    upstream?.close();
+    for (const u of at.values()) u.close();
+  };
+  const to = (service: string, domain: string) => {
+    const key = `${domain} ${service}`;
+    let u = at.get(key);
+    if (!u) {
+      u = createUpstream(contract.pkg, [{ name: service, domain }], (d) => env[addressVariable(d)] || undefined);
+      at.set(key, u);
+    }
+    return u;
+  };
+  const call: ServiceContext["call"] = async (service, rpc, request, domain) =>
+    (await (domain ? to(service, domain) : get()).call(service, rpc, request, PEER_TIMEOUT_MS, await token())).response;
   return { call, upstream: get, close };
 }
 
@@ -274,7 +290,9 @@ function wrap(name: string, handler: Handler, log: Logger, g: CallGuard, metrics
 /** Every handler of a service: its resources' own RPCs, and the rest it writes itself. */
 function handlersOf(spec: ServiceSpec, svc: ServiceContext): Record<string, Handlers> {
   const own = svc.resources.all().map((r) => ({ [r.info.service]: r.handlers(svc.store) }));
-  return mergeHandlers(...own, spec.services?.(svc) ?? {});
+  // Every service counts its tenants' items for the quota service, when the contract has quotas.
+  const usage: Record<string, Handlers> = svc.catalog.services.some((s) => s.name === USAGE_SERVICE) ? { [USAGE_SERVICE]: { CountUsage: usageHandler(svc.catalog, svc.resources)(svc.store.pool) } } : {};
+  return mergeHandlers(...own, usage, spec.services?.(svc) ?? {});
 }
 
 /** The service's context, its declared kinds bound to the catalog it was started with. */
@@ -440,6 +458,9 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const peers = peerCaller(env, () => authority!.serviceToken(), contract);
   const svc = contextOf(spec, { store, log, bus, env, call: peers.call, metrics, catalog: contract.catalog }, contract);
   authority = spec.authority?.(svc) ?? identityAuthority(spec.domain, cfg.serviceCredential, peers);
+  // Creates of a tenant's kinds check its quota when a quota service is configured (VNM_QUOTA_ADDR).
+  const asksQuotas = Boolean(env[addressVariable("quota")]) && contract.catalog.services.some((s) => s.name === QUOTA_SERVICE);
+  svc.resources.quota = quotaGuard(contract.catalog, svc.resources.all().map((r) => r.info.kind), { ask: asksQuotas ? (tenantId) => peers.call(QUOTA_SERVICE, "GetLimits", { tenantId }) : undefined, bus, log });
   const handlers = handlersOf(spec, svc);
   const stopWork = (await spec.onStart?.(svc)) ?? undefined;
 

@@ -1294,6 +1294,51 @@ export declare namespace vnm.qos.v1 {
   };
 }
 
+export declare namespace vnm.quota.v1 {
+  /** A tenant's limits, by collection: the defaults with its overrides. */
+  type Limits = {
+    /** Collection -> limit, as JSON text; -1 (or absent) is unlimited. */
+    limits?: string;
+  };
+  type ListQuotasRequest = {
+    limit?: number;
+    marker?: string;
+  };
+  type ListQuotasResponse = {
+    quotas?: vnm.quota.v1.Quota[];
+    next_marker?: string;
+  };
+  type Quota = {
+    /** The tenant the limits are for; the path names it. */
+    tenantId?: string;
+    /**
+     * Collection (as the root document names it: "bridges") -> the most items of that kind the
+     * tenant may hold; -1 is unlimited. A PUT changes the collections it names and leaves the rest.
+     */
+    limits?: string;
+    /** Collection -> how many items of that kind the tenant holds now. */
+    used?: string;
+    uri?: string;
+  };
+  type QuotaRef = {
+    tenantId?: string;
+  };
+  type UpdateQuotaRequest = {
+    tenantId?: string;
+    quota?: vnm.quota.v1.Quota;
+  };
+  type UsageCount = {
+    collection?: string;
+    count?: string;
+  };
+  type UsageRequest = {
+    tenantId?: string;
+  };
+  type UsageResponse = {
+    counts?: vnm.quota.v1.UsageCount[];
+  };
+}
+
 export declare namespace vnm.routing.v1 {
   type BridgePortsRef = {
     bridgeId?: string;
@@ -2108,6 +2153,15 @@ export interface Messages {
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": vnm.qos.v1.UpdateQosBwLimitRuleRequest;
   "vnm.qos.v1.UpdateQosDscpRuleRequest": vnm.qos.v1.UpdateQosDscpRuleRequest;
   "vnm.qos.v1.UpdateQosPolicyRequest": vnm.qos.v1.UpdateQosPolicyRequest;
+  "vnm.quota.v1.Limits": vnm.quota.v1.Limits;
+  "vnm.quota.v1.ListQuotasRequest": vnm.quota.v1.ListQuotasRequest;
+  "vnm.quota.v1.ListQuotasResponse": vnm.quota.v1.ListQuotasResponse;
+  "vnm.quota.v1.Quota": vnm.quota.v1.Quota;
+  "vnm.quota.v1.QuotaRef": vnm.quota.v1.QuotaRef;
+  "vnm.quota.v1.UpdateQuotaRequest": vnm.quota.v1.UpdateQuotaRequest;
+  "vnm.quota.v1.UsageCount": vnm.quota.v1.UsageCount;
+  "vnm.quota.v1.UsageRequest": vnm.quota.v1.UsageRequest;
+  "vnm.quota.v1.UsageResponse": vnm.quota.v1.UsageResponse;
   "vnm.routing.v1.BridgePortsRef": vnm.routing.v1.BridgePortsRef;
   "vnm.routing.v1.CreateBridgePortRequest": vnm.routing.v1.CreateBridgePortRequest;
   "vnm.routing.v1.CreateHostPortRequest": vnm.routing.v1.CreateHostPortRequest;
@@ -2366,6 +2420,15 @@ export interface RequiredFields {
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": never;
   "vnm.qos.v1.UpdateQosDscpRuleRequest": never;
   "vnm.qos.v1.UpdateQosPolicyRequest": never;
+  "vnm.quota.v1.Limits": never;
+  "vnm.quota.v1.ListQuotasRequest": never;
+  "vnm.quota.v1.ListQuotasResponse": never;
+  "vnm.quota.v1.Quota": never;
+  "vnm.quota.v1.QuotaRef": never;
+  "vnm.quota.v1.UpdateQuotaRequest": never;
+  "vnm.quota.v1.UsageCount": never;
+  "vnm.quota.v1.UsageRequest": never;
+  "vnm.quota.v1.UsageResponse": never;
   "vnm.routing.v1.BridgePortsRef": never;
   "vnm.routing.v1.CreateBridgePortRequest": never;
   "vnm.routing.v1.CreateHostPortRequest": never;
@@ -2624,6 +2687,15 @@ export interface MessageFields {
   "vnm.qos.v1.UpdateQosBwLimitRuleRequest": { qosBwLimitRule: "vnm.qos.v1.QosBwLimitRule" };
   "vnm.qos.v1.UpdateQosDscpRuleRequest": { qosDscpRule: "vnm.qos.v1.QosDscpRule" };
   "vnm.qos.v1.UpdateQosPolicyRequest": { qosPolicy: "vnm.qos.v1.QosPolicy" };
+  "vnm.quota.v1.Limits": Record<never, never>;
+  "vnm.quota.v1.ListQuotasRequest": Record<never, never>;
+  "vnm.quota.v1.ListQuotasResponse": { quotas: "vnm.quota.v1.Quota" };
+  "vnm.quota.v1.Quota": Record<never, never>;
+  "vnm.quota.v1.QuotaRef": Record<never, never>;
+  "vnm.quota.v1.UpdateQuotaRequest": { quota: "vnm.quota.v1.Quota" };
+  "vnm.quota.v1.UsageCount": Record<never, never>;
+  "vnm.quota.v1.UsageRequest": Record<never, never>;
+  "vnm.quota.v1.UsageResponse": { counts: "vnm.quota.v1.UsageCount" };
   "vnm.routing.v1.BridgePortsRef": Record<never, never>;
   "vnm.routing.v1.CreateBridgePortRequest": { port: "vnm.routing.v1.Port" };
   "vnm.routing.v1.CreateHostPortRequest": { binding: "vnm.routing.v1.HostInterfacePort" };

@@ -1,0 +1,4 @@
+import { runService } from "@vnm/kit";
+import { service } from "./service.ts";
+
+await runService(service);

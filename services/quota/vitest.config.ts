@@ -1,0 +1,1 @@
+export { default } from "../kit/vitest.shared.ts";
