@@ -206,6 +206,8 @@ type FiltersProps = {
   values: Record<string, string>;
   onValues: (v: Record<string, string>) => void;
   filters: Record<string, string>;
+  /** Other fields may be added as filters (a list's own page; a child list on its parent's page keeps to its name). */
+  byField: boolean;
   /** Changes the filters from their latest value (two boxes applying at once do not undo each other). */
   onFilters: (change: (f: Record<string, string>) => Record<string, string>) => void;
 };
@@ -215,7 +217,7 @@ type FiltersProps = {
  * the name (the API's `?name=`, an exact match on every page) and any other field the API
  * filters by, added from a list.
  */
-function ListFilters({ kind, who, uid, missing, values, onValues, filters, onFilters }: FiltersProps) {
+function ListFilters({ kind, who, uid, missing, values, onValues, filters, byField, onFilters }: FiltersProps) {
   const set = (name: string, v: string) =>
     onFilters((now) => {
       const next = { ...now, [name]: v };
@@ -225,7 +227,7 @@ function ListFilters({ kind, who, uid, missing, values, onValues, filters, onFil
   const [tenant, setTenant] = useTyped(filters["tenant_id"] ?? "", (v) => set("tenant_id", v.trim()));
   const [name, setName] = useTyped(kind.nameField ? (filters[kind.nameField] ?? "") : "", (v) => set(kind.nameField!, v.trim()));
   const fields = new Map(kind.fields.map((f) => [f.name, f]));
-  const others = kind.filters.filter((f) => f !== kind.nameField && f !== kind.tenantField);
+  const others = byField ? kind.filters.filter((f) => f !== kind.nameField && f !== kind.tenantField) : [];
   const shownOthers = others.filter((f) => f in filters);
   const [adding, setAdding] = useState("");
   return (
@@ -487,6 +489,7 @@ export function ListView({
         values={values}
         onValues={setValues}
         filters={state.filters}
+        byField={onQuery !== undefined}
         onFilters={(change) => update((q) => ({ ...q, filters: change(q.filters) }))}
       />
       {target.missing.length > 0 && <p>Give the {listing(target.missing.map(fieldLabel))} to list them.</p>}

@@ -344,3 +344,30 @@ describe("a chain's rules (issue 52)", () => {
     expect(accept).toMatchObject({ nwProto: 6, nwSrcAddress: "10.0.0.0", nwSrcLength: 24, tpDst: { start: 22, end: 80 }, portGroup: group.json.id, invPortGroup: true, position: 3 });
   });
 });
+
+describe("YAML", () => {
+  it("shows an item as YAML and saves an edit of it; a YAML error and a violation are said in plain words", async () => {
+    const created = await http("POST", "/bridges", { name: `yaml-${RUN}` });
+    await page.goto(`${fx.gw}/#/item/bridge.Bridge/${encodeURIComponent(`/bridges/${created.json.id}`)}`);
+    await page.getByText("YAML", { exact: true }).click();
+    const shown = page.getByRole("region", { name: "Bridge as YAML" });
+    await poll(() => shown.textContent()).toContain(`name: yaml-${RUN}`);
+    expect(await shown.textContent()).toContain(`id: ${created.json.id}`);
+    await page.getByRole("button", { name: "Edit YAML" }).click();
+    const editor = page.getByLabel("The fields a save sends, as YAML");
+    await poll(() => editor.inputValue()).toContain(`name: yaml-${RUN}`);
+    await editor.fill("name: [unclosed");
+    await page.getByRole("button", { name: "Save YAML" }).click();
+    await page.getByText("The YAML does not parse").waitFor();
+    await editor.fill(`name: yaml-${RUN}\ninboundFilterId: not-a-uuid\n`);
+    await page.getByRole("button", { name: "Save YAML" }).click();
+    await page.getByText(/Inbound filter ID: must be an ID/).waitFor();
+    await page.locator("details.yaml summary").evaluate((e) => e.scrollIntoView());
+    await shot(page, "yaml");
+    await editor.fill(`name: yamled-${RUN}\nadminStateUp: false\n`);
+    await page.getByRole("button", { name: "Save YAML" }).click();
+    await page.getByRole("status").getByText("Bridge saved from YAML.").waitFor();
+    await poll(async () => (await http("GET", `/bridges/${created.json.id}`)).json).toMatchObject({ name: `yamled-${RUN}`, adminStateUp: false });
+    await page.locator("h1 .item-name", { hasText: `yamled-${RUN}` }).waitFor();
+  });
+});
