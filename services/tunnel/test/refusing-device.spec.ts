@@ -113,3 +113,18 @@ it("a device that never answers a write costs that session after 3 s (no_answer)
   expect((await getVtep(id)).connectionError).toBe("session dropped: no answer to transact within 3000 ms (no_answer)");
   await waitFor("a second session", async () => f.sessions.length >= 2, 15_000);
 });
+
+it("a device that refuses the learned-MAC monitor (an older schema) keeps its session: connected, its learned MACs read by the periodic pass", async () => {
+  const f = await fake(async (s) => {
+    await s.handshake({ name: "older" }, false);
+    const learned = await s.next("monitor");
+    await s.write(JSON.stringify({ id: learned.id, result: null, error: { error: "unknown table", details: "No table named Ucast_Macs_Local." } }));
+    s.answerTheRest();
+  });
+  const id = await createVtep(f.port);
+  await waitFor("connected", async () => (await getVtep(id)).connectionState === "connected", 10_000);
+  await new Promise((r) => setTimeout(r, 4_000)); // past a periodic reconcile and an answer's timeout
+  const v = await getVtep(id);
+  expect([v.connectionState, v.connectionError ?? null]).toEqual(["connected", null]);
+  expect(f.sessions).toHaveLength(1);
+});
