@@ -167,6 +167,10 @@ describe("quotas", () => {
     const r = await setLimits(t, { routers: 9 });
     expect(r.limits["routers"]).toBe(9);
     expect(r.limits["bridges"]).toBe(7);
+    // A merge patch does the same.
+    const patched = await http("PATCH", `/quotas/${t}`, { limits: { routers: 3 } }, { "content-type": "application/merge-patch+json" });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.json.limits).toMatchObject({ routers: 3, bridges: 7 });
     const bad = await http("PUT", `/quotas/${t}`, { limits: { widgets: 1, bridges: -2, routers: 1.5 } });
     expectError(bad, 400);
     expect((bad.json.violations as { property: string }[]).map((v) => v.property).sort()).toEqual(["limits.bridges", "limits.routers", "limits.widgets"]);
@@ -185,9 +189,14 @@ describe("quotas", () => {
     // A limit set back to its default is no override.
     await setLimits(tenant("partial"), { routers: -1, bridges: -1 });
     expect(await names()).not.toContain(tenant("partial"));
+    // A stale entity tag is a 412, as for any item.
+    expectError(await http("DELETE", `/quotas/${t}`, undefined, { "if-match": '"stale"' }), 412);
+    expectError(await http("PUT", `/quotas/${t}`, { limits: { bridges: 9 } }, { "if-match": '"stale"' }), 412);
     const del = await http("DELETE", `/quotas/${t}`);
     expect(del.status, del.text).toBe(204);
     expect(await names()).not.toContain(t);
+    // Nothing left to restore: a 404, while its GET still answers the defaults.
+    expectError(await http("DELETE", `/quotas/${t}`), 404);
     const q = await quotaOf(t);
     expect(q.limits["bridges"]).toBe(-1);
     expect(q.limits["chains"]).toBe(3);
@@ -215,5 +224,25 @@ describe("quotas", () => {
     expect(refused!.json.violations).toEqual([{ property: "bridges", message: `limit 1, used ${used}` }]);
     const listed = await http("GET", `/bridges?tenant_id=${t}`);
     expect((listed.json as unknown[]).length).toBe(used);
+  });
+
+  it("the quota service down: a create whose limits are not known is a 503 naming it, nothing else is refused; then back", async () => {
+    const t = tenant("outage");
+    await stack.stopService("quota");
+    try {
+      const r = await bridge(t);
+      expectError(r, 503);
+      expect(r.json.message).toContain("quota service");
+      expect((await http("GET", "/bridges")).status).toBe(200);
+      expectError(await http("GET", `/quotas/${t}`), 503);
+    } finally {
+      await stack.startServices("quota");
+    }
+    let made = 0;
+    for (const until = Date.now() + 20_000; Date.now() < until && made !== 201; ) {
+      made = (await bridge(t)).status;
+      if (made !== 201) await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(made).toBe(201);
   });
 });

@@ -1,7 +1,16 @@
 // The quota service: each tenant's limits per kind it creates (the defaults of
 // VNM_QUOTA_DEFAULTS with the tenant's overrides), and its usage, counted by the services that
 // hold the items. The limits are enforced in every service's create (the kit's quota.ts).
-import { addressVariable, ApiError, type CallContext, type CountedKind, countedKinds, loadConfig, QUOTA_SERVICE, type ServiceContext, type ServiceSpec, USAGE_SERVICE, type Violation } from "@vnm/kit";
+import {
+  addressVariable,
+  ApiError,
+  type CallContext,
+  clientConstructor,
+  etagMatches,
+  etagOf,
+  IF_MATCH_KEY,
+  IF_NONE_MATCH_KEY,
+  PATCH_KEY, type CountedKind, countedKinds, loadConfig, QUOTA_SERVICE, type ServiceContext, type ServiceSpec, USAGE_SERVICE, type Violation } from "@vnm/kit";
 import type pg from "pg";
 import { migrations } from "./migrations.ts";
 
@@ -110,11 +119,31 @@ class Quotas {
     return { tenantId: tenant, limits: JSON.stringify(this.merged(row)), used: JSON.stringify(await this.usage(tenant)) };
   }
 
+  /**
+   * The caller's If-Match and If-None-Match (RFC 9110, 13.1) against the quota as its GET
+   * answers it now (its entity tag as the gateway computes it): 412 when they do not hold.
+   */
+  async checkConditions(ctx: CallContext, tenant: string, row: Row | undefined): Promise<void> {
+    const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
+    const ifNoneMatch = ctx.metadata.get(IF_NONE_MATCH_KEY)[0];
+    if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
+    const pkg = this.svc.resources.pkg;
+    if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
+    const method = clientConstructor(pkg, QUOTA_SERVICE).service["GetQuota"]!;
+    const etag = etagOf(method.responseDeserialize(method.responseSerialize(await this.quota(tenant, row))));
+    if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
+    if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
+  }
+
   /** Merges `limits` into the tenant's overrides; what equals its default is no override (no row when nothing is left). */
   async update(ctx: CallContext, tenant: string, limits: Limits): Promise<Row | undefined> {
     return this.svc.store.tx(ctx, async (q, emit) => {
+      // Two writes of one tenant's quotas, with or without overrides, one after the other.
+      await q.query("SELECT pg_advisory_xact_lock(hashtext('quota'), hashtext($1))", [tenant]);
       const before = await this.row(q, tenant, " FOR UPDATE");
+      await this.checkConditions(ctx, tenant, before);
       const next = Object.fromEntries(Object.entries({ ...(before?.limits ?? {}), ...limits }).filter(([k, v]) => this.defaults[k] !== v));
+      if (JSON.stringify(next) === JSON.stringify(before?.limits ?? {})) return before;
       let after: Row | undefined;
       if (Object.keys(next).length === 0) await q.query("DELETE FROM quota_overrides WHERE tenant_id = $1", [tenant]);
       else {
@@ -163,15 +192,23 @@ function quotaHandlers(svc: ServiceContext) {
       UpdateQuota: async (req: { tenantId?: unknown; quota?: { limits?: unknown } }, ctx: CallContext) => {
         adminOnly(ctx);
         const tenant = tenantOf(req);
-        const row = await quotas.update(ctx, tenant, sentLimits(req.quota?.limits, quotas.known));
+        // A PATCH (a JSON merge patch) merges the limits it names, as a PUT does; one without limits changes nothing.
+        const patching = ctx.metadata.get(PATCH_KEY).length > 0;
+        const sent = req.quota?.limits;
+        const limits = patching && (sent === undefined || sent === "") ? {} : sentLimits(sent, quotas.known);
+        const row = await quotas.update(ctx, tenant, limits);
         return quotas.quota(tenant, row);
       },
       DeleteQuota: async (req: { tenantId?: unknown }, ctx: CallContext) => {
         adminOnly(ctx);
         const tenant = tenantOf(req);
+        // A tenant without overrides has nothing to restore: 404, as a delete of what is not there.
         await svc.store.tx(ctx, async (q, emit) => {
-          const gone = await q.query("DELETE FROM quota_overrides WHERE tenant_id = $1", [tenant]);
-          if ((gone.rowCount ?? 0) > 0) emit(changed(tenant));
+          const row = await quotas.row(q, tenant, " FOR UPDATE");
+          if (!row) throw ApiError.notFound(`Tenant ${tenant} has no quota other than the defaults.`);
+          await quotas.checkConditions(ctx, tenant, row);
+          await q.query("DELETE FROM quota_overrides WHERE tenant_id = $1", [tenant]);
+          emit(changed(tenant));
         });
         return {};
       },
