@@ -12,6 +12,7 @@ import { CONNECTIONS, CPU_PROF, EXTRA_FLAGS, FROM, IDLE_GOAL_MB, ONLY, PROF_DIR,
 import { allocator, stackDescription } from "./stack.ts";
 import type { Step } from "./steps.ts";
 import { type RulesFigures, rulesLines } from "./rules.ts";
+import { type FairnessFigures, fairnessLines } from "./fairness.ts";
 import { type TopologyFigures, topologyLines } from "./topology.ts";
 import { fmt, ratioText, table } from "./table.ts";
 
@@ -31,6 +32,8 @@ export interface Run {
   topology?: TopologyFigures;
   /** The rules step's chain, when it ran (its reads and inserts are rows). */
   rules?: RulesFigures;
+  /** The fairness step's two tenants, when it ran (its loads are rows). */
+  fairness?: FairnessFigures;
   publications: Publication[];
   stream: string;
   streamMessages?: number;
@@ -92,6 +95,7 @@ export function print(run: Run, all: Goal[]): void {
     );
   if (run.topology) lines.push(...topologyLines(run.topology));
   if (run.rules) lines.push(...rulesLines(run.rules));
+  if (run.fairness) lines.push(...fairnessLines(run.fairness));
   lines.push(...cpuLines(run.results), `the stack ran ${stackDescription}`);
   const others = Object.entries(rss.idle.otherServices).map(([d, v]) => `${d} ${fmt(v, 1)}`);
   lines.push(`RSS idle (settled, before the load): gateway ${fmt(rss.idle.gateway, 1)} MB, bridge service ${fmt(rss.idle.bridge, 1)} MB (other services: ${others.join(", ")} MB)`);
@@ -123,6 +127,7 @@ export function save(run: Run, all: Goal[]): string {
     memoryAfterLoad: run.memoryAfterLoad,
     topology: run.topology,
     rules: run.rules,
+    fairness: run.fairness,
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   return file;

@@ -60,6 +60,8 @@ export const TOPO = {
   tenantRouters: count("TOPO_TENANT_ROUTERS", 50, 2),
   draws: count("TOPO_DRAWS", 5, 1),
 };
+/** The fairness step's flood: tenant A's connections (tenant B has 2). */
+export const FAIR_FLOOD = count("FAIR_FLOOD", 96, 2);
 /** The rules step's chain: rules made in it before its rows run. */
 export const RULES = count("RULES", 10_000, 1);
 /** The goal for a gateway's or a service's RSS when idle. */
@@ -73,7 +75,7 @@ export const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 export const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
 
 /** The paths `--only` selects (comma-separated or repeated); the express and design-floor baselines always run, the durable-write floor with `post`. */
-export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist", "topology", "rules"] as const;
+export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist", "topology", "rules", "fairness"] as const;
 export type Path = (typeof PATHS)[number];
 
 function onlyArg(argv: string[]): Path[] | undefined {

@@ -342,7 +342,12 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const reading = route.bodyField ? undefined : readingOf(match, req, plan);
   const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
-  if (route.bodyField) request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
+  // A write whose tenant's share of the service is full is refused before its body is read.
+  const flow = flowOf(identity);
+  if (route.bodyField) {
+    gw.seats.refuseIfFull(route.domain, flow);
+    request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
+  }
   const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
   const conditional = route.method === "PUT" || route.method === "DELETE";
   const slot = reading ? reading.slot(identity) : listSlot(listBase(route, asked), scopeOf(identity));
@@ -359,7 +364,6 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
   };
   // Each call to the service in a seat of the caller's tenant (fair.ts): its share, never more while others wait.
-  const flow = flowOf(identity);
   const call = (r: Obj) => gw.seats.run(route.domain, flow, res, () => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra)).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);

@@ -41,6 +41,9 @@ describe("a service's seats", () => {
     }
     expect(full?.status).toBe(429);
     expect(Number(full?.headers["Retry-After"])).toBeGreaterThanOrEqual(1);
+    // Said before the request costs more (a write's body): for A, not for B.
+    expect(() => pool.refuseIfFull("A")).toThrow(/fill their share/);
+    expect(() => pool.refuseIfFull("B")).not.toThrow();
     // Another tenant has a queue of its own.
     const other = pool.take("B", answer())!;
     const late = await waiting.then(

@@ -74,7 +74,7 @@ export class SeatPool {
     }
     if (flow.waiting.length >= this.opts.queue) {
       this.forget(flow);
-      throw EdgeError.tooManyRequests(`This tenant's calls of the ${this.name} service fill their share: ${flow.inUse} under way and ${flow.waiting.length} waiting at this gateway; retry later`, this.retryAfter(flow));
+      throw this.full(flow);
     }
     return new Promise<void>((seated, refused) => {
       const w: Waiter = {
@@ -111,6 +111,19 @@ export class SeatPool {
     clearTimeout(w.timer);
     w.res.off("close", w.gone);
     w.seated();
+  }
+
+  /**
+   * Throws the 429 `take` would give `tenant` now, before the request costs more work (a write's
+   * body read and checked): every seat taken and the tenant's queue full.
+   */
+  refuseIfFull(tenant: string): void {
+    const flow = this.flows.get(tenant);
+    if (this.free === 0 && flow && flow.waiting.length >= this.opts.queue) throw this.full(flow);
+  }
+
+  private full(flow: Flow): EdgeError {
+    return EdgeError.tooManyRequests(`This tenant's calls of the ${this.name} service fill their share: ${flow.inUse} under way and ${flow.waiting.length} waiting at this gateway; retry later`, this.retryAfter(flow));
   }
 
   /** Calls of `tenant` seated and waiting (for tests and the docs' figures). */
@@ -182,6 +195,11 @@ export class Seats {
       this.pools.set(service, p);
     }
     return p;
+  }
+
+  /** Throws the 429 of `tenant`'s full share of `service` (SeatPool.refuseIfFull); nothing without seats. */
+  refuseIfFull(service: string, tenant: string): void {
+    if (this.enabled) this.pools.get(service)?.refuseIfFull(tenant);
   }
 
   /**

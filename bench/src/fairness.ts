@@ -1,0 +1,148 @@
+// The fairness step (`--only fairness`; issue 54, docs/operations.md "Fair shares of the
+// services"): tenant A floods POST /bridges with BENCH_FAIR_FLOOD connections (96, over two of
+// its users, past its share: the excess is refused with 429, and a refused request is followed
+// by a pause of 100 ms, as in gateway/test/fair-share.e2e.spec.ts: a client asking again at once
+// is a rate, which VNM_RATE_LIMIT bounds), and tenant B creates bridges with 2 connections in the
+// same seconds, each load a wrk of its own. Measured at the stack's gateway
+// (seats on, the defaults) and at a gateway without seats (VNM_SEATS_PER_SERVICE=0: one shared
+// queue, as before), both p99s side by side; the goal is B's p99 at most half of A's with seats.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { JSON_TYPE } from "./bridges.ts";
+import { load, type Result, type Runner } from "./scenario.ts";
+import { FAIR_FLOOD, SECONDS, TMP } from "./settings.ts";
+import type { BenchStack } from "./stack.ts";
+import { fmt } from "./table.ts";
+import { type WrkRequest, type WrkResult, wrk } from "./wrk.ts";
+
+/** B's connections: a light tenant, well within its share. */
+const LIGHT = 2;
+/** A's flood starts this long before B's load and ends this long after it. */
+const LEAD_S = 2;
+/** The pause that follows each of A's 429s. */
+const REFUSED_PAUSE_MS = 100;
+
+const lua = (s: string) => JSON.stringify(s);
+
+/**
+ * The flood: wrk cycling through `requests`, a request after each 429 sent REFUSED_PAUSE_MS late
+ * (wrk's Lua state is per thread, not per connection: the pause is owed by the thread and taken
+ * by its next request). Summarised as wrk.ts's runs are.
+ */
+function flood(bin: string, origin: string, requests: WrkRequest[], connections: number, seconds: number): Promise<WrkResult> {
+  const specs = requests.map((r) => `  {${lua(r.method ?? "GET")}, ${lua(r.path)}, {${Object.entries(r.headers ?? {}).map(([k, v]) => `[${lua(k)}] = ${lua(v)}`).join(", ")}}, ${r.body === undefined ? "nil" : lua(r.body)}}`);
+  const script = `local specs = {
+${specs.join(",\n")}
+}
+local built = {}
+local i = 0
+local owed = 0
+function init(args)
+  for k, s in ipairs(specs) do built[k] = wrk.format(s[1], s[2], s[3], s[4]) end
+end
+function request()
+  i = i + 1
+  return built[(i - 1) % #built + 1]
+end
+function response(status, headers, body)
+  if status == 429 then owed = owed + 1 end
+end
+function delay()
+  if owed > 0 then
+    owed = owed - 1
+    return ${REFUSED_PAUSE_MS}
+  end
+  return 0
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests":%d,"us":%d,"errors":%d,"status":%d,"timeout":%d,"p50":%d,"p99":%d}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+`;
+  const file = join(TMP, `wrk-fair-${process.pid}-${Date.now()}.lua`);
+  writeFileSync(file, script);
+  const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", file, `${origin}${requests[0]!.path}`];
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const m = /^WRKJSON (.*)$/m.exec(out);
+      if (code !== 0 || !m) return reject(new Error(`wrk ${args.join(" ")} exited ${code}:\n${out}`));
+      const j = JSON.parse(m[1]!) as Record<string, number>;
+      const secs = j["us"]! / 1e6;
+      resolve({ requests: j["requests"]!, rps: secs > 0 ? j["requests"]! / secs : 0, p50: j["p50"]! / 1000, p99: j["p99"]! / 1000, non2xx: j["status"]!, errors: j["errors"]!, timeouts: j["timeout"]! });
+    });
+  });
+}
+
+export interface FairnessFigures {
+  flood: number;
+  light: number;
+  seats: { a: Result; b: Result };
+  noSeats: { a: Result; b: Result };
+}
+
+async function post(bench: BenchStack, url: string, body: unknown): Promise<void> {
+  const r = await bench.api(url, { method: "POST", headers: JSON_TYPE, body: JSON.stringify(body) });
+  if (r.status !== 201) throw new Error(`POST ${url}: ${r.status} ${await r.text()}`);
+}
+
+function row(name: string, url: string, r: WrkResult): Result {
+  return { scenario: name, group: "fairness", url, rps: Math.round(r.rps), p50: r.p50, p99: r.p99, requests: r.requests, ok2xx: r.requests - r.non2xx, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, load: load() };
+}
+
+/** A's flood and B's light load at `base` in the same seconds; both rows added to the runner's table. */
+async function together(runner: Runner, wrkBin: string, base: string, label: string, tokens: { a: string[]; b: string }, tag: string): Promise<{ a: Result; b: Result }> {
+  const origin = new URL(base).origin;
+  const body = (tenant: string) => JSON.stringify({ name: `fair-${tag}`, tenantId: tenant });
+  const aRequests = tokens.a.map((t) => ({ method: "POST", path: "/bridges", headers: { ...JSON_TYPE, "x-auth-token": t }, body: body(`bench-fair-a-${tag}`) }));
+  const bRequests = [{ method: "POST", path: "/bridges", headers: { ...JSON_TYPE, "x-auth-token": tokens.b }, body: body(`bench-fair-b-${tag}`) }];
+  console.error(`# fairness (${label}): tenant A floods POST /bridges with ${FAIR_FLOOD} connections for ${SECONDS + 2 * LEAD_S} s, tenant B posts with ${LIGHT} in its middle ${SECONDS} s ${load()}`);
+  const aRun = flood(wrkBin, origin, aRequests, FAIR_FLOOD, SECONDS + 2 * LEAD_S);
+  await sleep(LEAD_S * 1000);
+  const b = await wrk(wrkBin, TMP, { origin, requests: bRequests, connections: LIGHT, seconds: SECONDS });
+  const a = await aRun;
+  const rows = {
+    a: row(`fairness (${label}): tenant A's flood, POST /bridges, ${FAIR_FLOOD} connections`, base, a),
+    b: row(`fairness (${label}): tenant B, POST /bridges, ${LIGHT} connections, same seconds`, base, b),
+  };
+  runner.results.push(rows.a, rows.b);
+  return rows;
+}
+
+/** The step: two tenants' users, then the loads at the gateway with seats and at one without. */
+export async function fairnessRows(runner: Runner, bench: BenchStack, wrkBin: string, base: string): Promise<FairnessFigures> {
+  const tag = bench.stack.id;
+  const password = randomBytes(12).toString("hex");
+  const users = { a: [`fair-a1-${tag}`, `fair-a2-${tag}`], b: `fair-b-${tag}` };
+  for (const name of users.a) await post(bench, `${base}/users`, { name, password, tenantId: `bench-fair-a-${tag}`, roles: ["tenant_admin"] });
+  await post(bench, `${base}/users`, { name: users.b, password, tenantId: `bench-fair-b-${tag}`, roles: ["tenant_admin"] });
+  const tokensAt = async (at: string) => ({ a: await Promise.all(users.a.map((u) => bench.stack.login(at, u, password))), b: await bench.stack.login(at, users.b, password) });
+  const seats = await together(runner, wrkBin, base, "seats", await tokensAt(base), tag);
+  const unfair = await bench.startGateway("gateway-no-seats", { VNM_SEATS_PER_SERVICE: "0" });
+  const noSeats = await together(runner, wrkBin, unfair.base, "no seats", await tokensAt(unfair.base), tag);
+  await bench.stopProc(unfair.proc);
+  const pass = seats.b.p99 <= seats.a.p99 / 2;
+  seats.b.goal = "p99 <= 0.5 x tenant A's p99 in the same seconds";
+  seats.b.pass = pass;
+  return { flood: FAIR_FLOOD, light: LIGHT, seats, noSeats };
+}
+
+/** The lines a run prints under its table about the step. */
+export function fairnessLines(f: FairnessFigures): string[] {
+  const line = (label: string, x: { a: Result; b: Result }) =>
+    `fairness (${label}): tenant B's p99 ${fmt(x.b.p99, 1)} ms against tenant A's ${fmt(x.a.p99, 1)} ms (${fmt(x.b.p99 / x.a.p99, 2)}); p50 ${fmt(x.b.p50, 1)} against ${fmt(x.a.p50, 1)} ms; A ${fmt(x.a.ok2xx)} created and ${fmt(x.a.non2xx)} other answers (429 with seats), B ${fmt(x.b.ok2xx)} created and ${fmt(x.b.non2xx)} other answers`;
+  return [
+    `fairness: tenant A floods POST /bridges with ${f.flood} connections (two users; a 429 is followed by a pause of ${REFUSED_PAUSE_MS} ms), tenant B posts with ${f.light} in the same seconds; wrk's p99 of every answer (A's 429s too)`,
+    line("seats, the defaults", f.seats),
+    line("no seats, VNM_SEATS_PER_SERVICE=0", f.noSeats),
+  ];
+}
