@@ -343,9 +343,8 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
   // A write whose tenant's share of the service is full is refused before its body is read.
-  const flow = flowOf(identity);
   if (route.bodyField) {
-    gw.seats.refuseIfFull(route.domain, flow);
+    gw.seats.refuseIfFull(route.domain, flowOf(identity));
     request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
   }
   const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
@@ -363,7 +362,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     ...(ifNoneMatch && conditional ? { [IF_NONE_MATCH_KEY]: ifNoneMatch } : {}),
     ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
   };
-  // Each call to the service in a seat of the caller's tenant (fair.ts): its share, never more while others wait.
+  // Each call to the service in a seat of the caller's tenant (fair.ts): its share, never more
+  // while others wait. Worked out only here: a cache hit has been answered already.
+  const flow = flowOf(identity);
   const call = (r: Obj) => gw.seats.run(route.domain, flow, res, () => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra)).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);
