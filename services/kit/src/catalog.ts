@@ -1,7 +1,7 @@
 // What the proto files declare, read once at start-up: resources, their fields and
 // behaviours, and the HTTP routes of the google.api.http bindings. The gateway derives its
 // routes and transcoding from it; the services derive their tenancy checks from it.
-import { countedKinds, QUOTA_KIND, USAGE_SERVICE } from "./quota.ts";
+import { countedKinds, QUOTA_KIND, USAGE_SERVICE } from "./quota-kinds.ts";
 import type { DescField, DescMessage, DescMethod, FileRegistry } from "@bufbuild/protobuf";
 import { fieldRulesJson, loadDescriptors, scalarName, stringRules } from "./descriptors.ts";
 import { linkFields, parseTemplate, type Segment, templateShape } from "./paths.ts";
