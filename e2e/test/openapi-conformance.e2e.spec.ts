@@ -321,6 +321,10 @@ async function buildWorld(): Promise<void> {
   await create("createPortGroupPort", `/port_groups/${portGroup["id"]}/ports`, { portId: firstMember });
   urls.add(`/ports/${firstMember}/port_groups`);
   await buildCompat();
+  // A tenant's quotas: an override, so that GET /quotas lists it and its DELETE restores something.
+  const quota = await call(opById("updateQuota"), `/quotas/${TENANT}`, { body: { limits: { bridges: 100000 } } });
+  expect(quota.status, quota.text).toBe(200);
+  urls.add(`/quotas/${TENANT}`);
   urls.add(`${b}/vlans/5/mac_table`);
   urls.add(`/routers/${ROUTER}/routes`);
 }
