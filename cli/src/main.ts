@@ -13,6 +13,7 @@ import { objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import { followEvents } from "./events.ts";
 import { allKinds } from "./kinds.ts";
+import { addQuotaVerbs } from "./quota.ts";
 import { login, logout } from "./login.ts";
 import { quietOnClosedPipes } from "./stdin.ts";
 import { clean, say } from "./text.ts";
@@ -64,6 +65,7 @@ function program(): Command {
     .option("--ignore-not-found", "an item that is not there is not an error")
     .action((o: { filename: string[]; ignoreNotFound?: boolean }) => deleteFiles(apiOf(p), o.filename, o.ignoreNotFound === true));
   for (const k of allKinds()) addKindCommand(p, k);
+  addQuotaVerbs(p);
   p.command("completion <shell>")
     .description("print a bash, zsh or fish completion script (ids and names complete too)")
     .action((shell: string) => {
