@@ -102,7 +102,8 @@ async function run(ac: AbortController): Promise<void> {
     if (ac.signal.aborted || !currentToken()) break;
     setState("connecting");
     // A stream that ended after being live comes back after the server's delay; failures back off, with some jitter.
-    const wait = failures === 0 ? retryMs : Math.min(MAX_WAIT_MS, retryMs * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
+    // (The server's delay may be short, a gateway stopping says come back soon: failures start from 2 s at least.)
+    const wait = failures === 0 ? retryMs : Math.min(MAX_WAIT_MS, Math.max(2_000, retryMs) * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
     await new Promise((r) => setTimeout(r, wait));
   }
   if (running === ac) setState("off");

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, ROOT, useStack } from "@vnm/e2e/harness";
+import { httpClient, ROOT, startProcess, useStack, waitFor } from "@vnm/e2e/harness";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
@@ -370,4 +370,42 @@ describe("YAML", () => {
     await poll(async () => (await http("GET", `/bridges/${created.json.id}`)).json).toMatchObject({ name: `yamled-${RUN}`, adminStateUp: false });
     await page.locator("h1 .item-name", { hasText: `yamled-${RUN}` }).waitFor();
   });
+});
+
+// Last: it stops the stack's gateway.
+describe("with the gateway down", () => {
+  const seconds = Number(process.env["VNM_OFFLINE_SECONDS"] ?? 30);
+  it(`the open list says offline and the tab backs off (requests counted over ${seconds} s), then comes back live`, async () => {
+    const { context: c, page: p } = await loggedIn();
+    try {
+      await p.goto(`${fx.gw}/#/list/bridge.Bridge`);
+      await bodyRows(p).first().waitFor();
+      await p.getByText("Live", { exact: true }).waitFor();
+      let requests = 0;
+      const paths: string[] = [];
+      p.on("request", (r) => {
+        if (!r.url().startsWith(fx.gw)) return;
+        requests++;
+        paths.push(new URL(r.url()).pathname);
+      });
+      const gateway = fx.stack.procs.find((x) => x.output.join("").includes('"service":"gateway"'))!;
+      await gateway.stop();
+      await p.getByText("Reconnecting…").waitFor();
+      await p.getByLabel("Name is").fill(`down-${RUN}`);
+      await p.getByText("Offline, retrying.").waitFor();
+      expect(await p.getByText("Failed to fetch").count()).toBe(0);
+      await p.waitForTimeout(seconds * 1000);
+      console.log(`gateway down: ${requests} requests in ${seconds} s (${paths.join(" ")})`);
+      // Back-off: the list retries after 2, 4, 8, 16, then every 30 s, the feed alike (about 6 each in
+      // the first 30 s, 1 each per 30 s after); the issue's tab made 194 requests in 75 s.
+      expect(requests).toBeLessThanOrEqual(2 * (7 + Math.ceil(Math.max(0, seconds - 30) / 30)));
+      fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.gatewayEnv(Number(new URL(fx.gw).port))));
+      await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
+      await p.getByRole("button", { name: "Retry now" }).click();
+      await p.getByText("Nothing matches these filters.").waitFor({ timeout: 15_000 });
+      await p.getByText("Live", { exact: true }).waitFor({ timeout: 45_000 });
+    } finally {
+      await c.close();
+    }
+  }, 180_000);
 });
