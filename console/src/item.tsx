@@ -14,6 +14,7 @@ import type { ConsoleKind, LinkedList } from "./model.ts";
 import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { DeleteDialog, ErrorNote, Notice, show, usePage } from "./ui.tsx";
+import { QUOTA_KIND, QuotaUsage } from "./quota.tsx";
 import { VTEP_KIND, VtepDetails } from "./vtep.tsx";
 import { inSentence, phrase } from "./words.ts";
 
@@ -66,6 +67,7 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
       {item && <ItemFields kind={kind} item={item} />}
       {item && !gone && <YamlView kind={kind} path={path} item={item} canEdit={writes} />}
       {item && !gone && kind.kind === VTEP_KIND && <VtepDetails path={path} item={item} version={version} />}
+      {item && !gone && kind.kind === QUOTA_KIND && <QuotaUsage path={path} item={item} />}
       {item &&
         !gone &&
         kind.children
