@@ -12,9 +12,9 @@ import type { RefObject } from "preact";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, type Identity, call, isUnavailable } from "./api.ts";
 import { onChange } from "./events.ts";
-import { canWrite, fillPath, itemName, itemPath } from "./kinds.ts";
+import { canWrite, fillPath, itemName, itemPath, KINDS } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
-import { listAll, RefLink, refTarget } from "./refs.tsx";
+import { listAll, RefLink, RefPicker, refTarget } from "./refs.tsx";
 import { href } from "./route.ts";
 import { DeleteDialog, ErrorNote, listing, show } from "./ui.tsx";
 import { fieldLabel, inSentence } from "./words.ts";
@@ -150,6 +150,16 @@ function useListPage(kind: ConsoleKind, parentPath: string | undefined, path: st
   return { items, next, status, capped, load };
 }
 
+/** The variables of a list's path the person gives (not the parent's), asked whether given yet or not: a picker stays while typed in. */
+function listVariables(template: string | undefined, parentPath: string | undefined): string[] {
+  if (!template) return [];
+  const given = parentPath ? parentPath.split("/").length - 1 : 0;
+  return template
+    .split("/")
+    .slice(1)
+    .flatMap((s, i) => (i >= given && /^\{\w+\}$/.test(s) ? [s.slice(1, -1)] : []));
+}
+
 /** Back online, or the tab shown again, while offline: `load` at once. */
 function useRetryWhenBack(offline: boolean, load: () => Promise<void>) {
   useEffect(() => {
@@ -232,12 +242,19 @@ function ListFilters({ kind, who, uid, missing, values, onValues, filters, byFie
   const [adding, setAdding] = useState("");
   return (
     <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label={`Filter ${inSentence(kind.plural)}`}>
-      {missing.map((v) => (
-        <label key={v}>
-          {fieldLabel(v)}
-          <input value={values[v] ?? ""} onChange={(e) => onValues({ ...values, [v]: e.currentTarget.value })} required />
-        </label>
-      ))}
+      {missing.map((v) =>
+        kind.pathRefs[v] ? (
+          <div class="path-picker" key={v}>
+            <label for={`${uid}-${v}`}>{KINDS.get(kind.pathRefs[v])?.singular ?? fieldLabel(v)}</label>
+            <RefPicker refKind={kind.pathRefs[v]} who={who} common={{ id: `${uid}-${v}`, required: true }} value={values[v] ?? ""} onValue={(x) => onValues({ ...values, [v]: x })} />
+          </div>
+        ) : (
+          <label key={v}>
+            {fieldLabel(v)}
+            <input value={values[v] ?? ""} onChange={(e) => onValues({ ...values, [v]: e.currentTarget.value })} required />
+          </label>
+        ),
+      )}
       {who.role === "admin" && kind.listQuery.includes("tenant_id") && (
         <label>
           Tenant
@@ -485,7 +502,7 @@ export function ListView({
         kind={kind}
         who={who}
         uid={uid}
-        missing={target.missing}
+        missing={listVariables(target.template, parentPath)}
         values={values}
         onValues={setValues}
         filters={state.filters}

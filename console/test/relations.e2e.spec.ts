@@ -140,6 +140,18 @@ describe("relations", () => {
     await poll(() => page.getByRole("combobox", { name: "Inbound filter ID" }).inputValue()).toBe(`pick-${RUN}`);
   });
 
+  it("a list below a parent no page gives (a router's routes) picks the parent by name", async () => {
+    const router = await http("POST", "/routers", { name: `rt-${RUN}` });
+    const route = await http("POST", `/routers/${router.json.id}/routes`, { dstNetworkAddr: "10.9.0.0", dstNetworkLength: 16, srcNetworkAddr: "0.0.0.0", srcNetworkLength: 0, type: "BlackHole", weight: 100 });
+    expect(route.status, route.text).toBe(201);
+    await page.goto(`${fx.gw}/#/list/routing.Route`);
+    const picker = page.getByRole("combobox", { name: "Router" });
+    await picker.fill(`rt-${RUN}`);
+    await page.getByRole("option", { name: new RegExp(`rt-${RUN}`) }).click();
+    await row(page, "10.9.0.0").waitFor();
+    expect(await picker.inputValue()).toBe(`rt-${RUN}`);
+  });
+
   it("a load balancer's page offers New pool (its load balancer filled in), its Pools table names things, and the navigation names no kind twice", async () => {
     const lb = await http("POST", "/load_balancers", {});
     expect(lb.status, lb.text).toBe(201);
