@@ -3,7 +3,8 @@
 // variables that name an item. The gateway's routes and the services' tenancy checks are made
 // from exactly this, so a proto edit that changes it shows here first.
 import { describe, expect, it } from "vitest";
-import { buildCatalog, type Route } from "./catalog.ts";
+import { buildCatalog, peersOf, type Route } from "./catalog.ts";
+import { countedKinds } from "./quota-kinds.ts";
 import { bind, parseTemplate, templateShape } from "./paths.ts";
 
 const catalog = buildCatalog();
@@ -156,4 +157,35 @@ describe("path variables", () => {
     expect(route("POST", "/bridges/{bridgeId}/dhcp").bodyField?.name).toBe("subnet");
   });
 
+});
+
+describe("quotas", () => {
+  it("count the top-level kinds a tenant creates, named as the root document names them; children follow their parent", () => {
+    expect(countedKinds(catalog).map((c) => `${c.collection} ${c.kind}`)).toEqual([
+      "bridges bridge.Bridge",
+      "chains policy.Chain",
+      "load_balancer.health_monitors compat.CompatHealthMonitor",
+      "load_balancer.members compat.CompatMember",
+      "load_balancer.pools compat.CompatPool",
+      "load_balancer.vips compat.CompatVip",
+      "portGroups routing.PortGroup",
+      "qosPolicies qos.QosPolicy",
+      "routers routing.Router",
+      "security_group_rules compat.CompatSecurityGroupRule",
+    ]);
+  });
+
+  it("go stale at the gateway with any change of a kind they count, and with no other", () => {
+    expect(catalog.affected(["bridge.Bridge:created"])).toContain("quota.Quota");
+    expect(catalog.affected(["compat.CompatMember:deleted"])).toContain("quota.Quota");
+    expect(catalog.affected(["policy.Rule:created"])).not.toContain("quota.Quota");
+    expect(catalog.affected(["tunnel.Host:deleted"])).not.toContain("quota.Quota");
+  });
+
+  it("make the quota service a caller of every domain (usage) and of it the domains whose creates check (limits)", () => {
+    const domains = [...new Set(catalog.services.map((s) => s.domain))].filter((d) => d !== "quota").sort();
+    expect(peersOf(catalog, "quota")).toEqual(domains);
+    for (const d of ["bridge", "compat", "policy", "qos", "routing"]) expect(peersOf(catalog, d), d).toContain("quota");
+    for (const d of ["identity", "lb", "tracing", "tunnel"]) expect(peersOf(catalog, d), d).not.toContain("quota");
+  });
 });
