@@ -1,11 +1,13 @@
 // The fairness step (`--only fairness`; issue 54, docs/operations.md "Fair shares of the
-// services"): tenant A floods POST /bridges with BENCH_FAIR_FLOOD connections (96, over two of
-// its users, past its share: the excess is refused with 429, and a refused request is followed
-// by a pause of 100 ms, as in gateway/test/fair-share.e2e.spec.ts: a client asking again at once
-// is a rate, which VNM_RATE_LIMIT bounds), and tenant B creates bridges with 2 connections in the
-// same seconds, each load a wrk of its own. Measured at the stack's gateway
-// (seats on, the defaults) and at a gateway without seats (VNM_SEATS_PER_SERVICE=0: one shared
-// queue, as before), both p99s side by side; the goal is B's p99 at most half of A's with seats.
+// services"), as gateway/test/fair-share.e2e.spec.ts: tenant A floods POST /bridges with
+// BENCH_FAIR_FLOOD connections (160, over three of its users, within VNM_REQUESTS_PER_USER each)
+// past its share of a gateway with the default 8 seats and a queue of 128 (64 by default: the
+// deeper A's backlog, the more its calls wait against B's whatever else the machine runs), the
+// excess refused with 429 and each 429 followed by a pause of 100 ms (a client asking again at
+// once is a rate, which VNM_RATE_LIMIT bounds); tenant B creates bridges with 2 connections in
+// the same seconds, each load a wrk of its own. Then the same at a gateway without seats
+// (VNM_SEATS_PER_SERVICE=0: one shared queue, as before). Both p99s side by side; the goal is
+// B's p99 at most half of A's with seats.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -13,7 +15,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { JSON_TYPE } from "./bridges.ts";
 import { load, type Result, type Runner } from "./scenario.ts";
-import { FAIR_FLOOD, SECONDS, TMP } from "./settings.ts";
+import { FAIR_FLOOD, SECONDS, TMP, WARMUP } from "./settings.ts";
 import type { BenchStack } from "./stack.ts";
 import { fmt } from "./table.ts";
 import { type WrkRequest, type WrkResult, wrk } from "./wrk.ts";
@@ -22,6 +24,8 @@ import { type WrkRequest, type WrkResult, wrk } from "./wrk.ts";
 const LIGHT = 2;
 /** A's flood starts this long before B's load and ends this long after it. */
 const LEAD_S = 2;
+/** A tenant's queue at the gateway with seats. */
+const SEAT_QUEUE = 128;
 /** The pause that follows each of A's 429s. */
 const REFUSED_PAUSE_MS = 100;
 
@@ -85,6 +89,7 @@ end
 
 export interface FairnessFigures {
   flood: number;
+  queue: number;
   light: number;
   seats: { a: Result; b: Result };
   noSeats: { a: Result; b: Result };
@@ -105,6 +110,8 @@ async function together(runner: Runner, wrkBin: string, base: string, label: str
   const body = (tenant: string) => JSON.stringify({ name: `fair-${tag}`, tenantId: tenant });
   const aRequests = tokens.a.map((t) => ({ method: "POST", path: "/bridges", headers: { ...JSON_TYPE, "x-auth-token": t }, body: body(`bench-fair-a-${tag}`) }));
   const bRequests = [{ method: "POST", path: "/bridges", headers: { ...JSON_TYPE, "x-auth-token": tokens.b }, body: body(`bench-fair-b-${tag}`) }];
+  // Unrecorded first, as every row: a gateway and a service run below their pace until the JIT has seen the path.
+  if (WARMUP > 0) await flood(wrkBin, origin, aRequests, FAIR_FLOOD, WARMUP);
   console.error(`# fairness (${label}): tenant A floods POST /bridges with ${FAIR_FLOOD} connections for ${SECONDS + 2 * LEAD_S} s, tenant B posts with ${LIGHT} in its middle ${SECONDS} s ${load()}`);
   const aRun = flood(wrkBin, origin, aRequests, FAIR_FLOOD, SECONDS + 2 * LEAD_S);
   await sleep(LEAD_S * 1000);
@@ -122,18 +129,20 @@ async function together(runner: Runner, wrkBin: string, base: string, label: str
 export async function fairnessRows(runner: Runner, bench: BenchStack, wrkBin: string, base: string): Promise<FairnessFigures> {
   const tag = bench.stack.id;
   const password = randomBytes(12).toString("hex");
-  const users = { a: [`fair-a1-${tag}`, `fair-a2-${tag}`], b: `fair-b-${tag}` };
+  const users = { a: [`fair-a1-${tag}`, `fair-a2-${tag}`, `fair-a3-${tag}`], b: `fair-b-${tag}` };
   for (const name of users.a) await post(bench, `${base}/users`, { name, password, tenantId: `bench-fair-a-${tag}`, roles: ["tenant_admin"] });
   await post(bench, `${base}/users`, { name: users.b, password, tenantId: `bench-fair-b-${tag}`, roles: ["tenant_admin"] });
   const tokensAt = async (at: string) => ({ a: await Promise.all(users.a.map((u) => bench.stack.login(at, u, password))), b: await bench.stack.login(at, users.b, password) });
-  const seats = await together(runner, wrkBin, base, "seats", await tokensAt(base), tag);
+  const fair = await bench.startGateway("gateway-seats", { VNM_SEAT_QUEUE: String(SEAT_QUEUE) });
+  const seats = await together(runner, wrkBin, fair.base, "seats", await tokensAt(fair.base), tag);
+  await bench.stopProc(fair.proc);
   const unfair = await bench.startGateway("gateway-no-seats", { VNM_SEATS_PER_SERVICE: "0" });
   const noSeats = await together(runner, wrkBin, unfair.base, "no seats", await tokensAt(unfair.base), tag);
   await bench.stopProc(unfair.proc);
   const pass = seats.b.p99 <= seats.a.p99 / 2;
   seats.b.goal = "p99 <= 0.5 x tenant A's p99 in the same seconds";
   seats.b.pass = pass;
-  return { flood: FAIR_FLOOD, light: LIGHT, seats, noSeats };
+  return { flood: FAIR_FLOOD, queue: SEAT_QUEUE, light: LIGHT, seats, noSeats };
 }
 
 /** The lines a run prints under its table about the step. */
@@ -141,8 +150,8 @@ export function fairnessLines(f: FairnessFigures): string[] {
   const line = (label: string, x: { a: Result; b: Result }) =>
     `fairness (${label}): tenant B's p99 ${fmt(x.b.p99, 1)} ms against tenant A's ${fmt(x.a.p99, 1)} ms (${fmt(x.b.p99 / x.a.p99, 2)}); p50 ${fmt(x.b.p50, 1)} against ${fmt(x.a.p50, 1)} ms; A ${fmt(x.a.ok2xx)} created and ${fmt(x.a.non2xx)} other answers (429 with seats), B ${fmt(x.b.ok2xx)} created and ${fmt(x.b.non2xx)} other answers`;
   return [
-    `fairness: tenant A floods POST /bridges with ${f.flood} connections (two users; a 429 is followed by a pause of ${REFUSED_PAUSE_MS} ms), tenant B posts with ${f.light} in the same seconds; wrk's p99 of every answer (A's 429s too)`,
-    line("seats, the defaults", f.seats),
+    `fairness: tenant A floods POST /bridges with ${f.flood} connections (three users; a 429 is followed by a pause of ${REFUSED_PAUSE_MS} ms), tenant B posts with ${f.light} in the same seconds; wrk's p99 of every answer (A's 429s too)`,
+    line(`8 seats, a queue of ${f.queue}`, f.seats),
     line("no seats, VNM_SEATS_PER_SERVICE=0", f.noSeats),
   ];
 }

@@ -61,7 +61,7 @@ export const TOPO = {
   draws: count("TOPO_DRAWS", 5, 1),
 };
 /** The fairness step's flood: tenant A's connections (tenant B has 2). */
-export const FAIR_FLOOD = count("FAIR_FLOOD", 96, 2);
+export const FAIR_FLOOD = count("FAIR_FLOOD", 160, 2);
 /** The rules step's chain: rules made in it before its rows run. */
 export const RULES = count("RULES", 10_000, 1);
 /** The goal for a gateway's or a service's RSS when idle. */
