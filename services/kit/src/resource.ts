@@ -618,6 +618,18 @@ export class Resource<P extends MessageName, R extends Row> {
     }
   }
 
+  /**
+   * A tenant's top-level item counts against its quota (quota.ts): checked under a lock just
+   * before it is written, when it is made or given to another tenant (`before`: the row it replaces).
+   */
+  private async checkQuota(q: Queryable, cols: Record<string, unknown>, before?: R): Promise<void> {
+    const { quota } = this.binding.set;
+    const column = this.spec.parentColumn ? undefined : this.spec.tenantColumn;
+    const tenant = column ? cols[column] : undefined;
+    if (!quota || !column || typeof tenant !== "string" || (before && before[column] === tenant)) return;
+    await quota.check(q, { kind: this.info.kind, table: this.spec.table, tenantColumn: column }, tenant);
+  }
+
   /** Runs a write, turning a unique violation into a 409 that says what is taken. */
   private async writing(body: Checked<P>, id: unknown, run: () => Promise<R | undefined>): Promise<R | undefined> {
     try {
@@ -646,10 +658,7 @@ export class Resource<P extends MessageName, R extends Row> {
     const id = this.spec.parentColumn ? undefined : typeof sent["id"] === "string" ? sent["id"] : randomUUID();
     if (id) cols["id"] = id;
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
-    // A tenant's top-level item counts against its quota: checked under a lock, just before the insert.
-    const tenant = this.spec.tenantColumn && !this.spec.parentColumn ? cols[this.spec.tenantColumn] : undefined;
-    const { quota } = this.binding.set;
-    if (quota && typeof tenant === "string") await quota.check(q, { kind: this.info.kind, table: this.spec.table, tenantColumn: this.spec.tenantColumn! }, tenant);
+    await this.checkQuota(q, cols);
     const names = Object.keys(cols).map(assertIdentifier);
     const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
     // A top-level item read from its table, with no hook reacting to its creation, is announced
@@ -730,6 +739,7 @@ export class Resource<P extends MessageName, R extends Row> {
     }
     await this.spec.validate?.(q, body, { up, current: locked, ctx });
     const cols = await this.columnsOf(body, req);
+    await this.checkQuota(q, cols, locked);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
     const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
     const row = await this.reread(q, (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!);
