@@ -8,7 +8,7 @@ import { type Identity, call } from "./api.ts";
 import { onChange } from "./events.ts";
 import { canWrite, fillPath, itemName, KINDS, parentPathOf, visibleTo } from "./kinds.ts";
 import { ListRow, ListView } from "./list.tsx";
-import { RULE_KIND, RulesTable } from "./rules.tsx";
+import { RULE_KIND, RuleSummary, RulesTable } from "./rules.tsx";
 import { YamlView } from "./yaml.tsx";
 import type { ConsoleKind, LinkedList } from "./model.ts";
 import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
@@ -64,6 +64,7 @@ export function ItemPage({ kind, who, path }: { kind: ConsoleKind; who: Identity
           Loading…
         </p>
       )}
+      {item && kind.kind === RULE_KIND && <RuleSummary rule={item} />}
       {item && <ItemFields kind={kind} item={item} />}
       {item && !gone && <YamlView kind={kind} path={path} item={item} canEdit={writes} />}
       {item && !gone && kind.kind === VTEP_KIND && <VtepDetails path={path} item={item} version={version} />}

@@ -153,6 +153,15 @@ export function Action({ rule: r }: { rule: Rule }) {
   }
 }
 
+/** A rule's page: what it does in one sentence, above its fields. */
+export function RuleSummary({ rule }: { rule: Rule }) {
+  return (
+    <p class="rule-summary">
+      Position {String(rule.position)}: <Action rule={rule} /> for <Condition rule={rule} />.
+    </p>
+  );
+}
+
 /** A rule's body for a create: what it holds that a create takes (not its computed or read-only fields). */
 function bodyOf(kind: ConsoleKind, r: Rule, position: number, withId: boolean): Record<string, unknown> {
   const writable = new Set(kind.fields.filter((f) => !f.readOnly).map((f) => f.name));

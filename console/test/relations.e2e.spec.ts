@@ -351,6 +351,9 @@ describe("a chain's rules (issue 52)", () => {
     await poll(() => rows.nth(1).textContent()).toContain("Drop");
     await page.getByRole("button", { name: "Move rule 1 down" }).click();
     await poll(async () => (await http("GET", rules)).json.map((r: { type: string }) => r.type)).toEqual(["drop", "jump", "accept"]);
+    // A rule's own page says it in words too.
+    await rows.nth(2).getByRole("link", { name: "Rule 3" }).click();
+    await poll(() => page.locator(".rule-summary").textContent()).toBe(`Position 3: Accept for TCP from 10.0.0.0/24 to ports 22-80 not in port group web-${RUN}.`);
     // The moved rule kept its conditions.
     const accept = (await http("GET", rules)).json[2];
     expect(accept).toMatchObject({ nwProto: 6, nwSrcAddress: "10.0.0.0", nwSrcLength: 24, tpDst: { start: 22, end: 80 }, portGroup: group.json.id, invPortGroup: true, position: 3 });
