@@ -78,6 +78,14 @@ describe("deploy/nats.conf", () => {
     expect(natsConf).not.toMatch(/no_auth_user/);
   });
 
+  /**
+   * Other domains' changes a service subscribes to (not durable consumers, which have their own
+   * JetStream subjects): the tunnel service reconciles its devices when what they hold changes.
+   */
+  const HEARD: Record<string, string[]> = {
+    tunnel: ["vnm.bridge.MacPort.*", "vnm.bridge.Ip4MacPair.*", "vnm.routing.HostInterfacePort.*"],
+  };
+
   it("has a user per part: each domain publishes only its own changes' subjects and hears only what it consumes", () => {
     const counted = new Set(countedKinds(loadCatalog()).map((c) => c.domain));
     for (const d of serviceDomains()) {
@@ -87,11 +95,11 @@ describe("deploy/nats.conf", () => {
       expect(publish.filter((s) => /^\$JS\.API\.STREAM\.(DELETE|PURGE|UPDATE|MSG)/.test(s)), d).toEqual([]);
       expect(subscribe, d).toContain(`_INBOX_${d}.>`);
       // Of other domains' changes it hears only the identity service's user changes (every part
-      // checks tokens' revocation) and, where it holds kinds a tenant creates, the quota service's
-      // quota changes (its cached limits).
+      // checks tokens' revocation), where it holds kinds a tenant creates the quota service's
+      // quota changes (its cached limits), and what it follows by name (HEARD).
       expect(subscribe).toContain("vnm.identity.User.*");
       const quotas = counted.has(d) ? ["vnm.quota.Quota.updated"] : [];
-      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`) && s !== "vnm.identity.User.*"), d).toEqual(quotas);
+      expect(subscribe.filter((s) => s.startsWith("vnm.") && !s.startsWith(`vnm.${d}.`) && s !== "vnm.identity.User.*"), d).toEqual([...(HEARD[d] ?? []), ...quotas]);
     }
     expect(natsUser("gateway").publish.filter((s) => s.startsWith("vnm"))).toEqual(["vnm-audit.>"]);
   });

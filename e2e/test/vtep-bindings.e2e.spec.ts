@@ -486,9 +486,15 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
       // Routing down (the hosts' ports cannot be read): the rows stay as they are, not wiped.
       await fx.stack.stopService("routing");
       try {
-        await new Promise((r) => setTimeout(r, 4_000)); // more than one reconcile
-        expect(remote().get("02:00:00:00:00:0a")).toBe("10.20.0.5 10.30.0.10");
-        expect(unknownDst()).toHaveLength(1);
+        // Reconciles started by announced changes (an ARP entry of a MAC the bridge does not
+        // have, made then deleted: nothing the device holds changes), each failing to read routing.
+        for (const method of ["POST", "DELETE"] as const) {
+          const r = method === "POST" ? await http("POST", `${a.uri}/arp_table`, { ip: "10.30.0.99", mac: "02:00:00:00:09:99" }) : await http("DELETE", `${a.uri}/arp_table/10.30.0.99_02-00-00-00-09-99`);
+          expect(r.status).toBe(method === "POST" ? 201 : 204);
+          await new Promise((r) => setTimeout(r, 1_500));
+          expect(remote().get("02:00:00:00:00:0a")).toBe("10.20.0.5 10.30.0.10");
+          expect(unknownDst()).toHaveLength(1);
+        }
       } finally {
         await fx.stack.startServices("routing");
       }
@@ -603,7 +609,13 @@ describe("a takeover between two tunnel replicas (vtep-ctl against the real ovsd
       expect((await call("POST", `${b.uri}/mac_table`, { macAddr: "02:00:00:00:01:0d", portId: b.port.id })).status).toBe(201);
       await waitFor("another replica's session", async () => device.clientPids().length === 1 && device.clientPids()[0] !== holder, 15_000);
       await waitFor("the MAC added meanwhile on the device", async () => rows()["Ucast_Macs_Remote"]!.length === 4, 10_000);
-      await new Promise((r) => setTimeout(r, 7_000)); // two periodic reconciles more
+      // Two reconciles more by the new holder, started by announced changes that leave the device's
+      // rows as they are (an ARP entry of a MAC no bridge has, made then deleted).
+      for (const method of ["POST", "DELETE"] as const) {
+        const r = method === "POST" ? await call("POST", `${a.uri}/arp_table`, { ip: "10.40.0.99", mac: "02:00:00:00:09:98" }) : await call("DELETE", `${a.uri}/arp_table/10.40.0.99_02-00-00-00-09-98`);
+        expect(r.status).toBe(method === "POST" ? 201 : 204);
+        await new Promise((r) => setTimeout(r, 1_500));
+      }
       const after = rows();
       for (const table of ["Logical_Switch", "Physical_Port", "Mcast_Macs_Remote", "Physical_Locator"]) expect(after[table], table).toEqual(before[table]);
       const added = after["Ucast_Macs_Remote"]!.filter((r) => !before["Ucast_Macs_Remote"]!.includes(r));

@@ -1,5 +1,5 @@
-// The seats of a service (fair.ts) by themselves: the next seat goes to the waiting tenant with
-// the fewest in use, a tenant's queue and wait are bounded (429 with Retry-After), and a call
+// The seats of a service (fair.ts) by themselves: a tenant alone may take twice the seats, the
+// next seat goes to the waiting tenant with the fewest in use, a tenant's queue and wait are bounded (429 with Retry-After), and a call
 // whose client left stops waiting.
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
@@ -10,27 +10,33 @@ import type { EdgeError } from "./http-error.ts";
 const answer = () => new EventEmitter() as unknown as ApiResponse;
 
 describe("a service's seats", () => {
-  it("give a freed seat to the waiting tenant with the fewest in use, whoever queued first", async () => {
+  it("let a tenant alone take twice the seats, and give a freed seat to the waiting tenant with the fewest in use", async () => {
     const pool = new SeatPool("bridge", { seats: 2, queue: 10, waitMs: 10_000 });
-    expect(pool.take("A", answer())).toBeUndefined();
-    expect(pool.take("A", answer())).toBeUndefined();
+    for (let i = 0; i < 4; i++) expect(pool.take("A", answer())).toBeUndefined();
     const order: string[] = [];
     const a = [1, 2, 3].map((i) => pool.take("A", answer())!.then(() => order.push(`A${i}`)));
     const b = pool.take("B", answer())!.then(() => order.push("B1"));
-    expect(pool.state("A")).toEqual({ inUse: 2, waiting: 3 });
-    // A's first seat comes back: B (none in use) goes before A's three that waited longer.
+    expect(pool.state("A")).toEqual({ inUse: 4, waiting: 3 });
+    // Another tenant asks: the seats are 2 again; B (none in use) is seated once A holds fewer,
+    // before A's three that waited longer.
+    pool.give("A", 5);
+    pool.give("A", 5);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
     pool.give("A", 5);
     await b;
     expect(order).toEqual(["B1"]);
-    pool.give("A", 5);
+    expect(pool.state("A")).toEqual({ inUse: 1, waiting: 3 });
+    // B done: A alone again may hold 4, and its three are seated at once.
     pool.give("B", 5);
-    pool.give("A", 5);
     await Promise.all(a);
     expect(order).toEqual(["B1", "A1", "A2", "A3"]);
+    expect(pool.state("A")).toEqual({ inUse: 4, waiting: 0 });
   });
 
   it("refuse a call past its tenant's queue at once, and one that waits past the bound, with 429 and Retry-After", async () => {
     const pool = new SeatPool("bridge", { seats: 1, queue: 1, waitMs: 50 });
+    pool.take("A", answer());
     pool.take("A", answer());
     const waiting = pool.take("A", answer())!;
     let full: EdgeError | undefined;
@@ -54,19 +60,22 @@ describe("a service's seats", () => {
     expect(late?.headers["Retry-After"]).toBe("1");
     await expect(other).rejects.toMatchObject({ status: 429 });
     pool.give("A", 1);
+    pool.give("A", 1);
     expect(pool.state("A")).toEqual({ inUse: 0, waiting: 0 });
-    // The seat is free again: taken at once.
+    // The seats are free again: taken at once.
     expect(pool.take("B", answer())).toBeUndefined();
   });
 
   it("stop a call waiting when its client leaves, and never seat it", async () => {
     const pool = new SeatPool("bridge", { seats: 1, queue: 5, waitMs: 10_000 });
     pool.take("A", answer());
+    pool.take("A", answer());
     const res = answer();
     const left = pool.take("B", res)!;
     (res as unknown as EventEmitter).emit("close");
     await expect(left).rejects.toMatchObject({ status: 499 });
     expect(pool.state("B")).toEqual({ inUse: 0, waiting: 0 });
+    pool.give("A", 1);
     pool.give("A", 1);
     expect(pool.take("C", answer())).toBeUndefined();
   });

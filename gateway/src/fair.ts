@@ -2,7 +2,8 @@
 // takes one of a bounded number of seats that service has at this gateway, shared among the
 // tenants asking by fair queuing: while seats are free a call takes one at once; when all are
 // taken it waits in its tenant's queue, and each seat given back goes to the waiting tenant with
-// the fewest seats in use (the one waiting longest among equals). A tenant's queue is bounded,
+// the fewest seats in use (the one waiting longest among equals); a tenant alone at a service may
+// hold twice its seats (ALONE), none of them then anyone else's. A tenant's queue is bounded,
 // and so is a call's wait: beyond either, 429 with Retry-After, never a timeout. Kubernetes' API
 // Priority and Fairness, cut to what one gateway process needs: a service is a priority level
 // (its seats its concurrency limit), a tenant a flow with a queue of its own (no shuffle
@@ -39,12 +40,20 @@ interface Flow {
   waiting: Waiter[];
 }
 
+/**
+ * How many times the seats one tenant may hold while no other tenant asks: a seat given back is
+ * idle for the hop to the gateway and back, so a lone flood keeps the service busier with a few
+ * calls waiting in its pool; none of them is another tenant's then.
+ */
+const ALONE = 2;
+
 /** How much a new hold time counts in the running mean of the seats' hold times. */
 const HOLD_WEIGHT = 0.1;
 
 /** The seats of one service at this gateway. */
 export class SeatPool {
-  private free: number;
+  /** Seats taken, every tenant's. */
+  private inUse = 0;
   private readonly flows = new Map<string, Flow>();
   /** Flows with a call waiting. */
   private readonly queued = new Set<Flow>();
@@ -56,7 +65,11 @@ export class SeatPool {
   constructor(name: string, opts: SeatOptions) {
     this.name = name;
     this.opts = opts;
-    this.free = opts.seats;
+  }
+
+  /** The seats that may be taken now: ALONE times the seats while one tenant alone has calls here. */
+  private limit(): number {
+    return this.flows.size > 1 ? this.opts.seats : this.opts.seats * ALONE;
   }
 
   /**
@@ -66,9 +79,9 @@ export class SeatPool {
    */
   take(tenant: string, res: ApiResponse): Promise<void> | undefined {
     const flow = this.flowOf(tenant);
-    // Seats are free only while nobody waits: a seat given back goes to a waiting call at once.
-    if (this.free > 0) {
-      this.free--;
+    // A seat is free only while nobody waits: a seat given back goes to a waiting call at once.
+    if (this.queued.size === 0 && this.inUse < this.limit()) {
+      this.inUse++;
       flow.inUse++;
       return undefined;
     }
@@ -95,22 +108,28 @@ export class SeatPool {
   /** Gives back `tenant`'s seat, held `heldMs`: to the waiting tenant with the fewest in use, else free. */
   give(tenant: string, heldMs: number): void {
     this.holdMs += HOLD_WEIGHT * (heldMs - this.holdMs);
+    this.inUse--;
     const flow = this.flows.get(tenant);
     if (flow) {
       flow.inUse--;
       this.forget(flow);
     }
-    const next = this.nextFlow();
-    if (!next) {
-      this.free++;
-      return;
+    this.seatWaiting();
+  }
+
+  /** Seats waiting calls while seats may be taken (one given back, or a tenant gone: the limit rose). */
+  private seatWaiting(): void {
+    while (this.inUse < this.limit()) {
+      const next = this.nextFlow();
+      if (!next) return;
+      const w = next.waiting.shift()!;
+      if (next.waiting.length === 0) this.queued.delete(next);
+      next.inUse++;
+      this.inUse++;
+      clearTimeout(w.timer);
+      w.res.off("close", w.gone);
+      w.seated();
     }
-    const w = next.waiting.shift()!;
-    if (next.waiting.length === 0) this.queued.delete(next);
-    next.inUse++;
-    clearTimeout(w.timer);
-    w.res.off("close", w.gone);
-    w.seated();
   }
 
   /**
@@ -119,14 +138,14 @@ export class SeatPool {
    */
   refuseIfFull(tenant: string): void {
     const flow = this.flows.get(tenant);
-    if (this.free === 0 && flow && flow.waiting.length >= this.opts.queue) throw this.full(flow);
+    if (flow && flow.waiting.length >= this.opts.queue && this.inUse >= this.limit()) throw this.full(flow);
   }
 
   private full(flow: Flow): EdgeError {
     return EdgeError.tooManyRequests(`This tenant's calls of the ${this.name} service fill their share: ${flow.inUse} under way and ${flow.waiting.length} waiting at this gateway; retry later`, this.retryAfter(flow));
   }
 
-  /** Calls of `tenant` seated and waiting (for tests and the docs' figures). */
+  /** Calls of `tenant` seated and waiting (for tests). */
   state(tenant: string): { inUse: number; waiting: number } {
     const f = this.flows.get(tenant);
     return { inUse: f?.inUse ?? 0, waiting: f?.waiting.length ?? 0 };
@@ -151,6 +170,7 @@ export class SeatPool {
     w.res.off("close", w.gone);
     this.forget(w.flow);
     w.refused(err);
+    this.seatWaiting();
   }
 
   private flowOf(tenant: string): Flow {

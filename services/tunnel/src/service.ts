@@ -9,6 +9,7 @@ import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
 import { migrations } from "./migrations.ts";
 import { DEFAULT_WRITE_INTERVAL_MS, VtepSessions } from "./sessions.ts";
+import { DEFAULT_RECONCILE_MS } from "./vxgw.ts";
 import { VxlanPortSync } from "./vxlan-sync.ts";
 
 /** The service's own configuration; a bad value stops it at start, naming the variable (and the entry). */
@@ -18,9 +19,13 @@ const configOf = (env: NodeJS.ProcessEnv) =>
       policy: { env: "VNM_VTEP_ALLOWED_NETWORKS", default: "", parse: AddressPolicy.parse },
       budget: { env: "VNM_VTEP_STATE_BUDGET_BYTES", default: String(DEFAULT_STATE_BUDGET), parse: parsePositiveInt },
       writeEveryMs: { env: "VNM_VTEP_WRITE_INTERVAL_MS", default: String(DEFAULT_WRITE_INTERVAL_MS), parse: parsePositiveInt },
+      reconcileEveryMs: { env: "VNM_VTEP_RECONCILE_MS", default: String(DEFAULT_RECONCILE_MS), parse: parsePositiveInt },
     },
     env,
   );
+
+/** The announcements of what a device holds (vxgw.ts, remote-macs.ts): deploy/nats.conf lets the tunnel user hear them. */
+const DEVICE_SOURCES = ["tunnel.VtepBinding.*", "tunnel.TunnelZoneHost.*", "tunnel.Host.*", "bridge.MacPort.*", "bridge.Ip4MacPair.*", "routing.HostInterfacePort.*"];
 
 export const service: ServiceSpec = {
   domain: "tunnel",
@@ -54,12 +59,15 @@ export const service: ServiceSpec = {
     svc.bus.subscribe(["tunnel.Vtep.created", "tunnel.Vtep.deleted"], () => sessions.look());
     // Bound bridges' VXLAN ports, asked of the routing service until it answers.
     const vxlan = new VxlanPortSync(svc);
-    // A binding written here: its VXLAN port, and the devices this replica programs, soon (the
-    // write commits first; a binding made on another replica reaches the device at the next
-    // periodic reconcile).
+    // What the devices hold, changed anywhere: a binding (on any replica), a bound bridge's MAC
+    // or ARP entry, a port bound to a host or unbound, a tunnel zone's member, a host (its
+    // flooding proxy weight). The devices this
+    // replica programs are reconciled soon; the periodic reconcile catches an announcement missed.
+    svc.bus.subscribe(DEVICE_SOURCES, () => sessions.announced());
+    // A binding written here: its VXLAN port soon (the write commits first).
     const kick = () => {
       vxlan.kick();
-      setTimeout(() => sessions.programAll(), 100);
+      sessions.announced();
     };
     bindingsChanged.add(kick);
     vxlan.start();

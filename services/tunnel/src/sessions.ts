@@ -20,7 +20,7 @@ import { type DeviceState, DeviceSession, type VtepAddress } from "./device.ts";
 import { vtepMetrics } from "./metrics.ts";
 import { boundOn } from "./bindings.ts";
 import { remoteState } from "./remote-macs.ts";
-import { type Learned, learnedOnly, RECONCILE_EVERY_MS, reconcile } from "./vxgw.ts";
+import { type Learned, learnedOnly, reconcile } from "./vxgw.ts";
 import type { PeerFault } from "./ovsdb.ts";
 
 const LOOK_EVERY_MS = 2_000;
@@ -64,6 +64,9 @@ interface Watched {
   programmedAt: number;
   /** The last reconcile's failure, logged once. */
   programError?: string;
+  /** A full reconcile tried again after a failed one, sooner than the periodic one (doubling from RETRY_FIRST_MS). */
+  retryTimer?: NodeJS.Timeout;
+  retryMs?: number;
   /** What the database holds, once read or written; unknown after a failed write. */
   stored?: Stored;
   /** A change not stored yet. */
@@ -80,7 +83,15 @@ export interface SessionsConfig {
   budget: number;
   /** VNM_VTEP_WRITE_INTERVAL_MS. */
   writeEveryMs: number;
+  /** VNM_VTEP_RECONCILE_MS: every connected device reconciled in full this often, whatever was announced. */
+  reconcileEveryMs: number;
 }
+
+/** A failed full reconcile (the API or the device could not be read or written) is tried again after this, doubling up to the periodic one's interval. */
+const RETRY_FIRST_MS = 500;
+
+/** At most one reconcile of every device per this many ms for announced changes (a burst of writes makes one). */
+const ANNOUNCED_GAP_MS = 250;
 
 const headOf = (s: Pick<DeviceState, "connectionState" | "name" | "description" | "tunnelIps" | "connectionError">) =>
   JSON.stringify([s.connectionState, s.name, s.description, s.tunnelIps, s.connectionError]);
@@ -118,6 +129,8 @@ export class VtepSessions {
   private timer: NodeJS.Timeout | undefined;
   private programTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private announcedTimer: NodeJS.Timeout | undefined;
+  private announcedAt = 0;
 
   constructor(svc: ServiceContext, config: SessionsConfig) {
     this.svc = svc;
@@ -130,7 +143,7 @@ export class VtepSessions {
 
   start(): void {
     this.timer = setInterval(() => this.look(), LOOK_EVERY_MS);
-    this.programTimer = setInterval(() => this.programAll(), RECONCILE_EVERY_MS);
+    this.programTimer = setInterval(() => this.programAll(), this.config.reconcileEveryMs);
     this.look();
   }
 
@@ -146,6 +159,7 @@ export class VtepSessions {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     clearInterval(this.programTimer);
+    clearTimeout(this.announcedTimer);
     await this.running;
     this.dropAll();
   }
@@ -154,6 +168,7 @@ export class VtepSessions {
   private dropAll(): void {
     for (const w of this.watched.values()) {
       clearTimeout(w.learnedTimer);
+      clearTimeout(w.retryTimer);
       w.session.stop();
     }
     this.watched.clear();
@@ -182,6 +197,7 @@ export class VtepSessions {
     for (const [id, w] of this.watched) {
       if (present.has(id)) continue;
       clearTimeout(w.learnedTimer);
+      clearTimeout(w.retryTimer);
       w.session.stop();
       this.watched.delete(id);
       await lease.query("SELECT pg_advisory_unlock(hashtext($1))", [lockKey(id)]);
@@ -222,6 +238,20 @@ export class VtepSessions {
     }, wait);
   }
 
+  /**
+   * Something a device holds changed (announced by this or another part): every connected device
+   * reconciled soon, at most once per ANNOUNCED_GAP_MS however many changes come.
+   */
+  announced(): void {
+    if (this.announcedTimer) return;
+    const wait = Math.max(0, this.announcedAt + ANNOUNCED_GAP_MS - performance.now());
+    this.announcedTimer = setTimeout(() => {
+      this.announcedTimer = undefined;
+      this.announcedAt = performance.now();
+      this.programAll();
+    }, wait);
+  }
+
   /** Programs every connected device this replica watches with the bindings (vxgw.ts). */
   programAll(): void {
     for (const [id, w] of this.watched) if (w.session.connectionState === "connected") this.program(id, w.ip);
@@ -256,16 +286,28 @@ export class VtepSessions {
           if (remote?.problem) throw new Error(remote.problem);
           if (w.programError) this.log.info("VTEP device programmed again", { vtep: id });
           w.programError = undefined;
+          if (whole) w.retryMs = undefined;
         } catch (err) {
           const message = messageOf(err);
           if (w.programError !== message) this.log.warn("VTEP device not programmed; trying again", { vtep: id, err: message });
           w.programError = message;
+          this.retry(id, w);
         }
       }
     };
     once().finally(() => {
       w.programming = false;
     });
+  }
+
+  /** A full reconcile again soon after a failed one (a service or the device back), backing off to the periodic interval. */
+  private retry(id: string, w: Watched): void {
+    if (w.retryTimer) return;
+    w.retryMs = Math.min(this.config.reconcileEveryMs, w.retryMs ? w.retryMs * 2 : RETRY_FIRST_MS);
+    w.retryTimer = setTimeout(() => {
+      w.retryTimer = undefined;
+      if (this.watched.get(id) === w) this.program(id, w.ip);
+    }, w.retryMs);
   }
 
   /**

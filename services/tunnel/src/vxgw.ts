@@ -10,13 +10,16 @@
 // - an mn- switch no bridge binds there is deleted, in the same transaction as every
 //   Ucast_Macs_*/Mcast_Macs_* row that refers to it and its vlan_bindings pairs (the schema's
 //   strong references would refuse a lone delete).
-// The reconcile runs on every new session (a device restarted empty is rewritten), when a
-// binding changes on this replica, and every RECONCILE_EVERY_MS on each connected session (a
-// binding made on another replica). It runs on the replica holding the VTEP's session only.
+// The reconcile runs on every new session (a device restarted empty is rewritten), soon after a
+// change any replica or service announces of what the device holds (a binding, a bridge's MAC
+// or ARP entry, a port's binding to a host, a tunnel zone's member: service.ts), and every
+// VNM_VTEP_RECONCILE_MS (30 s) on each connected session, a safety net for an announcement
+// missed. It runs on the replica holding the VTEP's session only.
 import { canonicalIpv6 } from "@vnm/kit";
 import type { RemoteState } from "./remote-macs.ts";
 
-export const RECONCILE_EVERY_MS = 3_000;
+/** The default of VNM_VTEP_RECONCILE_MS: the periodic full reconcile, a safety net behind the announcements. */
+export const DEFAULT_RECONCILE_MS = 30_000;
 export const SWITCH_PREFIX = "mn-";
 /** The Mcast_Macs_Remote MAC for frames to unknown destinations (hardware_vtep). */
 export const UNKNOWN_DST = "unknown-dst";
