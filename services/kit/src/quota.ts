@@ -19,7 +19,6 @@ export { type CountedKind, countedKinds, QUOTA_KIND, QUOTA_SERVICE, USAGE_SERVIC
 /** How long a tenant's limits are used without asking again: a lowered limit applies within this, or at once when the bus brings the change. */
 export const QUOTA_CACHE_MS = 2_000;
 
-
 /** What a create of a counted kind asks before its insert. */
 export interface QuotaGuard {
   /** Locks (kind, tenant) for the transaction and refuses (409) when the tenant holds its limit already. */
@@ -29,9 +28,11 @@ export interface QuotaGuard {
 type Limits = Record<string, number>;
 
 /**
- * The guard of one service, for its kinds `own`. `ask` reads a tenant's limits from the quota service (it throws
- * UNAVAILABLE naming it when it is down: a create of a limited kind is then a 503, since no
- * limit is known); with no quota service configured (`ask` undefined) nothing is limited.
+ * The guard of one service, for its kinds `own`. `ask` reads a tenant's limits from the quota
+ * service (it throws UNAVAILABLE naming it when it is down: a create of a kind whose limits are
+ * not cached is then a 503, since no limit is known); with no quota service configured (`ask`
+ * undefined) nothing is limited. The count runs in READ COMMITTED (the kit's transactions): the
+ * statement after the lock sees every insert its previous holders committed.
  */
 export function quotaGuard(
   catalog: Catalog,
