@@ -27,11 +27,15 @@ describe("a service's seats", () => {
     await b;
     expect(order).toEqual(["B1"]);
     expect(pool.state("A")).toEqual({ inUse: 1, waiting: 3 });
-    // B done: A alone again may hold 4, and its three are seated at once.
+    // B done: A is seated as the seats go, 2 at most until it has been alone a second, then 4.
     pool.give("B", 5);
+    await a[0];
+    expect(pool.state("A")).toEqual({ inUse: 2, waiting: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    pool.give("A", 5);
     await Promise.all(a);
     expect(order).toEqual(["B1", "A1", "A2", "A3"]);
-    expect(pool.state("A")).toEqual({ inUse: 4, waiting: 0 });
+    expect(pool.state("A")).toEqual({ inUse: 3, waiting: 0 });
   });
 
   it("refuse a call past its tenant's queue at once, and one that waits past the bound, with 429 and Retry-After", async () => {

@@ -46,6 +46,11 @@ interface Flow {
  * calls waiting in its pool; none of them is another tenant's then.
  */
 const ALONE = 2;
+/**
+ * How long after another tenant's last call a tenant counts as alone: a light tenant between two
+ * of its calls has none under way for a moment, and the seats must not flap to twice as many.
+ */
+const ALONE_AFTER_MS = 1_000;
 
 /** How much a new hold time counts in the running mean of the seats' hold times. */
 const HOLD_WEIGHT = 0.1;
@@ -54,6 +59,8 @@ const HOLD_WEIGHT = 0.1;
 export class SeatPool {
   /** Seats taken, every tenant's. */
   private inUse = 0;
+  /** When more than one tenant last had calls here (performance.now()). */
+  private sharedAt = Number.NEGATIVE_INFINITY;
   private readonly flows = new Map<string, Flow>();
   /** Flows with a call waiting. */
   private readonly queued = new Set<Flow>();
@@ -67,9 +74,13 @@ export class SeatPool {
     this.opts = opts;
   }
 
-  /** The seats that may be taken now: ALONE times the seats while one tenant alone has calls here. */
+  /** The seats that may be taken now: ALONE times the seats while one tenant alone has had calls here for a while. */
   private limit(): number {
-    return this.flows.size > 1 ? this.opts.seats : this.opts.seats * ALONE;
+    if (this.flows.size > 1) {
+      this.sharedAt = performance.now();
+      return this.opts.seats;
+    }
+    return performance.now() - this.sharedAt < ALONE_AFTER_MS ? this.opts.seats : this.opts.seats * ALONE;
   }
 
   /**
