@@ -10,7 +10,7 @@ import { GROUPS, KINDS, visibleTo } from "./kinds.ts";
 import { ListView } from "./list.tsx";
 import { TopologyPage, topologyKinds } from "./topology.tsx";
 import type { ConsoleKind } from "./model.ts";
-import { href, replaceQuery, type Route, useRoute } from "./route.ts";
+import { href, navigationCount, replaceQuery, type Route, useRoute } from "./route.ts";
 import { ErrorNote, Notice, Toasts, usePage } from "./ui.tsx";
 
 export function App() {
@@ -196,7 +196,7 @@ function Page({ route, who, first }: { route: Route; who: Identity; first?: Cons
   switch (route.page) {
     case "home":
     case "list":
-      return <ListPage key={`${kind.kind}?${route.page === "list" ? (route.query ?? "") : ""}`} kind={kind} who={who} query={route.page === "list" ? route.query : undefined} />;
+      return <ListPage key={`${kind.kind}?${route.page === "list" ? (route.query ?? "") : ""}#${navigationCount()}`} kind={kind} who={who} query={route.page === "list" ? route.query : undefined} />;
     case "item":
       return <ItemPage key={route.path} kind={kind} who={who} path={route.path} />;
     case "new":

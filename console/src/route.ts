@@ -58,10 +58,19 @@ export function replaceQuery(r: Route): void {
   if (location.hash !== h) history.replaceState(history.state, "", h);
 }
 
+/** How many times the address changed by navigation (not by replaceQuery): a list page opened again starts from its address. */
+let navigations = 0;
+export function navigationCount(): number {
+  return navigations;
+}
+
 export function useRoute(): Route {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
   useEffect(() => {
-    const on = () => setRoute(parseRoute(location.hash));
+    const on = () => {
+      navigations++;
+      setRoute(parseRoute(location.hash));
+    };
     addEventListener("hashchange", on);
     return () => removeEventListener("hashchange", on);
   }, []);

@@ -75,6 +75,13 @@ describe("lists search and sort on the server, and the address keeps them", () =
     await page.getByLabel("Name is").fill(far);
     await poll(() => bodyRows(page).allTextContents()).toEqual([expect.stringContaining(far)]);
     await poll(() => page.evaluate("location.hash")).toBe(`#/list/bridge.Bridge?name=${far}`);
+    // The navigation's link opens the list afresh, though the page was opened without a query.
+    await page.getByRole("navigation", { name: "Kinds" }).getByRole("link", { name: "Bridges", exact: true }).click();
+    await poll(() => page.getByLabel("Name is").inputValue()).toBe("");
+    await poll(() => bodyRows(page).count()).toBe(20);
+    // Back: the filtered list again.
+    await page.goBack();
+    await poll(() => page.getByLabel("Name is").inputValue()).toBe(far);
     // Reload: the filter stays, in the box and in the rows.
     await page.reload();
     await poll(() => page.getByLabel("Name is").inputValue()).toBe(far);
@@ -101,6 +108,11 @@ describe("lists search and sort on the server, and the address keeps them", () =
     await poll(() => bodyRows(page).first().textContent()).toContain(`s${RUN}-44`);
     expect(await page.locator("th[aria-sort=descending]").textContent()).toContain("Name");
     await shot(page, "search-sort");
+    // The navigation's link opens the list afresh: no filter, no sort, in the box or the address.
+    await page.getByRole("navigation", { name: "Kinds" }).getByRole("link", { name: "Bridges", exact: true }).click();
+    await poll(() => page.getByLabel("Tenant").inputValue()).toBe("");
+    expect(await page.locator("th[aria-sort]").count()).toBe(0);
+    expect(await page.evaluate("location.hash")).toBe("#/list/bridge.Bridge");
   });
 
   it("adds a filter on another field the API filters by", async () => {
