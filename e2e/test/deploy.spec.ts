@@ -258,20 +258,22 @@ describe("production overlay: secrets, pod security, network", () => {
     // (routing asks tunnel), a host's bindings and a bound bridge's VXLAN port (tunnel asks
     // routing), a load balancer's router (lb asks routing), a mirror's port (policy asks routing),
     // a device's filter chains and mirrors (bridge and routing ask policy); a tenant's usage (the
-    // quota service asks every domain) and its limits (the domains holding a tenant's kinds ask quota).
+    // quota service asks the domains holding a tenant's kinds) and its limits (they ask quota).
     const CALLERS: Record<string, string[]> = {
       bridge: ["vnm-gateway", "vnm-quota", "vnm-routing", "vnm-tracing", "vnm-tunnel"],
-      lb: ["vnm-gateway", "vnm-quota", "vnm-routing"],
+      compat: ["vnm-gateway", "vnm-quota"],
+      lb: ["vnm-gateway", "vnm-routing"],
       policy: ["vnm-gateway", "vnm-bridge", "vnm-quota", "vnm-routing"],
+      qos: ["vnm-gateway", "vnm-quota"],
       routing: ["vnm-gateway", "vnm-lb", "vnm-policy", "vnm-quota", "vnm-tunnel"],
-      tunnel: ["vnm-gateway", "vnm-quota", "vnm-routing"],
+      tunnel: ["vnm-gateway", "vnm-routing"],
       quota: ["vnm-gateway", "vnm-bridge", "vnm-compat", "vnm-policy", "vnm-qos", "vnm-routing"],
     };
     const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
     for (const d of serviceDomains()) {
       const ingress = policy(`vnm-${d}`).ingress as Loose[];
       const grpc = ingress.filter((r) => r.ports.some((p: Loose) => p.port === 50051));
-      const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : (CALLERS[d] ?? ["vnm-gateway", "vnm-quota"]);
+      const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : (CALLERS[d] ?? ["vnm-gateway"]);
       expect(grpc.flatMap((r) => r.from), d).toEqual(callers.map(pod));
       expect(policy(`vnm-${d}-db`).ingress, d).toEqual([{ from: [pod(`vnm-${d}`)], ports: [{ protocol: "TCP", port: 5432 }] }]);
       expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [pod(`vnm-${d}-db`)], ports: [{ protocol: "TCP", port: 5432 }] });

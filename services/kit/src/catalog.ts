@@ -442,12 +442,12 @@ function checkCallers(callers: Map<string, ReadonlySet<string>>, services: Catal
 /**
  * The domains `part` calls as itself: those with a method naming it (or every part) among its
  * callers, itself aside; a method of the service every domain serves (USAGE_SERVICE, the
- * quota service's usage count) is every domain's. The call graph the network policies admit
- * (deploy/k8s/network.ts).
+ * quota service's usage count) is that of every domain holding a kind quotas count (the quota
+ * service asks no other). The call graph the network policies admit (deploy/k8s/network.ts).
  */
-export function peersOf(catalog: Pick<Catalog, "callers" | "services">, part: string): string[] {
+export function peersOf(catalog: Pick<Catalog, "callers" | "services" | "kinds">, part: string): string[] {
   const domainOf = new Map(catalog.services.map((s) => [s.name, s.domain]));
-  const everyDomain = [...new Set(domainOf.values())];
+  const everyDomain = [...new Set(countedKinds(catalog).map((c) => c.domain))];
   const out = new Set<string>();
   for (const [method, names] of catalog.callers) {
     const service = method.slice(0, method.indexOf("/"));
