@@ -447,12 +447,12 @@ function checkCallers(callers: Map<string, ReadonlySet<string>>, services: Catal
  */
 export function peersOf(catalog: Pick<Catalog, "callers" | "services" | "kinds">, part: string): string[] {
   const domainOf = new Map(catalog.services.map((s) => [s.name, s.domain]));
-  const everyDomain = [...new Set(countedKinds(catalog).map((c) => c.domain))];
+  const counting = [...new Set(countedKinds(catalog).map((c) => c.domain))];
   const out = new Set<string>();
   for (const [method, names] of catalog.callers) {
     const service = method.slice(0, method.indexOf("/"));
     if (!names.has(part) && !names.has(EVERY_PART)) continue;
-    for (const domain of service === USAGE_SERVICE ? everyDomain : [domainOf.get(service)!]) if (domain !== part) out.add(domain);
+    for (const domain of service === USAGE_SERVICE ? counting : [domainOf.get(service)!]) if (domain !== part) out.add(domain);
   }
   return [...out].sort();
 }
