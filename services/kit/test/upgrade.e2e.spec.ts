@@ -102,9 +102,19 @@ function previousCopy(): string {
   return dir;
 }
 
-/** The domains whose migration lists differ between the previous release and now. */
+/** Whether the previous release had the service at all (one added since has no previous release to run). */
+function existedBefore(domain: string): boolean {
+  try {
+    git("cat-file", "-e", `${previous}:services/${domain}/src/main.ts`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The domains whose migration lists differ between the previous release and now, of the services it had. */
 function changedDomains(): string[] {
-  return serviceDomains().filter((d) => git("diff", "--name-only", previous, "--", migrationsFile(d)) !== "");
+  return serviceDomains().filter((d) => existedBefore(d) && git("diff", "--name-only", previous, "--", migrationsFile(d)) !== "");
 }
 
 /** What the upgrade test asks of a running service, whichever release's harness started it. */
