@@ -17,7 +17,7 @@ let userToken = "";
 let tenantAdminToken = "";
 
 beforeAll(async () => {
-  await stack.startServices("identity", "bridge", "routing", "policy", "compat", "quota");
+  await stack.startServices("identity", "bridge", "routing", "policy", "qos", "compat", "quota");
   // A second bridge service process; each gateway sends its calls to either.
   const replica = await stack.startReplica("bridge");
   const bridges = { VNM_BRIDGE_ADDR: `${stack.addrs.get("bridge")},${replica}` };
@@ -96,6 +96,33 @@ describe("quotas", () => {
     const q = await quotaOf(t);
     expect(q.used["bridges"]).toBe(2);
     expect(q.used["chains"]).toBe(3);
+  });
+
+  it("every counted collection is enforced: with each limit 0, each kind's create is a 409 naming its collection", async () => {
+    const t = tenant("zero");
+    const pool = await http("POST", "/compat/lb/pools", { tenant_id: t, lb_method: "ROUND_ROBIN", protocol: "TCP" });
+    expect(pool.status, pool.text).toBe(201);
+    const q = await quotaOf(t);
+    await setLimits(t, Object.fromEntries(Object.keys(q.limits).map((c) => [c, 0])));
+    const creates: Record<string, [string, Record<string, unknown>]> = {
+      bridges: ["/bridges", { name: "z", tenantId: t }],
+      routers: ["/routers", { name: "z", tenantId: t }],
+      chains: ["/chains", { name: "z", tenantId: t }],
+      portGroups: ["/port_groups", { name: "z", tenantId: t }],
+      qosPolicies: ["/qos_policies", { name: "z", tenantId: t }],
+      "load_balancer.pools": ["/compat/lb/pools", { tenant_id: t, lb_method: "ROUND_ROBIN", protocol: "TCP" }],
+      "load_balancer.members": ["/compat/lb/members", { tenant_id: t, pool_id: pool.json.id, address: "10.0.0.9", protocol_port: 80 }],
+      "load_balancer.vips": ["/compat/lb/vips", { tenant_id: t, pool_id: pool.json.id, protocol: "TCP" }],
+      "load_balancer.health_monitors": ["/compat/lb/health_monitors", { tenant_id: t, type: "TCP" }],
+      security_group_rules: ["/compat/security_group_rules", { tenant_id: t, direction: "ingress", security_group_id: "00000000-0000-4000-8000-00000000c0f9" }],
+    };
+    expect(Object.keys(creates).sort()).toEqual(Object.keys(q.limits).sort());
+    for (const [collection, [path, body]] of Object.entries(creates)) {
+      const r = await http("POST", path, body);
+      expect(r.status, `${collection}: ${r.text}`).toBe(409);
+      const used = collection === "load_balancer.pools" ? 1 : 0;
+      expect(r.json.violations, collection).toEqual([{ property: collection, message: `limit 0, used ${used}` }]);
+    }
   });
 
   it("50 concurrent creates over two gateways and two service processes make exactly the limit", async () => {
