@@ -41,6 +41,8 @@ describe("catalog from the proto files", () => {
       "bridge.DhcpV6Subnet",
       "bridge.Ip4MacPair",
       "bridge.MacPort",
+      // The quotas show how many bridges a tenant holds (docs/api.md, "Quotas").
+      "quota.Quota",
       // A bridge's ports, peer ports and VXLAN ports, listed under it, are the routing service's.
       "routing.Port",
     ]);
