@@ -1,10 +1,12 @@
-// Fair shares of a service (issue 54; gateway/src/fair.ts, docs/operations.md "Fair shares"):
+// Fair shares of a service (issue 54; gateway/src/fair.ts, docs/operations.md "Fair shares of
+// the services"):
 // tenant A floods bridge creates with far more requests at once than its share, tenant B creates
 // bridges lightly in the same seconds. Through a gateway with seats, B's p99 is at most half of
 // A's, A's excess is refused with 429 and Retry-After (no 5xx, no timeout) and B is never
-// refused; the bridge service's Postgres pool has no caller waiting (the gateway's seats are
-// the only queue). The same load through a gateway without seats (VNM_SEATS_PER_SERVICE=0, one
-// shared queue as before) gives B about A's p99: the comparison this test exists for.
+// refused; few callers wait in the bridge service's Postgres pool (the backlog waits at the
+// gateway). The same load through a gateway without seats (VNM_SEATS_PER_SERVICE=0, one shared
+// queue as before) gives B about A's p99 and most of the flood waiting in the pool: the
+// comparison this test exists for. A's flood runs in a worker thread, B's load in the test's.
 import { randomBytes } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
