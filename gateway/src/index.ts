@@ -74,7 +74,7 @@ export function gatewayConfig(env: NodeJS.ProcessEnv) {
       // Fair shares of each service among tenants (fair.ts, docs/operations.md "Fair shares").
       seatsPerService: { env: "VNM_SEATS_PER_SERVICE", default: "8", parse: parseNonNegativeInt },
       seatQueue: { env: "VNM_SEAT_QUEUE", default: "64", parse: parsePositiveInt },
-      seatWaitMs: { env: "VNM_SEAT_WAIT_MS", default: "3000", parse: parsePositiveInt },
+      seatWaitMs: { env: "VNM_SEAT_WAIT_MS", default: "10000", parse: parsePositiveInt },
       writeDeadlineMs: { env: "VNM_WRITE_DEADLINE_MS", default: "30000", parse: parsePositiveInt },
       requestTimeoutMs: { env: "VNM_REQUEST_TIMEOUT_MS", default: "30000", parse: parsePositiveInt },
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
