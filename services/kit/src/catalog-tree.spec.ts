@@ -186,5 +186,8 @@ describe("quotas", () => {
     expect(peersOf(catalog, "quota")).toEqual(["bridge", "compat", "identity", "policy", "qos", "routing"]);
     for (const d of ["bridge", "compat", "policy", "qos", "routing"]) expect(peersOf(catalog, d), d).toContain("quota");
     for (const d of ["identity", "lb", "tracing", "tunnel"]) expect(peersOf(catalog, d), d).not.toContain("quota");
+    // A domain that gets a kind a tenant creates must be named among GetLimits' callers, or its creates would be refused there.
+    const callers = catalog.callers.get("vnm.quota.v1.QuotaService/GetLimits");
+    for (const d of new Set(countedKinds(catalog).map((c) => c.domain))) expect(callers?.has(d), d).toBe(true);
   });
 });
