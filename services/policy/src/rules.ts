@@ -134,12 +134,16 @@ function visible(who: Identity | undefined, tenantId: string | null): boolean {
  */
 async function rankAt(q: Queryable, chainId: string, position: number): Promise<bigint> {
   const p = position === 0 ? 1 : position;
+  const end = async (dir: "min" | "max") => (await q.query<{ r: string | null }>(`SELECT ${dir}(rank) AS r FROM rules WHERE chain_id = $1`, [chainId])).rows[0]!.r;
+  // First (the usual insert) is always a place: no count of the chain.
+  if (p === 1) {
+    const first = await end("min");
+    return first === null ? 0n : BigInt(first) - RANK_STEP;
+  }
   const n = Number((await q.query<{ n: string }>("SELECT count(*) AS n FROM rules WHERE chain_id = $1", [chainId])).rows[0]!.n);
   if (p > n + 1) throw ApiError.invalid([{ property: "position", message: `position exceeds the number of rules in the chain (${n}): at most ${n + 1}` }]);
   if (n === 0) return 0n;
-  const end = async (dir: "min" | "max") => BigInt((await q.query<{ r: string }>(`SELECT ${dir}(rank) AS r FROM rules WHERE chain_id = $1`, [chainId])).rows[0]!.r);
-  if (p === 1) return (await end("min")) - RANK_STEP;
-  if (p === n + 1) return (await end("max")) + RANK_STEP;
+  if (p === n + 1) return BigInt((await end("max"))!) + RANK_STEP;
   const neighbours = async () => {
     const rows = (await q.query<{ rank: string }>("SELECT rank FROM rules WHERE chain_id = $1 ORDER BY rank OFFSET $2 LIMIT 2", [chainId, p - 2])).rows;
     return [BigInt(rows[0]!.rank), BigInt(rows[1]!.rank)] as const;
@@ -250,11 +254,15 @@ class RuleResource extends Resource<"vnm.policy.v1.Rule", RuleRow> {
       if (!at) throw ApiError.invalid([{ property: "marker", message: "must be the id of an item of this list" }]);
       after = at.rank;
     }
+    // The page alone is read (an index range on (chain, rank)); its first rule's position is the
+    // count of the chain's lower ranks plus one (an index-only count), the others follow it. A
+    // page deep in a 10,000-rule chain reads its 100 rules, not the 10,000 before them.
     const rows = (
       await q.query<RuleRow>(
-        `SELECT * FROM (SELECT r.*, row_number() OVER (ORDER BY r.rank) AS position FROM rules r WHERE r.chain_id = $1) x
-         WHERE $2::bigint IS NULL OR x.rank > $2::bigint ORDER BY x.rank${limit ? ` LIMIT ${limit + 1}` : ""}`,
-        [chain.id, after ?? null],
+        `WITH page AS (SELECT * FROM rules WHERE chain_id = $1 AND ($2::bigint IS NULL OR rank > $2::bigint) ORDER BY rank LIMIT $3)
+         SELECT page.*, (SELECT count(*) FROM rules o WHERE o.chain_id = $1 AND o.rank < (SELECT min(rank) FROM page)) + row_number() OVER (ORDER BY page.rank) AS position
+         FROM page ORDER BY page.rank`,
+        [chain.id, after ?? null, limit === undefined ? null : limit + 1],
       )
     ).rows;
     const more = limit !== undefined && rows.length > limit;
