@@ -8,10 +8,7 @@
 // the same seconds, each load a wrk of its own. The same at a gateway without seats
 // (VNM_SEATS_PER_SERVICE=0: one shared queue, as before) runs before and after it. Both p99s side by side; the goal is
 // B's p99 at most half of A's with seats.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { JSON_TYPE } from "./bridges.ts";
 import { load, type Result, type Runner } from "./scenario.ts";
@@ -29,62 +26,9 @@ const SEAT_QUEUE = 128;
 /** The pause that follows each of A's 429s. */
 const REFUSED_PAUSE_MS = 100;
 
-const lua = (s: string) => JSON.stringify(s);
-
-/**
- * The flood: wrk cycling through `requests`, a request after each 429 sent REFUSED_PAUSE_MS late
- * (wrk's Lua state is per thread, not per connection: the pause is owed by the thread and taken
- * by its next request). Summarised as wrk.ts's runs are.
- */
+/** The flood: wrk cycling through `requests`, a request after each 429 sent REFUSED_PAUSE_MS late. */
 function flood(bin: string, origin: string, requests: WrkRequest[], connections: number, seconds: number): Promise<WrkResult> {
-  const specs = requests.map((r) => `  {${lua(r.method ?? "GET")}, ${lua(r.path)}, {${Object.entries(r.headers ?? {}).map(([k, v]) => `[${lua(k)}] = ${lua(v)}`).join(", ")}}, ${r.body === undefined ? "nil" : lua(r.body)}}`);
-  const script = `local specs = {
-${specs.join(",\n")}
-}
-local built = {}
-local i = 0
-local owed = 0
-function init(args)
-  for k, s in ipairs(specs) do built[k] = wrk.format(s[1], s[2], s[3], s[4]) end
-end
-function request()
-  i = i + 1
-  return built[(i - 1) % #built + 1]
-end
-function response(status, headers, body)
-  if status == 429 then owed = owed + 1 end
-end
-function delay()
-  if owed > 0 then
-    owed = owed - 1
-    return ${REFUSED_PAUSE_MS}
-  end
-  return 0
-end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format('WRKJSON {"requests":%d,"us":%d,"errors":%d,"status":%d,"timeout":%d,"p50":%d,"p99":%d}\\n',
-    summary.requests, summary.duration, e.connect + e.read + e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99)))
-end
-`;
-  const file = join(TMP, `wrk-fair-${process.pid}-${Date.now()}.lua`);
-  writeFileSync(file, script);
-  const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", file, `${origin}${requests[0]!.path}`];
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      const m = /^WRKJSON (.*)$/m.exec(out);
-      if (code !== 0 || !m) return reject(new Error(`wrk ${args.join(" ")} exited ${code}:\n${out}`));
-      const j = JSON.parse(m[1]!) as Record<string, number>;
-      const secs = j["us"]! / 1e6;
-      resolve({ requests: j["requests"]!, rps: secs > 0 ? j["requests"]! / secs : 0, p50: j["p50"]! / 1000, p99: j["p99"]! / 1000, non2xx: j["status"]!, errors: j["errors"]!, timeouts: j["timeout"]! });
-    });
-  });
+  return wrk(bin, TMP, { origin, requests, connections, seconds, pauseAfter429Ms: REFUSED_PAUSE_MS });
 }
 
 export interface FairnessFigures {

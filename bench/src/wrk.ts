@@ -21,6 +21,12 @@ export interface WrkRun {
   origin: string;
   /** Cycled through in order by every connection (one request: wrk's fast path). */
   requests: WrkRequest[];
+  /**
+   * A request after each 429 sent this many ms late (a client that backs off rather than asking
+   * again at once). wrk's Lua state is per thread, not per connection: the pause is owed by the
+   * thread and taken by its next request.
+   */
+  pauseAfter429Ms?: number;
   headers?: Record<string, string>;
   connections: number;
   seconds: number;
@@ -63,6 +69,20 @@ function done(summary, latency, requests)
     summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(99)))
 end`;
+  const pause = run.pauseAfter429Ms
+    ? `
+local owed = 0
+function response(status, headers, body)
+  if status == 429 then owed = owed + 1 end
+end
+function delay()
+  if owed > 0 then
+    owed = owed - 1
+    return ${Math.round(run.pauseAfter429Ms)}
+  end
+  return 0
+end`
+    : "";
   if (run.requests.length === 1) {
     const r = run.requests[0]!;
     const one = [
@@ -71,7 +91,7 @@ end`;
       r.body === undefined ? "" : `wrk.body = ${lua(r.body)}`,
       ...Object.entries(r.headers ?? {}).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`),
     ].join("\n");
-    return `${headers}\n${one}\n${done}\n`;
+    return `${headers}\n${one}\n${pause}\n${done}\n`;
   }
   // wrk.format uses the headers it is given instead of wrk.headers: every request carries both.
   const specs = run.requests
@@ -95,6 +115,7 @@ function request()
   i = i + 1
   return built[(i - 1) % #built + 1]
 end
+${pause}
 ${done}
 `;
 }
