@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, ROOT, startProcess, useStack, waitFor } from "@vnm/e2e/harness";
+import { httpClient, ROOT, useStack, waitFor } from "@vnm/e2e/harness";
 import { OvsdbServer } from "@vnm/e2e/ovsdb-server";
 
 const fx = useStack();
@@ -413,15 +413,13 @@ describe("when the gateway restarts", () => {
       const id = r.headers()["last-event-id"];
       if (new URL(r.url()).pathname === "/events" && id) resumedAfter.push(id);
     });
-    const gateway = fx.stack.procs.find((p) => p.output.join("").includes('"service":"gateway"'))!;
-    await gateway.stop();
+    await fx.stack.stopGateway(fx.gw);
     await page.getByText("Reconnecting…").waitFor();
     // Meanwhile, through another gateway of the same system.
     const other = await fx.stack.startGateway();
     const name = `while-away-${randomBytes(3).toString("hex")}`;
     expect((await http("POST", `${other}/bridges`, { name, tenantId })).status).toBe(201);
-    fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.gatewayEnv(Number(new URL(fx.gw).port))));
-    await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
+    await fx.stack.restartGateway(fx.gw);
     await page.getByText("Live", { exact: true }).waitFor({ timeout: 15_000 });
     await row(page, name).waitFor({ timeout: 10_000 });
     expect(resumedAfter.length).toBeGreaterThan(0);

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { httpClient, ROOT, startProcess, useStack, waitFor } from "@vnm/e2e/harness";
+import { httpClient, ROOT, useStack } from "@vnm/e2e/harness";
 
 const fx = useStack();
 const http = httpClient(() => fx.gw, "application/json", () => fx.stack.adminToken);
@@ -415,8 +415,7 @@ describe("with the gateway down", () => {
         requests++;
         paths.push(new URL(r.url()).pathname);
       });
-      const gateway = fx.stack.procs.find((x) => x.output.join("").includes('"service":"gateway"'))!;
-      await gateway.stop();
+      await fx.stack.stopGateway(fx.gw);
       await p.getByText("Reconnecting…").waitFor();
       await p.getByLabel("Name is").fill(`down-${RUN}`);
       await p.getByText("Offline, retrying.").waitFor();
@@ -426,8 +425,7 @@ describe("with the gateway down", () => {
       // Back-off: the list retries after 2, 4, 8, 16, then every 30 s, the feed alike (about 6 each in
       // the first 30 s, 1 each per 30 s after); the issue's tab made 194 requests in 75 s.
       expect(requests).toBeLessThanOrEqual(2 * (7 + Math.ceil(Math.max(0, seconds - 30) / 30)));
-      fx.stack.procs.push(startProcess("gateway/src/main.ts", fx.stack.gatewayEnv(Number(new URL(fx.gw).port))));
-      await waitFor("the gateway back", async () => (await fetch(`${fx.gw}/readyz`)).status === 200, 60_000);
+      await fx.stack.restartGateway(fx.gw);
       await p.getByRole("button", { name: "Retry now" }).click();
       await p.getByText("Nothing matches these filters.").waitFor({ timeout: 15_000 });
       await p.getByText("Live", { exact: true }).waitFor({ timeout: 45_000 });

@@ -30,6 +30,8 @@ export class Stack {
   /** Each replica's metrics address (startReplica), by its gRPC address. */
   readonly replicaMetrics = new Map<string, string>();
   private readonly services = new Map<string, Proc>();
+  /** Each gateway's process and the environment it was started with beyond the stack's, by its base URL. */
+  private readonly gatewayProcs = new Map<string, { proc: Proc; extra: NodeJS.ProcessEnv }>();
   private readonly nats: NatsConnection[] = [];
 
   /** Each part's client credential (VNM_SERVICE_CREDENTIAL), and their hashes for identity. */
@@ -225,6 +227,7 @@ export class Stack {
     const proc = this.launch("gateway/src/main.ts", this.gatewayEnv(port, extra));
     this.procs.push(proc);
     const base = `http://127.0.0.1:${port}`;
+    this.gatewayProcs.set(base, { proc, extra });
     // Every service of a stack starts at once on a machine of two cores: give them room.
     await waitFor(
       `gateway ${base}`,
@@ -249,6 +252,23 @@ export class Stack {
       STARTUP_MS,
     );
     return base;
+  }
+
+  /** Stops the gateway at `base` (a URL startGateway gave). */
+  async stopGateway(base: string, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    const gateway = this.gatewayProcs.get(base);
+    if (!gateway) throw new Error(`no gateway of this stack at ${base}`);
+    await gateway.proc.stop(signal);
+  }
+
+  /** Starts the stopped gateway at `base` again, on its port and with its environment, and waits until it is ready. */
+  async restartGateway(base: string): Promise<void> {
+    const gateway = this.gatewayProcs.get(base);
+    if (!gateway) throw new Error(`no gateway of this stack at ${base}`);
+    const proc = this.launch("gateway/src/main.ts", this.gatewayEnv(Number(new URL(base).port), gateway.extra));
+    this.procs.push(proc);
+    gateway.proc = proc;
+    await waitFor(`gateway ${base} back`, async () => (await fetch(`${base}/readyz`)).status === 200, STARTUP_MS);
   }
 
   async stop(): Promise<void> {
