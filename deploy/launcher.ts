@@ -9,10 +9,11 @@
 // Every port but PORT is free-chosen. SIGINT/SIGTERM stop everything (the gateway first, the
 // database last) with exit status 0; children started here exit when this process dies.
 import { existsSync, readFileSync } from "node:fs";
+import { enableCompileCache } from "node:module";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { addressVariable, credentialEnv, freePort, natsCredentials, ROOT, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
+import { addressVariable, credentialEnv, freePort, natsCredentials, ROOT, runtimeEnv, serviceCredentials, serviceDomains } from "@vnm/kit/repo";
 import { serviceDatabases } from "./database-roles.ts";
 import { embeddedPostgres } from "./postgres.ts";
 import { type Part, Supervisor } from "./supervisor.ts";
@@ -99,6 +100,9 @@ function partEnv(env: NodeJS.ProcessEnv, part: string): NodeJS.ProcessEnv {
  * /metrics carries every part's families.
  */
 async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, string>, secrets: PartSecrets): Promise<void> {
+  // The compile cache every process of the system has (runtimeEnv), before the parts are imported.
+  const cache = runtimeEnv(env)["NODE_COMPILE_CACHE"];
+  if (cache) enableCompileCache(cache);
   const { loadContract, runService } = await import("@vnm/kit");
   // The proto files are read once here, for every part of this process.
   const contract = loadContract();

@@ -9,7 +9,7 @@
 // (VNM_REUSE_PORT), so a replacement needs no slot.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { allocatorEnv, NODE_FLAGS, READY_MESSAGE, ROOT } from "@vnm/kit/repo";
+import { NODE_FLAGS, READY_MESSAGE, ROOT, runtimeEnv } from "@vnm/kit/repo";
 /** How long a replacement may take to become ready before a rolling restart gives up on it. */
 const READY_MS = 60_000;
 
@@ -56,7 +56,7 @@ export class Supervisor {
   }
 
   private spawn(part: Part, slot: string | undefined): Running {
-    const env = { ...allocatorEnv(part.env), ...part.env, ...(slot === undefined ? {} : { GRPC_PORT: slot }) };
+    const env = { ...runtimeEnv(part.env), ...part.env, ...(slot === undefined ? {} : { GRPC_PORT: slot }) };
     // The IPC channel: the child hears when this process dies (it stops), and says when it is ready.
     const child = spawn(process.execPath, [...NODE_FLAGS, part.script], { cwd: ROOT, env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
     const ready = new Promise<boolean>((resolve) => {

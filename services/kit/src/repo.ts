@@ -48,6 +48,25 @@ export function allocatorEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.Proce
   return lib ? { LD_PRELOAD: lib, MALLOC_CONF: env["MALLOC_CONF"] ?? JEMALLOC_CONF } : {};
 }
 
+/**
+ * Where every process of a checkout keeps Node's compile cache (NODE_COMPILE_CACHE): the V8 code
+ * of each module and, for the TypeScript sources, their stripped text, keyed by content and Node
+ * version, so an edit or another Node simply misses. A process started from the sources spent
+ * 0.87 s of CPU importing the kit without it and 0.40 s with it: a stack of twelve processes
+ * starts on about half the CPU, which on two cores is what a test suite of forty stacks waits on.
+ */
+export const COMPILE_CACHE_DIR = join(ROOT, "node_modules", ".cache", "node-compile-cache");
+
+/**
+ * The environment every Node process of the system is started with beside its own: jemalloc
+ * (allocatorEnv) and the checkout's compile cache, unless `env` chooses another cache or disables
+ * it (NODE_DISABLE_COMPILE_CACHE).
+ */
+export function runtimeEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const cache = env["NODE_COMPILE_CACHE"] !== undefined || env["NODE_DISABLE_COMPILE_CACHE"] ? {} : { NODE_COMPILE_CACHE: COMPILE_CACHE_DIR };
+  return { ...allocatorEnv(env), ...cache };
+}
+
 /** What a process sends its launcher (over the IPC channel) once it takes requests (the kit's announceReady). */
 export const READY_MESSAGE = "vnm:ready";
 

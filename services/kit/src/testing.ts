@@ -15,7 +15,7 @@ import { type Identity, tokenClaims, USER_AUDIENCE } from "./auth.ts";
 import { CONTRACT_FILE } from "./descriptors.ts";
 import { clientConstructor, loadGrpc, PROTO_DIR } from "./proto.ts";
 
-import { allocatorEnv, NODE_FLAGS, ROOT } from "./repo.ts";
+import { NODE_FLAGS, ROOT, runtimeEnv } from "./repo.ts";
 
 export { freePort, ROOT, serviceCredentials, serviceDomains } from "./repo.ts";
 import { freePort, natsPasswordVariable, serviceCredentials, serviceDomains } from "./repo.ts";
@@ -53,13 +53,13 @@ export interface Proc {
 /**
  * Runs a script of this repository with the project's Node flags (and any `nodeArgs`), or,
  * for an absolute path, that program with `args`. Node runs on jemalloc where the machine has
- * it (allocatorEnv), as the launcher and the image run every process.
+ * it, with the checkout's compile cache (runtimeEnv), as the launcher runs every process.
  */
 export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], args: string[] = []): Proc {
   const [command, argv] = script.startsWith("/") ? [script, args] : [process.execPath, [...NODE_FLAGS, ...nodeArgs, script, ...args]];
   const child = spawn(command, argv, {
     cwd: ROOT,
-    env: { ...process.env, ...(command === process.execPath ? allocatorEnv({ ...process.env, ...env }) : {}), LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, ...(command === process.execPath ? runtimeEnv({ ...process.env, ...env }) : {}), LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
