@@ -17,5 +17,5 @@ export interface Contract {
 /** The contract in `dir`. */
 export function loadContract(dir = PROTO_DIR): Contract {
   const descriptors = loadDescriptors(dir);
-  return { catalog: buildCatalog(descriptors), pkg: loadGrpc(dir), rules: new Rules(descriptors) };
+  return { catalog: buildCatalog(descriptors), pkg: loadGrpc(descriptors), rules: new Rules(descriptors) };
 }

@@ -4,7 +4,7 @@
 // checks messages against them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createFileRegistry, type DescEnum, type DescField, type DescFile, type DescMessage, type FileRegistry, fromBinary, getOption, hasOption, ScalarType, toBinary, toJson } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type DescEnum, type DescField, type DescFile, type DescMessage, type FileRegistry, fromBinary, getOption, hasOption, ScalarType, toBinary, toJson } from "@bufbuild/protobuf";
 import { type FileDescriptorProto, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { type FieldRules, FieldRulesSchema, field as fieldRulesOption, type StringRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { isRecord } from "./values.ts";
@@ -49,9 +49,7 @@ export function descriptorsOf(bytes: Uint8Array): FileRegistry {
  * declares options (buf.validate, google.api, vnm.api) stays out: grpc-js's package definition
  * of the whole set held 2 MB more in every process.
  */
-export function wireDescriptors(bytes: Uint8Array): Uint8Array {
-  const set = fromBinary(FileDescriptorSetSchema, bytes);
-  const registry = createFileRegistry(set);
+export function wireDescriptors(registry: FileRegistry): Uint8Array {
   const files = new Set<string>();
   const seen = new Set<DescMessage | DescEnum>();
   const visit = (d: DescMessage | DescEnum | undefined): void => {
@@ -69,9 +67,8 @@ export function wireDescriptors(bytes: Uint8Array): Uint8Array {
       }
     }
   }
-  set.file = set.file.filter((f) => files.has(f.name));
-  for (const f of set.file) f.sourceCodeInfo = undefined;
-  return toBinary(FileDescriptorSetSchema, set);
+  // descriptorsOf dropped the source information already.
+  return toBinary(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: [...registry.files].filter((f) => files.has(f.proto.name)).map((f) => f.proto) }));
 }
 
 /** The comment above (else beside) the declaration at a source-information path of a file, trimmed. */

@@ -2,12 +2,11 @@
 // by buf into one descriptor set (proto/contract.binpb, `npm run proto`). Each part loads that set
 // once at start-up, from the directory its configuration names (VNM_PROTO_DIR, the repository's
 // proto/ by default): grpc-js gets a package definition of it (contract.ts gives the rest).
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { CONTRACT_FILE, wireDescriptors } from "./descriptors.ts";
+import type { FileRegistry } from "@bufbuild/protobuf";
+import { loadDescriptors, wireDescriptors } from "./descriptors.ts";
 
 /** The repository's proto directory: where every part reads the contract unless told otherwise. */
 export const PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -21,9 +20,14 @@ const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: false,
 };
 
-/** The grpc-js package of the descriptor set in `dir`: every service of it, the health service included, and what their methods carry. */
-export function loadGrpc(dir = PROTO_DIR): grpc.GrpcObject {
-  const def = protoLoader.loadFileDescriptorSetFromBuffer(Buffer.from(wireDescriptors(readFileSync(join(dir, CONTRACT_FILE)))), LOADER_OPTIONS);
+/**
+ * The grpc-js package of the descriptor set in `source` (a proto directory, or its descriptors as
+ * loadDescriptors gives them): every service of it, the health service included, and what their
+ * methods carry.
+ */
+export function loadGrpc(source: string | FileRegistry = PROTO_DIR): grpc.GrpcObject {
+  const descriptors = typeof source === "string" ? loadDescriptors(source) : source;
+  const def = protoLoader.loadFileDescriptorSetFromBuffer(Buffer.from(wireDescriptors(descriptors)), LOADER_OPTIONS);
   return grpc.loadPackageDefinition(def);
 }
 
