@@ -1,8 +1,9 @@
-// The baselines every ratio is taken against, measured in the same run: bare node:http and
-// express returning the bytes of one bridge, express making one grpc-js call, the design
-// floor, express + one grpc-js call + one indexed Postgres read of that bridge, and the
-// durable-write floor, express + one grpc-js call + one Postgres statement writing a bridge and
-// its outbox row, committed with the default synchronous_commit.
+// The baselines every ratio is taken against, measured in the same run, the obvious ones an
+// outside harness takes (Express 4, ETag off): bare node:http and express returning the bytes of
+// one bridge, express making one grpc-js call, the design floor, express + one grpc-js call + one
+// indexed Postgres read of that bridge, and the durable-write floor, express + one grpc-js call +
+// one transaction inserting a bridge and its outbox row (a pool of 10), committed with the
+// default synchronous_commit.
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
