@@ -17,6 +17,8 @@ export const PG_STATUS_PORT = 8000;
 export const PG_METRICS_PORT = 9187;
 /** The database every service's schema lives in (the `vnm` of `vnm_<domain>`, its role). */
 export const DATABASE = "vnm";
+/** The database's owner, the migrations' administrator: a role with CREATEROLE, not a superuser. */
+export const DATABASE_OWNER = "vnm";
 
 /** A domain's database cluster: vnm-<domain>-db. */
 export const databaseCluster = (domain: string) => `vnm-${domain}-db`;
@@ -24,10 +26,12 @@ export const databaseCluster = (domain: string) => `vnm-${domain}-db`;
 export const primaryService = (domain: string) => `${databaseCluster(domain)}-rw`;
 
 /**
- * One domain's cluster. Its superuser (`postgres`, password from the Secret vnm-<domain>-db) is
- * the migrations step's administrator (VNM_DATABASE_ADMIN_URL), which makes the service's own
- * role and schema; initdb makes the database `vnm`. Every pod, Service and volume the operator
- * makes for it carries the cluster's labels (inheritedMetadata), which the NetworkPolicies select.
+ * One domain's cluster. initdb makes the database `vnm` and its owner `vnm` (password from the
+ * Secret vnm-<domain>-db), given CREATEROLE: the migrations step's administrator
+ * (VNM_DATABASE_ADMIN_URL), which makes the service's own role and schema (services/kit/src/db-roles.ts).
+ * No superuser logs in over the network (enableSuperuserAccess: false). Every pod, Service and
+ * volume the operator makes for it carries the cluster's labels (inheritedMetadata), which the
+ * NetworkPolicies select.
  */
 function cluster(domain: string) {
   const name = databaseCluster(domain);
@@ -39,9 +43,8 @@ function cluster(domain: string) {
       instances: 3,
       imageName: "ghcr.io/cloudnative-pg/postgresql:16",
       inheritedMetadata: { labels: labels(name) },
-      bootstrap: { initdb: { database: DATABASE, owner: DATABASE } },
-      enableSuperuserAccess: true,
-      superuserSecret: { name },
+      bootstrap: { initdb: { database: DATABASE, owner: DATABASE_OWNER, secret: { name }, postInitApplicationSQL: [`ALTER ROLE ${DATABASE_OWNER} CREATEROLE`] } },
+      enableSuperuserAccess: false,
       postgresql: {
         // A commit is acknowledged once one standby (any) holds it too, and never on the primary
         // alone: the standby the operator promotes after losing the primary has every write a

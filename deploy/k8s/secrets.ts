@@ -1,11 +1,11 @@
 // One Secret per workload, holding only that workload's own values: each domain service's, the
-// gateway's, each database's (its superuser, for CloudNativePG) and NATS's. Rendered as a kustomize secretGenerator
+// gateway's, each database's (its owner, for CloudNativePG) and NATS's. Rendered as a kustomize secretGenerator
 // (deploy/k8s/base/secrets/) from one env file per Secret whose values are placeholders that
 // agree with each other (a developer's cluster runs as it is); an operator replaces every file
 // in an overlay of their own (`behavior: replace`, see docs/operations.md, "Kubernetes").
 import { credentialParts, natsPasswordVariable, serviceClients, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
-import { DATABASE, databaseCluster, PG_PORT, primaryService } from "./databases.ts";
+import { DATABASE, DATABASE_OWNER, databaseCluster, PG_PORT, primaryService } from "./databases.ts";
 
 /** The processes holding credentials of their own: the gateway and every domain service. */
 export const parts = (): string[] => ["gateway", ...serviceDomains()];
@@ -17,18 +17,16 @@ const placeholder = (what: string) => `change-me-${what}`;
 const credential = (part: string) => placeholder(`${part}-credential`);
 const natsPassword = (part: string) => placeholder(`${part}-nats`);
 
-/** The superuser of a domain's database cluster, CloudNativePG's `postgres`. */
-const SUPERUSER = "postgres";
 const adminPassword = (domain: string) => placeholder(`${domain}-db-admin`);
 
 /**
- * The database of a domain, through the Service that follows its primary: its superuser (the
- * migrations' admin) and the service's login role.
+ * The database of a domain, through the Service that follows its primary: its owner (the
+ * migrations' administrator) and the service's login role.
  */
 function databaseUrls(domain: string) {
   const host = `${primaryService(domain)}:${PG_PORT}/${DATABASE}`;
   return {
-    VNM_DATABASE_ADMIN_URL: `postgres://${SUPERUSER}:${adminPassword(domain)}@${host}`,
+    VNM_DATABASE_ADMIN_URL: `postgres://${DATABASE_OWNER}:${adminPassword(domain)}@${host}`,
     DATABASE_URL: `postgres://vnm_${domain}:${placeholder(`${domain}-db`)}@${host}`,
   };
 }
@@ -47,8 +45,8 @@ export function secrets(): { name: string; values: Record<string, string>; type?
   };
   return [
     ...parts().map((p) => ({ name: workload(p), values: own(p) })),
-    // CloudNativePG reads a cluster's superuser from a basic-auth Secret (spec.superuserSecret).
-    ...serviceDomains().map((d) => ({ name: databaseCluster(d), type: "kubernetes.io/basic-auth", values: { username: SUPERUSER, password: adminPassword(d) } })),
+    // CloudNativePG reads the database owner's password from a basic-auth Secret (bootstrap.initdb.secret).
+    ...serviceDomains().map((d) => ({ name: databaseCluster(d), type: "kubernetes.io/basic-auth", values: { username: DATABASE_OWNER, password: adminPassword(d) } })),
     // Every user of deploy/nats.conf: the parts, and admin (operations: the nats CLI).
     { name: "nats", values: Object.fromEntries(["admin", ...parts()].map((p) => [natsPasswordVariable(p), natsPassword(p)])) },
   ];

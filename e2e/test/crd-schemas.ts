@@ -39,12 +39,16 @@ const cnpgCluster = closed(
         /** Labels and annotations put on every object the operator makes for the cluster (pods, Services, volumes). */
         inheritedMetadata: closed({ labels: labelMap, annotations: labelMap }),
         bootstrap: closed({
-          /** A new, empty cluster: the application database and its owner (with that owner's password from a basic-auth Secret, or one the operator generates into `<cluster>-app`). */
+          /**
+           * A new, empty cluster: the application database and its owner (with that owner's
+           * password from a basic-auth Secret whose username is the owner, or one the operator
+           * generates into `<cluster>-app`); SQL run as the superuser once it is made (in the
+           * `postgres` database, or in the application database).
+           */
           initdb: closed({ database: string, owner: string, secret: secretName, postInitSQL: { type: "array", items: string }, postInitApplicationSQL: { type: "array", items: string } }),
         }),
-        /** Whether the `postgres` superuser may log in, with the password of superuserSecret (basic-auth, username `postgres`). */
+        /** Whether the `postgres` superuser may log in over the network (with a password the operator keeps in `<cluster>-superuser`). */
         enableSuperuserAccess: boolean,
-        superuserSecret: secretName,
         postgresql: closed({
           parameters: labelMap,
           /** Quorum (`any`) or priority (`first`) synchronous replication to `number` standbys; `required` blocks commits rather than go on without them. */

@@ -160,8 +160,11 @@ describe("production overlay: secrets, pod security, network", () => {
   it("gives every workload a Secret of its own: each Secret is named by exactly one workload", () => {
     const users = new Map<string, string[]>();
     for (const pod of podsOf(docs)) for (const s of secretsNamed(pod.spec)) users.set(s, [...(users.get(s) ?? []), pod.name]);
-    // A database cluster's superuser, which the operator gives its instances.
-    for (const c of clustersOf(docs)) users.set(c.spec["superuserSecret"].name, [...(users.get(c.spec["superuserSecret"].name) ?? []), c.metadata.name]);
+    // A database cluster's owner, which the operator sets up.
+    for (const c of clustersOf(docs)) {
+      const name = c.spec["bootstrap"].initdb.secret.name;
+      users.set(name, [...(users.get(name) ?? []), c.metadata.name]);
+    }
     for (const secret of docs.filter((d) => d.kind === "Secret")) expect(users.get(secret.metadata.name), secret.metadata.name).toHaveLength(1);
     for (const [s, who] of users) expect(docs.some((d) => d.kind === "Secret" && d.metadata.name === s), `${s} (${who.join()})`).toBe(true);
     // The gateway, the services, NATS and Redis; a database cluster per service.
@@ -351,18 +354,21 @@ describe("production overlay: secrets, pod security, network", () => {
       expect(c.spec["postgresql"].synchronous, d).toEqual({ method: "any", number: 1, dataDurability: "required" });
       expect(c.spec["enablePDB"], d).toBe(true);
       // The service's Secret: its own role on the database initdb makes, through <cluster>-rw;
-      // the migrations as the superuser whose password the cluster's own Secret holds.
+      // the migrations as that database's owner, given CREATEROLE and no more, whose password
+      // the cluster's own Secret holds. No superuser logs in.
       const container = docs.find((x) => x.kind === "Deployment" && x.metadata.name === `vnm-${d}`)!.spec["template"].spec;
       const own = secretValues(container.containers[0].env.find((e: Loose) => e.name === "DATABASE_URL").valueFrom.secretKeyRef.name);
       const url = new URL(own["DATABASE_URL"]!);
       const admin = new URL(own["VNM_DATABASE_ADMIN_URL"]!);
       expect([url.hostname, url.port, url.pathname, url.username], d).toEqual([`vnm-${d}-db-rw`, "5432", `/${c.spec["bootstrap"].initdb.database}`, `vnm_${d}`]);
-      expect([admin.hostname, admin.pathname, admin.username], d).toEqual([`vnm-${d}-db-rw`, url.pathname, "postgres"]);
-      const superuser = docs.find((x) => x.kind === "Secret" && x.metadata.name === c.spec["superuserSecret"].name) as Loose;
-      expect(superuser.type, d).toBe("kubernetes.io/basic-auth");
-      expect(c.spec["enableSuperuserAccess"], d).toBe(true);
-      expect(secretValues(superuser.metadata.name), d).toEqual({ username: "postgres", password: decodeURIComponent(admin.password) });
-      // Only the migrations hold the superuser's URL, never the service.
+      const initdb = c.spec["bootstrap"].initdb;
+      expect([admin.hostname, admin.pathname, admin.username], d).toEqual([`vnm-${d}-db-rw`, url.pathname, initdb.owner]);
+      expect(initdb.postInitApplicationSQL, d).toEqual([`ALTER ROLE ${initdb.owner} CREATEROLE`]);
+      const owner = docs.find((x) => x.kind === "Secret" && x.metadata.name === initdb.secret.name) as Loose;
+      expect(owner.type, d).toBe("kubernetes.io/basic-auth");
+      expect(c.spec["enableSuperuserAccess"], d).toBe(false);
+      expect(secretValues(owner.metadata.name), d).toEqual({ username: initdb.owner, password: decodeURIComponent(admin.password) });
+      // Only the migrations hold the administrator's URL, never the service.
       expect(container.containers[0].env.map((e: Loose) => e.name)).not.toContain("VNM_DATABASE_ADMIN_URL");
     }
     expect(docs.some((x) => x.kind === "StatefulSet" && x.metadata.name.endsWith("-db"))).toBe(false);

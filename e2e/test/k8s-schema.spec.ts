@@ -35,7 +35,7 @@ describe("strict Kubernetes schema check", () => {
     const cluster = (spec: object, metadata: object = { name: "db" }) => ({ apiVersion: "postgresql.cnpg.io/v1", kind: "Cluster", metadata, spec });
     const valid = {
       instances: 3,
-      bootstrap: { initdb: { database: "vnm", owner: "vnm" } },
+      bootstrap: { initdb: { database: "vnm", owner: "vnm", secret: { name: "db" }, postInitApplicationSQL: ["ALTER ROLE vnm CREATEROLE"] } },
       postgresql: { synchronous: { method: "any", number: 1, dataDurability: "required" } },
       affinity: { enablePodAntiAffinity: true, topologyKey: "kubernetes.io/hostname", podAntiAffinityType: "required" },
       resources: { requests: { cpu: "250m", memory: "512Mi" } },
