@@ -7,6 +7,7 @@
 // deploy/k8s/base/databases.yaml; the CloudNativePG operator (1.25 or later) must be installed
 // in the cluster (docs/operations.md, "Kubernetes: high availability").
 import { serviceDomains } from "@vnm/kit/repo";
+import type { LabelSelector } from "kubernetes-types/meta/v1.js";
 import { stringify } from "yaml";
 import { labels } from "./objects.ts";
 
@@ -22,6 +23,13 @@ export const DATABASE_OWNER = "vnm";
 
 /** A domain's database cluster: vnm-<domain>-db. */
 export const databaseCluster = (domain: string) => `vnm-${domain}-db`;
+/**
+ * Every pod CloudNativePG makes for a domain's cluster (its instances, and the jobs that make
+ * them), by the label the operator puts on each: what the NetworkPolicies select.
+ */
+export const CLUSTER_LABEL = "cnpg.io/cluster";
+export const clusterPods = (domain: string): LabelSelector => ({ matchLabels: { [CLUSTER_LABEL]: databaseCluster(domain) } });
+
 /** The Service CloudNativePG keeps pointing at a cluster's primary: where writes go. */
 export const primaryService = (domain: string) => `${databaseCluster(domain)}-rw`;
 
@@ -30,8 +38,7 @@ export const primaryService = (domain: string) => `${databaseCluster(domain)}-rw
  * Secret vnm-<domain>-db), given CREATEROLE: the migrations step's administrator
  * (VNM_DATABASE_ADMIN_URL), which makes the service's own role and schema (services/kit/src/db-roles.ts).
  * No superuser logs in over the network (enableSuperuserAccess: false). Every pod, Service and
- * volume the operator makes for it carries the cluster's labels (inheritedMetadata), which the
- * NetworkPolicies select.
+ * volume the operator makes for it carries the cluster's labels too (inheritedMetadata).
  */
 function cluster(domain: string) {
   const name = databaseCluster(domain);

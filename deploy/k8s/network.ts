@@ -8,8 +8,8 @@ import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { LabelSelector } from "kubernetes-types/meta/v1.js";
 import type { NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer } from "kubernetes-types/networking/v1.js";
 import { stringify } from "yaml";
-import { databaseCluster, PG_METRICS_PORT, PG_PORT, PG_STATUS_PORT } from "./databases.ts";
-import { networkPolicy, pods, podSelector, podSelectorIn, podsIn } from "./objects.ts";
+import { CLUSTER_LABEL, clusterPods, databaseCluster, PG_METRICS_PORT, PG_PORT, PG_STATUS_PORT } from "./databases.ts";
+import { networkPolicy, pods, podSelector, podsIn } from "./objects.ts";
 import { parts, workload } from "./secrets.ts";
 
 export const GRPC_PORT = 50051;
@@ -85,7 +85,7 @@ function servicePolicy(domain: string) {
   const name = workload(domain);
   return networkPolicy(name, podSelector(name), {
     ingress: [from(callersOf(domain).map((c) => pods(workload(c))), GRPC_PORT), from([monitoring], METRICS_PORT)],
-    egress: [dns, to(pods(databaseCluster(domain)), PG_PORT), to(pods("nats"), NATS_PORT), ...peersOf(domain).map((p) => to(pods(workload(p)), GRPC_PORT))],
+    egress: [dns, to({ podSelector: clusterPods(domain) }, PG_PORT), to(pods("nats"), NATS_PORT), ...peersOf(domain).map((p) => to(pods(workload(p)), GRPC_PORT))],
   });
 }
 
@@ -121,9 +121,8 @@ function overlayEgress(name: string, selector: LabelSelector) {
  * cluster's Services (a standby follows the primary through `<cluster>-rw`).
  */
 function databasePolicy(domain: string) {
-  const name = databaseCluster(domain);
-  const instances = pods(name);
-  return networkPolicy(name, podSelector(name), {
+  const instances: NetworkPolicyPeer = { podSelector: clusterPods(domain) };
+  return networkPolicy(databaseCluster(domain), clusterPods(domain), {
     ingress: [from([pods(workload(domain)), instances, cnpgOperator], PG_PORT), from([instances, cnpgOperator], PG_STATUS_PORT), from([monitoring], PG_METRICS_PORT)],
     egress: [dns, to(instances, PG_PORT), to(instances, PG_STATUS_PORT)],
   });
@@ -137,10 +136,10 @@ function databasePolicy(domain: string) {
  * Until then the instances do not start.
  */
 function databasesApiPolicy() {
-  return overlayEgress("vnm-databases-api-server", podSelectorIn(serviceDomains().map(databaseCluster)));
+  return overlayEgress("vnm-databases-api-server", { matchExpressions: [{ key: CLUSTER_LABEL, operator: "In", values: serviceDomains().map(databaseCluster) }] });
 }
 
-/** The data stores: a database from its service only; NATS from the parts (and its peers); Redis from the gateway. */
+/** The data stores: a database from its service (and its own instances, and the operator); NATS from the parts (and its peers); Redis from the gateway. */
 function storePolicies() {
   const partPods = podsIn(parts().map(workload));
   return [

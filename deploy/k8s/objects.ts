@@ -13,16 +13,13 @@ export const podSelector = (name: string): LabelSelector => ({ matchLabels: { "a
 /** The pods of one workload, as a NetworkPolicy peer (in a rule's from or to). */
 export const pods = (name: string): NetworkPolicyPeer => ({ podSelector: podSelector(name) });
 
-/** The pods of several workloads, as a label selector. */
-export const podSelectorIn = (names: string[]): LabelSelector => ({ matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] });
-
 /** The pods of several workloads, as a NetworkPolicy peer. */
-export const podsIn = (names: string[]): NetworkPolicyPeer => ({ podSelector: podSelectorIn(names) });
+export const podsIn = (names: string[]): NetworkPolicyPeer => ({ podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] } });
 
 /**
- * A Deployment's pods spread over the nodes: a pod is placed only where it leaves no node with two
- * of its version's pods more than another node (maxSkew 1, DoNotSchedule), so two replicas share
- * a node only once every node has one. Counted per ReplicaSet (pod-template-hash), so a rolling
+ * A Deployment's pods spread over the nodes: a pod is placed only where the nodes' counts of its
+ * version's pods then differ by one at most (maxSkew 1, DoNotSchedule), so two replicas share a
+ * node only once every node has one. Counted per ReplicaSet (pod-template-hash), so a rolling
  * update's new pods spread among themselves and the surge pod is never held back by old ones.
  * Required anti-affinity would forbid sharing outright, and with it an autoscaler's replicas
  * beyond the node count and the surge pod on a cluster whose every node has one.

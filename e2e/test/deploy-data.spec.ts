@@ -37,7 +37,9 @@ describe("production overlay", () => {
       const policy = find("NetworkPolicy", `vnm-${d}-db`)!;
       const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
       const operator = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "cnpg-system" } }, podSelector: { matchLabels: { "app.kubernetes.io/name": "cloudnative-pg" } } };
-      expect(policy.spec.ingress[0]).toEqual({ from: [pod(`vnm-${d}`), pod(`vnm-${d}-db`), operator], ports: [{ protocol: "TCP", port: 5432 }] });
+      const instances = { podSelector: { matchLabels: { "cnpg.io/cluster": `vnm-${d}-db` } } };
+      expect(policy.spec.podSelector).toEqual(instances.podSelector);
+      expect(policy.spec.ingress[0]).toEqual({ from: [pod(`vnm-${d}`), instances, operator], ports: [{ protocol: "TCP", port: 5432 }] });
     }
   });
 

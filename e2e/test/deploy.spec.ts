@@ -314,12 +314,14 @@ describe("production overlay: secrets, pod security, network", () => {
       const grpc = ingress.filter((r) => r.ports.some((p: Loose) => p.port === 50051));
       const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : (CALLERS[d] ?? ["vnm-gateway"]);
       expect(grpc.flatMap((r) => r.from), d).toEqual(callers.map(pod));
+      // A database's pods by the operator's label of their cluster: its instances and its jobs.
+      const instances = { podSelector: { matchLabels: { "cnpg.io/cluster": `vnm-${d}-db` } } };
       expect(policy(`vnm-${d}-db`).ingress, d).toEqual([
-        { from: [pod(`vnm-${d}`), pod(`vnm-${d}-db`), operator], ports: [{ protocol: "TCP", port: 5432 }] },
-        { from: [pod(`vnm-${d}-db`), operator], ports: [{ protocol: "TCP", port: 8000 }] },
+        { from: [pod(`vnm-${d}`), instances, operator], ports: [{ protocol: "TCP", port: 5432 }] },
+        { from: [instances, operator], ports: [{ protocol: "TCP", port: 8000 }] },
         { from: [monitoring], ports: [{ protocol: "TCP", port: 9187 }] },
       ]);
-      expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [pod(`vnm-${d}-db`)], ports: [{ protocol: "TCP", port: 5432 }] });
+      expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [instances], ports: [{ protocol: "TCP", port: 5432 }] });
     }
     for (const p of policies) {
       for (const rule of p.spec["ingress"] ?? []) {
@@ -419,7 +421,7 @@ describe("production overlay: secrets, pod security, network", () => {
       expect(redis.spec["template"].spec.tolerations).toContainEqual({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 });
     }
     expect(policy("vnm-databases-api-server")).toEqual({
-      podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: serviceDomains().map((d) => `vnm-${d}-db`) }] },
+      podSelector: { matchExpressions: [{ key: "cnpg.io/cluster", operator: "In", values: serviceDomains().map((d) => `vnm-${d}-db`) }] },
       policyTypes: ["Egress"],
       egress: [],
     });
