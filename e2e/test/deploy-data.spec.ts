@@ -66,6 +66,7 @@ it("the dev overlay runs one NATS server, whose streams keep one replica, and on
   for (const c of docs.filter((d) => d.kind === "Cluster")) {
     expect(c.spec.instances, c.metadata.name).toBe(1);
     expect(c.spec.postgresql.synchronous, c.metadata.name).toBeUndefined();
+    expect(c.spec.enablePDB, c.metadata.name).toBe(false);
   }
   expect(docs.filter((d) => d.kind === "Cluster")).toHaveLength(serviceDomains().length);
   expect(docs.find((d) => d.kind === "StatefulSet" && d.metadata.name === "nats")!.spec.replicas).toBe(1);
