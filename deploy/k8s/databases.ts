@@ -1,67 +1,76 @@
 // A Postgres per domain service (each service owns its data, and only it reaches its database,
-// deploy/k8s/network.ts): a StatefulSet with its own volume and Secret (its superuser's password,
-// which the service's migrations use), and a headless Service. Written by generate.ts into
-// deploy/k8s/base/databases.yaml.
+// deploy/k8s/network.ts), run by CloudNativePG: a `Cluster` (postgresql.cnpg.io/v1) of three
+// instances on three different nodes, a primary and two streaming standbys of which one must
+// hold every commit before it is acknowledged, failed over by the operator. The operator makes
+// the pods, their volumes, their disruption budgets and the Services; the services reach the
+// primary through `<cluster>-rw`, which follows it. Written by generate.ts into
+// deploy/k8s/base/databases.yaml; the CloudNativePG operator (1.25 or later) must be installed
+// in the cluster (docs/operations.md, "Kubernetes: high availability").
 import { serviceDomains } from "@vnm/kit/repo";
+import type { LabelSelector } from "kubernetes-types/meta/v1.js";
 import { stringify } from "yaml";
-import { fromSecret, headlessService, labels, restrictedContainer, restrictedPod } from "./objects.ts";
+import { labels } from "./objects.ts";
 
-const PG_PORT = 5432;
+export const PG_PORT = 5432;
+/** The instance manager's status port, which the operator and the other instances ask. */
+export const PG_STATUS_PORT = 8000;
+/** The instance manager's Prometheus exporter. */
+export const PG_METRICS_PORT = 9187;
+/** The database every service's schema lives in (the `vnm` of `vnm_<domain>`, its role). */
+export const DATABASE = "vnm";
+/** The database's owner, the migrations' administrator: a role with CREATEROLE, not a superuser. */
+export const DATABASE_OWNER = "vnm";
 
-function statefulSet(domain: string) {
-  const name = `vnm-${domain}-db`;
-  const ready = { exec: { command: ["pg_isready", "-U", "vnm", "-d", "vnm", "-h", "127.0.0.1"] }, periodSeconds: 5 };
+/** A domain's database cluster: vnm-<domain>-db. */
+export const databaseCluster = (domain: string) => `vnm-${domain}-db`;
+/**
+ * Every pod CloudNativePG makes for a domain's cluster (its instances, and the jobs that make
+ * them), by the label the operator puts on each: what the NetworkPolicies select.
+ */
+export const CLUSTER_LABEL = "cnpg.io/cluster";
+export const clusterPods = (domain: string): LabelSelector => ({ matchLabels: { [CLUSTER_LABEL]: databaseCluster(domain) } });
+
+/** The Service CloudNativePG keeps pointing at a cluster's primary: where writes go. */
+export const primaryService = (domain: string) => `${databaseCluster(domain)}-rw`;
+
+/**
+ * One domain's cluster. initdb makes the database `vnm` and its owner `vnm` (password from the
+ * Secret vnm-<domain>-db), given CREATEROLE: the migrations step's administrator
+ * (VNM_DATABASE_ADMIN_URL), which makes the service's own role and schema (services/kit/src/db-roles.ts).
+ * No superuser logs in over the network (enableSuperuserAccess: false). Every pod, Service and
+ * volume the operator makes for it carries the cluster's labels too (inheritedMetadata).
+ */
+function cluster(domain: string) {
+  const name = databaseCluster(domain);
   return {
-    apiVersion: "apps/v1",
-    kind: "StatefulSet",
+    apiVersion: "postgresql.cnpg.io/v1",
+    kind: "Cluster",
     metadata: { name, labels: labels(name) },
     spec: {
-      serviceName: name,
-      replicas: 1,
-      selector: { matchLabels: labels(name) },
-      template: {
-        metadata: { labels: labels(name) },
-        spec: {
-          // The image's postgres user.
-          ...restrictedPod(70),
-          containers: [
-            {
-              name: "postgres",
-              image: "postgres:16-alpine",
-              env: [
-                { name: "POSTGRES_USER", value: "vnm" },
-                { name: "POSTGRES_DB", value: "vnm" },
-                fromSecret("POSTGRES_PASSWORD", name),
-                { name: "PGDATA", value: "/var/lib/postgresql/data/pgdata" },
-              ],
-              ports: [{ name: "postgres", containerPort: PG_PORT }],
-              readinessProbe: ready,
-              livenessProbe: { ...ready, initialDelaySeconds: 30, periodSeconds: 10 },
-              resources: { requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "2Gi" } },
-              securityContext: restrictedContainer,
-              volumeMounts: [
-                { name: "data", mountPath: "/var/lib/postgresql/data" },
-                { name: "run", mountPath: "/var/run/postgresql" },
-                { name: "tmp", mountPath: "/tmp" },
-              ],
-            },
-          ],
-          volumes: [
-            { name: "run", emptyDir: {} },
-            { name: "tmp", emptyDir: {} },
-          ],
-        },
+      instances: 3,
+      imageName: "ghcr.io/cloudnative-pg/postgresql:16",
+      inheritedMetadata: { labels: labels(name) },
+      bootstrap: { initdb: { database: DATABASE, owner: DATABASE_OWNER, secret: { name }, postInitApplicationSQL: [`ALTER ROLE ${DATABASE_OWNER} CREATEROLE`] } },
+      enableSuperuserAccess: false,
+      postgresql: {
+        // A commit is acknowledged once one standby (any) holds it too, and never on the primary
+        // alone: the standby the operator promotes after losing the primary has every write a
+        // client was told succeeded.
+        synchronous: { method: "any", number: 1, dataDurability: "required" },
       },
-      volumeClaimTemplates: [{ metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } } } }],
+      // A new image replaces the standbys first, then moves the primary by a switchover.
+      primaryUpdateStrategy: "unsupervised",
+      // Never two instances of one cluster on one node: a node lost costs one instance at most.
+      affinity: { enablePodAntiAffinity: true, topologyKey: "kubernetes.io/hostname", podAntiAffinityType: "required" },
+      // The operator's budgets: the primary's, and at most one standby at a time for a drain.
+      enablePDB: true,
+      storage: { size: "20Gi" },
+      resources: { requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "2Gi" } },
     },
   };
 }
 
-function service(domain: string) {
-  return headlessService(`vnm-${domain}-db`, { name: "postgres", port: PG_PORT });
-}
-
 export function databasesYaml(): string {
-  const docs = serviceDomains().flatMap((d) => [statefulSet(d), service(d)]);
+  const docs = serviceDomains().map(cluster);
   return `# Generated by deploy/k8s/generate.ts from services/: do not edit.\n${docs.map((d) => stringify(d)).join("---\n")}`;
 }

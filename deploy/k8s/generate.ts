@@ -1,9 +1,9 @@
 // Writes the generated part of deploy/k8s/base: services.yaml, for every service of services/
 // a Deployment (the one image with the domain as argument, its migrations as an init container,
-// gRPC health probes, two replicas, the restricted Pod Security Standard), a headless Service (the
+// gRPC health probes, two replicas spread over the nodes, the restricted Pod Security Standard), a headless Service (the
 // gateway's round-robin channel reaches every pod), a HorizontalPodAutoscaler, so each domain
 // scales on its own, and a PodDisruptionBudget; the gateway's address variables for them; the
-// databases; the NetworkPolicies and NATS's users (network.ts); a Secret per workload
+// databases (CloudNativePG clusters, databases.ts); the NetworkPolicies and NATS's users (network.ts); a Secret per workload
 // (secrets.ts). Derived, never hand-copied: a test checks the committed files are what this
 // writes (`node deploy/k8s/generate.ts` refreshes them).
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -12,7 +12,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
 import { databasesYaml } from "./databases.ts";
 import { GRPC_PORT, METRICS_PORT, natsAuthYaml, networkYaml } from "./network.ts";
-import { fromSecret, GRACE_SECONDS, headlessService, labels, PRE_STOP, restrictedContainer, restrictedPod, ROLLING_UPDATE } from "./objects.ts";
+import { fromSecret, GRACE_SECONDS, headlessService, labels, PRE_STOP, restrictedContainer, restrictedPod, ROLLING_UPDATE, spreadOverNodes } from "./objects.ts";
 import { secretFiles, workload } from "./secrets.ts";
 
 /** Every service's address, as the gateway and the services reach each other. */
@@ -30,7 +30,7 @@ function serviceEnv(domain: string) {
     { name: "VNM_METRICS_PORT", value: String(METRICS_PORT) },
     { name: "VNM_NATS_USER", value: domain },
     fromSecret("VNM_NATS_PASSWORD", name),
-    // Its own login role, owning only its schema (deploy/k8s/base/databases.yaml).
+    // Its own login role, owning only its schema, on its database cluster's primary (deploy/k8s/base/databases.yaml).
     fromSecret("DATABASE_URL", name),
     ...credentials.map((key) => fromSecret(key, name)),
     ...addresses(),
@@ -90,6 +90,7 @@ function deployment(domain: string) {
         metadata: { labels: labels(name), annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) } },
         spec: {
           ...restrictedPod(1000),
+          topologySpreadConstraints: spreadOverNodes(name),
           initContainers: [migrations(domain, volumeMounts)],
           containers: [container],
           volumes: [{ name: "tmp", emptyDir: {} }],

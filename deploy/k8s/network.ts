@@ -5,15 +5,16 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Catalog, loadCatalog, peersOf as calls } from "@vnm/kit";
 import { ROOT, serviceDomains } from "@vnm/kit/repo";
+import type { LabelSelector } from "kubernetes-types/meta/v1.js";
 import type { NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer } from "kubernetes-types/networking/v1.js";
 import { stringify } from "yaml";
-import { networkPolicy, pods, podsIn, podSelector } from "./objects.ts";
+import { CLUSTER_LABEL, clusterPods, databaseCluster, PG_METRICS_PORT, PG_PORT, PG_STATUS_PORT } from "./databases.ts";
+import { networkPolicy, pods, podSelector, podsIn } from "./objects.ts";
 import { parts, workload } from "./secrets.ts";
 
 export const GRPC_PORT = 50051;
 export const METRICS_PORT = 9464;
 export const HTTP_PORT = 8080;
-const PG_PORT = 5432;
 const NATS_PORT = 4222;
 const NATS_CLUSTER_PORT = 6222;
 const NATS_MONITOR_PORT = 8222;
@@ -31,6 +32,16 @@ const ingressController: NetworkPolicyPeer = { namespaceSelector: { matchLabels:
 /** The namespace Prometheus scrapes from: the only source of metrics requests. */
 export const MONITORING_NAMESPACE = "monitoring";
 const monitoring: NetworkPolicyPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } };
+
+/**
+ * The namespace of the CloudNativePG operator (its manifests' and its chart's default) and its
+ * pods' label: the operator asks each database instance's status port and connects to Postgres.
+ */
+export const CNPG_NAMESPACE = "cnpg-system";
+const cnpgOperator: NetworkPolicyPeer = {
+  namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": CNPG_NAMESPACE } },
+  podSelector: { matchLabels: { "app.kubernetes.io/name": "cloudnative-pg" } },
+};
 
 /**
  * The gRPC calls between domain services (the gateway calls every service for its callers):
@@ -74,7 +85,7 @@ function servicePolicy(domain: string) {
   const name = workload(domain);
   return networkPolicy(name, podSelector(name), {
     ingress: [from(callersOf(domain).map((c) => pods(workload(c))), GRPC_PORT), from([monitoring], METRICS_PORT)],
-    egress: [dns, to(pods(`vnm-${domain}-db`), PG_PORT), to(pods("nats"), NATS_PORT), ...peersOf(domain).map((p) => to(pods(workload(p)), GRPC_PORT))],
+    egress: [dns, to({ podSelector: clusterPods(domain) }, PG_PORT), to(pods("nats"), NATS_PORT), ...peersOf(domain).map((p) => to(pods(workload(p)), GRPC_PORT))],
   });
 }
 
@@ -92,17 +103,48 @@ function gatewayPolicy() {
  * adds them: `- op: add, path: /spec/egress/-, value: { to: [{ ipBlock: { cidr: 10.20.0.0/16 } }], ports: [{ protocol: TCP, port: 6640 }] }`.
  */
 function deviceNetworksPolicy() {
-  const policy = networkPolicy("vnm-tunnel-devices", podSelector("vnm-tunnel"), { ingress: [], egress: [] });
+  return overlayEgress("vnm-tunnel-devices", podSelector("vnm-tunnel"));
+}
+
+/** An egress-only policy admitting nothing until an overlay adds the addresses (ipBlock) it reaches. */
+function overlayEgress(name: string, selector: LabelSelector) {
+  const policy = networkPolicy(name, selector, { ingress: [], egress: [] });
   policy.spec.policyTypes = ["Egress"];
   delete (policy.spec as { ingress?: unknown }).ingress;
   return policy;
 }
 
-/** The data stores: a database from its service only; NATS from the parts (and its peers); Redis from the gateway. */
+/**
+ * A domain's database instances: Postgres from its service, from the other instances of its
+ * cluster (streaming replication, pg_rewind) and from the operator; the instance manager's status
+ * port from the operator and the other instances; its metrics from monitoring. They resolve the
+ * cluster's Services (a standby follows the primary through `<cluster>-rw`).
+ */
+function databasePolicy(domain: string) {
+  const instances: NetworkPolicyPeer = { podSelector: clusterPods(domain) };
+  return networkPolicy(databaseCluster(domain), clusterPods(domain), {
+    ingress: [from([pods(workload(domain)), instances, cnpgOperator], PG_PORT), from([instances, cnpgOperator], PG_STATUS_PORT), from([monitoring], PG_METRICS_PORT)],
+    egress: [dns, to(instances, PG_PORT), to(instances, PG_STATUS_PORT)],
+  });
+}
+
+/**
+ * The database instances' way to the Kubernetes API server, which each instance manager reports
+ * to and watches: none until an operator adds the API server's address in an overlay (it is
+ * the cluster's own, `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes`):
+ * `- op: add, path: /spec/egress/-, value: { to: [{ ipBlock: { cidr: 10.0.0.1/32 } }], ports: [{ protocol: TCP, port: 6443 }] }`.
+ * Until then the instances do not start.
+ */
+function databasesApiPolicy() {
+  return overlayEgress("vnm-databases-api-server", { matchExpressions: [{ key: CLUSTER_LABEL, operator: "In", values: serviceDomains().map(databaseCluster) }] });
+}
+
+/** The data stores: a database from its service (and its own instances, and the operator); NATS from the parts (and its peers); Redis from the gateway. */
 function storePolicies() {
   const partPods = podsIn(parts().map(workload));
   return [
-    ...serviceDomains().map((d) => networkPolicy(`vnm-${d}-db`, podSelector(`vnm-${d}-db`), { ingress: [from([pods(workload(d))], PG_PORT)], egress: [] })),
+    ...serviceDomains().map(databasePolicy),
+    databasesApiPolicy(),
     networkPolicy("nats", podSelector("nats"), {
       ingress: [from([partPods], NATS_PORT), from([pods("nats")], NATS_CLUSTER_PORT), from([monitoring], NATS_MONITOR_PORT)],
       egress: [dns, to(pods("nats"), NATS_CLUSTER_PORT)],

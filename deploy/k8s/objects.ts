@@ -1,5 +1,6 @@
 // The shapes every generated manifest shares: labels and selectors, a headless Service, a
 // NetworkPolicy, and the restricted security context every pod runs under.
+import type { TopologySpreadConstraint } from "kubernetes-types/core/v1.js";
 import type { LabelSelector } from "kubernetes-types/meta/v1.js";
 import type { NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer } from "kubernetes-types/networking/v1.js";
 
@@ -14,6 +15,18 @@ export const pods = (name: string): NetworkPolicyPeer => ({ podSelector: podSele
 
 /** The pods of several workloads, as a NetworkPolicy peer. */
 export const podsIn = (names: string[]): NetworkPolicyPeer => ({ podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: names }] } });
+
+/**
+ * A Deployment's pods spread over the nodes: a pod is placed only where the nodes' counts of its
+ * version's pods then differ by one at most (maxSkew 1, DoNotSchedule), so two replicas share a
+ * node only once every node has one. Counted per ReplicaSet (pod-template-hash), so a rolling
+ * update's new pods spread among themselves and the surge pod is never held back by old ones.
+ * Required anti-affinity would forbid sharing outright, and with it an autoscaler's replicas
+ * beyond the node count and the surge pod on a cluster whose every node has one.
+ */
+export const spreadOverNodes = (name: string): TopologySpreadConstraint[] => [
+  { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "DoNotSchedule", labelSelector: podSelector(name), matchLabelKeys: ["pod-template-hash"] },
+];
 
 /** A headless Service (no cluster IP): clients resolve every ready pod and spread over them. */
 export function headlessService(name: string, port: { name: string; port: number }) {

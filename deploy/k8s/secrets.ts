@@ -1,10 +1,11 @@
 // One Secret per workload, holding only that workload's own values: each domain service's, the
-// gateway's, each database's and NATS's. Rendered as a kustomize secretGenerator
+// gateway's, each database's (its owner, for CloudNativePG) and NATS's. Rendered as a kustomize secretGenerator
 // (deploy/k8s/base/secrets/) from one env file per Secret whose values are placeholders that
 // agree with each other (a developer's cluster runs as it is); an operator replaces every file
 // in an overlay of their own (`behavior: replace`, see docs/operations.md, "Kubernetes").
 import { credentialParts, natsPasswordVariable, serviceClients, serviceDomains } from "@vnm/kit/repo";
 import { stringify } from "yaml";
+import { DATABASE, DATABASE_OWNER, databaseCluster, PG_PORT, primaryService } from "./databases.ts";
 
 /** The processes holding credentials of their own: the gateway and every domain service. */
 export const parts = (): string[] => ["gateway", ...serviceDomains()];
@@ -16,11 +17,16 @@ const placeholder = (what: string) => `change-me-${what}`;
 const credential = (part: string) => placeholder(`${part}-credential`);
 const natsPassword = (part: string) => placeholder(`${part}-nats`);
 
-/** The database of a domain: its superuser (the migrations' admin) and the service's login role. */
+const adminPassword = (domain: string) => placeholder(`${domain}-db-admin`);
+
+/**
+ * The database of a domain, through the Service that follows its primary: its owner (the
+ * migrations' administrator) and the service's login role.
+ */
 function databaseUrls(domain: string) {
-  const host = `vnm-${domain}-db:5432/vnm`;
+  const host = `${primaryService(domain)}:${PG_PORT}/${DATABASE}`;
   return {
-    VNM_DATABASE_ADMIN_URL: `postgres://vnm:${placeholder(`${domain}-db-admin`)}@${host}`,
+    VNM_DATABASE_ADMIN_URL: `postgres://${DATABASE_OWNER}:${adminPassword(domain)}@${host}`,
     DATABASE_URL: `postgres://vnm_${domain}:${placeholder(`${domain}-db`)}@${host}`,
   };
 }
@@ -28,8 +34,8 @@ function databaseUrls(domain: string) {
 /** Identity's list of the parts that may ask it for a service token, for the placeholder credentials. */
 const clients = () => serviceClients(new Map(credentialParts().map((p) => [p, credential(p)])));
 
-/** Every Secret: its name and the keys and (placeholder) values it holds. */
-export function secrets(): { name: string; values: Record<string, string> }[] {
+/** Every Secret: its name, the keys and (placeholder) values it holds, and its type when not Opaque. */
+export function secrets(): { name: string; values: Record<string, string>; type?: string }[] {
   const own = (part: string): Record<string, string> => {
     const values: Record<string, string> = { VNM_NATS_PASSWORD: natsPassword(part) };
     if (part !== "gateway") Object.assign(values, databaseUrls(part));
@@ -39,7 +45,8 @@ export function secrets(): { name: string; values: Record<string, string> }[] {
   };
   return [
     ...parts().map((p) => ({ name: workload(p), values: own(p) })),
-    ...serviceDomains().map((d) => ({ name: `vnm-${d}-db`, values: { POSTGRES_PASSWORD: placeholder(`${d}-db-admin`) } })),
+    // CloudNativePG reads the database owner's password from a basic-auth Secret (bootstrap.initdb.secret).
+    ...serviceDomains().map((d) => ({ name: databaseCluster(d), type: "kubernetes.io/basic-auth", values: { username: DATABASE_OWNER, password: adminPassword(d) } })),
     // Every user of deploy/nats.conf: the parts, and admin (operations: the nats CLI).
     { name: "nats", values: Object.fromEntries(["admin", ...parts()].map((p) => [natsPasswordVariable(p), natsPassword(p)])) },
   ];
@@ -53,7 +60,7 @@ export function secretFiles(): Record<string, string> {
   const kustomization = {
     apiVersion: "kustomize.config.k8s.io/v1beta1",
     kind: "Kustomization",
-    secretGenerator: all.map((s) => ({ name: s.name, envs: [`${s.name}.env`] })),
+    secretGenerator: all.map((s) => ({ name: s.name, ...(s.type ? { type: s.type } : {}), envs: [`${s.name}.env`] })),
   };
   const note = `${HEAD}\n# Placeholders only: replace every file in your overlay (docs/operations.md, "Kubernetes").\n`;
   const files: Record<string, string> = { "kustomization.yaml": `${note}${stringify(kustomization)}` };

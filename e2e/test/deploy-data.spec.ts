@@ -1,5 +1,5 @@
-// Where the data lives on Kubernetes (deploy/k8s): a Postgres per domain that only that domain's
-// pods reach, a NATS cluster of three keeping every stream three times in production, where each
+// Where the data lives on Kubernetes (deploy/k8s): a Postgres per domain (a CloudNativePG
+// cluster) that only that domain's pods reach, a NATS cluster of three keeping every stream three times in production, where each
 // part signs in as its own user with rights to its own subjects, and one Redis that no overlay
 // multiplies (copies would each hold a different cache).
 import { execFileSync } from "node:child_process";
@@ -26,16 +26,20 @@ describe("production overlay", () => {
 
   it("gives every domain a database of its own, reached by that domain's pods only", () => {
     for (const d of serviceDomains()) {
-      const db = find("StatefulSet", `vnm-${d}-db`);
+      const db = find("Cluster", `vnm-${d}-db`);
       expect(db, d).toBeDefined();
-      expect(db!.spec.volumeClaimTemplates[0].metadata.name).toBe("data");
+      expect(db!.spec.storage.size).toBe("20Gi");
       const env = find("Deployment", `vnm-${d}`)!.spec.template.spec.containers[0].env;
       const url = env.find((e: { name: string }) => e.name === "DATABASE_URL").valueFrom.secretKeyRef;
       expect(url.key).toBe("DATABASE_URL");
       expect(url.name).toMatch(new RegExp(`^vnm-${d}-[a-z0-9]+$`));
+      // Postgres from its service, its own instances and CloudNativePG's operator only.
       const policy = find("NetworkPolicy", `vnm-${d}-db`)!;
-      expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": `vnm-${d}` } } }], ports: [{ protocol: "TCP", port: 5432 }] }]);
-      expect(policy.spec.egress).toEqual([]);
+      const pod = (name: string) => ({ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } });
+      const operator = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "cnpg-system" } }, podSelector: { matchLabels: { "app.kubernetes.io/name": "cloudnative-pg" } } };
+      const instances = { podSelector: { matchLabels: { "cnpg.io/cluster": `vnm-${d}-db` } } };
+      expect(policy.spec.podSelector).toEqual(instances.podSelector);
+      expect(policy.spec.ingress[0]).toEqual({ from: [pod(`vnm-${d}`), instances, operator], ports: [{ protocol: "TCP", port: 5432 }] });
     }
   });
 
@@ -57,8 +61,14 @@ describe("production overlay", () => {
   });
 });
 
-it("the dev overlay runs one NATS server, whose streams keep one replica", () => {
+it("the dev overlay runs one NATS server, whose streams keep one replica, and one Postgres instance per domain, whose commits wait for no standby", () => {
   const docs = render("overlays/dev");
+  for (const c of docs.filter((d) => d.kind === "Cluster")) {
+    expect(c.spec.instances, c.metadata.name).toBe(1);
+    expect(c.spec.postgresql.synchronous, c.metadata.name).toBeUndefined();
+    expect(c.spec.enablePDB, c.metadata.name).toBe(false);
+  }
+  expect(docs.filter((d) => d.kind === "Cluster")).toHaveLength(serviceDomains().length);
   expect(docs.find((d) => d.kind === "StatefulSet" && d.metadata.name === "nats")!.spec.replicas).toBe(1);
   const config = docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith("vnm-config"))!.data!;
   expect(config["VNM_BUS_REPLICAS"] ?? "1").toBe("1");

@@ -8,7 +8,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { generatedFiles } from "../../deploy/k8s/generate.ts";
-import { strictProblems } from "./k8s-schema.ts";
+import { isCustomResource, strictProblems } from "./k8s-schema.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
 type Loose = any;
@@ -46,11 +46,16 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
   });
 });
 
-/** Each object of a rendering checked against the Kubernetes schema of its kind (kubernetes-models, offline). */
+/**
+ * Each object of a rendering checked against the Kubernetes schema of its kind (kubernetes-models,
+ * offline); a custom resource, of which kubernetes-models knows nothing, is left to strictProblems
+ * and the schema written for it (crd-schemas.ts).
+ */
 async function validateAll(docs: Doc[]): Promise<string[]> {
   const wrong: string[] = [];
   for (const d of docs) {
     const { apiVersion } = d as Doc & { apiVersion: string };
+    if (isCustomResource(apiVersion, d.kind)) continue;
     // kustomize wraps a long Secret value's base64 over lines, which the API server's decoder
     // skips and the schema's "byte" format does not.
     const data = (d as { data?: Record<string, string> }).data;
@@ -78,6 +83,11 @@ describe("Kubernetes overlays", () => {
         expect(d.spec["template"].spec.containers[0].securityContext, d.metadata.name).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
         expect(docs.some((x) => x.kind === "PodDisruptionBudget" && x.metadata.name === d.metadata.name)).toBe(true);
       }
+      // Every database cluster of several instances has the operator's disruption budgets (a
+      // lone one's would hold a node drain back for ever).
+      const clusters = docs.filter((x) => x.kind === "Cluster");
+      expect(clusters).toHaveLength(serviceDomains().length);
+      for (const c of clusters) expect(c.spec["enablePDB"], c.metadata.name).toBe(c.spec["instances"] > 1);
     });
   }
 });
@@ -118,6 +128,18 @@ function podsOf(docs: Doc[]): { name: string; spec: Loose }[] {
   return docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet").map((d) => ({ name: d.metadata.name, spec: d.spec["template"].spec }));
 }
 
+/** The CloudNativePG clusters of a rendering, whose pods the operator makes. */
+const clustersOf = (docs: Doc[]) => docs.filter((d) => d.kind === "Cluster");
+
+/**
+ * The labels of a workload's pods: a pod template's; a CloudNativePG cluster's pods carry what it
+ * passes on (inheritedMetadata) and the operator's own label of the cluster.
+ */
+function podLabels(d: Doc): Record<string, string> {
+  if (d.kind === "Cluster") return { ...d.spec["inheritedMetadata"]?.labels, "cnpg.io/cluster": d.metadata.name };
+  return d.spec["template"].metadata.labels;
+}
+
 /** The Secrets a pod template names: in env, envFrom and volumes (projected ones too). */
 function secretsNamed(pod: Loose): string[] {
   const containers = [...pod.containers, ...(pod.initContainers ?? [])];
@@ -139,9 +161,16 @@ describe("production overlay: secrets, pod security, network", () => {
   it("gives every workload a Secret of its own: each Secret is named by exactly one workload", () => {
     const users = new Map<string, string[]>();
     for (const pod of podsOf(docs)) for (const s of secretsNamed(pod.spec)) users.set(s, [...(users.get(s) ?? []), pod.name]);
+    // A database cluster's owner, which the operator sets up.
+    for (const c of clustersOf(docs)) {
+      const name = c.spec["bootstrap"].initdb.secret.name;
+      users.set(name, [...(users.get(name) ?? []), c.metadata.name]);
+    }
     for (const secret of docs.filter((d) => d.kind === "Secret")) expect(users.get(secret.metadata.name), secret.metadata.name).toHaveLength(1);
     for (const [s, who] of users) expect(docs.some((d) => d.kind === "Secret" && d.metadata.name === s), `${s} (${who.join()})`).toBe(true);
-    expect(podsOf(docs).length).toBe(1 + serviceDomains().length * 2 + 2);
+    // The gateway, the services, NATS and Redis; a database cluster per service.
+    expect(podsOf(docs).length).toBe(1 + serviceDomains().length + 2);
+    expect(clustersOf(docs).length).toBe(serviceDomains().length);
     expect(rendered).not.toContain("VNM_TOKEN_SECRET");
   });
 
@@ -191,30 +220,35 @@ describe("production overlay: secrets, pod security, network", () => {
     expect(policy("vnm-tunnel-devices").egress).toEqual([]);
     expect(rendered).not.toMatch(/0\.0\.0\.0\/0|169\.254\./);
     // Every pod is covered by a policy of its own, besides the default denial.
-    for (const { name } of podsOf(docs)) {
+    for (const name of [...podsOf(docs).map((p) => p.name), ...clustersOf(docs).map((c) => c.metadata.name)]) {
       expect(policies.some((p) => p.metadata.name !== "default-deny" && JSON.stringify(p.spec["podSelector"]).includes(`"${name}"`)), name).toBe(true);
     }
   });
 
   // Which pods each policy applies to and what they may then reach, read as the API server reads
   // the policies (a podSelector it does not understand picks every pod of the namespace).
-  const workloads = docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet").map((d) => ({ name: d.metadata.name, labels: d.spec["template"].metadata.labels as Record<string, string> }));
+  const workloads = docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet" || d.kind === "Cluster").map((d) => ({ name: d.metadata.name, labels: podLabels(d) }));
   const picked = (selector: Loose) => workloads.filter((w) => picks(selector, w.labels)).map((w) => w.name).sort();
   const governing = (workload: string) => policies.filter((p) => picked(p.spec["podSelector"]).includes(workload));
-  /** The workloads of the namespace a workload's policies let it reach (egress) or be reached from (ingress) on a TCP port. */
-  const peersOn = (workload: string, direction: "ingress" | "egress", port: number) => {
+  /**
+   * The workloads of the namespace a workload's policies let it reach (egress) or be reached from
+   * (ingress) on a TCP port; any peer outside the namespace must be one of `outside`.
+   */
+  const peersOn = (workload: string, direction: "ingress" | "egress", port: number, outside: Loose[] = []) => {
     const rules = governing(workload).flatMap((p) => (p.spec[direction] ?? []) as Loose[]);
     const open = rules.filter((r) => r.ports.some((x: Loose) => x.port === port && (x.protocol ?? "TCP") === "TCP"));
     const peers = open.flatMap((r) => r[direction === "egress" ? "to" : "from"] as Loose[]);
-    expect(peers.filter((x) => !x.podSelector || x.namespaceSelector || x.ipBlock), `${workload} ${direction} ${port}: only pods of the namespace`).toEqual([]);
-    return [...new Set(peers.flatMap((x) => picked(x.podSelector)))].sort();
+    expect(peers.filter((x) => !x.podSelector || x.namespaceSelector || x.ipBlock), `${workload} ${direction} ${port}: only pods of the namespace`).toEqual(outside);
+    return [...new Set(peers.filter((x) => !x.namespaceSelector).flatMap((x) => picked(x.podSelector)))].sort();
   };
+  const operator = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "cnpg-system" } }, podSelector: { matchLabels: { "app.kubernetes.io/name": "cloudnative-pg" } } };
 
   it("applies each policy to its own workload's pods only: the gateway's to the gateway, a service's to that service, a database's to that database", () => {
     const expected: Record<string, string[]> = {
       "default-deny": workloads.map((w) => w.name).sort(),
       "vnm-gateway": ["vnm-gateway"],
       "vnm-tunnel-devices": ["vnm-tunnel"],
+      "vnm-databases-api-server": serviceDomains().map((d) => `vnm-${d}-db`).sort(),
       nats: ["nats"],
       redis: ["redis"],
     };
@@ -225,23 +259,29 @@ describe("production overlay: secrets, pod security, network", () => {
     expect(Object.fromEntries(policies.map((p) => [p.metadata.name, picked(p.spec["podSelector"])]))).toEqual(expected);
   });
 
-  it("lets a service reach its own database only, and a database be reached by its service only", () => {
+  it("lets a service reach its own database only, and a database be reached by its service, its own instances and the operator only", () => {
     for (const w of workloads) {
-      const own = /^vnm-([a-z]+)$/.exec(w.name)?.[1];
-      const expected = own && own !== "gateway" ? [`vnm-${own}-db`] : [];
+      // A service its own database; a database's instances each other (streaming replication).
+      const own = /^vnm-([a-z]+)(-db)?$/.exec(w.name);
+      const expected = own && own[1] !== "gateway" ? [`vnm-${own[1]}-db`] : [];
       expect(peersOn(w.name, "egress", 5432), `${w.name} reaches on 5432`).toEqual(expected);
+      expect(peersOn(w.name, "egress", 8000), `${w.name} reaches on 8000`).toEqual(own?.[2] ? [w.name] : []);
     }
     for (const d of serviceDomains()) {
-      expect(peersOn(`vnm-${d}-db`, "ingress", 5432), `vnm-${d}-db`).toEqual([`vnm-${d}`]);
-      expect(peersOn(`vnm-${d}-db`, "egress", 53), `vnm-${d}-db resolves nothing`).toEqual([]);
+      const db = `vnm-${d}-db`;
+      expect(peersOn(db, "ingress", 5432, [operator]), db).toEqual([db, `vnm-${d}`].sort());
+      expect(peersOn(db, "ingress", 8000, [operator]), db).toEqual([db]);
+      // Its instances reach nothing else in the namespace, on any port: only DNS (kube-system) besides.
+      const ports = governing(db).flatMap((p) => (p.spec["egress"] ?? []) as Loose[]).flatMap((r) => r.ports.map((x: Loose) => x.port));
+      expect([...new Set(ports)].sort(), db).toEqual([53, 5432, 8000]);
     }
     expect(peersOn("redis", "ingress", 6379)).toEqual(["vnm-gateway"]);
     expect(peersOn("nats", "ingress", 4222)).toEqual(["vnm-gateway", ...serviceDomains().map((d) => `vnm-${d}`)].sort());
   });
 
-  it("lets every part that resolves names (the gateway, the services, NATS) reach the cluster's DNS on UDP and TCP 53", () => {
+  it("lets every part that resolves names (the gateway, the services, their databases, NATS) reach the cluster's DNS on UDP and TCP 53", () => {
     const dns = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } };
-    for (const name of ["vnm-gateway", ...serviceDomains().map((d) => `vnm-${d}`), "nats"]) {
+    for (const name of ["vnm-gateway", ...serviceDomains().flatMap((d) => [`vnm-${d}`, `vnm-${d}-db`]), "nats"]) {
       const rules = governing(name).flatMap((p) => (p.spec["egress"] ?? []) as Loose[]);
       expect(rules.filter((r) => r.to.some((peer: Loose) => JSON.stringify(peer) === JSON.stringify(dns))).flatMap((r) => r.ports), name).toEqual(
         expect.arrayContaining([
@@ -275,12 +315,18 @@ describe("production overlay: secrets, pod security, network", () => {
       const grpc = ingress.filter((r) => r.ports.some((p: Loose) => p.port === 50051));
       const callers = d === "identity" ? ["vnm-gateway", ...serviceDomains().filter((x) => x !== "identity").map((x) => `vnm-${x}`)] : (CALLERS[d] ?? ["vnm-gateway"]);
       expect(grpc.flatMap((r) => r.from), d).toEqual(callers.map(pod));
-      expect(policy(`vnm-${d}-db`).ingress, d).toEqual([{ from: [pod(`vnm-${d}`)], ports: [{ protocol: "TCP", port: 5432 }] }]);
-      expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [pod(`vnm-${d}-db`)], ports: [{ protocol: "TCP", port: 5432 }] });
+      // A database's pods by the operator's label of their cluster: its instances and its jobs.
+      const instances = { podSelector: { matchLabels: { "cnpg.io/cluster": `vnm-${d}-db` } } };
+      expect(policy(`vnm-${d}-db`).ingress, d).toEqual([
+        { from: [pod(`vnm-${d}`), instances, operator], ports: [{ protocol: "TCP", port: 5432 }] },
+        { from: [instances, operator], ports: [{ protocol: "TCP", port: 8000 }] },
+        { from: [monitoring], ports: [{ protocol: "TCP", port: 9187 }] },
+      ]);
+      expect(policy(`vnm-${d}`).egress, d).toContainEqual({ to: [instances], ports: [{ protocol: "TCP", port: 5432 }] });
     }
     for (const p of policies) {
       for (const rule of p.spec["ingress"] ?? []) {
-        if (rule.ports.some((x: Loose) => x.port === 9464 || x.port === 8222)) expect(rule.from, p.metadata.name).toEqual([monitoring]);
+        if (rule.ports.some((x: Loose) => x.port === 9464 || x.port === 8222 || x.port === 9187)) expect(rule.from, p.metadata.name).toEqual([monitoring]);
       }
     }
   });
@@ -290,5 +336,95 @@ describe("production overlay: secrets, pod security, network", () => {
     expect(policy("vnm-gateway").ingress).toEqual([{ from: [controller, monitoring], ports: [{ protocol: "TCP", port: 8080 }] }]);
     const env = docs.find((d) => d.kind === "Deployment" && d.metadata.name === "vnm-gateway")!.spec["template"].spec.containers[0].env as Loose[];
     expect(env.find((e) => e.name === "VNM_TRUST_PROXY")?.value).toBe("1");
+  });
+
+
+  // High availability: which engine keeps each part's state through the loss of a node
+  // (docs/operations.md, "Kubernetes: high availability").
+  const hostname = "kubernetes.io/hostname";
+  const secretValues = (name: string): Record<string, string> => {
+    const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name === name) as Loose;
+    return Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
+  };
+
+  it("runs each domain's Postgres as a CloudNativePG cluster of three on three nodes, a commit held by a standby too, its service and migrations on the primary's Service", () => {
+    for (const d of serviceDomains()) {
+      const c = docs.find((x) => x.kind === "Cluster" && x.metadata.name === `vnm-${d}-db`)!;
+      expect(c, d).toBeDefined();
+      expect(c.spec["instances"], d).toBeGreaterThanOrEqual(2);
+      expect(c.spec["instances"], d).toBe(3);
+      expect(c.spec["affinity"], d).toEqual({ enablePodAntiAffinity: true, topologyKey: hostname, podAntiAffinityType: "required" });
+      expect(c.spec["postgresql"].synchronous, d).toEqual({ method: "any", number: 1, dataDurability: "required" });
+      expect(c.spec["enablePDB"], d).toBe(true);
+      // The service's Secret: its own role on the database initdb makes, through <cluster>-rw;
+      // the migrations as that database's owner, given CREATEROLE and no more, whose password
+      // the cluster's own Secret holds. No superuser logs in.
+      const container = docs.find((x) => x.kind === "Deployment" && x.metadata.name === `vnm-${d}`)!.spec["template"].spec;
+      const own = secretValues(container.containers[0].env.find((e: Loose) => e.name === "DATABASE_URL").valueFrom.secretKeyRef.name);
+      const url = new URL(own["DATABASE_URL"]!);
+      const admin = new URL(own["VNM_DATABASE_ADMIN_URL"]!);
+      expect([url.hostname, url.port, url.pathname, url.username], d).toEqual([`vnm-${d}-db-rw`, "5432", `/${c.spec["bootstrap"].initdb.database}`, `vnm_${d}`]);
+      const initdb = c.spec["bootstrap"].initdb;
+      expect([admin.hostname, admin.pathname, admin.username], d).toEqual([`vnm-${d}-db-rw`, url.pathname, initdb.owner]);
+      expect(initdb.postInitApplicationSQL, d).toEqual([`ALTER ROLE ${initdb.owner} CREATEROLE`]);
+      const owner = docs.find((x) => x.kind === "Secret" && x.metadata.name === initdb.secret.name) as Loose;
+      expect(owner.type, d).toBe("kubernetes.io/basic-auth");
+      expect(c.spec["enableSuperuserAccess"], d).toBe(false);
+      expect(secretValues(owner.metadata.name), d).toEqual({ username: initdb.owner, password: decodeURIComponent(admin.password) });
+      // Only the migrations hold the administrator's URL, never the service.
+      expect(container.containers[0].env.map((e: Loose) => e.name)).not.toContain("VNM_DATABASE_ADMIN_URL");
+    }
+    expect(docs.some((x) => x.kind === "StatefulSet" && x.metadata.name.endsWith("-db"))).toBe(false);
+  });
+
+  it("runs NATS as three servers on three nodes, routed to each other, JetStream on each server's volume, and keeps every stream three times", () => {
+    const nats = docs.find((x) => x.kind === "StatefulSet" && x.metadata.name === "nats")!;
+    const bus = Number((docs.find((x) => x.kind === "ConfigMap" && x.metadata.name.startsWith("vnm-config")) as Loose).data["VNM_BUS_REPLICAS"]);
+    expect(nats.spec["replicas"]).toBe(3);
+    expect(bus).toBe(3);
+    const anti = nats.spec["template"].spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution;
+    expect(anti).toHaveLength(1);
+    expect(anti[0].topologyKey).toBe(hostname);
+    expect(picks(anti[0].labelSelector, nats.spec["template"].metadata.labels)).toBe(true);
+    expect(nats.spec["volumeClaimTemplates"].map((v: Loose) => v.metadata.name)).toContain("data");
+    expect(nats.spec["template"].spec.containers[0].volumeMounts).toContainEqual({ name: "data", mountPath: "/data" });
+    const conf = (docs.find((x) => x.kind === "ConfigMap" && x.metadata.name.startsWith("nats-config")) as Loose).data["nats.conf"] as string;
+    expect(conf).toMatch(/store_dir: \/data\/jetstream/);
+    for (const i of [0, 1, 2]) expect(conf).toContain(`nats://nats-${i}.nats:6222`);
+    // The routes are open between the servers only; clients on 4222, monitoring on 8222.
+    expect(peersOn("nats", "ingress", 6222)).toEqual(["nats"]);
+    expect(peersOn("nats", "egress", 6222)).toEqual(["nats"]);
+    expect(peersOn("nats", "ingress", 8222, [monitoring])).toEqual([]);
+    expect(docs.some((x) => x.kind === "PodDisruptionBudget" && x.metadata.name === "nats" && x.spec["maxUnavailable"] === 1)).toBe(true);
+  });
+
+  it("spreads the gateways' and each service's replicas over the nodes (two share a node only once every node has one), each with a disruption budget", () => {
+    const deployments = docs.filter((d) => d.kind === "Deployment" && d.metadata.name.startsWith("vnm-"));
+    for (const d of deployments) {
+      const template = d.spec["template"];
+      expect(template.spec.topologySpreadConstraints, d.metadata.name).toEqual([
+        { maxSkew: 1, topologyKey: hostname, whenUnsatisfiable: "DoNotSchedule", labelSelector: { matchLabels: { "app.kubernetes.io/name": d.metadata.name } }, matchLabelKeys: ["pod-template-hash"] },
+      ]);
+      // The constraint counts this workload's pods and no other's.
+      expect(picked(template.spec.topologySpreadConstraints[0].labelSelector), d.metadata.name).toEqual([d.metadata.name]);
+      expect(d.spec["replicas"], d.metadata.name).toBe(3);
+      const budget = docs.find((x) => x.kind === "PodDisruptionBudget" && x.metadata.name === d.metadata.name)!;
+      expect(budget.spec["maxUnavailable"], d.metadata.name).toBe(1);
+      expect(picks(budget.spec["selector"], template.metadata.labels), d.metadata.name).toBe(true);
+    }
+    expect(deployments).toHaveLength(1 + serviceDomains().length);
+  });
+
+  it("keeps one Redis, rescheduled soon after its node is lost, and lets the database instances reach only what an overlay adds beyond the namespace (the API server)", () => {
+    const redis = docs.find((x) => x.kind === "Deployment" && x.metadata.name === "redis")!;
+    expect(redis.spec["replicas"]).toBe(1);
+    for (const key of ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]) {
+      expect(redis.spec["template"].spec.tolerations).toContainEqual({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 });
+    }
+    expect(policy("vnm-databases-api-server")).toEqual({
+      podSelector: { matchExpressions: [{ key: "cnpg.io/cluster", operator: "In", values: serviceDomains().map((d) => `vnm-${d}-db`) }] },
+      policyTypes: ["Egress"],
+      egress: [],
+    });
   });
 });

@@ -31,6 +31,28 @@ describe("strict Kubernetes schema check", () => {
     expect(strictProblems([{ apiVersion: "v1", kind: "ConfigMap", data: {} }])).toEqual(['ConfigMap/undefined: /: missing required field "metadata"']);
   });
 
+  it("checks a CloudNativePG Cluster against the schema written for it, as strictly: unknown fields, wrong values and Kubernetes types inside it", () => {
+    const cluster = (spec: object, metadata: object = { name: "db" }) => ({ apiVersion: "postgresql.cnpg.io/v1", kind: "Cluster", metadata, spec });
+    const valid = {
+      instances: 3,
+      bootstrap: { initdb: { database: "vnm", owner: "vnm", secret: { name: "db" }, postInitApplicationSQL: ["ALTER ROLE vnm CREATEROLE"] } },
+      postgresql: { synchronous: { method: "any", number: 1, dataDurability: "required" } },
+      affinity: { enablePodAntiAffinity: true, topologyKey: "kubernetes.io/hostname", podAntiAffinityType: "required" },
+      resources: { requests: { cpu: "250m", memory: "512Mi" } },
+      storage: { size: "20Gi" },
+    };
+    expect(strictProblems([cluster(valid)])).toEqual([]);
+    expect(strictProblems([cluster({ ...valid, affinity: { ...valid.affinity, podAntiAffinityTyp: "required" } })])).toEqual(['Cluster/db: /spec/affinity: unknown field "podAntiAffinityTyp"']);
+    expect(strictProblems([cluster({ ...valid, affinity: { ...valid.affinity, podAntiAffinityType: "always" } })])).toEqual(['Cluster/db: /spec/affinity/podAntiAffinityType: must be equal to one of the allowed values ["preferred","required"]']);
+    expect(strictProblems([cluster({ ...valid, postgresql: { synchronous: { number: 1 } } })])).toEqual(['Cluster/db: /spec/postgresql/synchronous: missing required field "method"']);
+    expect(strictProblems([cluster({ ...valid, instances: "3" })])).toEqual(["Cluster/db: /spec/instances: must be integer"]);
+    expect(strictProblems([cluster({ storage: valid.storage })])).toEqual(['Cluster/db: /spec: missing required field "instances"']);
+    // Kubernetes types inside it are checked as in a built-in kind.
+    expect(strictProblems([cluster({ ...valid, resources: { request: { cpu: "1" } } })])).toEqual(['Cluster/db: /spec/resources: unknown field "request"']);
+    expect(strictProblems([cluster(valid, { name: "db", label: {} })])).toEqual(['Cluster/db: /metadata: unknown field "label"']);
+    expect(strictProblems([{ ...cluster(valid), apiVersion: "postgresql.cnpg.io/v2" }])[0]).toMatch(/^Cluster\/db: no Kubernetes schema/);
+  });
+
   it("refuses a kind without a schema (a custom resource) and a kind under another group's apiVersion, naming them", () => {
     expect(strictProblems([{ apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", metadata: { name: "m" }, spec: {} }])).toEqual([
       'ServiceMonitor/m: no Kubernetes schema for apiVersion "monitoring.coreos.com/v1", kind "ServiceMonitor" (a custom resource needs a schema of its own here)',

@@ -3,13 +3,15 @@
 // into JSON Schema by ts-json-schema-generator with every object closed, then checked by ajv.
 // An unknown field is an error (as `kubectl apply --validate=strict` and the API server's
 // strict field validation refuse it), so are a missing required field, a value of the wrong
-// type, an apiVersion or kind that does not belong together, and a kind without a schema here
-// (a custom resource): never skipped.
+// type, an apiVersion or kind that does not belong together, and a kind without a schema here:
+// never skipped. A custom resource is checked against the schema written for it in
+// crd-schemas.ts (CloudNativePG's Cluster), as strictly; one without such a schema is refused.
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { createGenerator, type SchemaGenerator } from "ts-json-schema-generator";
+import { CUSTOM_RESOURCE_SCHEMAS, KUBERNETES_TYPES, type KubernetesType, kubernetesTypeId } from "./crd-schemas.ts";
 
 const TYPES = dirname(createRequire(import.meta.url).resolve("kubernetes-types/package.json"));
 
@@ -33,11 +35,31 @@ const generatorOf = (path: string): SchemaGenerator => {
   return made;
 };
 
+/** Whether a kind of an apiVersion is a custom resource with a schema of its own (crd-schemas.ts). */
+export const isCustomResource = (apiVersion: string, kind: string): boolean => Object.hasOwn(CUSTOM_RESOURCE_SCHEMAS, `${apiVersion} ${kind}`);
+
+/** The Kubernetes types the custom resources' schemas refer to, each registered once under its id. */
+let typesRegistered = false;
+function registerKubernetesTypes(): void {
+  if (typesRegistered) return;
+  for (const [type, version] of Object.entries(KUBERNETES_TYPES)) {
+    const schema = generatorOf(join(TYPES, `${version}.d.ts`)).createSchema(type);
+    ajv.addSchema(schema, kubernetesTypeId(type as KubernetesType));
+  }
+  typesRegistered = true;
+}
+
 /** The validator of one kind of one apiVersion, or why there is none. */
 function validatorOf(apiVersion: string, kind: string): ValidateFunction | string {
   const key = `${apiVersion} ${kind}`;
   const known = compiled.get(key);
   if (known) return known;
+  if (isCustomResource(apiVersion, kind)) {
+    registerKubernetesTypes();
+    const made = ajv.compile(CUSTOM_RESOURCE_SCHEMAS[key]!);
+    compiled.set(key, made);
+    return made;
+  }
   const file = typesFile(apiVersion);
   let found: ValidateFunction | string = `no Kubernetes schema for apiVersion ${JSON.stringify(apiVersion)}, kind ${JSON.stringify(kind)} (a custom resource needs a schema of its own here)`;
   if (file && /^[A-Z][A-Za-z0-9]*$/.test(kind)) {

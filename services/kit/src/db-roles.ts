@@ -54,8 +54,25 @@ export async function provisionRole(adminUrl: string, schema: string, { role, pa
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`vnm-role:${role}`]);
-    const exists = (await client.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [role])).rowCount;
-    await client.query(`${exists ? "ALTER" : "CREATE"} ROLE ${r} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${pg.escapeLiteral(password)}`);
+    const found = await client.query<{ rolcanlogin: boolean; rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>(
+      "SELECT rolcanlogin, rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = $1",
+      [role],
+    );
+    const secret = `PASSWORD ${pg.escapeLiteral(password)}`;
+    const now = found.rows[0];
+    if (!now) await client.query(`CREATE ROLE ${r} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE ${secret}`);
+    else {
+      // Only the attributes that differ: an administrator that is not a superuser (a role with
+      // CREATEROLE, as CloudNativePG's database owner on Kubernetes) may not name SUPERUSER or
+      // CREATEDB at all, not even to leave them off.
+      const differ = [!now.rolcanlogin && "LOGIN", now.rolsuper && "NOSUPERUSER", now.rolcreatedb && "NOCREATEDB", now.rolcreaterole && "NOCREATEROLE"].filter(Boolean);
+      await client.query(`ALTER ROLE ${r} WITH ${[...differ, secret].join(" ")}`);
+    }
+    // Handing a schema to the role takes being able to act as it: a superuser may; an
+    // administrator with CREATEROLE becomes a member of the role it made (PostgreSQL 16 and later
+    // give its maker ADMIN on it, but not SET).
+    const superuser = (await client.query<{ s: boolean }>("SELECT rolsuper AS s FROM pg_roles WHERE rolname = current_user")).rows[0]?.s;
+    if (!superuser) await client.query(`GRANT ${r} TO CURRENT_USER`);
     const owner = await client.query<{ owner: string }>("SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = $1", [schema]);
     if (owner.rowCount === 0) await client.query(`CREATE SCHEMA ${s} AUTHORIZATION ${r}`);
     else if (owner.rows[0]!.owner !== role) await handOver(client, schema, role);

@@ -75,3 +75,30 @@ it("a service whose schema the step did not make says so at start, instead of a 
     await pool.end();
   }
 });
+
+it("works for an administrator that is not a superuser, only CREATEROLE (CloudNativePG's database owner on Kubernetes), again and again", async () => {
+  const adminRole = `roles_admin_${id}`;
+  const own = `roles_na_${id}`;
+  const database = new URL(DEPS.databaseUrl).pathname.slice(1);
+  await admin.query(`CREATE ROLE ${adminRole} LOGIN CREATEROLE PASSWORD 'a${id}'; GRANT CREATE ON DATABASE ${database} TO ${adminRole}`);
+  const adminUrl = serviceDatabaseUrl(DEPS.databaseUrl, { role: adminRole, password: `a${id}` });
+  const service = { role: roleName(adminUrl, own), password: `s${id}` };
+  try {
+    await provisionRole(adminUrl, own, service);
+    service.password = `t${id}`;
+    await provisionRole(adminUrl, own, service);
+    const db = new pg.Client({ connectionString: serviceDatabaseUrl(DEPS.databaseUrl, service) });
+    await db.connect();
+    try {
+      await db.query(`CREATE TABLE ${own}.items (id int)`);
+      expect((await db.query(`SELECT count(*)::int AS n FROM ${own}.items`)).rows).toEqual([{ n: 0 }]);
+      await expect(db.query(`SELECT * FROM ${other}.secrets`)).rejects.toMatchObject({ code: "42501" });
+    } finally {
+      await db.end();
+    }
+    const made = await admin.query("SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = $1", [service.role]);
+    expect(made.rows).toEqual([{ rolsuper: false, rolcreatedb: false, rolcreaterole: false }]);
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${own} CASCADE; DROP ROLE IF EXISTS ${service.role}; REVOKE CREATE ON DATABASE ${database} FROM ${adminRole}; DROP ROLE ${adminRole}`);
+  }
+});
