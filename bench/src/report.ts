@@ -53,7 +53,7 @@ export interface Goal {
 export function goals(run: Run): Goal[] {
   const { rss, publications } = run;
   return [
-    ...run.results.filter((r) => r.pass !== undefined).map((r) => ({ goal: `${r.scenario} ${r.goal}`, pass: r.pass!, detail: `${fmt(r.rps)} req/s, ratio ${ratioText(r)}` })),
+    ...run.results.filter((r) => r.pass !== undefined).map((r) => ({ goal: `${r.scenario} ${r.goal}`, pass: r.pass!, detail: `${Number.isNaN(r.rps) ? `p99 ${fmt(r.p99, 1)} ms` : `${fmt(r.rps)} req/s`}, ratio ${ratioText(r)}` })),
     { goal: `gateway RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rss.idle.gateway ?? Infinity) < IDLE_GOAL_MB, detail: `${fmt(rss.idle.gateway, 1)} MB` },
     { goal: `service RSS < ${IDLE_GOAL_MB} MB idle`, pass: (rss.idle.bridge ?? Infinity) < IDLE_GOAL_MB, detail: `bridge ${fmt(rss.idle.bridge, 1)} MB` },
     { goal: "gateway RSS < 200 MB at the end", pass: (rss.gateway ?? Infinity) < 200, detail: `${fmt(rss.gateway, 1)} MB` },

@@ -35,10 +35,10 @@ export const CPU_PROF = setting("CPU_PROF") === "1";
 /** Preloads memory-probe.ts into the gateways and the bridge service and reports what their memory is made of. */
 export const MEM_PROBE = setting("MEM_PROBE") === "1";
 /**
- * What the stack runs from: "compiled" (the default), the JavaScript deploy/build.ts makes for
- * the image, so no process pays for type stripping; "sources", the .ts files as `npm start` runs them.
+ * What the stack runs from: "sources" (the default), the .ts files as `npm start` runs them and an
+ * outside harness measures them; "compiled", the JavaScript deploy/build.ts makes for the image.
  */
-export const FROM = setting("FROM") ?? "compiled";
+export const FROM = setting("FROM") ?? "sources";
 if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FROM}: compiled or sources`);
 /**
  * A folder two benches share to start each scenario together (same --only on both): two builds

@@ -18,10 +18,22 @@ const PROBE = "bench/src/memory-probe.ts";
 export interface Member {
   label: string;
   proc: Proc;
+  /** Where its output goes (the stack's processes); a baseline's is kept in `proc.output`. */
+  logFile?: string;
+}
+
+/** The last `bytes` a member printed. */
+export function lastOutput(m: Member, bytes = 2000): string {
+  if (!m.logFile) return m.proc.output.join("").slice(-bytes);
+  try {
+    return readFileSync(m.logFile, "utf8").slice(-bytes);
+  } catch {
+    return "";
+  }
 }
 
 /** What ran, for the output: compiled or sources, and the Node flags. */
-export const stackDescription = `from ${FROM === "compiled" ? "the compiled JavaScript (deploy/build.ts, as the image; BENCH_FROM=sources for the .ts files)" : "the TypeScript sources (BENCH_FROM=sources)"} with node ${[...NODE_FLAGS, ...EXTRA_FLAGS].join(" ")}, ${allocator()}`;
+export const stackDescription = `from ${FROM === "compiled" ? "the compiled JavaScript (deploy/build.ts, as the image; BENCH_FROM=compiled)" : "the TypeScript sources, as npm start runs them (BENCH_FROM=compiled for the image's JavaScript)"} with node ${[...NODE_FLAGS, ...EXTRA_FLAGS].join(" ")}, ${allocator()}`;
 
 /** The allocator every process of the run has (allocatorEnv, or a preload the bench's environment names). */
 export function allocator(): string {
@@ -39,8 +51,10 @@ export class BenchStack {
   /** The bench's running children: the stack's processes and the baselines. */
   readonly members: Member[] = [];
   readonly stack = new Stack(
-    // The bench measures the API, not the limiter: one token sends every request.
-    { VNM_RATE_LIMIT: "0", LOG_LEVEL: "warn" },
+    // The bench measures the API, not the limiter: one token sends every request. Otherwise the
+    // defaults `npm start` has, its log level (info: a line per request) included; each
+    // process's output goes to a file of the run (logFile), as a launcher's redirected would.
+    { VNM_RATE_LIMIT: "0", LOG_LEVEL: "info" },
     (script, env) => this.launch(script, env),
   );
   /** The admin token every request carries, once the first gateway is up. */
@@ -61,9 +75,12 @@ export class BenchStack {
     const domain = /^services\/([^/]+)\//.exec(script)?.[1];
     const label = domain ?? this.gatewayLabel;
     const nodeArgs = [...EXTRA_FLAGS, ...(domain === undefined || domain === "bridge" ? watchedArgs() : [])];
+    const logFile = join(TMP, `${label}-${this.members.length}.log`);
     const proc =
-      FROM === "sources" ? startProcess(script, env, nodeArgs) : startProcess(process.execPath, env, [], [...NODE_FLAGS, ...nodeArgs, join(BUILD, script.replace(/\.ts$/, ".js"))]);
-    this.members.push({ label, proc });
+      FROM === "sources"
+        ? startProcess(script, env, nodeArgs, [], { logFile })
+        : startProcess(process.execPath, env, [], [...NODE_FLAGS, ...nodeArgs, join(BUILD, script.replace(/\.ts$/, ".js"))], { logFile });
+    this.members.push({ label, proc, logFile });
     return proc;
   }
 
@@ -86,7 +103,7 @@ export class BenchStack {
     this.gatewayLabel = label;
     const base = await this.stack.startGateway(env).catch((err: Error) => {
       // What the processes said tells why the stack did not come up.
-      const said = this.members.map((m) => `--- ${m.label}${m.proc.child.exitCode === null ? "" : ` (exited ${m.proc.child.exitCode})`}\n${m.proc.output.join("").slice(-2000)}`);
+      const said = this.members.map((m) => `--- ${m.label}${m.proc.child.exitCode === null ? "" : ` (exited ${m.proc.child.exitCode})`}\n${lastOutput(m)}`);
       throw new Error(`${err.message}\n${said.join("\n")}`);
     });
     return { base, proc: this.proc(label) };

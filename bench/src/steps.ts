@@ -9,7 +9,7 @@ import type { Publications } from "./publish.ts";
 import { load, ok, type Result, type Runner } from "./scenario.ts";
 import { GROWTH_SIZES, want } from "./settings.ts";
 import type { BenchStack } from "./stack.ts";
-import { fmt, hold, holdGrowth } from "./table.ts";
+import { fmt, hold, holdGrowth, tailRow } from "./table.ts";
 import type { WrkRequest } from "./wrk.ts";
 
 export interface Ctx {
@@ -56,6 +56,7 @@ export async function itemRows(c: Ctx): Promise<Result> {
   const { express, floor } = c.baselines;
   const hit = await c.runner.scenario("item GET /bridges/:id (cache hit)", "gateway", { url: c.itemUrl }, { cacheBase: c.base, paired: express });
   hold(hit, express.result, 0.7);
+  c.runner.results.push(tailRow(hit, express.result, 3));
   if (!want("item")) return hit;
   // The miss path: a gateway that answers every item GET with its gRPC call.
   const noCache = await c.bench.startGateway("gateway-no-item-cache", { VNM_ITEM_CACHE: "false" });
@@ -101,7 +102,10 @@ export async function collectionRows(c: Ctx): Promise<void> {
   // Without Accept-Encoding (wrk's default): the full body.
   const whole = c.baselines.collBody;
   const plain = await c.runner.scenario("cached collection GET /bridges (100 items), no Accept-Encoding", "gateway", { url: c.collUrl }, { cacheBase: c.base, ...(whole ? { paired: whole } : {}) });
-  if (whole) hold(plain, whole.result, 0.7);
+  if (whole) {
+    hold(plain, whole.result, 0.7);
+    c.runner.results.push(tailRow(plain, whole.result, 3));
+  }
 }
 
 /** A second gateway, the connections split over both; gives its RSS after the run. */

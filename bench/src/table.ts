@@ -18,6 +18,33 @@ export function hold(r: Result, base: Result, min?: number): void {
 }
 
 /**
+ * A row of its own holding `r`'s p99 to at most `max` times `base`'s (over the same turns when
+ * `r` was measured paired with it): the tail an outside harness compares, beside the rate.
+ */
+export function tailRow(r: Result, base: Result, max: number): Result {
+  const baseP99 = r.paired?.baseline === base.scenario ? r.paired.p99 : base.p99;
+  const ratio = r.p99 / baseP99;
+  return {
+    scenario: `p99 of ${r.scenario}`,
+    group: r.group,
+    url: r.url,
+    rps: Number.NaN,
+    p50: Number.NaN,
+    p99: r.p99,
+    requests: r.requests,
+    ok2xx: r.ok2xx,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    baseline: base.scenario,
+    ratio,
+    note: `${base.scenario}: p99 ${fmt(baseP99, 1)} ms`,
+    goal: `<= ${max} x p99 of ${base.scenario}`,
+    pass: ratio <= max,
+  };
+}
+
+/**
  * Holds a row measured at one table size to the same row at another: each as its share of the
  * baseline it ran in turns with, within 20% of each other.
  */

@@ -6,7 +6,7 @@ import { createPrivateKey, randomBytes, randomUUID, sign as signBytes, type KeyO
 import * as grpc from "@grpc/grpc-js";
 import type { NatsConnection } from "nats";
 import pg from "pg";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { streamNames } from "./bus.ts";
@@ -44,7 +44,7 @@ export function protoDirWith(extra: Record<string, string>): string {
 
 export interface Proc {
   child: ChildProcess;
-  /** The last 200 chunks the process printed. */
+  /** The last 200 chunks the process printed (none when its output goes to a file). */
   output: string[];
   /** Sends `signal` (SIGTERM), then SIGKILL after 5 s; resolves when the process is gone. */
   stop(signal?: NodeJS.Signals): Promise<void>;
@@ -53,22 +53,26 @@ export interface Proc {
 /**
  * Runs a script of this repository with the project's Node flags (and any `nodeArgs`), or,
  * for an absolute path, that program with `args`. Node runs on jemalloc where the machine has
- * it, with the checkout's compile cache (runtimeEnv), as the launcher runs every process.
+ * it, with the checkout's compile cache (runtimeEnv), as the launcher runs every process. Its
+ * output is kept in `output`, or with `logFile` written to that file (as a launcher's output
+ * redirected to a file: nothing in this process reads it line by line).
  */
-export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], args: string[] = []): Proc {
+export function startProcess(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], args: string[] = [], opts: { logFile?: string } = {}): Proc {
   const [command, argv] = script.startsWith("/") ? [script, args] : [process.execPath, [...NODE_FLAGS, ...nodeArgs, script, ...args]];
+  const log = opts.logFile === undefined ? undefined : openSync(opts.logFile, "a");
   const child = spawn(command, argv, {
     cwd: ROOT,
     env: { ...process.env, ...(command === process.execPath ? runtimeEnv({ ...process.env, ...env }) : {}), LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: log === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", log, log],
   });
+  if (log !== undefined) closeSync(log);
   const output: string[] = [];
   const keep = (d: Buffer) => {
     output.push(d.toString());
     if (output.length > 200) output.shift();
   };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
   return {
     child,
     output,
