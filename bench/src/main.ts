@@ -15,7 +15,7 @@ import { Publications } from "./publish.ts";
 import { goals, print, type Run, save } from "./report.ts";
 import { load, Runner } from "./scenario.ts";
 import { type BigList, bigListRow } from "./big-list.ts";
-import { BIG_LIST, CONNECTIONS, CPU_PROF, FAIR_FLOOD, GROWTH_SIZES, MEM_PROBE, ONLY, PROF_DIR, RESULTS_DIR, RULES, SECONDS, STAMP, TMP, TOPO, WARMUP, want } from "./settings.ts";
+import { BIG_LIST, CONNECTIONS, CPU_PROF, FAIR_FLOOD, GROWTH_SIZES, REPLAY, MEM_PROBE, ONLY, PROF_DIR, RESULTS_DIR, RULES, SECONDS, STAMP, TMP, TOPO, WARMUP, want } from "./settings.ts";
 import { BenchStack, stackDescription } from "./stack.ts";
 import { collectionRows, type Ctx, growthRows, itemRows, replicaRows, type Step, writeRows } from "./steps.ts";
 import { fmt, hold, table } from "./table.ts";
@@ -23,6 +23,7 @@ import { type RulesFigures, rulesLines, rulesRows } from "./rules.ts";
 import { type TopologyFigures, topologyLines, topologyRows } from "./topology.ts";
 import { ensureWrk } from "./wrk.ts";
 import { type FairnessFigures, fairnessLines, fairnessRows } from "./fairness.ts";
+import { type ReplayFigures, replayLines, replayRows } from "./replay.ts";
 
 const bench = new BenchStack();
 let nc: NatsConnection | undefined;
@@ -104,7 +105,7 @@ async function measureIdle(s: SetUp): Promise<Pick<Run["rss"], "idle"> & { memor
 }
 
 /** Every measured path; gives the rows' growth steps and the second gateway's RSS. */
-async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promise<{ growth: Step[]; gateway2?: number; bigList?: BigList; topology?: TopologyFigures; rules?: RulesFigures; fairness?: FairnessFigures }> {
+async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promise<{ growth: Step[]; gateway2?: number; bigList?: BigList; topology?: TopologyFigures; rules?: RulesFigures; fairness?: FairnessFigures; replay?: ReplayFigures }> {
   const hit = await itemRows(ctx);
   if (want("collection")) await collectionRows(ctx);
   const gateway2 = want("replicas") ? await replicaRows(ctx, hit) : undefined;
@@ -113,9 +114,10 @@ async function runPaths(ctx: Ctx, procs: { gateway: Proc; bridge: Proc }): Promi
   const topology = want("topology") ? await topologyRows(ctx.runner, (u, i) => bench.api(u, i), ctx.base, bench.stack.id) : undefined;
   const rules = want("rules") ? await rulesRows(ctx.runner, (u, i) => bench.api(u, i), ctx.base, bench.stack.id) : undefined;
   const fairness = want("fairness") ? await fairnessRows(ctx.runner, bench, ensureWrk(), ctx.base) : undefined;
+  const replay = want("replay") ? await replayRows(ctx.runner, bench, ctx.base) : undefined;
   // Last: it grows the table to BENCH_BIG_LIST bridges.
   const bigList = want("biglist") ? await bigListRow(ctx.bridges, BIG_LIST, ctx.base, (u) => bench.api(u), procs) : undefined;
-  return { growth, gateway2, bigList, topology, rules, fairness };
+  return { growth, gateway2, bigList, topology, rules, fairness, replay };
 }
 
 /** A step that runs by itself (`--only topology`, `--only rules`): its rows are held to no baseline. */
@@ -137,6 +139,13 @@ const STANDALONE: Partial<Record<string, Standalone>> = {
     async run(runner, base) {
       const figures = await rulesRows(runner, (u, i) => bench.api(u, i), base, bench.stack.id);
       return { figures, lines: rulesLines(figures) };
+    },
+  },
+  replay: {
+    sizes: REPLAY,
+    async run(runner, base) {
+      const figures = await replayRows(runner, bench, base);
+      return { figures, lines: replayLines(figures) };
     },
   },
   fairness: {
@@ -180,7 +189,7 @@ async function main(): Promise<void> {
   await s.ctx.runner.cannon({ url: s.ctx.collUrl }, stackWarmup / 2);
   const afterFirstWarmup = { gateway: rssMb(s.gateway), bridge: rssMb(s.bridge) };
   const ctx: Ctx = { ...s.ctx, baselines, stackWarmup };
-  const { growth, gateway2, bigList, topology, rules, fairness } = await runPaths(ctx, s);
+  const { growth, gateway2, bigList, topology, rules, fairness, replay } = await runPaths(ctx, s);
   const memoryAfterLoad = MEM_PROBE ? { gateway: await probeMemory(s.gateway), bridge: await probeMemory(s.bridge) } : undefined;
   if (memoryAfterLoad) console.error(`# memory after the load: ${JSON.stringify(memoryAfterLoad)}`);
   const otherServices = Object.fromEntries(bench.otherServices().map((m) => [m.label, rssMb(m.proc)]));
@@ -196,6 +205,7 @@ async function main(): Promise<void> {
     topology,
     rules,
     fairness,
+    replay,
     publications: s.ctx.publications.list,
     stream: s.ctx.publications.stream,
     streamMessages: await s.ctx.publications.stored().catch(() => undefined),

@@ -13,6 +13,7 @@ import { allocator, stackDescription } from "./stack.ts";
 import type { Step } from "./steps.ts";
 import { type RulesFigures, rulesLines } from "./rules.ts";
 import { type FairnessFigures, fairnessLines } from "./fairness.ts";
+import { type ReplayFigures, replayLines } from "./replay.ts";
 import { type TopologyFigures, topologyLines } from "./topology.ts";
 import { fmt, ratioText, table } from "./table.ts";
 
@@ -34,6 +35,8 @@ export interface Run {
   rules?: RulesFigures;
   /** The fairness step's two tenants, when it ran (its loads are rows). */
   fairness?: FairnessFigures;
+  /** The replay step's probe, when it ran (its probes are rows). */
+  replay?: ReplayFigures;
   publications: Publication[];
   stream: string;
   streamMessages?: number;
@@ -96,6 +99,7 @@ export function print(run: Run, all: Goal[]): void {
   if (run.topology) lines.push(...topologyLines(run.topology));
   if (run.rules) lines.push(...rulesLines(run.rules));
   if (run.fairness) lines.push(...fairnessLines(run.fairness));
+  if (run.replay) lines.push(...replayLines(run.replay));
   lines.push(...cpuLines(run.results), `the stack ran ${stackDescription}`);
   const others = Object.entries(rss.idle.otherServices).map(([d, v]) => `${d} ${fmt(v, 1)}`);
   lines.push(`RSS idle (settled, before the load): gateway ${fmt(rss.idle.gateway, 1)} MB, bridge service ${fmt(rss.idle.bridge, 1)} MB (other services: ${others.join(", ")} MB)`);
@@ -128,6 +132,7 @@ export function save(run: Run, all: Goal[]): string {
     topology: run.topology,
     rules: run.rules,
     fairness: run.fairness,
+    replay: run.replay,
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   return file;

@@ -64,6 +64,8 @@ export const TOPO = {
 export const FAIR_FLOOD = count("FAIR_FLOOD", 160, 2);
 /** The rules step's chain: rules made in it before its rows run. */
 export const RULES = count("RULES", 10_000, 1);
+/** The replay step: bridges created, then replayed from Last-Event-ID 0 by this many streams at once. */
+export const REPLAY = { changes: count("REPLAY_CHANGES", 2_000, 1), clients: count("REPLAY_CLIENTS", 40, 1) };
 /** The goal for a gateway's or a service's RSS when idle. */
 export const IDLE_GOAL_MB = 100;
 
@@ -75,7 +77,7 @@ export const PROF_DIR = join(RESULTS_DIR, `prof-${STAMP}`);
 export const TMP = mkdtempSync(join(tmpdir(), "vnm-bench-"));
 
 /** The paths `--only` selects (comma-separated or repeated); the express and design-floor baselines always run, the durable-write floor with `post`. */
-export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist", "topology", "rules", "fairness"] as const;
+export const PATHS = ["baselines", "item", "collection", "replicas", "growth", "post", "put", "patch", "mixed", "biglist", "topology", "rules", "fairness", "replay"] as const;
 export type Path = (typeof PATHS)[number];
 
 function onlyArg(argv: string[]): Path[] | undefined {
