@@ -17,6 +17,7 @@ import type { Change } from "./changes.ts";
 import { assertIdentifier, type Queryable } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import type { CallContext, ServiceContext } from "./service.ts";
+import { maySee } from "./tenancy.ts";
 import { Tombstones } from "./tombstones.ts";
 
 const POLICY = "vnm.policy.v1.PolicyService";
@@ -50,11 +51,8 @@ export interface PolicyReferrer {
 
 const sorted = (ids: (string | null | undefined)[]) => [...new Set(ids.filter((x): x is string => typeof x === "string"))].sort();
 
-/** The caller may see an item of this tenant (administrators see all; a call with no caller is the service's own). */
-const visible = (ctx: CallContext | undefined, tenantId: unknown) => {
-  const who = ctx?.identity;
-  return !who || who.role === "admin" || (typeof tenantId === "string" && who.tenantId === tenantId);
-};
+/** The caller may see an item of this tenant (maySee). */
+const visible = (ctx: CallContext | undefined, tenantId: unknown) => maySee(ctx?.identity, tenantId);
 
 /**
  * One service's references to the policy service's chains and mirrors: its tombstones of them

@@ -87,6 +87,16 @@ export function coarseDenial(access: Access, who: Identity): ApiError | undefine
 type Obj = Record<string, unknown>;
 
 /**
+ * Whether `who` may see an item of tenant `tenantId`, as withTenancy decides for an item read: an
+ * administrator sees every item, a call with no caller is a service's own and sees them too, and
+ * anyone else only the items of its own tenant (a tenantless item is no one's but the
+ * administrators', and a caller without a tenant sees none).
+ */
+export function maySee(who: Identity | undefined, tenantId: unknown): boolean {
+  return !who || who.role === "admin" || (typeof who.tenantId === "string" && who.tenantId === tenantId);
+}
+
+/**
  * Runs `run` for `who` under the tenancy rules. `readOwner` calls the service's own GET
  * handler for the owner of the target (it throws NOT_FOUND for a missing one).
  */

@@ -16,6 +16,7 @@ import {
   type Handlers,
   type Identity,
   isUuid,
+  maySee,
   type Queryable,
   Resource,
   type ResourceSet,
@@ -123,10 +124,6 @@ function placement(): Placing {
 
 const noChain = (id: unknown) => ApiError.noItem("Chain", id);
 
-/** The caller may see a chain of this tenant (administrators see all). */
-function visible(who: Identity | undefined, tenantId: string | null): boolean {
-  return !who || who.role === "admin" || (who.tenantId !== null && who.tenantId === tenantId);
-}
 
 /**
  * The rank a rule inserted at `position` (1-based; 0 means 1) takes in the locked chain: 400
@@ -282,7 +279,7 @@ export const rules = new RuleResource({
     if (r.type !== "jump" || r.jumpChainId === undefined) return;
     const { who } = placement();
     const row = (await q.query<{ tenant_id: string | null }>("SELECT tenant_id FROM chains WHERE id = $1 FOR KEY SHARE", [r.jumpChainId])).rows[0];
-    if (!row || !visible(who, row.tenant_id)) throw noChain(r.jumpChainId);
+    if (!row || !maySee(who, row.tenant_id)) throw noChain(r.jumpChainId);
   },
   async validate(q, r) {
     const violations = typeViolations(r);

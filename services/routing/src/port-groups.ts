@@ -5,7 +5,7 @@
 // children) or with its port (the port delete's hook below, registered with ports.ts, runs in
 // the port delete's transaction; the foreign key to ports only backs it up). A membership added
 // or removed announces its group as updated too: the group's lists by port (?port_id=) change.
-import { ApiError, type CallContext, type Change, type Handlers, isUuid, memberOf, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, type Handlers, isUuid, maySee, memberOf, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
 import { portDeleteHooks, ports } from "./ports.ts";
 
 type Emit = (c: Change) => void;
@@ -23,12 +23,6 @@ interface MemberRow {
   id: string;
   port_group_id: string;
   port_id: string;
-}
-
-/** The caller may see an item of this tenant (admins, and the service's own calls, see all). */
-function visible(ctx: CallContext | undefined, tenantId: string | null): boolean {
-  const who = ctx?.identity;
-  return !who || who.role === "admin" || who.tenantId === tenantId;
 }
 
 const noPort = (id: unknown) => ports.notFound(String(id));
@@ -100,7 +94,7 @@ class MembershipResource extends Resource<"vnm.routing.v1.PortGroupPort", Member
         const portId = memberOf(req[this.info.body ?? ""], "portId");
         if (isUuid(portId)) {
           const port = (await q.query<{ tenant_id: string | null }>("SELECT tenant_id FROM ports WHERE id = $1 FOR KEY SHARE", [portId.toLowerCase()])).rows[0];
-          if (port && !visible(ctx, port.tenant_id)) throw noPort(portId);
+          if (port && !maySee(ctx?.identity, port.tenant_id)) throw noPort(portId);
         }
         return this.create(q, emit, req);
       });
@@ -144,7 +138,7 @@ export function portGroupHandlers(svc: Pick<ServiceContext, "store">): Record<st
       ListPortPortGroups: async (req: Req, ctx: CallContext) => {
         const q = svc.store.pool;
         const port = (await ports.locate(q, { id: req["id"] })).row as { id: string; tenant_id: string | null };
-        if (!visible(ctx, port.tenant_id)) throw noPort(req["id"]);
+        if (!maySee(ctx?.identity, port.tenant_id)) throw noPort(req["id"]);
         const rows = (
           await q.query<MemberRow & { tenant_id: string | null }>(
             `SELECT m.*, g.tenant_id FROM port_group_ports m JOIN port_groups g ON g.id = m.port_group_id
@@ -152,7 +146,7 @@ export function portGroupHandlers(svc: Pick<ServiceContext, "store">): Record<st
             [port.id],
           )
         ).rows;
-        return { items: rows.filter((r) => visible(ctx, r.tenant_id)).map((r) => portGroupPorts.toMessage(r)) };
+        return { items: rows.filter((r) => maySee(ctx?.identity, r.tenant_id)).map((r) => portGroupPorts.toMessage(r)) };
       },
     },
   };

@@ -21,6 +21,7 @@ import {
   type Handlers,
   isUuid,
   mergeHandlers,
+  maySee,
   PG,
   pgCode,
   type Queryable,
@@ -209,16 +210,10 @@ async function requireBridge(svc: Pick<ServiceContext, "call">, q: Queryable, id
   return getBridge(svc, id);
 }
 
-/** The caller may see an item of this tenant (admins see all). */
-export function visible(ctx: CallContext | undefined, tenantId: string | null): boolean {
-  const who = ctx?.identity;
-  return !who || who.role === "admin" || who.tenantId === tenantId;
-}
-
 /** A router the caller may see (404 otherwise), optionally locked against its delete. */
 async function routerFor(q: Queryable, id: unknown, ctx: CallContext | undefined, lock?: "key share"): Promise<{ id: string; tenant_id: string | null }> {
   const row = (await routers.locate(q, { id }, lock)).row as { id: string; tenant_id: string | null };
-  if (!visible(ctx, row.tenant_id)) throw routers.notFound(String(id));
+  if (!maySee(ctx?.identity, row.tenant_id)) throw routers.notFound(String(id));
   return row;
 }
 
@@ -268,8 +263,8 @@ function linkHandlers(svc: ServiceContext): Handlers {
         const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE", [pair])).rows;
         const port = rows.find((r) => r.id === id.toLowerCase());
         const peer = rows.find((r) => r.id === peerId);
-        if (!port || !visible(ctx, port.tenant_id)) throw ports.notFound(id);
-        if (!peer || !visible(ctx, peer.tenant_id)) throw ports.notFound(peerId);
+        if (!port || !maySee(ctx?.identity, port.tenant_id)) throw ports.notFound(id);
+        if (!peer || !maySee(ctx?.identity, peer.tenant_id)) throw ports.notFound(peerId);
         if (port.id === peer.id || port.device_id === peer.device_id || port.peer_id || peer.peer_id) throw notLinkable();
         const a = (await q.query<PortRow>("UPDATE ports SET peer_id = $2 WHERE id = $1 RETURNING *", [port.id, peer.id])).rows[0]!;
         const b = (await q.query<PortRow>("UPDATE ports SET peer_id = $2 WHERE id = $1 RETURNING *", [peer.id, port.id])).rows[0]!;
@@ -280,7 +275,7 @@ function linkHandlers(svc: ServiceContext): Handlers {
     UnlinkPort: async (req: Req, ctx: CallContext) => {
       await store.tx(ctx, async (q, emit) => {
         const { row } = await ports.locate(q, { id: req["id"] });
-        if (!visible(ctx, row.tenant_id)) throw ports.notFound(String(req["id"]));
+        if (!maySee(ctx?.identity, row.tenant_id)) throw ports.notFound(String(req["id"]));
         // If-Match names the port as the caller last saw it (the link has no representation of its own).
         const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
         if (typeof ifMatch === "string") {
@@ -351,7 +346,7 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
         if (!isUuid(id)) throw noBridge(id);
         const bridge = await requireBridge(svc, q, id.toLowerCase());
         const tenant = typeof bridge["tenantId"] === "string" ? bridge["tenantId"] : null;
-        if (!visible(ctx, tenant)) throw noBridge(id);
+        if (!maySee(ctx?.identity, tenant)) throw noBridge(id);
         const p = parse(req);
         typeFitsDevice(p, "Bridge");
         await policyRefs.require(q, p, undefined, ctx);

@@ -6,8 +6,8 @@
 // tunnel's outbox of pending pairs can ask again after any failure. Under the per-bridge lock,
 // the bridge service is told the bridge's VXLAN ports (SetBridgeVxlanPorts) before the change
 // commits: its vxlanPortIds follow, and its delete is a 409 while it has any.
-import { ApiError, type CallContext, type Handlers, isUuid, type ServiceContext, vxlanPortId } from "@vnm/kit";
-import { commonColumns, dropPorts, deletedBridges, getBridge, insertPort, noBridge, type PortRow, ports, visible } from "./ports.ts";
+import { ApiError, type CallContext, type Handlers, isUuid, maySee, type ServiceContext, vxlanPortId } from "@vnm/kit";
+import { commonColumns, dropPorts, deletedBridges, getBridge, insertPort, noBridge, type PortRow, ports } from "./ports.ts";
 
 export function vxlanPortHandlers(svc: ServiceContext): Record<string, Handlers> {
   const { store } = svc;
@@ -15,7 +15,7 @@ export function vxlanPortHandlers(svc: ServiceContext): Record<string, Handlers>
     "vnm.routing.v1.VxlanPortService": {
       ListBridgeVxlanPorts: async (req: Record<string, unknown>, ctx: CallContext) => {
         const b = await getBridge(svc, req["bridgeId"]);
-        if (!visible(ctx, typeof b["tenantId"] === "string" ? b["tenantId"] : null)) throw noBridge(req["bridgeId"]);
+        if (!maySee(ctx?.identity, typeof b["tenantId"] === "string" ? b["tenantId"] : null)) throw noBridge(req["bridgeId"]);
         return ports.listFiltered(store.pool, { device_id: b["id"], type: "Vxlan" }, ctx);
       },
       SyncVxlanPort: (req: { bridgeId?: unknown; vtepId?: unknown; bound?: unknown }, ctx: CallContext) => {
