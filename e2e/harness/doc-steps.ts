@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 
 export interface Step {
-  /** The 1-based line of the document where the step's block starts. */
+  /** The 1-based line of the document: an sh step's opening fence, a console step's command. */
   line: number;
   kind: "sh" | "console";
   /** The shell text (a `console` step: one command). */
@@ -40,7 +40,7 @@ export function stepsOf(markdown: string): Step[] {
       if (!body[j]!.startsWith("$ ")) throw new Error(`line ${start + 1 + j}: a console block starts each command with "$ "`);
       const expected: string[] = [];
       while (j + 1 < body.length && !body[j + 1]!.startsWith("$ ")) expected.push(body[++j]!);
-      steps.push({ line: start + j - expected.length, kind: "console", command: body[j - expected.length]!.slice(2), expected });
+      steps.push({ line: start + 1 + j - expected.length, kind: "console", command: body[j - expected.length]!.slice(2), expected });
     }
   }
   return steps;
