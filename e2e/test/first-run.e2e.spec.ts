@@ -336,6 +336,12 @@ describe("a first run, twice side by side", () => {
     expect(unasked.status).toBe(2);
     expect(unasked.stderr).toMatch(/^nothing deleted: no terminal to ask on; npm run reset -- --yes deletes without asking$/m);
     expect(existsSync(join(home, "postgres", "PG_VERSION"))).toBe(true);
+    // On a terminal (script(1) gives it one) it asks, and any answer but "yes" deletes nothing.
+    const declined = spawnSync("script", ["-qec", "npm run --silent reset", "/dev/null"], { cwd: run.dir, env: envOf(run.dir), input: "no\n", encoding: "utf8" });
+    expect(declined.status, declined.stdout).toBe(1);
+    expect(declined.stdout).toContain("Type yes to delete: ");
+    expect(declined.stdout).toMatch(/^nothing deleted\r?$/m);
+    expect(existsSync(join(home, "postgres", "PG_VERSION"))).toBe(true);
     const yes = reset("--yes");
     expect(yes.status, yes.stderr).toBe(0);
     expect(yes.stdout).toContain(`deleted ${home}: the next npm start begins afresh and prints a new admin password`);
