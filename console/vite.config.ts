@@ -24,5 +24,8 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     assetsInlineLimit: 0,
     target: "es2022",
+    // The catalog's plugin reads every proto file: on a busy machine Rolldown's warning that
+    // plugins took most of the build lands on a first `npm start`, where nobody can act on it.
+    rolldownOptions: { checks: { bundlerTimings: false } },
   },
 });

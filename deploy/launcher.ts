@@ -109,7 +109,7 @@ async function runTogether(env: NodeJS.ProcessEnv, addresses: Record<string, str
   const serviceMetrics = [];
   for (const d of serviceDomains()) {
     const { service } = await import(pathToFileURL(join(ROOT, "services", d, "src", "service.ts")).href);
-    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, secrets), VNM_DB_SCHEMA: d }, { contract })).metrics);
+    serviceMetrics.push((await runService(service, { ...serviceEnv(env, addresses, d, secrets), VNM_DB_SCHEMA: d }, { contract, together: true })).metrics);
   }
   const { startGateway } = await import(pathToFileURL(join(ROOT, "gateway", "src", "index.ts")).href);
   await startGateway(gatewayEnv(env, addresses, secrets), { serviceMetrics, contract });
@@ -125,7 +125,8 @@ async function gatewayUp(url: string): Promise<boolean> {
 
 /**
  * What a person does next, on lines of their own after the start-up logs: the console, the API
- * reference, the generated admin password (first run), how to log in and to stop.
+ * reference, the generated admin password (first run), how to log in and to stop. On stdout, or
+ * on the terminal when stdout goes elsewhere (`npm start > log`: tellPerson).
  */
 async function summary(url: string, user: string, notices: string[]): Promise<void> {
   const lines = [
@@ -136,9 +137,10 @@ async function summary(url: string, user: string, notices: string[]): Promise<vo
     `  log in:    curl -s -X POST -u ${user}:<password> ${url}/login`,
     `  stop:      Ctrl-C`,
   ];
-  // After the start-up lines still buffered by the loggers of this process.
-  const { writeOut } = await import("@vnm/kit");
-  writeOut(`\n${lines.join("\n")}\n\n`);
+  // After the start-up lines still buffered by the loggers of this process; on the terminal
+  // when the logs go to a file or a pipe, the log then saying only where it went.
+  const { tellPerson, writeOut } = await import("@vnm/kit");
+  if (tellPerson(`\n${lines.join("\n")}\n\n`) === "stderr") writeOut(`[launcher] ready at ${url}/ (what to do next, on the terminal)\n`);
 }
 
 /** The number after --replicas (1 when absent); anything but a whole number from 1 to 16 is refused. */
@@ -243,14 +245,14 @@ async function main(): Promise<void> {
     await summary(url, user, [`restart:   kill -HUP ${process.pid}   (every process, one at a time)`]);
     return;
   }
-  const { createLogger, holdNotices, onShutdown } = await import("@vnm/kit");
+  const { createLogger, holdNotices, onShutdown, tellPerson } = await import("@vnm/kit");
   // Registered first, so stopped last: after the services that use it.
   if (stopDatabase) onShutdown(stopDatabase, createLogger({ service: "launcher" }));
   // The generated admin password goes into the summary, not among the start-up logs.
   const notices = holdNotices();
   await runTogether(env, addresses, secrets).catch(async (err: Error) => {
     const held = notices();
-    if (held.length > 0) process.stdout.write(`\n${held.join("\n")}\n\n`);
+    if (held.length > 0) tellPerson(`\n${held.join("\n")}\n\n`);
     await stopDatabase?.();
     fail(`could not start: ${err.message}`);
   });

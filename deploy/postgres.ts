@@ -42,8 +42,17 @@ function asRoot(native: { dir: string; version: string }): { owner: Owner; bin: 
     execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "postgres"]);
   }
   const owner = { uid: id("-u"), gid: id("-g") };
-  const base = join("/var/lib/vnm", createHash("sha256").update(ROOT).digest("hex").slice(0, 12));
-  return { owner, bin: sharedBinaries(native, "/var/lib/vnm"), base };
+  return { owner, bin: sharedBinaries(native, "/var/lib/vnm"), base: dataHome() };
+}
+
+/**
+ * Where this checkout's embedded PostgreSQL keeps its data (`postgres/`) and its superuser's
+ * password: `.data` in the checkout, or as root `/var/lib/vnm/<checkout>` (a hash of its path),
+ * where the postgres user can reach it.
+ */
+export function dataHome(): string {
+  if (process.getuid?.() !== 0) return join(ROOT, ".data");
+  return join("/var/lib/vnm", createHash("sha256").update(ROOT).digest("hex").slice(0, 12));
 }
 
 /** Whether the server binaries in `bin` run: a copy made while the package's library links were missing does not. */
@@ -125,7 +134,7 @@ function startServer(bin: string, dataDir: string, port: number, owner: Owner | 
 export async function embeddedPostgres(): Promise<EmbeddedPostgres> {
   const native = await nativeDir();
   const root = process.getuid?.() === 0 ? asRoot(native) : undefined;
-  const base = root?.base ?? join(ROOT, ".data");
+  const base = root?.base ?? dataHome();
   const dataDir = join(base, "postgres");
   const passwordFile = join(base, "postgres-password");
   // As root the postgres user must pass through to its data directory; the password file stays root's.

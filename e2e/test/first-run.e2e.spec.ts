@@ -4,9 +4,12 @@
 // logged in as its own role) and free ports, says where the console and the API reference are
 // and the generated admin password, serves the API (services reacting to each other's changes
 // included) and every part's metrics, and stops on SIGTERM, and on Ctrl-C every time, with exit
-// status 0, no stack trace and no process left.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+// status 0, no stack trace and no process left. Quietly: no warning on a default start, and npm
+// install on the machine's own Node (older than the project's) warns of nothing. With its logs
+// in a file, what to do next reaches the terminal; `npm run reset` says where the data is and
+// deletes it only when asked, never under a running system.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -31,12 +34,15 @@ function freshCopy(): string {
   return dir;
 }
 
+/** A newcomer's environment in the checkout `dir`: nothing configured, its bin first on PATH. */
+const envOf = (dir: string): NodeJS.ProcessEnv => ({ PATH: `${join(dir, "node_modules", ".bin")}:${process.env["PATH"]}`, HOME: process.env["HOME"] });
+
 /**
  * `npm start` in `dir`, as the README says, with only PORT set; `detached`: in a process group
  * of its own, as a shell runs a command in the foreground of a terminal.
  */
 function start(dir: string, port: number, detached = false, command = ["npm", "start"]): Run {
-  const env: NodeJS.ProcessEnv = { PATH: `${join(dir, "node_modules", ".bin")}:${process.env["PATH"]}`, HOME: process.env["HOME"], PORT: String(port) };
+  const env = { ...envOf(dir), PORT: String(port) };
   const child = spawn(command[0]!, command.slice(1), { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached });
   const run: Run = { dir, port, child, out: "", err: "" };
   child.stdout!.on("data", (d: Buffer) => {
@@ -122,6 +128,14 @@ describe("a first run, twice side by side", () => {
     }
   });
 
+  it("warns of nothing on a default start: no warning or error line, nothing on stderr", () => {
+    for (const run of runs) {
+      const warnings = run.out.split("\n").filter((l) => /"level":"(warn|error)"/.test(l));
+      expect(warnings).toEqual([]);
+      expect(run.err).toBe("");
+    }
+  });
+
   it("tells a person what to do once started: the console, the API reference and the generated password, on lines of their own", () => {
     for (const run of runs) {
       const lines = run.out.split("\n");
@@ -189,6 +203,30 @@ describe("a first run, twice side by side", () => {
       expect(list.map((x) => x.name)).toEqual([]);
       feed.stop();
     }
+  });
+
+  it("npm install on the machine's own Node warns of nothing; the scripts refuse a Node older than the project's in one line", () => {
+    const run = runs[1]!;
+    // The machine's node and npm, not the Node 24 the checkout brings (node_modules/.bin).
+    const env = { ...envOf(run.dir), PATH: process.env["PATH"]!.split(":").filter((d) => !d.includes("node_modules")).join(":") };
+    const install = spawnSync("npm", ["install", "--dry-run", "--no-audit", "--no-fund"], { cwd: run.dir, env, encoding: "utf8" });
+    expect(install.status, install.stderr).toBe(0);
+    expect(`${install.stdout}${install.stderr}`).not.toMatch(/warn/i);
+    const version = spawnSync("node", ["--version"], { env, encoding: "utf8" }).stdout.trim();
+    if (Number(/^v(\d+)/.exec(version)![1]) >= 24) return; // the machine's Node is the project's: nothing to refuse
+    const refused = spawnSync("node", ["deploy/require-node.cjs"], { cwd: run.dir, env, encoding: "utf8" });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`^vnm needs Node.js 24 or newer; this is ${version} .*\\n$`));
+  });
+
+  it("npm run reset says where the data is, and refuses while the system runs on it", async () => {
+    const run = runs[0]!;
+    const home = /kept in (\S+)\/postgres/.exec(run.out)![1]!;
+    const reset = spawnSync("npm", ["run", "--silent", "reset", "--", "--yes"], { cwd: run.dir, env: envOf(run.dir), encoding: "utf8" });
+    expect(reset.status).toBe(1);
+    expect(reset.stdout).toContain(`vnm's data (npm start's embedded PostgreSQL): ${home} (`);
+    expect(reset.stderr).toMatch(/^vnm is running on this data \(PostgreSQL process \d+\): stop it first .* Nothing deleted\.$/m);
+    expect(existsSync(join(home, "postgres", "PG_VERSION"))).toBe(true);
   });
 
   it("refuses a taken PORT in one line", async () => {
@@ -288,5 +326,52 @@ describe("a first run, twice side by side", () => {
     expect(((await stale.json()) as { code: number; message: string }).message).toMatch(/no longer kept; list again/);
     second.child.kill("SIGTERM");
     expect(await second.exit).toBe(0);
+  }, 120_000);
+
+  it("npm run reset deletes the data only when asked; the next start begins afresh, its new password on the terminal while the logs go to a file", async () => {
+    const run = runs[0]!;
+    const home = /kept in (\S+)\/postgres/.exec(run.out)![1]!;
+    const reset = (...args: string[]) => spawnSync("npm", ["run", "--silent", "reset", "--", ...args], { cwd: run.dir, env: envOf(run.dir), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const unasked = reset();
+    expect(unasked.status).toBe(2);
+    expect(unasked.stderr).toMatch(/^nothing deleted: no terminal to ask on; npm run reset -- --yes deletes without asking$/m);
+    expect(existsSync(join(home, "postgres", "PG_VERSION"))).toBe(true);
+    // On a terminal (script(1) gives it one) it asks, and any answer but "yes" deletes nothing.
+    const declined = spawnSync("script", ["-qec", "npm run --silent reset", "/dev/null"], { cwd: run.dir, env: envOf(run.dir), input: "no\n", encoding: "utf8" });
+    expect(declined.status, declined.stdout).toBe(1);
+    expect(declined.stdout).toContain("Type yes to delete: ");
+    expect(declined.stdout).toMatch(/^nothing deleted\r?$/m);
+    expect(existsSync(join(home, "postgres", "PG_VERSION"))).toBe(true);
+    const yes = reset("--yes");
+    expect(yes.status, yes.stderr).toBe(0);
+    expect(yes.stdout).toContain(`deleted ${home}: the next npm start begins afresh and prints a new admin password`);
+    expect(existsSync(home)).toBe(false);
+    expect(reset("--yes").stdout).toContain(`no data at ${home}`);
+
+    // `npm start > start.log` typed at a terminal (script(1) gives it one), then Ctrl-C.
+    const port = await freePort();
+    const log = join(run.dir, "start.log");
+    const child = spawn("script", ["-qfec", `exec npm start > ${log}`, "/dev/null"], { cwd: run.dir, env: { ...envOf(run.dir), PORT: String(port) }, stdio: ["pipe", "pipe", "pipe"] });
+    const term: Run = { dir: run.dir, port, child, out: "", err: "" };
+    runs.push(term); // killed by afterAll if a failure leaves it running
+    child.stdout!.on("data", (d: Buffer) => {
+      term.out += d.toString().replace(/\r/g, "");
+    });
+    const stopped = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    await waitFor("the summary on the terminal", async () => term.out.includes("  stop:      Ctrl-C\n"), 60_000);
+    const screen = term.out.split("\n");
+    expect(screen).toContain("[launcher] ready");
+    expect(screen).toContain(`  console:   http://127.0.0.1:${port}/`);
+    const password = passwordOf(term);
+    expect(password).toBeDefined();
+    expect(password).not.toBe(passwordOf(run));
+    expect(screen.filter((l) => l.startsWith("{"))).toEqual([]); // no log line on the terminal
+    await login(term, password);
+    const written = readFileSync(log, "utf8");
+    expect(written).toContain(`[launcher] ready at http://127.0.0.1:${port}/ (what to do next, on the terminal)\n`);
+    expect(written).not.toContain(password!);
+    expect(written).toMatch(/"msg":"gateway listening"/);
+    child.stdin!.write("\x03");
+    expect(await stopped).toBe(0);
   }, 120_000);
 });

@@ -90,14 +90,16 @@ export function gatewayConfig(env: NodeJS.ProcessEnv) {
 type Config = ReturnType<typeof gatewayConfig>;
 
 /** The cache and the bus; changes committed anywhere (another replica, a cascade) invalidate the cache. */
-function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metrics) {
+function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metrics, together: boolean) {
+  // Alone, stand-ins are a fault to warn of; with every part in this process, what they share.
+  const standIn = together ? log.debug : log.warn;
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
   const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes, items: cfg.itemCache };
   const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache(1000, cfg.itemCache);
-  if (!redis) log.warn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
+  if (!redis) standIn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);
-  if (!cfg.natsUrl) log.warn("NATS_URL not set: no change feed from other processes (stand-in bus)");
+  if (!cfg.natsUrl) standIn("NATS_URL not set: no change feed from other processes (stand-in bus)");
   bus.subscribe(
     [">"],
     (msg) => {
@@ -198,10 +200,12 @@ export async function startGateway(env: NodeJS.ProcessEnv = process.env, parts: 
   const { catalog } = contract;
   const metrics = new Metrics("gateway");
   for (const m of parts.serviceMetrics ?? []) metrics.include(m);
-  const { cache, bus, limiter, sourceLimiter } = connectEdges(cfg, catalog, log, metrics);
+  // The services run in this process when it hands their metrics (the launcher's default).
+  const together = parts.serviceMetrics !== undefined;
+  const { cache, bus, limiter, sourceLimiter } = connectEdges(cfg, catalog, log, metrics, together);
   const upstream = connectUpstreams(contract, env, log, metrics);
   let draining = false;
-  const { handle, Response, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, sourceLimiter, metrics, feedReachesIdentity: bus.kind === "nats" || parts.serviceMetrics !== undefined, draining: () => draining });
+  const { handle, Response, feed, audit } = createApp({ ...cfg, catalog, upstream, cache, bus, log, limiter, sourceLimiter, metrics, feedReachesIdentity: bus.kind === "nats" || together, draining: () => draining });
   const { server, port } = await listen(handle, Response, cfg, log);
   log.info("gateway listening", { url: `http://${cfg.host}:${port}`, routes: catalog.routes.length, cache: cache.kind, bus: bus.kind });
   reclaimWhenQuiet(log);

@@ -8,7 +8,7 @@ export { CHANGE_EVENTS, type Change, type ChangeDrop, type ChangeEvent, type Cha
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";
 export { type Migration, OUTBOX_MIGRATION, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
-export { createLogger, holdNotices, type Logger, notice, writeOut } from "./log.ts";
+export { createLogger, holdNotices, type Logger, notice, tellPerson, writeOut } from "./log.ts";
 export { clientConstructor, loadGrpc, PROTO_DIR } from "./proto.ts";
 export { CONTRACT_FILE, loadDescriptors } from "./descriptors.ts";
 export { etagMatches, etagOf } from "./etag.ts";

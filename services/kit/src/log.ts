@@ -86,16 +86,37 @@ export function writeOut(text: string): void {
   else process.stdout.write(text);
 }
 
+/**
+ * Lines for the person who started the process (what to do next, a generated password), where
+ * that person looks: on stdout when it is a terminal; when stdout is a file or a pipe
+ * (`npm start > log`, `npm start | cat`) but stderr is a terminal, on stderr, after the log lines
+ * written so far and never into the log; when neither is (a service manager, CI, `> log 2>&1`),
+ * on stdout after the log lines written so far. Not /dev/tty: a process whose output is all
+ * redirected, a test's included, keeps its lines where its output goes. Returns where they went.
+ */
+export function tellPerson(text: string): "stdout" | "stderr" {
+  if (!process.stdout.isTTY && process.stderr.isTTY) {
+    try {
+      (jsonStream as { flushSync?: () => void } | undefined)?.flushSync?.();
+    } catch {} // a full pipe: those lines follow a little later
+    process.stderr.write(text);
+    return "stderr";
+  }
+  writeOut(text);
+  return "stdout";
+}
+
 /** Lines held for a launcher's summary (holdNotices); undefined: written at once. */
 let held: string[] | undefined;
 
 /**
- * Lines for the person who started the process, not for a log (a generated password): on
- * stdout, on lines of their own, at once; or, while a launcher holds them, in its summary.
+ * Lines for the person who started the process, not for a log (a generated password): on lines
+ * of their own, at once, where that person looks (tellPerson); or, while a launcher holds them,
+ * in its summary.
  */
 export function notice(lines: string[]): void {
   if (held) held.push(...lines);
-  else writeOut(`\n${lines.join("\n")}\n\n`);
+  else tellPerson(`\n${lines.join("\n")}\n\n`);
 }
 
 /** Holds the notices from now on; the function returned ends the hold and gives them. */

@@ -433,11 +433,19 @@ function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
   });
 }
 
+/** What a process running several parts hands each service it starts. */
+export interface ServiceParts {
+  /** The proto files, when the process has loaded them already. */
+  contract?: Contract;
+  /** Every part of the system runs in this process (the launcher's default), sharing the in-process bus. */
+  together?: boolean;
+}
+
 /**
  * Starts a service: migrations, the outbox relay, the gRPC server. `env` is its configuration
  * (the process's own by default; the launcher runs several services in one process).
  */
-export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env, parts: { contract?: Contract } = {}): Promise<RunningService> {
+export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = process.env, parts: ServiceParts = {}): Promise<RunningService> {
   assertIdentifier(spec.domain);
   const log = createLogger({ service: spec.domain });
   const stopTelemetry = await startTelemetry(spec.domain, env);
@@ -445,7 +453,8 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const cfg = serviceConfig(env);
   const contract = parts.contract ?? loadContract(cfg.protoDir);
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: `vnm-${spec.domain}`, replicas: cfg.busReplicas }) : localBus(cfg.prefix);
-  if (!cfg.natsUrl) log.warn("NATS_URL not set: change notifications stay in this process (stand-in bus)");
+  // Alone in its process, a stand-in bus is a fault to warn of; run together, the bus every part shares.
+  if (!cfg.natsUrl) (parts.together ? log.debug : log.warn)("NATS_URL not set: change notifications stay in this process (stand-in bus)");
   const relay = new OutboxRelay(pool, schema, bus, log);
   const metrics = new Metrics(spec.domain);
   relay.onFailure = () => metrics.publishFailures.inc();
