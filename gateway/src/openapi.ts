@@ -374,6 +374,7 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: filterSchema(f) });
   }
   if (route.bodyField) query.push(FIELD_VALIDATION);
+  if (route.method !== "GET") query.push(DRY_RUN);
   const headers: Schema[] = [];
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
   if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
@@ -427,6 +428,16 @@ const FIELD_VALIDATION: Schema = {
   required: false,
   description: "Unknown fields in the body: `Warn` (the default) ignores them and names each in a `Warning: 299` header, `Strict` refuses them (400 naming each), `Ignore` says nothing",
   schema: { type: "string", enum: ["Ignore", "Warn", "Strict"], default: "Warn" },
+};
+
+/** ?dryRun= on every write (docs/api.md, "Dry runs"). */
+const DRY_RUN: Schema = {
+  name: "dryRun",
+  in: "query",
+  required: false,
+  description:
+    "`All`: a dry run. Every check of the write runs (validation, references, access, quotas, uniqueness, If-Match) and the answer is the one the write would get, status, body and headers, but nothing is stored, announced on /events, or counted against a quota. Any other value is a 400",
+  schema: { type: "string", enum: ["All"] },
 };
 
 /** PATCH beside an item's PUT: a JSON Merge Patch, written as that PUT (gateway/src/patch.ts). */
