@@ -374,7 +374,9 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: filterSchema(f) });
   }
   if (route.bodyField) query.push(FIELD_VALIDATION);
-  if (route.method !== "GET") query.push(DRY_RUN);
+  // One parameter of the components, named by every write: Prism (the conformance suite's proxy)
+  // checks a request some 25% slower when each operation carries its own copy.
+  if (route.method !== "GET") query.push({ $ref: "#/components/parameters/DryRun" });
   const headers: Schema[] = [];
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
   if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
@@ -619,6 +621,7 @@ export function openApi(catalog: Catalog): string {
       parameters: {
         IfMatch: { name: "If-Match", in: "header", required: false, description: "Only if the item's tag is one of these (`*`: if it exists); else 412", schema: { type: "string" } },
         IfNoneMatch: { name: "If-None-Match", in: "header", required: false, description: "On GET: 304 when the tag matches. On PUT and DELETE: 412 when it names the item's tag (`*`: when it exists)", schema: { type: "string" } },
+        DryRun: DRY_RUN,
       },
       securitySchemes: {
         token: { type: "apiKey", in: "header", name: "X-Auth-Token", description: "The `key` that POST /login returned" },
