@@ -16,8 +16,15 @@ const NO_CONTEXT = new Proxy({} as never, {
   },
 });
 
-/** What a service's declaration of a kind says beyond the proto files: what it stores for a field a body leaves out. */
-type Declared = Record<string, unknown>;
+/**
+ * What a service's declaration of a kind says beyond the proto files: what it stores for a field a
+ * body leaves out, and how its forms group its fields (the Resource's variants and groups).
+ */
+interface Declared {
+  defaults: Record<string, unknown>;
+  variants?: ConsoleKind["variants"];
+  groups: ConsoleKind["groups"];
+}
 
 /**
  * Each kind's declaration in its service: the services' modules are loaded (nothing runs) and
@@ -43,7 +50,14 @@ async function declarations(c: Catalog): Promise<Map<string, Declared>> {
       }
     }
   }
-  return new Map(new ResourceSet(c, resources).all().map((r) => [r.info.kind, r.spec.defaults ?? {}]));
+  return new Map(
+    new ResourceSet(c, resources).all().map((r) => {
+      const { defaults, variants, groups } = r.spec;
+      const declared: Declared = { defaults: defaults ?? {}, groups: (groups ?? []).map((g) => ({ title: g.title, fields: [...g.fields] })) };
+      if (variants) declared.variants = { field: variants.field, fields: Object.fromEntries(Object.entries(variants.fields).map(([v, fs]) => [v, [...fs]])) };
+      return [r.info.kind, declared];
+    }),
+  );
 }
 
 function typeOf(f: FieldInfo): FieldType {
@@ -70,7 +84,7 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
   // A proto enum's values, the values the field's rules allow (`string.in`), or a declaration's.
   const values = f.enumValues ?? f.values;
   if (values) out.enumValues = values;
-  if (declared?.[f.name] !== undefined) out.default = declared[f.name];
+  if (declared?.defaults[f.name] !== undefined) out.default = declared.defaults[f.name];
   if (ref) out.ref = ref;
   return out;
 }
@@ -207,6 +221,8 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
       nameField: fields.some((f) => f.name === "name") ? "name" : undefined,
       linkedLists,
       pathRefs: pathRefsOf(createTemplatesOf(c, k), byShape),
+      ...(declared.get(k.kind)?.variants ? { variants: declared.get(k.kind)!.variants } : {}),
+      groups: declared.get(k.kind)?.groups ?? [],
     };
   });
   // A kind of another root document named as one of the main document's is called by its group too

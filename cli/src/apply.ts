@@ -7,7 +7,9 @@
 // parents there or made by an earlier document, the item it names, what cannot change): one bad
 // document and nothing is sent. Then what is missing is created, what differs is updated
 // (If-Match the version read), the rest left alone; one line per item says which. Parents go
-// first (a kind's depth below its parents, then file order).
+// first (a kind's depth below its parents, then file order). --dry-run=server sends each write
+// with ?dryRun=All (the API checks, stores nothing), =client sends none; --prune then deletes the
+// items of the file's kinds it does not name, within its tenants and under its parents only.
 // vnm diff -f prints what apply would change. vnm delete -f deletes the items the documents
 // name, in the reverse order (children first).
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -277,37 +279,170 @@ async function plan(api: Api, docs: Doc[]): Promise<Plan[]> {
   return plans;
 }
 
-async function send(api: Api, p: Plan): Promise<Record<string, unknown>> {
+/**
+ * --dry-run, as kubectl's: `none` sends the writes; `client` sends none (every document is
+ * checked all the same); `server` sends each with ?dryRun=All, so the API runs every check of the
+ * write and stores nothing (docs/api.md, "Dry runs").
+ */
+export type DryRun = "none" | "client" | "server";
+
+/** What a line of output adds in a dry run, as kubectl prints it. */
+const DRY_SUFFIX: Record<DryRun, string> = { none: "", client: " (dry run)", server: " (server dry run)" };
+
+/** A write's path in a server dry run. */
+const dryPath = (path: string, dryRun: DryRun) => (dryRun === "server" ? `${path}${path.includes("?") ? "&" : "?"}dryRun=All` : path);
+
+/** The parents' keys of a plan's item: those it found, and those of the items earlier documents made. */
+function valuesOf(p: Plan): PathValues {
+  const values = { ...p.values };
+  for (const [v, maker] of p.after) {
+    if (!maker.done) throw new CliError(`not applied: its ${v} (${maker.d.where}) was not`, 1);
+    values[v] = maker.d.kind.keyOf(maker.done);
+  }
+  return values;
+}
+
+async function send(api: Api, p: Plan, dryRun: DryRun): Promise<Record<string, unknown>> {
   const { d } = p;
   if (p.action === "unchanged") return p.now!.item;
   if (p.action === "update") {
     const now = p.now!;
     const body = { ...kept(d.kind, now.item), ...Object.fromEntries(p.differs) };
     const path = d.kind.path(d.kind.update, d.kind.valuesOf(now.item), "update");
-    return objectOf(await api.call("PUT", path, body, now.etag ? { "if-match": now.etag } : {}));
-  }
-  const values = { ...p.values };
-  for (const [v, maker] of p.after) {
-    if (!maker.done) throw new CliError(`not applied: its ${v} (${maker.d.where}) was not`, 1);
-    values[v] = maker.d.kind.keyOf(maker.done);
+    return objectOf(await api.call("PUT", dryPath(path, dryRun), body, now.etag ? { "if-match": now.etag } : {}));
   }
   const body = Object.fromEntries(Object.entries(d.fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
-  return objectOf(await api.call("POST", d.kind.path(p.route, values, "create"), body));
+  return objectOf(await api.call("POST", dryPath(d.kind.path(p.route, valuesOf(p), "create"), dryRun), body));
 }
 
-/** Applies every document, parents first, once all are checked; exit 1 if any failed. */
-export async function apply(api: Api, paths: string[]): Promise<void> {
-  const plans = await plan(api, await readDocs(paths));
+/**
+ * Whether a dry run can show a plan's item without asking the server: with --dry-run=client
+ * always; with server, when a parent is one an earlier document makes (the server never made it,
+ * so there is nothing to write below).
+ */
+const unsent = (p: Plan, dryRun: DryRun) => dryRun === "client" || (dryRun === "server" && p.action === "create" && p.after.length > 0);
+
+/** Applies every document, parents first, once all are checked; then prunes (--prune); exit 1 if any failed. */
+export async function apply(api: Api, paths: string[], opts: { dryRun?: DryRun; prune?: Prune } = {}): Promise<void> {
+  const dryRun = opts.dryRun ?? "none";
+  const docs = await readDocs(paths);
+  if (opts.prune) checkPrunable(docs);
+  const plans = await plan(api, docs);
   let failed = false;
   for (const p of plans) {
     try {
-      p.done = await send(api, p);
       const outcome = p.action === "create" ? "created" : p.action === "update" ? "updated" : "unchanged";
-      process.stdout.write(`${p.d.kind.command}/${clean(p.d.kind.keyOf(p.done))} ${outcome}\n`);
+      if (unsent(p, dryRun)) {
+        const key = p.now ? p.d.kind.keyOf(p.now.item) : (docKey(p.d) ?? "(new)");
+        const why = dryRun === "server" ? ` (server dry run: not sent, ${p.after.map(([v, m]) => `its ${v} is made by ${m.d.where}`).join(", ")})` : DRY_SUFFIX[dryRun];
+        process.stdout.write(`${p.d.kind.command}/${clean(key)} ${outcome}${why}\n`);
+        continue;
+      }
+      p.done = await send(api, p, dryRun);
+      process.stdout.write(`${p.d.kind.command}/${clean(p.d.kind.keyOf(p.done))} ${outcome}${DRY_SUFFIX[dryRun]}\n`);
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${p.d.where}: ${err.message}\n`);
       failed = true;
+    }
+  }
+  // Nothing is pruned after a failure: what the file names is not all there.
+  if (failed) throw new CliError("", 1);
+  if (opts.prune) await prune(api, plans, opts.prune, dryRun);
+}
+
+/**
+ * --prune: which items apply may delete besides applying. kubectl's needs a label selector or
+ * --all; items here have no labels, so `all` (every item in scope) or `prefix` (only those whose
+ * name starts with it) says which.
+ */
+export interface Prune {
+  all: boolean;
+  prefix?: string;
+}
+
+/** Where prune looks for one kind: the list of its items under the parents a document names, within its tenant. */
+interface PruneScope {
+  kind: Kind;
+  values: PathValues;
+  tenant?: string;
+  /** The keys of the items the file names there. */
+  keep: Set<string>;
+  depth: number;
+}
+
+/** A top-level kind: one that no parent's path holds. */
+const topLevel = (kind: Kind, route: CliRoute) => kind.parents(route).length === 0;
+
+/**
+ * Before anything is sent: every document of a top-level kind names its tenant (prune looks only
+ * within the tenants the file names), and no kind is one prune cannot scope (a kind without
+ * tenants, such as hosts; a kind whose list is not under the parent it is made under, such as a
+ * port) — usage errors, exit 2.
+ */
+function checkPrunable(docs: Doc[]): void {
+  const problems: string[] = [];
+  for (const d of docs) {
+    const route = routeOf(d);
+    if (!route || !d.kind.list) {
+      problems.push(`${d.where}: --prune cannot look for other ${d.kind.command} items (the API lists none where this one is made)`);
+      continue;
+    }
+    if (d.kind.list.template !== route.template) {
+      problems.push(`${d.where}: --prune cannot scope ${d.kind.command} items: they are listed at ${d.kind.list.template}, not under the parent the document names`);
+      continue;
+    }
+    if (!topLevel(d.kind, route)) continue;
+    const field = d.kind.info.resource.tenantField;
+    if (!field) problems.push(`${d.where}: --prune does not prune ${d.kind.command} items: the kind has no tenant to scope it`);
+    else if (typeof d.fields[field] !== "string" || d.fields[field] === "") problems.push(`${d.where}: --prune needs ${field}: on every ${d.kind.command} (only items of the tenants the file names are pruned)`);
+  }
+  if (problems.length > 0) throw usage(`${problems.join("\n")}\nnothing was sent`);
+}
+
+/** The scopes of the applied plans: per kind, parents and tenant, what the file keeps there. */
+function scopesOf(plans: Plan[], dryRun: DryRun): PruneScope[] {
+  const scopes = new Map<string, PruneScope>();
+  for (const p of plans) {
+    // Below a parent that is only now made (or, in a dry run, never was), nothing else is there.
+    if (p.after.length > 0 && (dryRun !== "none" || p.after.some(([, m]) => !m.done))) continue;
+    const values = valuesOf(p);
+    const field = p.d.kind.info.resource.tenantField;
+    const tenant = topLevel(p.d.kind, p.route) && field ? String(p.d.fields[field]) : undefined;
+    const id = `${p.d.kind.command} ${toJson([values, tenant ?? null])}`;
+    let scope = scopes.get(id);
+    if (!scope) {
+      scope = { kind: p.d.kind, values, tenant, keep: new Set(), depth: depth(p.d) };
+      scopes.set(id, scope);
+    }
+    const item = p.done ?? p.now?.item;
+    if (item) scope.keep.add(p.d.kind.keyOf(item));
+  }
+  // Children before their parents, as delete -f.
+  return [...scopes.values()].sort((a, b) => b.depth - a.depth);
+}
+
+/** --prune: the items of the file's kinds, in its scopes, that it does not name, deleted (or, in a dry run, said). */
+async function prune(api: Api, plans: Plan[], how: Prune, dryRun: DryRun): Promise<void> {
+  let failed = false;
+  for (const scope of scopesOf(plans, dryRun)) {
+    const { kind } = scope;
+    const items = await listItems(api, kind, scope.values, scope.tenant);
+    for (const item of items) {
+      const key = kind.keyOf(item);
+      if (scope.keep.has(key)) continue;
+      if (scope.tenant !== undefined && item[kind.info.resource.tenantField ?? ""] !== scope.tenant) continue;
+      if (!how.all && !(typeof item["name"] === "string" && how.prefix !== undefined && item["name"].startsWith(how.prefix))) continue;
+      try {
+        if (dryRun !== "client") await api.call("DELETE", dryPath(kind.path(kind.delete, kind.valuesOf(item), "delete"), dryRun));
+        process.stdout.write(`${kind.command}/${clean(key)} pruned${DRY_SUFFIX[dryRun]}\n`);
+      } catch (err) {
+        if (!(err instanceof CliError) || err.exitCode === 3) throw err;
+        // Gone meanwhile (a parent pruned before it took it): nothing left to prune.
+        if (err.status === 404) continue;
+        say(`${kind.command}/${clean(key)}: ${err.message}\n`);
+        failed = true;
+      }
     }
   }
   if (failed) throw new CliError("", 1);

@@ -5,12 +5,12 @@
 // (and a line per violation), never a stack trace.
 import { Command, CommanderError, Option } from "commander";
 import pkg from "../package.json" with { type: "json" };
-import { apply, deleteFiles, diff } from "./apply.ts";
+import { apply, deleteFiles, diff, type DryRun } from "./apply.ts";
 import { apiOf, addKindCommand, flagsOf } from "./commands.ts";
 import { completeItems, completion } from "./completion.ts";
 import { configCommand } from "./contexts.ts";
 import { objectOf } from "./client.ts";
-import { CliError } from "./errors.ts";
+import { CliError, usage } from "./errors.ts";
 import { followEvents } from "./events.ts";
 import { allKinds } from "./kinds.ts";
 import { addQuotaVerbs } from "./quota.ts";
@@ -18,6 +18,35 @@ import { login, logout } from "./login.ts";
 import { quietOnClosedPipes } from "./stdin.ts";
 import { clean, say } from "./text.ts";
 import { messageOf } from "@vnm/kit/values";
+
+/** vnm apply: its files, --dry-run and --prune (README, "Files", "Dry runs", "Prune"). */
+function addApplyCommand(p: Command, files: () => Option): void {
+  p.command("apply")
+    .description("create or update the items of YAML or JSON documents (kind:, id: or the kind's natural key, fields); every document is checked first")
+    .addOption(files())
+    .addOption(
+      new Option("--dry-run [strategy]", "server: send each write as a dry run (the API checks everything, stores nothing); client: send no write; none: apply")
+        .choices(["none", "client", "server"])
+        .preset("client")
+        .default("none"),
+    )
+    .option(
+      "--prune",
+      "after applying, delete the items of the file's kinds that the file does not name: only within the tenants its top-level documents name (tenantId: required) and under the parents its other documents name; needs --all or --prune-prefix",
+    )
+    .option("--all", "with --prune: every such item")
+    .option("--prune-prefix <prefix>", "with --prune: only such items whose name starts with <prefix>")
+    .addHelpText(
+      "after",
+      "\nPrune never looks outside the tenants and parents the file names; a file holding a kind it cannot scope so (one without a tenant: hosts, tunnel zones, VTEPs, users; one listed elsewhere than under its parent: ports) is refused, nothing sent.\nExample: vnm apply -f net/ --prune --prune-prefix lab- --dry-run=server",
+    )
+    .action((o: { filename: string[]; dryRun: DryRun; prune?: boolean; all?: boolean; prunePrefix?: string }) => {
+      if (!o.prune && (o.all || o.prunePrefix !== undefined)) throw usage("--all and --prune-prefix go with --prune");
+      if (o.prune && !o.all && !o.prunePrefix) throw usage("--prune needs --all (every item of the file's kinds it does not name, in its tenants and parents) or --prune-prefix <prefix> (only those whose name starts with it)");
+      if (o.all && o.prunePrefix !== undefined) throw usage("--prune takes --all or --prune-prefix, not both");
+      return apply(apiOf(p), o.filename, { dryRun: o.dryRun, prune: o.prune ? { all: o.all === true, prefix: o.prunePrefix } : undefined });
+    });
+}
 
 function program(): Command {
   const p = new Command("vnm")
@@ -51,10 +80,7 @@ function program(): Command {
     .option("--from <id>", "start after this event id")
     .action((o: { from?: string }) => followEvents(apiOf(p), o.from));
   const files = () => new Option("-f, --filename <file...>", "a file, a directory, or - for standard input").makeOptionMandatory();
-  p.command("apply")
-    .description("create or update the items of YAML or JSON documents (kind:, id: or the kind's natural key, fields); every document is checked first")
-    .addOption(files())
-    .action((o: { filename: string[] }) => apply(apiOf(p), o.filename));
+  addApplyCommand(p, files);
   p.command("diff")
     .description("show what apply -f would change, sending nothing; exit 1 when something would")
     .addOption(files())

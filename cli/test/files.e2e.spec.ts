@@ -3,7 +3,7 @@
 // harness): standard input from a slow producer, a reader that leaves early, parents by name,
 // subnets by their key, apply without ids (natural keys), every document checked first, diff,
 // delete -f in dependency order, -o jsonpath, --sort-by, plurals and short names, tables in a
-// pipe, and a new user's password at a prompt or on standard input.
+// pipe, a new user's password at a prompt or on standard input, and apply's --dry-run and --prune.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -271,6 +271,94 @@ describe("jsonpath, sort-by, plurals and short names", () => {
     expect(completed.stdout).toBe("create\n");
     const bad = await vnm(["bridges", "-o", "jsonpath={.items[*].name"]);
     expect([bad.status, bad.stderr]).toEqual([2, "jsonpath {.items[*].name: unclosed {\n"]);
+  });
+});
+
+describe("apply --dry-run and --prune", () => {
+  const idOf = async (name: string, tenant: string) => (await ok(["bridge", "get", name, "--tenant", tenant, "-o", "jsonpath={.id}"])).trim();
+  const names = async (tenant: string) => JSON.parse(await ok(["bridges", "--tenant", tenant, "-o", "json"])).map((b: { name: string }) => b.name).sort();
+
+  it("--dry-run=server sends each write as a dry run: kubectl's lines, the server's refusals, nothing stored", async () => {
+    await ok(["bridge", "create", "--name", "dry-old", "--tenant-id", "dry"]);
+    const old = await idOf("dry-old", "dry");
+    const file = [
+      "kind: bridge\nname: dry-new\ntenantId: dry",
+      "kind: dhcp-subnet\nbridgeId: dry-new\nsubnetPrefix: 10.20.0.0\nsubnetLength: 24",
+      "kind: bridge\nname: dry-old\ntenantId: dry\nadminStateUp: false",
+      "kind: dhcp-subnet\nbridgeId: dry-old\nsubnetPrefix: 10.21.0.0\nsubnetLength: 24",
+    ].join("\n---\n");
+    const r = await vnm(["apply", "-f", "-", "--dry-run=server"], file);
+    expect([r.status, r.stderr]).toEqual([0, ""]);
+    const lines = r.stdout.split("\n");
+    expect(lines[0]).toMatch(/^bridge\/[0-9a-f-]{36} created \(server dry run\)$/);
+    expect(lines.slice(1)).toEqual([
+      `bridge/${old} updated (server dry run)`,
+      "dhcp-subnet/10.20.0.0_24 created (server dry run: not sent, its bridgeId is made by stdin (document 1))",
+      "dhcp-subnet/10.21.0.0_24 created (server dry run)",
+      "",
+    ]);
+    expect(await names("dry")).toEqual(["dry-old"]);
+    expect(JSON.parse(await ok(["bridge", "get", old, "-o", "json"])).adminStateUp).toBe(true);
+    expect(JSON.parse(await ok(["dhcp-subnets", "--bridge", "dry-old", "-o", "json"]))).toEqual([]);
+    // --dry-run=client sends no write; only the server judges a field's value.
+    const wrong = "kind: bridge\nname: dry-wrong\ntenantId: dry\nadminStateUp: maybe\n";
+    const client = await vnm(["apply", "-f", "-", "--dry-run=client"], wrong);
+    expect([client.status, client.stdout, client.stderr]).toEqual([0, "bridge/dry-wrong created (dry run)\n", ""]);
+    const server = await vnm(["apply", "-f", "-", "--dry-run=server"], wrong);
+    expect([server.status, server.stdout]).toEqual([1, ""]);
+    expect(server.stderr).toMatch(/^stdin: error 400: .*\n {2}adminStateUp: /);
+    expect(await names("dry")).toEqual(["dry-old"]);
+    const bad = await vnm(["apply", "-f", "-", "--dry-run=sometimes"], wrong);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("sometimes");
+  });
+
+  it("--prune deletes what the file does not name, only in its tenants and under its parents, and needs --all or --prune-prefix", async () => {
+    for (const [name, tenant] of [
+      ["lab-a", "prune"],
+      ["lab-b", "prune"],
+      ["keep-c", "prune"],
+      ["lab-x", "prune-other"],
+    ]) {
+      await ok(["bridge", "create", "--name", name!, "--tenant-id", tenant!]);
+    }
+    for (const [bridge, prefix] of [
+      ["lab-a", "10.30.0.0"],
+      ["lab-a", "10.31.0.0"],
+      ["lab-x", "10.32.0.0"],
+    ]) {
+      await ok(["dhcp-subnet", "create", "--bridge", bridge!, "--subnet-prefix", prefix!, "--subnet-length", "24"]);
+    }
+    const b = await idOf("lab-b", "prune");
+    const c = await idOf("keep-c", "prune");
+    const file = "kind: bridge\nname: lab-a\ntenantId: prune\n---\nkind: dhcp-subnet\nbridgeId: lab-a\nsubnetPrefix: 10.30.0.0\nsubnetLength: 24\n";
+    const a = await idOf("lab-a", "prune");
+    // kubectl's prune needs -l or --all: here --all or --prune-prefix.
+    const bare = await vnm(["apply", "-f", "-", "--prune"], file);
+    expect([bare.status, bare.stdout]).toEqual([2, ""]);
+    expect(bare.stderr).toContain("--prune needs --all");
+    // A top-level document without its tenant gives prune no scope: nothing is sent.
+    const noTenant = await vnm(["apply", "-f", "-", "--prune", "--all"], "kind: bridge\nname: lab-z\n");
+    expect([noTenant.status, noTenant.stdout]).toEqual([2, ""]);
+    expect(noTenant.stderr).toBe("stdin: --prune needs tenantId: on every bridge (only items of the tenants the file names are pruned)\nnothing was sent\n");
+    // A dry run says what would go and deletes nothing.
+    const dry = await vnm(["apply", "-f", "-", "--prune", "--prune-prefix", "lab-", "--dry-run=server"], file);
+    expect([dry.status, dry.stderr]).toEqual([0, ""]);
+    expect(dry.stdout).toBe(`bridge/${a} unchanged (server dry run)\ndhcp-subnet/10.30.0.0_24 unchanged (server dry run)\nbridge/${b} pruned (server dry run)\n`);
+    expect(await names("prune")).toEqual(["keep-c", "lab-a", "lab-b"]);
+    // By prefix: lab-b goes; keep-c stays, and so does lab-x (another tenant) with its subnet.
+    const byPrefix = await vnm(["apply", "-f", "-", "--prune", "--prune-prefix", "lab-"], file);
+    expect([byPrefix.status, byPrefix.stderr]).toEqual([0, ""]);
+    expect(byPrefix.stdout).toBe(`bridge/${a} unchanged\ndhcp-subnet/10.30.0.0_24 unchanged\nbridge/${b} pruned\n`);
+    expect(await names("prune")).toEqual(["keep-c", "lab-a"]);
+    // --all: every other bridge of the tenant, and every other subnet of lab-a (children first).
+    const all = await vnm(["apply", "-f", "-", "--prune", "--all"], file);
+    expect([all.status, all.stderr]).toEqual([0, ""]);
+    expect(all.stdout).toBe(`bridge/${a} unchanged\ndhcp-subnet/10.30.0.0_24 unchanged\ndhcp-subnet/10.31.0.0_24 pruned\nbridge/${c} pruned\n`);
+    expect(await names("prune")).toEqual(["lab-a"]);
+    expect(JSON.parse(await ok(["dhcp-subnets", "--bridge", "lab-a", "-o", "json"])).map((s: { subnetPrefix: string }) => s.subnetPrefix)).toEqual(["10.30.0.0"]);
+    expect(await names("prune-other")).toEqual(["lab-x"]);
+    expect(JSON.parse(await ok(["dhcp-subnets", "--bridge", "lab-x", "-o", "json"]))).toHaveLength(1);
   });
 });
 

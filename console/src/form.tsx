@@ -2,7 +2,8 @@
 // writable one; edit: not the create-only ones), its type, required mark, allowed values and the
 // service's default. The API checks the values: its violations show beside the fields they name.
 // An edit sends If-Match with the item's ETag; a 412 says someone else changed it and shows the
-// current values.
+// current values. A kind whose service groups its fields (a rule: its type's own fields, its match
+// conditions) gets them in titled sections, with only the chosen type's own fields shown.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, type Identity, call, type Violation } from "./api.ts";
 import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
@@ -46,6 +47,35 @@ function formFields(kind: ConsoleKind, editing: boolean): ConsoleField[] {
   return kind.fields
     .filter((f) => !f.readOnly && (!editing || !f.createOnly))
     .sort((a, b) => Number(a.name === "id" && !a.required) - Number(b.name === "id" && !b.required));
+}
+
+/** A part of a form: its fields, under a title unless it is the form's first. */
+interface Section {
+  title?: string;
+  fields: ConsoleField[];
+}
+
+/**
+ * The form's fields in sections, as the kind's service groups them: first the fields of no group,
+ * then, for a kind whose fields depend on one field's value (a rule's type), the chosen value's
+ * own fields (another value's are not shown, nor sent), then each declared group (a rule's match
+ * conditions). `shown` is every field on the form.
+ */
+function sectionsOf(kind: ConsoleKind, fields: ConsoleField[], values: Values): { sections: Section[]; shown: ConsoleField[] } {
+  const variants = kind.variants;
+  const chosen = variants ? String(values[variants.field] ?? "") : "";
+  const ofVariants = new Set(variants ? Object.values(variants.fields).flat() : []);
+  const grouped = new Set(kind.groups.flatMap((g) => g.fields));
+  const pick = (names: Iterable<string>) => {
+    const wanted = new Set(names);
+    return fields.filter((f) => wanted.has(f.name));
+  };
+  const sections: Section[] = [{ fields: fields.filter((f) => !ofVariants.has(f.name) && !grouped.has(f.name)) }];
+  const own = variants ? pick(variants.fields[chosen] ?? []) : [];
+  if (own.length > 0) sections.push({ title: `Fields of a “${chosen}” ${inSentence(kind.singular)}`, fields: own });
+  for (const g of kind.groups) sections.push({ title: g.title, fields: pick(g.fields).filter((f) => !ofVariants.has(f.name)) });
+  const kept = sections.filter((x) => x.fields.length > 0);
+  return { sections: kept, shown: kept.flatMap((x) => x.fields) };
 }
 
 /** The body a form's values make, and a violation for each field whose JSON does not parse. */
@@ -310,8 +340,11 @@ export function FormPage({ kind, who, path, parent, query }: { kind: ConsoleKind
   const title = editing ? `Edit ${inSentence(kind.singular)}${itemLabel ? ` “${itemLabel}”` : ""}` : `New ${inSentence(kind.singular)}`;
   const heading = usePage(title);
   const target = editing ? { path, missing: [] as string[] } : fillPath(parent ? kind.createTemplates : kind.createTemplates.slice(chosen, chosen + 1), parent, pathValues);
-  const { submit, violations, conflict, setConflict, busy } = useSave({ kind, fields, values, path, parent, target, etag, current }, setError);
-  const { byField, elsewhere } = placeViolations(fields, violations);
+  // Only the fields on the form are sent: not those of a type other than the one chosen.
+  const { sections, shown } = sectionsOf(kind, fields, values);
+  const { submit, violations, conflict, setConflict, busy } = useSave({ kind, fields: shown, values, path, parent, target, etag, current }, setError);
+  const { byField, elsewhere } = placeViolations(shown, violations);
+  const field = (f: ConsoleField) => <Field key={f.name} field={f} who={who} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />;
   const back = path ?? parent;
   const backKind = path ? kind : kind.parent ? KINDS.get(kind.parent) : undefined;
 
@@ -350,9 +383,16 @@ export function FormPage({ kind, who, path, parent, query }: { kind: ConsoleKind
           values={pathValues}
           onValues={setPathValues}
         />
-        {fields.map((f) => (
-          <Field key={f.name} field={f} who={who} value={values[f.name] ?? ""} violations={byField.get(f.name) ?? []} onValue={(v) => setValues({ ...values, [f.name]: v })} />
-        ))}
+        {sections.map((x) =>
+          x.title === undefined ? (
+            x.fields.map(field)
+          ) : (
+            <fieldset class="group" key={x.title}>
+              <legend>{x.title}</legend>
+              {x.fields.map(field)}
+            </fieldset>
+          ),
+        )}
         <div class="actions">
           <button type="submit" class="primary" disabled={busy}>
             {editing ? "Save" : "Create"}

@@ -78,6 +78,13 @@ export interface ConsoleKind {
   linkedLists: LinkedList[];
   /** For each variable of the create paths that names an item of a kind (routerId in /routers/{routerId}/ports): that kind. */
   pathRefs: Record<string, string>;
+  /**
+   * A kind whose items take different fields by one field's value (a rule's type), as its
+   * service declares it: that field, and each value's own fields. A form shows the chosen value's only.
+   */
+  variants?: { field: string; fields: Record<string, string[]> };
+  /** Fields a form shows together under a title (a rule's match conditions), as the service declares them. */
+  groups: { title: string; fields: string[] }[];
 }
 
 export interface ConsoleCatalog {

@@ -329,16 +329,20 @@ describe("as an administrator", () => {
 
   it("has no serious or critical accessibility violation (axe-core) on its pages", async () => {
     const bridge = await http("POST", "/bridges", { name: "axe" });
+    const chain = await http("POST", "/chains", { name: "axe" });
     const pages: [string, string][] = [
       ["#/list/bridge.Bridge", "tbody tr"],
       ["#/new/bridge.Bridge", "form input"],
       [`#/item/bridge.Bridge/${encodeURIComponent(`/bridges/${bridge.json.id}`)}`, "dl.fields"],
       ["#/list/tunnel.Vtep", "table"],
       ["#/new/identity.User", "fieldset"],
+      // A rule's form in groups, a type's own fields shown (set below).
+      [`#/new/policy.Rule/${encodeURIComponent(`/chains/${chain.json.id}`)}`, "fieldset.group"],
     ];
     for (const [p, ready] of pages) {
       await page.goto(`${fx.gw}/${p}`);
       await page.locator(ready).first().waitFor();
+      if (p.includes("policy.Rule")) await page.getByRole("combobox", { name: "Type" }).selectOption("dnat");
       expect(await axeViolations(page), p).toEqual([]);
     }
     const fresh = await browser.newPage();

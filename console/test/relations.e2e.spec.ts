@@ -3,7 +3,8 @@
 // sort order in the address, pickers that search as you type and show names, "New ..." from a
 // parent, names instead of API URLs in tables, the offline state with back-off, a session ended
 // elsewhere, plain-word and per-field errors, the conflict view, toasts, the not-found page, the
-// favicon and dark mode, and a chain's rules as an ordered, reorderable table in words.
+// favicon and dark mode, a chain's rules as an ordered, reorderable table in words, and the New
+// rule form showing the chosen type's own fields beside the match conditions.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -369,6 +370,57 @@ describe("a chain's rules (issue 52)", () => {
     // The moved rule kept its conditions.
     const accept = (await http("GET", rules)).json[2];
     expect(accept).toMatchObject({ nwProto: 6, nwSrcAddress: "10.0.0.0", nwSrcLength: 24, tpDst: { start: 22, end: 80 }, portGroup: group.json.id, invPortGroup: true, position: 3 });
+  });
+});
+
+describe("a chain's New rule form", () => {
+  it("shows only the chosen type's own fields, in a group of their own, beside the match conditions, and sends only those", async () => {
+    const chain = await http("POST", "/chains", { name: `form-${RUN}` });
+    const target = await http("POST", "/chains", { name: `jumped-${RUN}` });
+    expect(target.status, target.text).toBe(201);
+    await page.goto(`${fx.gw}/#/item/policy.Chain/${encodeURIComponent(`/chains/${chain.json.id}`)}`);
+    await page.getByRole("link", { name: "New rule" }).click();
+    await page.getByRole("heading", { name: "New rule" }).waitFor();
+    const conditions = page.getByRole("group", { name: "Match conditions" });
+    const own = (type: string) => page.getByRole("group", { name: `Fields of a “${type}” rule` });
+    const groups = page.locator("form fieldset.group > legend");
+    // No type yet: no type's fields, and the conditions (with their flags) in their own group.
+    await conditions.getByRole("textbox", { name: "Nw src address" }).waitFor();
+    await conditions.getByRole("checkbox", { name: "Inv nw src" }).waitFor();
+    expect(await groups.allTextContents()).toEqual(["Match conditions"]);
+    for (const name of ["Jump chain ID", "Flow action", "Nat targets", "Request ID", "Pop VLAN"]) expect(await page.getByLabel(name, { exact: true }).count(), name).toBe(0);
+    // Each type: its own fields only.
+    const type = page.getByRole("combobox", { name: "Type" });
+    await type.selectOption("dnat");
+    await own("dnat").getByRole("combobox", { name: "Flow action" }).waitFor();
+    await own("dnat").getByRole("textbox", { name: "Nat targets" }).waitFor();
+    expect(await page.getByLabel("Jump chain ID", { exact: true }).count()).toBe(0);
+    expect(await groups.allTextContents()).toEqual(["Fields of a “dnat” rule", "Match conditions"]);
+    await type.selectOption("l2_transform");
+    await own("l2_transform").getByRole("checkbox", { name: "Pop VLAN" }).waitFor();
+    expect(await page.getByLabel("Nat targets", { exact: true }).count()).toBe(0);
+    await type.selectOption("accept");
+    await poll(() => groups.allTextContents()).toEqual(["Match conditions"]);
+    await type.selectOption("jump");
+    const picker = own("jump").getByRole("combobox", { name: "Jump chain ID" });
+    await own("jump").getByRole("textbox", { name: "Jump chain name" }).fill(`jumped-${RUN}`);
+    expect(await page.getByLabel("Flow action", { exact: true }).count()).toBe(0);
+    await picker.fill(`jumped-${RUN}`);
+    await page.getByRole("option", { name: new RegExp(`jumped-${RUN}`) }).click();
+    await conditions.getByRole("textbox", { name: "Nw proto" }).fill("17");
+    await page.getByRole("heading", { name: "New rule" }).evaluate((h) => h.scrollIntoView());
+    await shot(page, "rule-form");
+    // A value typed into another type's field is not sent once that type is left.
+    await type.selectOption("trace");
+    await own("trace").getByRole("textbox", { name: "Request ID" }).fill("1f2e3d4c-0000-4000-8000-000000000001");
+    await type.selectOption("jump");
+    const sent = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith(`/chains/${chain.json.id}/rules`));
+    await page.getByRole("button", { name: "Create" }).click();
+    const body = JSON.parse((await sent).postData() ?? "{}");
+    expect(body).toMatchObject({ type: "jump", jumpChainId: target.json.id, jumpChainName: `jumped-${RUN}`, nwProto: 17 });
+    expect(body).not.toHaveProperty("requestId");
+    expect(body).not.toHaveProperty("natTargets");
+    await poll(async () => (await http("GET", `/chains/${chain.json.id}/rules`)).json).toEqual([expect.objectContaining({ type: "jump", jumpChainId: target.json.id, nwProto: 17, position: 1 })]);
   });
 });
 

@@ -26,6 +26,8 @@ export interface AuditRecord {
   id: string | null;
   status: number;
   outcome: "succeeded" | "refused" | "failed";
+  /** A dry run (`?dryRun=All`): every check ran, nothing was written. */
+  dryRun?: true;
 }
 
 const WRITES = new Set(["POST", "PUT", "DELETE"]);
@@ -87,6 +89,7 @@ function recordOf(req: ApiRequest, res: ApiResponse, who: Identity | undefined, 
     id: isLogin ? null : decodeURIComponent(path.split("/").pop() ?? "") || null,
     status,
     outcome: status < 400 ? "succeeded" : status < 500 ? "refused" : "failed",
+    ...(res.locals.dryRun ? { dryRun: true as const } : {}),
   };
 }
 

@@ -88,8 +88,10 @@ export type RequestState = {
   /** "<service>/<rpc>" and the domain of the route (for the audit trail). */
   rpc: string | undefined;
   domain: string | undefined;
-  /** The path of an item a POST created. */
+  /** The path of an item a POST created (or would have: a dry run's). */
   created: string | undefined;
+  /** Whether the request is a write's dry run (`?dryRun=All`), for the audit trail. */
+  dryRun: boolean;
   /** Headers the route adds to whatever answer it gives (a flat name, value list; the edge writes them). */
   headers: readonly string[] | undefined;
   /** The user whose place among the requests under way this one holds (app.ts's InFlight). */
@@ -138,6 +140,6 @@ export function asApiExchange(req: IncomingMessage, res: ServerResponse, trust: 
   // Every key the API's stages set, from the start: one object shape for every request (an
   // object made by Object.create(null) is a hash table, each key a lookup): 174.0k instructions
   // per item hit against 176.7k (callgrind).
-  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, headers: undefined, holder: undefined, holds: 0 };
+  (res as ApiResponse).locals = { requestId: "", startedAt: 0, caller: undefined, route: undefined, rpc: undefined, domain: undefined, created: undefined, dryRun: false, headers: undefined, holder: undefined, holds: 0 };
   return true;
 }

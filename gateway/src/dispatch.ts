@@ -2,7 +2,7 @@
 // path, query and body, the collection cache, the call, and the answer.
 import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
-import { type Access, ApiError, type Catalog, coarseDenial, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isRecord, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, stringMember, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, DRY_RUN_KEY, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isRecord, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, stringMember, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
@@ -68,6 +68,16 @@ export function routePlans(catalog: Catalog, rules: Map<string, Access>, itemCac
 /** Query parameters any route with a body reads besides its fields. */
 const BODY_OPTIONS = new Set(["fieldValidation"]);
 
+/**
+ * The query parameter of a write's dry run, as Kubernetes names it: `?dryRun=All` makes the
+ * write run every check and answer as it would, storing nothing (DRY_RUN_KEY, Store.tx).
+ */
+const DRY_RUN = "dryRun";
+const DRY_RUN_VALUES = ["All"];
+
+/** Whether a request is a write's dry run; its value was checked by `requestOf`. */
+const isDryRun = (route: Route, req: ApiRequest): boolean => route.method !== "GET" && req.query[DRY_RUN] !== undefined;
+
 /** What a request asks of its RPC: the request message, and a list's field filters in name order. */
 interface Asked {
   request: Obj;
@@ -92,7 +102,10 @@ function requestOf({ route, params }: Match, req: ApiRequest, plan: RoutePlan): 
     const field = route.queryFields.get(name);
     const filter = field ? undefined : plan.filters.get(name);
     if (!field && !filter) {
-      if (!(route.bodyField && BODY_OPTIONS.has(name))) violations.push({ property: name, message: "is not a parameter of this request" });
+      if (name === DRY_RUN && route.method !== "GET") {
+        if (typeof raw !== "string") violations.push({ property: name, message: "may be given once" });
+        else if (!DRY_RUN_VALUES.includes(raw)) violations.push({ property: name, message: `must be ${DRY_RUN_VALUES.join(" or ")}` });
+      } else if (!(route.bodyField && BODY_OPTIONS.has(name))) violations.push({ property: name, message: "is not a parameter of this request" });
       continue;
     }
     // A filter or a page given twice has no one meaning: refused, never dropped (a list
@@ -356,8 +369,11 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   if (fillToken === true) return;
   // A write's conditions (and a PATCH's paths) go with its one call: the service checks them
   // against the item as it locks it in the write's own transaction, with no read before.
+  const dryRun = isDryRun(route, req);
+  res.locals.dryRun = dryRun;
   const extra = {
     ...filterMetadata(asked.filters),
+    ...(dryRun ? { [DRY_RUN_KEY]: "All" } : {}),
     ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}),
     ...(ifNoneMatch && conditional ? { [IF_NONE_MATCH_KEY]: ifNoneMatch } : {}),
     ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
@@ -368,7 +384,8 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const call = (r: Obj) => gw.seats.run(route.domain, flow, res, () => gw.upstream.call(route.service, route.rpc, r, gw.callTimeoutMs, token, res.locals.requestId, extra)).catch(preconditionFailed);
   const whole = streamable(route, request);
   const { response, changes, filtered } = await call(whole ? { ...request, limit: STREAM_PAGE } : request);
-  if (changes.length > 0) await gw.cache.invalidate(gw.catalog.affected(changes));
+  // A dry run changed nothing (its service names no change either): the caches stay.
+  if (changes.length > 0 && !dryRun) await gw.cache.invalidate(gw.catalog.affected(changes));
   if (route.shape.kind === "empty") {
     res.statusCode = H.HTTP_STATUS_NO_CONTENT;
     res.end();

@@ -374,6 +374,9 @@ function operation(route: Route, id: string, names: Map<string, string>, kinds: 
     query.push({ name: f.name, in: "query", required: false, description: `A filter: only the items whose \`${f.name}\` equals this value`, schema: filterSchema(f) });
   }
   if (route.bodyField) query.push(FIELD_VALIDATION);
+  // One parameter of the components, named by every write: Prism (the conformance suite's proxy)
+  // checks a request some 25% slower when each operation carries its own copy.
+  if (route.method !== "GET") query.push({ $ref: "#/components/parameters/DryRun" });
   const headers: Schema[] = [];
   if (route.method === "GET" && route.shape.kind === "item") headers.push({ $ref: "#/components/parameters/IfNoneMatch" });
   if (route.method === "PUT" || route.method === "DELETE") headers.push({ $ref: "#/components/parameters/IfMatch" }, { $ref: "#/components/parameters/IfNoneMatch" });
@@ -427,6 +430,16 @@ const FIELD_VALIDATION: Schema = {
   required: false,
   description: "Unknown fields in the body: `Warn` (the default) ignores them and names each in a `Warning: 299` header, `Strict` refuses them (400 naming each), `Ignore` says nothing",
   schema: { type: "string", enum: ["Ignore", "Warn", "Strict"], default: "Warn" },
+};
+
+/** ?dryRun= on every write (docs/api.md, "Dry runs"). */
+const DRY_RUN: Schema = {
+  name: "dryRun",
+  in: "query",
+  required: false,
+  description:
+    "`All`: a dry run. Every check of the write runs (validation, references, access, quotas, uniqueness, If-Match) and the answer is the one the write would get, status, body and headers, but nothing is stored, announced on /events, or counted against a quota. Any other value is a 400",
+  schema: { type: "string", enum: ["All"] },
 };
 
 /** PATCH beside an item's PUT: a JSON Merge Patch, written as that PUT (gateway/src/patch.ts). */
@@ -608,6 +621,7 @@ export function openApi(catalog: Catalog): string {
       parameters: {
         IfMatch: { name: "If-Match", in: "header", required: false, description: "Only if the item's tag is one of these (`*`: if it exists); else 412", schema: { type: "string" } },
         IfNoneMatch: { name: "If-None-Match", in: "header", required: false, description: "On GET: 304 when the tag matches. On PUT and DELETE: 412 when it names the item's tag (`*`: when it exists)", schema: { type: "string" } },
+        DryRun: DRY_RUN,
       },
       securitySchemes: {
         token: { type: "apiKey", in: "header", name: "X-Auth-Token", description: "The `key` that POST /login returned" },

@@ -111,6 +111,15 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
   /** The message of a 409 for a unique constraint other than the primary key. */
   conflict?(body: Checked<P>, constraint: string): string;
   /**
+   * For a kind whose items take different fields by the value of one of them (a rule's `type`):
+   * that field, and the fields each of its values takes besides the fields of no value. The
+   * kind's hooks hold to it (a rule drops the others sent); forms show only the chosen value's
+   * (the console's build reads it here).
+   */
+  variants?: { field: string; fields: Record<string, readonly string[]> };
+  /** Fields that go together, by what they say (a rule's match conditions), for forms to show under a title. */
+  groups?: { title: string; fields: readonly string[] }[];
+  /**
    * After the item was written and announced: what else it changes, announced (a member
    * created changes its pool's `members`). `body` is what was written (none on a delete);
    * `before` the row an update replaced (a member moved changes its old pool too).
@@ -313,6 +322,10 @@ export class Resource<P extends MessageName, R extends Row> {
   bind(set: ResourceSet): KindInfo {
     const info = set.catalog.kindOf(this.spec.proto);
     if (info.parent && !this.spec.parentColumn) throw new Error(`${this.spec.proto} lives under ${info.parent}: declare its parentColumn`);
+    const { variants, groups } = this.spec;
+    const grouped = [...(variants ? [variants.field, ...Object.values(variants.fields).flat()] : []), ...(groups ?? []).flatMap((g) => g.fields)];
+    const unknown = grouped.filter((f) => !info.message.byName.has(f));
+    if (unknown.length > 0) throw new Error(`${this.spec.proto}: its variants or groups name no field ${unknown.join(", ")}`);
     const named = (f: FieldInfo) => ({ name: f.name, column: columnOf(f.name) });
     const writable = writableFields(info.message, "create").filter((f) => f.name !== "id").map(named);
     const shown = info.message.fields.filter((f) => !f.link && !f.behaviors.has("INPUT_ONLY")).map(named);

@@ -19,7 +19,7 @@ import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { clientConstructor, PROTO_DIR } from "./proto.ts";
-import { addressVariable, CHANGED_KINDS_KEY, createUpstream, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
+import { addressVariable, CHANGED_KINDS_KEY, createUpstream, DRY_RUN_KEY, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
 import { type Access, accessRules, withTenancy } from "./tenancy.ts";
@@ -70,6 +70,11 @@ export class Store {
    * change: that statement, the outbox rows and the COMMIT then go to Postgres in one message;
    * when nothing ran before it and it returns rows, as one named statement of its own (no
    * BEGIN, no COMMIT: a statement alone is a transaction).
+   *
+   * A dry run (the call carries DRY_RUN_KEY: the API's `?dryRun=All`) runs `fn` whole, every
+   * statement and check of it, then rolls back instead of committing (deferred constraints
+   * checked first): nothing is stored, no outbox row is written, nothing is announced, and the
+   * caller is told of no change (so the gateway's caches stay as they are). `fn` cannot tell.
    */
   async tx<T>(ctx: CallContext | undefined, fn: (q: pg.PoolClient, emit: (c: Change) => void, finish: Finish) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
@@ -79,17 +84,19 @@ export class Store {
       if (finished) throw new Error("a change emitted after the transaction was finished");
       changes.push(c);
     };
-    const ending = () => commitStatements(client, this.prefix, this.domain, changes, ctx?.requestId);
+    const dry = isDryRun(ctx);
+    const ending = () => (dry ? DRY_RUN_END : commitStatements(client, this.prefix, this.domain, changes, ctx?.requestId));
     try {
       const result = await inTransaction(
         client,
         (q, end) =>
           fn(q, emit, (text, values) => {
             finished = true;
-            return end.last(text, values, ending, () => withOutboxRows(text, values, this.prefix, this.domain, changes, ctx?.requestId));
+            return end.last(text, values, ending, dry ? undefined : () => withOutboxRows(text, values, this.prefix, this.domain, changes, ctx?.requestId));
           }),
         { commit: (q) => q.query(ending()) },
       );
+      if (dry) return result;
       for (const c of changes) ctx?.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
@@ -98,6 +105,14 @@ export class Store {
     }
   }
 }
+
+/** Whether a call is a dry run (DRY_RUN_KEY): its writes are rolled back (Store.tx). */
+export function isDryRun(ctx: Pick<CallContext, "metadata"> | undefined): boolean {
+  return ctx !== undefined && ctx.metadata.get(DRY_RUN_KEY).length > 0;
+}
+
+/** How a dry run's transaction ends: the checks a commit would make of deferred constraints, then no commit. */
+const DRY_RUN_END = "SET CONSTRAINTS ALL IMMEDIATE; ROLLBACK";
 
 /**
  * Ends a transaction with its last statement (the result returned): the statement, the

@@ -27,6 +27,11 @@ export const FILTERED_KEY = "vnm-filtered";
 export const IF_MATCH_KEY = "vnm-if-match";
 /** Metadata key of a write's If-None-Match, checked there too. */
 export const IF_NONE_MATCH_KEY = "vnm-if-none-match";
+/**
+ * Metadata key of a dry run (the API's `?dryRun=All`): the write's transaction runs every
+ * statement and check, then rolls back (Store.tx); nothing is stored or announced.
+ */
+export const DRY_RUN_KEY = "vnm-dry-run";
 
 export interface CallResult {
   response: Record<string, unknown>;

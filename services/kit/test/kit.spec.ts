@@ -1,5 +1,6 @@
 // The shared kit against the machine's real Postgres and NATS.
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
+import * as grpc from "@grpc/grpc-js";
 import { connect, type NatsConnection } from "nats";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,7 +9,9 @@ import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
+import { Store } from "../src/service.ts";
 import { deleteStreams, startProcess, waitFor } from "../src/testing.ts";
+import { DRY_RUN_KEY } from "../src/upstream.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
 const NATS_URL = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -380,5 +383,73 @@ describe("outbox relay", () => {
     await expect(new OutboxRelay(pool, schema, bus, log).flush()).rejects.toThrow(/not connected/);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.outbox`)).rows[0].n).toBe(1);
     await bus.close();
+  });
+});
+
+describe("Store.tx dry run (DRY_RUN_KEY, the API's ?dryRun=All)", () => {
+  const drySchema = `${schema}_dry`;
+  let dryPool: pg.Pool;
+  beforeAll(async () => {
+    dryPool = createPool(DATABASE_URL, drySchema);
+    await migrate(dryPool, drySchema, [
+      OUTBOX_MIGRATION,
+      { version: 1, name: "items", sql: "CREATE TABLE items (id uuid PRIMARY KEY, name text, CONSTRAINT items_name UNIQUE (name) DEFERRABLE INITIALLY DEFERRED)" },
+    ]);
+  });
+  afterAll(async () => {
+    await dryPool.query(`DROP SCHEMA IF EXISTS ${drySchema} CASCADE`);
+    await dryPool.end();
+  });
+
+  const ctxOf = (dry: boolean) => {
+    const metadata = new grpc.Metadata();
+    if (dry) metadata.set(DRY_RUN_KEY, "All");
+    return { changed: new Set<string>(), metadata };
+  };
+  const change = (id: string): Change => ({ kind: "Item", event: "created", id, path: `/items/${id}`, tenantId: null });
+  const count = async (sql: string, params: unknown[] = []) => Number((await dryPool.query(sql, params)).rows[0].n);
+
+  it("runs the write whole, its last statement too, and answers it, but stores, writes to the outbox and announces nothing", async () => {
+    let commits = 0;
+    const store = new Store(dryPool, "kt", "vnm", () => commits++);
+    const write = (ctx: ReturnType<typeof ctxOf>, id: string) =>
+      store.tx(ctx, async (q, emit, finish) => {
+        await q.query("SELECT 1");
+        emit(change(id));
+        return (await finish("INSERT INTO items (id, name) VALUES ($1, $2) RETURNING *", [id, `n-${id}`])).rows[0];
+      });
+    const [dryId, realId] = [randomUUID(), randomUUID()];
+    const dry = ctxOf(true);
+    expect(await write(dry, dryId)).toEqual({ id: dryId, name: `n-${dryId}` });
+    expect([...dry.changed]).toEqual([]);
+    expect(commits).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM items WHERE id = $1", [dryId])).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM outbox")).toBe(0);
+    // The same write for real: stored, in the outbox, announced.
+    const real = ctxOf(false);
+    expect(await write(real, realId)).toEqual({ id: realId, name: `n-${realId}` });
+    expect([...real.changed]).toEqual(["kt.Item:created"]);
+    expect(commits).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM items WHERE id = $1", [realId])).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM outbox")).toBe(1);
+    // A write alone (no statement before its last): a dry run of it stores nothing either.
+    const alone = randomUUID();
+    await store.tx(ctxOf(true), async (_q, emit, finish) => {
+      emit(change(alone));
+      return finish("INSERT INTO items (id, name) VALUES ($1, $2) RETURNING *", [alone, `n-${alone}`]);
+    });
+    expect(await count("SELECT count(*) AS n FROM items WHERE id = $1", [alone])).toBe(0);
+  });
+
+  it("is refused for what only a commit would check (a deferred constraint), as the write would be", async () => {
+    const store = new Store(dryPool, "kt", "vnm", () => {});
+    const taken = (ctx: ReturnType<typeof ctxOf>) =>
+      store.tx(ctx, async (q) => {
+        await q.query("INSERT INTO items (id, name) VALUES ($1, 'same')", [randomUUID()]);
+        await q.query("INSERT INTO items (id, name) VALUES ($1, 'same')", [randomUUID()]);
+      });
+    await expect(taken(ctxOf(false))).rejects.toMatchObject({ code: "23505" });
+    await expect(taken(ctxOf(true))).rejects.toMatchObject({ code: "23505" });
+    expect(await count("SELECT count(*) AS n FROM items WHERE name = 'same'")).toBe(0);
   });
 });

@@ -23,7 +23,7 @@ import {
   type Store,
   type Violation,
 } from "@vnm/kit";
-import { checkCondition, normalCondition } from "./conditions.ts";
+import { CONDITION_FIELDS, CONDITION_FLAGS, checkCondition, normalCondition } from "./conditions.ts";
 
 type Obj = Record<string, unknown>;
 type Rule = Checked<"vnm.policy.v1.Rule">;
@@ -43,7 +43,7 @@ export interface RuleRow {
 /** The gap between two ranks when a chain is renumbered: room for 16 halvings at one place. */
 export const RANK_STEP = 65536n;
 
-/** The fields each type takes beside the condition. */
+/** The fields each type takes beside the condition (the Resource's `variants`: forms show a type's own). */
 const OWN_FIELDS: Record<string, string[]> = {
   accept: [],
   drop: [],
@@ -274,6 +274,8 @@ export const rules = new RuleResource({
   table: "rules",
   view: "rules_now",
   tenantColumn: "tenant_id",
+  variants: { field: "type", fields: OWN_FIELDS },
+  groups: [{ title: "Match conditions", fields: [...CONDITION_FIELDS, ...CONDITION_FLAGS] }],
   // The chain jumped to: one the caller may see (404 naming it otherwise), kept until the rule is written.
   async references(q, r) {
     if (r.type !== "jump" || r.jumpChainId === undefined) return;
