@@ -1,4 +1,4 @@
-// The audit trail: every write asked of the API (POST, PUT, DELETE on a catalog route, and every
+// The audit trail: every write asked of the API (POST, PUT, PATCH, DELETE on a catalog route, and every
 // login attempt) with who asked, in which tenant, what, the request id and how it ended. Each is
 // one structured log line ("audit") at once, and goes on NATS within AUDIT_BATCH_WAIT_MS, with the
 // other records of its subject `<prefix>-audit.<domain>.<Kind>`, as one message (a JSON array) in
@@ -30,7 +30,7 @@ export interface AuditRecord {
   dryRun?: true;
 }
 
-const WRITES = new Set(["POST", "PUT", "DELETE"]);
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
  * Records of one subject wait at most this long for others before going out as one message: a

@@ -47,7 +47,7 @@ async function recordOf(requestId: string): Promise<Record<string, unknown>> {
   return { ...published.data, subject: published.subject };
 }
 
-it("records a creation, an update and a deletion with who, what, the request id and the outcome", async () => {
+it("records a creation, an update, a merge patch and a deletion with who, what, the request id and the outcome", async () => {
   const created = await http("POST", "/bridges", { name: "audited", tenantId: "acme" }, { "x-request-id": `create-${stack.id}` });
   expect(created.status).toBe(201);
   const id = (created.json as { id: string }).id;
@@ -64,6 +64,9 @@ it("records a creation, an update and a deletion with who, what, the request id 
   });
   await http("PUT", `/bridges/${id}`, { name: "renamed", tenantId: "acme" }, { "x-request-id": `update-${stack.id}` });
   expect(await recordOf(`update-${stack.id}`)).toMatchObject({ method: "PUT", kind: "bridge.Bridge", id, status: 200, outcome: "succeeded" });
+  const patched = await http("PATCH", `/bridges/${id}`, { adminStateUp: false }, { "x-request-id": `patch-${stack.id}`, "content-type": "application/merge-patch+json" });
+  expect(patched.status).toBe(200);
+  expect(await recordOf(`patch-${stack.id}`)).toMatchObject({ method: "PATCH", kind: "bridge.Bridge", id, status: 200, outcome: "succeeded" });
   await http("DELETE", `/bridges/${id}`, undefined, { "x-request-id": `delete-${stack.id}` });
   expect(await recordOf(`delete-${stack.id}`)).toMatchObject({ method: "DELETE", kind: "bridge.Bridge", id, status: 204, outcome: "succeeded" });
 });
