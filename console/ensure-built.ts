@@ -1,5 +1,7 @@
 // Builds the console when its files are missing or older than what they are made from (its
-// sources, the proto files): `npm start` runs this first, so a fresh clone serves the console.
+// sources, the proto files, and the services' and the kit's sources, whose declarations its
+// catalog reads: defaults, a rule type's fields): `npm start` runs this first, so a fresh clone
+// serves the console.
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -20,7 +22,8 @@ function newest(paths: string[]): number {
   return t;
 }
 
-const sources = [join(here, "src"), join(here, "public"), join(here, "index.html"), join(here, "catalog.ts"), join(here, "vite.config.ts"), join(root, "proto")];
+const services = readdirSync(join(root, "services")).map((d) => join(root, "services", d, "src"));
+const sources = [join(here, "src"), join(here, "public"), join(here, "index.html"), join(here, "catalog.ts"), join(here, "vite.config.ts"), join(root, "proto"), ...services];
 if (!existsSync(built) || newest(sources) > statSync(built).mtimeMs) {
   process.stdout.write("[console] building the web console (console/dist)\n");
   execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--configLoader", "native", "--logLevel", "warn"], { cwd: here, stdio: "inherit" });
