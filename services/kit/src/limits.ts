@@ -153,20 +153,48 @@ export function loginLimits(limit: number, windowSeconds: number, redis: Redis |
 }
 
 /**
+ * Where REDIS_URL says Redis is: `redis://[user:password@]host:port[/db]` (one server), or
+ * `redis-sentinel://[user:password@]host:port,host:port,.../<name>` (the Sentinels that know the
+ * primary called <name>; the credentials are the data servers'). Through Sentinels a client asks
+ * for the primary at every connection, checks it is one, and drops its connection when the
+ * Sentinels announce another (ioredis's failover detector): a connection to a primary that was
+ * cut off and replaced is not kept.
+ */
+export function redisTarget(url: string): { url: string } | { sentinels: { host: string; port: number }[]; name: string; username?: string; password?: string } {
+  if (!url.startsWith("redis-sentinel://")) return { url };
+  const m = /^redis-sentinel:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/@]+)\/([A-Za-z0-9._-]+)$/.exec(url);
+  if (!m) throw new Error("a Sentinel URL is redis-sentinel://[user:password@]host:port,host:port/<primary name>");
+  const sentinels = m[3]!.split(",").map((hp) => {
+    const at = hp.lastIndexOf(":");
+    const port = at < 0 ? 26379 : Number(hp.slice(at + 1));
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`not a Sentinel address: ${hp}`);
+    return { host: at < 0 ? hp : hp.slice(0, at), port };
+  });
+  const decode = (v: string | undefined) => (v ? decodeURIComponent(v) : undefined);
+  return { sentinels, name: m[4]!, username: decode(m[1]), password: decode(m[2]) };
+}
+
+/**
  * A Redis client that fails fast instead of queueing while Redis is away; commands issued in
  * one turn of the event loop go out in one write, but for those named in `sentPerTurn`.
+ * `url`: REDIS_URL, either form (redisTarget).
  */
 export function connectRedis(url: string, sentPerTurn: string[] = []): Redis {
-  const redis = new Redis(url, {
+  const options = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 500,
     connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    retryStrategy: (times: number) => Math.min(times * 200, 2_000),
     lazyConnect: false,
     enableAutoPipelining: true,
     autoPipeliningIgnoredCommands: sentPerTurn,
-  });
+  };
+  const target = redisTarget(url);
+  const redis =
+    "url" in target
+      ? new Redis(target.url, options)
+      : new Redis({ ...options, ...target, role: "master", failoverDetector: true, sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000), sentinelCommandTimeout: 1_000 });
   redis.on("error", () => {});
   return redis;
 }
