@@ -540,4 +540,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await main();
+// Not awaited at the top: the chaos check imports this module while main() runs.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((err: Error) => fail(err.message));
+}
