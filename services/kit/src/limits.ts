@@ -174,6 +174,13 @@ export function redisTarget(url: string): { url: string } | { sentinels: { host:
   return { sentinels, name: m[4]!, username: decode(m[1]), password: decode(m[2]) };
 }
 
+/** REDIS_URL as configuration reads it: "" for none, either form checked (redisTarget). */
+export function redisUrl(raw: string): string | undefined {
+  if (raw === "") return undefined;
+  redisTarget(raw);
+  return raw;
+}
+
 /**
  * A Redis client that fails fast instead of queueing while Redis is away; commands issued in
  * one turn of the event loop go out in one write, but for those named in `sentPerTurn`.
