@@ -174,6 +174,33 @@ export function redisTarget(url: string): { url: string } | { sentinels: { host:
   return { sentinels, name: m[4]!, username: decode(m[1]), password: decode(m[2]) };
 }
 
+/**
+ * Connects a client through Sentinels again whenever it ends without being closed on purpose.
+ * ioredis (6.0) ends such a client for good ("Connection is closed.") when a reconnection starts
+ * while it is still asking the Sentinels (a host with the primary and a Sentinel gone at once:
+ * "All sentinels are unreachable"), and its cache would be bypassed from then on. Duplicates
+ * (ioredis's duplicate()) need it too.
+ */
+export function keepConnecting(redis: Redis): void {
+  let closing = false;
+  const disconnect = redis.disconnect.bind(redis);
+  redis.disconnect = (reconnect = false) => {
+    if (!reconnect) closing = true;
+    disconnect(reconnect);
+  };
+  const quit = redis.quit.bind(redis) as () => Promise<"OK">;
+  redis.quit = (() => {
+    closing = true;
+    return quit();
+  }) as typeof redis.quit;
+  redis.on("end", () => {
+    if (closing) return;
+    setTimeout(() => {
+      if (!closing && redis.status === "end") redis.connect().catch(() => {});
+    }, 500).unref();
+  });
+}
+
 /** REDIS_URL as configuration reads it: "" for none, either form checked (redisTarget). */
 export function redisUrl(raw: string): string | undefined {
   if (raw === "") return undefined;
@@ -202,6 +229,7 @@ export function connectRedis(url: string, sentPerTurn: string[] = []): Redis {
     "url" in target
       ? new Redis(target.url, options)
       : new Redis({ ...options, ...target, role: "master", failoverDetector: true, sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000), sentinelCommandTimeout: 1_000 });
+  if (!("url" in target)) keepConnecting(redis);
   redis.on("error", () => {});
   return redis;
 }
