@@ -195,20 +195,20 @@ async function allBridges(load: Load, host: number): Promise<Map<string, { id: s
 }
 
 /** Change messages of the bridges in the stream, read from its start. */
-async function bridgeEvents(): Promise<{ seq: number; event: string; id: string; body: string }[]> {
+async function bridgeEvents(): Promise<{ seq: number; event: string; id: string; tenant: string; body: string }[]> {
   const nc = await connect({ servers: HOSTS.map((n) => `nats://${hostIp(n)}:4222`) });
   try {
     const jsm = await nc.jetstreamManager();
     const { state } = await jsm.streams.info("VNM");
     const consumer = await nc.jetstream().consumers.get("VNM", { filterSubjects: "vnm.bridge.Bridge.*", opt_start_seq: 1 });
-    const out: { seq: number; event: string; id: string; body: string }[] = [];
+    const out: { seq: number; event: string; id: string; tenant: string; body: string }[] = [];
     const sc = StringCodec();
     while (true) {
       const m = await consumer.next({ expires: 2_000 });
       if (!m) break;
       const body = sc.decode(m.data);
-      const data = JSON.parse(body) as { id: string; event: string };
-      out.push({ seq: m.seq, event: data.event, id: data.id, body });
+      const data = JSON.parse(body) as { id: string; event: string; tenantId: string | null };
+      out.push({ seq: m.seq, event: data.event, id: data.id, tenant: data.tenantId ?? "", body });
       if (m.seq >= state.last_seq) break;
     }
     return out;
@@ -226,16 +226,20 @@ interface PhaseReport {
   failedAtSurvivors: number;
   failedAtVictim: number;
   secondsUntilWritesSucceed: number;
+  /** The longest a write at a survivor took to be answered (acknowledged or failed). */
+  slowestWriteSeconds: number;
   staleReads: number;
+  /** Failed requests at the survivors by status (0: no answer). */
+  failedByStatus: Record<string, number>;
 }
 
 function phaseReport(load: Load, p: Phase): PhaseReport {
   const inPhase = load.outcomes.filter((o) => o.phase === p.name);
   const survivors = inPhase.filter((o) => o.host !== p.victim);
   const writes = survivors.filter((o) => o.op === "create" || o.op === "update");
-  // Writes at survivors that failed or took over 2 s: the last one's end is when writes worked again.
-  const bad = writes.filter((o) => !o.ok || o.end - o.start > 2_000);
-  const until = bad.length > 0 ? Math.max(...bad.map((o) => o.end)) - p.t0 : 0;
+  // The last failed write's end at a survivor: from then on writes succeed again.
+  const failed = writes.filter((o) => !o.ok);
+  const until = failed.length > 0 ? Math.max(...failed.map((o) => o.end)) - p.t0 : 0;
   return {
     phase: p.name,
     ...(p.victim ? { victim: `host${p.victim}` } : {}),
@@ -245,114 +249,131 @@ function phaseReport(load: Load, p: Phase): PhaseReport {
     failedAtSurvivors: survivors.filter((o) => !o.ok).length,
     failedAtVictim: inPhase.filter((o) => o.host === p.victim && !o.ok).length,
     secondsUntilWritesSucceed: Math.max(0, Math.round(until / 100) / 10),
+    slowestWriteSeconds: Math.round(Math.max(0, ...writes.map((o) => o.end - o.start)) / 100) / 10,
     staleReads: load.stale.filter((s) => s.phase === p.name).length,
+    failedByStatus: Object.fromEntries(Object.entries(Object.groupBy(survivors.filter((o) => !o.ok), (o) => String(o.status))).map(([k, v]) => [k, v?.length ?? 0])),
   };
 }
 
-export async function chaos(args: string[]): Promise<void> {
+/** The steps: a warm-up, then each fault under the load; what each step cost. */
+async function runPhases(load: Load, state: HostsState, args: string[]): Promise<Phase[]> {
   const quick = args.includes("--quick");
   const loadOnly = args.includes("--load-only");
-  const state = readState();
-  const load = new Load(state);
-  await load.login();
-  const workers = Number(process.env["VNM_CHAOS_WORKERS"] || 6);
-  const running: Promise<void>[] = Array.from({ length: workers }, (_, w) => load.worker(w));
   const phases: Phase[] = [];
-  const settleMs = 10_000;
   const phase = async (name: string, victim: number | undefined, fault: () => Promise<void>) => {
     load.phase = name;
     const p: Phase = { name, victim, t0: Date.now(), t1: 0 };
     say(`${name}${victim ? ` (host${victim})` : ""}`);
     await fault();
-    await sleep(settleMs);
+    await sleep(SETTLE_MS);
     p.t1 = Date.now();
     phases.push(p);
     say(`${name}: ${JSON.stringify(phaseReport(load, p))}`);
   };
-  await phase("warm-up", undefined, () => sleep(10_000));
-  const killAndRestore = async (n: number, before?: () => Promise<void>) => {
+  const killAndRestore = async (n: number) => {
     load.live.delete(n);
-    await before?.();
     await kill(n);
     await sleep(20_000);
     await restore(n, state);
     load.live.add(n);
   };
+  await phase("warm-up", undefined, () => sleep(10_000));
   for (const n of loadOnly ? [] : quick ? [2] : HOSTS) await phase(`kill host${n}`, n, () => killAndRestore(n));
-  if (!quick && !loadOnly) {
-    for (const n of HOSTS) {
-      await phase(`isolate host${n}`, n, async () => {
-        load.live.delete(n);
-        await isolate(n, 30);
-        await waitHostReady(n, state);
-        load.live.add(n);
-      });
-    }
-    const primary = (await pgPrimary()) ?? 1;
-    await phase(`kill the Postgres primary's host (host${primary}) mid-burst`, primary, async () => {
-      // Its gateway still takes the burst's first writes: the host dies under them.
-      const burst = load.burst(60);
-      await sleep(150);
-      await kill(primary);
-      load.live.delete(primary);
-      await burst;
-      await load.burst(60);
-      await sleep(20_000);
-      await restore(primary, state);
-      load.live.add(primary);
+  if (quick || loadOnly) return phases;
+  for (const n of HOSTS) {
+    await phase(`isolate host${n}`, n, async () => {
+      load.live.delete(n);
+      await isolate(n, 30);
+      await waitHostReady(n, state);
+      load.live.add(n);
     });
   }
+  const primary = (await pgPrimary()) ?? 1;
+  await phase(`kill the Postgres primary's host (host${primary}) mid-burst`, primary, async () => {
+    // Its gateway still takes the burst's first writes: the host dies under them.
+    const burst = load.burst(60);
+    await sleep(150);
+    await kill(primary);
+    load.live.delete(primary);
+    await burst;
+    await load.burst(60);
+    await sleep(20_000);
+    await restore(primary, state);
+    load.live.add(primary);
+  });
+  return phases;
+}
+
+/** Acknowledged writes not found now, and writes found twice (a blind retry's mark). */
+async function writesNow(load: Load) {
+  const bridges = await allBridges(load, 1);
+  const byId = new Map([...bridges.values()].flat().map((b) => [b.id, b]));
+  const lost: string[] = [];
+  for (const k of load.known.values()) {
+    const b = byId.get(k.id);
+    // The bridge's name now is its last acknowledged one or a later write that got no answer.
+    if (!b || (b.name !== k.acked && !k.unsure.includes(b.name))) lost.push(`${k.id}: ${b ? b.name : "missing"}, acknowledged ${k.acked}`);
+  }
+  const names = new Map<string, number>();
+  for (const b of byId.values()) names.set(b.name, (names.get(b.name) ?? 0) + 1);
+  return {
+    byId,
+    lost,
+    duplicateWrites: [...names.values()].filter((c) => c > 1).length,
+    unsureFound: [...load.unsureCreates.keys()].filter((n) => names.has(n)).length,
+  };
+}
+
+/** The stream's messages of this run's bridges: repeats, creates announced twice or never, announced creates that are not there. */
+async function eventsNow(load: Load, present: Map<string, unknown>) {
+  const events = (await bridgeEvents()).filter((e) => e.tenant.startsWith(`chaos-${load.run}-`));
+  const bodies = new Map<string, number>();
+  for (const e of events) bodies.set(e.body, (bodies.get(e.body) ?? 0) + 1);
+  const created = new Map<string, number>();
+  for (const e of events) if (e.event === "created") created.set(e.id, (created.get(e.id) ?? 0) + 1);
+  return {
+    events: events.length,
+    duplicateEvents: [...bodies.values()].reduce((a, c) => a + (c - 1), 0),
+    createsAnnouncedTwice: [...created.values()].filter((c) => c > 1).length,
+    acknowledgedCreatesNotAnnounced: [...load.known.keys()].filter((id) => !created.has(id)).length,
+    announcedCreatesNotThere: [...created.keys()].filter((id) => !present.has(id)).length,
+    feedIdsGrow: events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq),
+  };
+}
+
+const SETTLE_MS = 10_000;
+
+export async function chaos(args: string[]): Promise<void> {
+  const state = readState();
+  const load = new Load(state);
+  await load.login();
+  const workers = Number(process.env["VNM_CHAOS_WORKERS"] || 6);
+  const running: Promise<void>[] = Array.from({ length: workers }, (_, w) => load.worker(w));
+  const phases = await runPhases(load, state, args);
   load.phase = "final";
   load.stop();
   await Promise.all(running);
   say("reading everything back");
   for (const n of HOSTS) await waitHostReady(n, state);
   for (const s of load.stale.slice(0, 20)) say(`stale (${s.phase}): ${s.what}`);
-  const bridges = await allBridges(load, 1);
-  const byId = new Map([...bridges.values()].flat().map((b) => [b.id, b]));
-  let lost = 0;
-  const lostWhat: string[] = [];
-  for (const k of load.known.values()) {
-    const b = byId.get(k.id);
-    // The bridge's name now is its last acknowledged one or a later write that got no answer.
-    if (!b || (b.name !== k.acked && !k.unsure.includes(b.name))) {
-      lost++;
-      lostWhat.push(`${k.id}: ${b ? b.name : "missing"}, acknowledged ${k.acked}`);
-    }
-  }
-  const names = new Map<string, number>();
-  for (const b of byId.values()) names.set(b.name, (names.get(b.name) ?? 0) + 1);
-  const duplicateWrites = [...names.values()].filter((c) => c > 1).length;
-  const unsureFound = [...load.unsureCreates.keys()].filter((n) => names.has(n)).length;
-  const events = await bridgeEvents();
-  const bodies = new Map<string, number>();
-  for (const e of events) bodies.set(e.body, (bodies.get(e.body) ?? 0) + 1);
-  const duplicateEvents = [...bodies.values()].reduce((a, c) => a + (c - 1), 0);
-  const created = new Map<string, number>();
-  for (const e of events) if (e.event === "created") created.set(e.id, (created.get(e.id) ?? 0) + 1);
-  const createdTwice = [...created.values()].filter((c) => c > 1).length;
-  const createsUnannounced = [...load.known.keys()].filter((id) => !created.has(id)).length;
-  const seqGrows = events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq);
+  const writes = await writesNow(load);
+  for (const l of writes.lost.slice(0, 20)) say(`lost: ${l}`);
+  const events = await eventsNow(load, writes.byId);
   const report = {
     phases: phases.map((p) => phaseReport(load, p)),
     total: {
       requests: load.outcomes.length,
       writesAcknowledged: load.known.size + [...load.known.values()].reduce((a, k) => a + k.history.length - 1, 0),
-      acknowledgedWritesLost: lost,
+      acknowledgedWritesLost: writes.lost.length,
       writesWithoutAnswer: load.unsureCreates.size + [...load.known.values()].reduce((a, k) => a + k.unsure.length, 0),
-      createsWithoutAnswerFoundCommitted: unsureFound,
-      duplicateWrites,
-      events: events.length,
-      duplicateEvents,
-      createsAnnouncedTwice: createdTwice,
-      acknowledgedCreatesNotAnnounced: createsUnannounced,
-      feedIdsGrow: seqGrows,
+      createsWithoutAnswerFoundCommitted: writes.unsureFound,
+      duplicateWrites: writes.duplicateWrites,
+      ...events,
       staleReads: load.stale.length,
     },
   };
-  for (const l of lostWhat.slice(0, 20)) say(`lost: ${l}`);
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify(report)}\n`);
-  const bad = lost > 0 || duplicateEvents > 0 || createdTwice > 0 || createsUnannounced > 0 || load.stale.length > 0 || duplicateWrites > 0 || !seqGrows;
+  const t = report.total;
+  const bad = t.acknowledgedWritesLost + t.duplicateEvents + t.createsAnnouncedTwice + t.acknowledgedCreatesNotAnnounced + t.staleReads + t.duplicateWrites > 0 || !t.feedIdsGrow;
   process.exitCode = bad ? 1 : 0;
 }
