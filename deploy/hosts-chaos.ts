@@ -134,25 +134,34 @@ class Load {
       } else if (created.status === 0 || created.status >= 500) this.unsureCreates.set(name, tenant);
       if (this.seq % 5 === 0) await this.checkList(tenant, mine);
       if (created.status === 0 || created.status >= 500) await sleep(200);
+      if (created.status === 429) await sleep(1_000);
     }
   }
 
   /** Reads the bridge at another gateway than the one that acknowledged the write. */
   private async checkItem(k: Known, wroteAt: number): Promise<void> {
-    const r = await this.request("read", this.pick(wroteAt), "GET", `/bridges/${k.id}`);
-    if (r.status === 0 || r.status >= 500) return;
+    const at = this.pick(wroteAt);
+    const acked = Date.now();
+    const r = await this.request("read", at, "GET", `/bridges/${k.id}`);
+    if (r.status !== 200 && r.status !== 404) return;
     const name = (r.json as { name?: string } | undefined)?.name;
-    if (r.status !== 200 || (name !== k.acked && !k.unsure.includes(name ?? ""))) this.stale.push({ phase: this.phase, what: `GET ${k.id}: ${r.status} ${name} after ${k.acked} was acknowledged` });
+    if (r.status !== 200 || (name !== k.acked && !k.unsure.includes(name ?? ""))) this.staleRead(`GET ${k.id} at host${at}, ${Date.now() - acked} ms after host${wroteAt} acknowledged ${k.acked}: ${r.status} ${name}`);
+  }
+
+  private staleRead(what: string): void {
+    this.stale.push({ phase: this.phase, what });
+    say(`stale: ${what}`);
   }
 
   private async checkList(tenant: string, mine: Known[]): Promise<void> {
     const expected = mine.filter((k) => k.tenant === tenant);
-    const r = await this.request("list", this.pick(), "GET", `/bridges?tenant_id=${tenant}`);
+    const at = this.pick();
+    const r = await this.request("list", at, "GET", `/bridges?tenant_id=${tenant}`);
     if (r.status !== 200) return;
     const seen = new Map((r.json as { id: string; name: string }[]).map((b) => [b.id, b.name]));
     for (const k of expected) {
       const name = seen.get(k.id);
-      if (name === undefined || (name !== k.acked && !k.unsure.includes(name))) this.stale.push({ phase: this.phase, what: `list of ${tenant}: ${k.id} ${name ?? "missing"} after ${k.acked} was acknowledged` });
+      if (name === undefined || (name !== k.acked && !k.unsure.includes(name))) this.staleRead(`list of ${tenant} at host${at}: ${k.id} ${name ?? "missing"} after ${k.acked} was acknowledged`);
     }
   }
 
@@ -221,6 +230,8 @@ interface PhaseReport {
   phase: string;
   victim?: string;
   writesAcked: number;
+  /** Requests refused by the per-user rate limit (429): neither failed nor stale. */
+  throttled: number;
   writesFailedAtSurvivors: number;
   requestsAtSurvivors: number;
   failedAtSurvivors: number;
@@ -243,7 +254,8 @@ function phaseReport(load: Load, p: Phase): PhaseReport {
   return {
     phase: p.name,
     ...(p.victim ? { victim: `host${p.victim}` } : {}),
-    writesAcked: writes.filter((o) => o.ok).length,
+    writesAcked: writes.filter((o) => o.status >= 200 && o.status < 300).length,
+    throttled: survivors.filter((o) => o.status === 429).length,
     writesFailedAtSurvivors: writes.filter((o) => !o.ok).length,
     requestsAtSurvivors: survivors.length,
     failedAtSurvivors: survivors.filter((o) => !o.ok).length,
