@@ -54,6 +54,10 @@ class Load {
   readonly known = new Map<string, Known>();
   /** Creates with no answer: name → tenant. */
   readonly unsureCreates = new Map<string, string>();
+  /** Creates answered 503 saying the write may have been applied (the kit's IN_DOUBT), by name. */
+  readonly inDoubt = new Set<string>();
+  /** Creates that got no answer at all (the connection to a gateway broke), by name. */
+  readonly noAnswer = new Set<string>();
   readonly stale: { phase: string; what: string }[] = [];
   phase = "warm-up";
   private stopped = false;
@@ -131,7 +135,7 @@ class Load {
           k.history.push(v2);
           await this.checkItem(k, at2);
         } else if (updated.status === 0 || updated.status >= 500) k.unsure.push(v2);
-      } else if (created.status === 0 || created.status >= 500) this.unsureCreates.set(name, tenant);
+      } else if (created.status === 0 || created.status >= 500) this.unsure(name, tenant, created);
       if (this.seq % 5 === 0) await this.checkList(tenant, mine);
       if (created.status === 0 || created.status >= 500) await sleep(200);
       if (created.status === 429) await sleep(1_000);
@@ -175,9 +179,16 @@ class Load {
         if (r.status === 201) {
           const id = (r.json as { id: string }).id;
           this.known.set(id, { id, tenant, acked: name, unsure: [], history: [name] });
-        } else if (r.status === 0 || r.status >= 500) this.unsureCreates.set(name, tenant);
+        } else if (r.status === 0 || r.status >= 500) this.unsure(name, tenant, r);
       }),
     );
+  }
+
+  /** A create that failed: told "may have been applied" (in doubt), or told it failed, or no answer. */
+  private unsure(name: string, tenant: string, answer: { status: number; json?: unknown }): void {
+    this.unsureCreates.set(name, tenant);
+    if (answer.status === 0) this.noAnswer.add(name);
+    else if (/may have been applied/.test((answer.json as { message?: string } | undefined)?.message ?? "")) this.inDoubt.add(name);
   }
 
   stop(): void {
@@ -333,6 +344,10 @@ async function writesNow(load: Load) {
     lost,
     duplicateWrites: [...names.values()].filter((c) => c > 1).length,
     unsureFound: [...load.unsureCreates.keys()].filter((n) => names.has(n)).length,
+    inDoubtFound: [...load.inDoubt].filter((n) => names.has(n)).length,
+    noAnswerFound: [...load.noAnswer].filter((n) => names.has(n)).length,
+    // A create answered 5xx without "may have been applied" that committed all the same: must be none.
+    failedFound: [...load.unsureCreates.keys()].filter((n) => !load.inDoubt.has(n) && !load.noAnswer.has(n) && names.has(n)).length,
   };
 }
 
@@ -377,8 +392,14 @@ export async function chaos(args: string[]): Promise<void> {
       requests: load.outcomes.length,
       writesAcknowledged: load.known.size + [...load.known.values()].reduce((a, k) => a + k.history.length - 1, 0),
       acknowledgedWritesLost: writes.lost.length,
-      writesWithoutAnswer: load.unsureCreates.size + [...load.known.values()].reduce((a, k) => a + k.unsure.length, 0),
-      createsWithoutAnswerFoundCommitted: writes.unsureFound,
+      writesFailed: load.unsureCreates.size + [...load.known.values()].reduce((a, k) => a + k.unsure.length, 0),
+      failedCreates: load.unsureCreates.size,
+      failedCreatesFoundCommitted: writes.unsureFound,
+      inDoubtCreates: load.inDoubt.size,
+      inDoubtCreatesFoundCommitted: writes.inDoubtFound,
+      createsReportedFailedFoundCommitted: writes.failedFound,
+      createsWithoutAnswer: load.noAnswer.size,
+      createsWithoutAnswerFoundCommitted: writes.noAnswerFound,
       duplicateWrites: writes.duplicateWrites,
       ...events,
       staleReads: load.stale.length,
@@ -386,6 +407,6 @@ export async function chaos(args: string[]): Promise<void> {
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   const t = report.total;
-  const bad = t.acknowledgedWritesLost + t.duplicateEvents + t.createsAnnouncedTwice + t.acknowledgedCreatesNotAnnounced + t.staleReads + t.duplicateWrites > 0 || !t.feedIdsGrow;
+  const bad = t.acknowledgedWritesLost + t.createsReportedFailedFoundCommitted + t.duplicateEvents + t.createsAnnouncedTwice + t.acknowledgedCreatesNotAnnounced + t.staleReads + t.duplicateWrites > 0 || !t.feedIdsGrow;
   process.exitCode = bad ? 1 : 0;
 }
