@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { localBus, natsBus, streamName } from "../src/bus.ts";
-import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
+import { type Change, commitStatements, messageId, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
 import { deleteStreams, startProcess, waitFor } from "../src/testing.ts";
@@ -230,9 +230,34 @@ describe("outbox relay", () => {
 
     // A re-sent message (a relay that crashed after publishing, before deleting) is dropped.
     const jsm = await nc.jetstreamManager();
-    const before = (await jsm.streams.info(streamName(prefix))).state.messages;
-    await bus.publish(`${prefix}.demo.Thing.created`, { again: true }, `${schema}-1`);
-    expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(before);
+    const { state } = await jsm.streams.info(streamName(prefix));
+    const first = await jsm.streams.getMessage(streamName(prefix), { seq: state.first_seq });
+    const row = first.json<Record<string, unknown>>();
+    await bus.publish(first.subject, row, messageId(schema, "1", row));
+    expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(state.messages);
+    await bus.close();
+  });
+
+  it("a row id handed out again with another change (a promoted standby's sequence) is announced, not dropped as a repeat", async () => {
+    const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-test" });
+    await connected(bus);
+    const announce = async (thing: string) => {
+      const c = await pool.connect();
+      await c.query(`SET search_path = ${schema}`);
+      await c.query("BEGIN");
+      await c.query(commitStatements(c, prefix, "demo", [{ kind: "Thing", event: "created", id: thing, path: `/things/${thing}`, tenantId: null }]));
+      c.release();
+      await new OutboxRelay(pool, schema, bus, log).flush();
+    };
+    const jsm = await nc.jetstreamManager();
+    await announce("a");
+    const { last_seq } = (await jsm.streams.info(streamName(prefix))).state;
+    // The next change gets the id the last one had, as on a new primary that never saw it.
+    await pool.query(`SELECT setval('${schema}.outbox_id_seq', (SELECT last_value FROM ${schema}.outbox_id_seq) - 1)`);
+    await announce("b");
+    const after = (await jsm.streams.info(streamName(prefix))).state.last_seq;
+    expect(after).toBe(last_seq + 1);
+    expect((await jsm.streams.getMessage(streamName(prefix), { seq: after })).json<{ id: string }>().id).toBe("b");
     await bus.close();
   });
 
