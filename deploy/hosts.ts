@@ -394,9 +394,15 @@ async function canLogIn(n: number, state: HostsState): Promise<boolean> {
   return r.status === 200;
 }
 
+/**
+ * Waits until the host's gateway is ready and its Postgres follows the primary again: a standby
+ * that came back may be rewound or copied afresh first, and until it streams it cannot take over.
+ */
 export async function waitHostReady(n: number, state: HostsState, ms = START_MS): Promise<void> {
   await waitUntil(`host${n}'s gateway ready`, () => gatewayReady(n), ms);
   await waitUntil(`the admin's login at host${n}`, () => canLogIn(n, state), ms);
+  await waitUntil(`host${n}'s Postgres streaming`, async () => (await httpOk(`http://${hostIp(n)}:8008/replica`)) || (await httpOk(`http://${hostIp(n)}:8008/primary`)), ms);
+  await waitUntil("a synchronous standby", async () => (await Promise.all(HOSTS.map((h) => httpOk(`http://${hostIp(h)}:8008/sync`)))).some(Boolean), ms);
 }
 
 // ---------------------------------------------------------------- commands
