@@ -349,9 +349,10 @@ function vnmEnv(n: number, state: HostsState): NodeJS.ProcessEnv {
  * The launcher under a shell that waits for it: the launcher stops when its parent goes, and the
  * parent must outlive this command.
  */
-function startVnm(n: number, state: HostsState): void {
+export function startVnm(n: number, state: HostsState): void {
   const node = process.execPath;
-  startIn(n, "vnm", ["sh", "-c", `"${node}" deploy/launcher.ts --split --replicas 1 & wait`], { env: vnmEnv(n, state) });
+  // Started again when it fails (its first step, the database roles, fails while Postgres fails over).
+  startIn(n, "vnm", ["sh", "-c", `until "${node}" deploy/launcher.ts --split --replicas 1; do sleep 2; done`], { env: vnmEnv(n, state) });
 }
 
 // ---------------------------------------------------------------- waiting
