@@ -13,7 +13,7 @@
 // - requests that failed at the surviving gateways.
 // A write that fails (5xx, no answer) is never retried: at the end it has either committed (found)
 // or not (not found), and the report counts both. Takes 10-15 minutes. `--quick`: one host killed
-// and restored only. The figures go to stdout as JSON too (the last line).
+// and restored only; `--burst-only`: the primary's host killed mid-burst only. The figures go to stdout as JSON too (the last line).
 import { connect, StringCodec } from "nats";
 import { gatewayUrl, HOSTS, type HostsState, hostIp, isolate, kill, pgPrimary, readState, restore, waitHostReady } from "./hosts.ts";
 
@@ -64,6 +64,7 @@ class Load {
   private token = "";
   private readonly state: HostsState;
   private seq = 0;
+  private bursts = 0;
   /** This run's mark in names and tenants: runs against the same hosts never meet. */
   readonly run = Date.now().toString(36);
 
@@ -171,10 +172,11 @@ class Load {
 
   /** Many creates at once (a burst), each through a live gateway. */
   async burst(count: number): Promise<void> {
+    const burst = ++this.bursts;
     await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const tenant = `chaos-${this.run}-burst`;
-        const name = `b-${this.run}-${this.phase.replace(/\W+/g, "-")}-${i}`;
+        const name = `b-${this.run}-${burst}-${i}`;
         const r = await this.request("create", this.pick(), "POST", "/bridges", { name, tenantId: tenant });
         if (r.status === 201) {
           const id = (r.json as { id: string }).id;
@@ -301,9 +303,10 @@ async function runPhases(load: Load, state: HostsState, args: string[]): Promise
     load.live.add(n);
   };
   await phase("warm-up", undefined, () => sleep(10_000));
-  for (const n of loadOnly ? [] : quick ? [2] : HOSTS) await phase(`kill host${n}`, n, () => killAndRestore(n));
+  const burstOnly = args.includes("--burst-only");
+  for (const n of loadOnly || burstOnly ? [] : quick ? [2] : HOSTS) await phase(`kill host${n}`, n, () => killAndRestore(n));
   if (quick || loadOnly) return phases;
-  for (const n of HOSTS) {
+  for (const n of burstOnly ? [] : HOSTS) {
     await phase(`isolate host${n}`, n, async () => {
       load.live.delete(n);
       await isolate(n, 30);
