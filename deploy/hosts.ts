@@ -18,7 +18,7 @@
 // separate invocations share is the run directory (VNM_HOSTS_DIR, /tmp/vnm-hosts by default).
 // Needs root, iproute2 and nftables, and the engines' Debian packages (the first line of `up`
 // says which are missing).
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -427,6 +427,10 @@ async function up(): Promise<void> {
   try {
     makeNetwork();
     for (const n of HOSTS) writeConfigs(n, state);
+    // Postgres (and Patroni) run as the postgres user: every directory above RUN must let it through.
+    if (spawnSync("setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", "test", "-r", join(hostDir(1), "patroni.yml")]).status !== 0) {
+      throw new Error(`the postgres user cannot read ${RUN}: give its parent directories o+x, or set VNM_HOSTS_DIR elsewhere`);
+    }
     // The proto bindings and the console, once, as `npm start` would before its launcher.
     run(process.execPath, ["deploy/proto.ts"], { timeout: 120_000 });
     run(process.execPath, ["console/ensure-built.ts"], { timeout: 300_000 });

@@ -5,7 +5,7 @@
 // Skipped where the harness cannot run: not root, no network namespaces, an engine missing, or
 // hosts already up on this machine (their namespaces have fixed names).
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -27,12 +27,16 @@ function unable(): string | undefined {
 }
 
 const why = unable();
-const dir = join(mkdtempSync(join(tmpdir(), "vnm-hosts-test-")), "run");
+const parent = mkdtempSync(join(tmpdir(), "vnm-hosts-test-"));
+// Postgres runs as the postgres user, which must get through to the run directory.
+chmodSync(parent, 0o755);
+const dir = join(parent, "run");
 const env = { ...process.env, VNM_HOSTS_DIR: dir };
 const hosts = (...args: string[]) => execFileSync(process.execPath, ["deploy/hosts.ts", ...args], { cwd: ROOT, env, encoding: "utf8", timeout: 400_000, stdio: ["ignore", "pipe", "inherit"] });
 
 afterAll(() => {
   if (!why) hosts("down");
+  rmSync(parent, { recursive: true, force: true });
 });
 
 describe.skipIf(why !== undefined)(`npm run hosts${why ? ` (skipped: ${why})` : ""}`, () => {
