@@ -8,6 +8,8 @@ import { localBus, natsBus, streamName } from "../src/bus.ts";
 import { type Change, commitStatements, messageId, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
+import { ApiError } from "../src/errors.ts";
+import { Store } from "../src/service.ts";
 import { deleteStreams, startProcess, waitFor } from "../src/testing.ts";
 
 const DATABASE_URL = process.env["DATABASE_URL"] || "postgres://postgres@127.0.0.1:5432/test";
@@ -405,5 +407,34 @@ describe("outbox relay", () => {
     await expect(new OutboxRelay(pool, schema, bus, log).flush()).rejects.toThrow(/not connected/);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.outbox`)).rows[0].n).toBe(1);
     await bus.close();
+  });
+});
+
+describe("a write whose database connection is lost", () => {
+  const sleeping = (stage: string) =>
+    waitFor(`a backend asleep ${stage}`, async () => {
+      const r = await pool.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'", [`vnm-${schema}`]);
+      if (r.rowCount === 0) return false;
+      await pool.query("SELECT pg_terminate_backend($1)", [r.rows[0].pid]);
+      return true;
+    });
+  const failure = (p: Promise<unknown>) => p.then(() => ApiError.badRequest("it succeeded"), (err: unknown) => ApiError.from(err));
+
+  it("while it commits is answered as perhaps applied; before, as the database being unavailable", async () => {
+    const store = new Store(pool, "demo", `vnm${id}`, () => {});
+    await pool.query(`CREATE TABLE ${schema}.slow_commit (v text)`);
+    // Its commit takes long (a deferred trigger sleeps), so the connection can be lost during it.
+    await pool.query(`CREATE FUNCTION ${schema}.sleep_at_commit() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN PERFORM pg_sleep(60); RETURN NULL; END'`);
+    await pool.query(`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ${schema}.slow_commit DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${schema}.sleep_at_commit()`);
+
+    const committing = failure(store.tx(undefined, (q) => q.query(`INSERT INTO ${schema}.slow_commit VALUES ('a')`)));
+    await sleeping("in the commit");
+    expect((await committing).message).toMatch(/may have been applied/);
+
+    const working = failure(store.tx(undefined, (q) => q.query("SELECT pg_sleep(60)")));
+    await sleeping("before the commit");
+    const before = await working;
+    expect(before.code).toBe(14);
+    expect(before.message).toBe("The database is unavailable; try again later");
   });
 });
