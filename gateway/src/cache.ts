@@ -196,8 +196,14 @@ class RedisCache implements CollectionCache {
    */
   private readonly dropInRedis = perTurn((kinds) => this.invalidateAll(kinds).then(() => kinds.map(() => undefined)));
 
+  /** How long a write whose invalidation failed waits for a reset before its answer (CacheLimits.fenceMs). */
+  private readonly fenceMs: number;
+  /** Writes waiting for the next reset to land. */
+  private readonly fenced = new Set<() => void>();
+
   constructor(client: Redis, prefix: string, allKinds: () => string[], log: Logger, limits: CacheLimits, errors?: { inc(): void }) {
     this.errors = errors;
+    this.fenceMs = limits.fenceMs ?? 0;
     this.kindBytes = limits.kindBytes;
     this.items = limits.items ?? true;
     this.prefix = prefix;
@@ -252,6 +258,7 @@ class RedisCache implements CollectionCache {
         await this.invalidateAll(kinds);
         this.local.clear();
         this.dirty = false;
+        for (const release of this.fenced) release();
         this.retryMs = RETRY_MIN_MS;
         this.log.info("collection cache reset", { kinds: kinds.length });
       } catch (err) {
@@ -343,7 +350,27 @@ class RedisCache implements CollectionCache {
       // A timeout leaves the connection open (no new "ready" will come): retry until a reset lands.
       if (this.redis.status === "ready") void this.reset();
       else this.retryLater();
+      await this.fence();
     }
+  }
+
+  /**
+   * Holds a write's answer until a reset has emptied the cache of the Redis this gateway reaches
+   * now (the new primary after a failover), for fenceMs at most. Without it, another gateway
+   * already on that primary could serve what it filled before the write committed until the
+   * write's change notification reached it: a client would not read its acknowledged write.
+   */
+  private async fence(): Promise<void> {
+    if (this.fenceMs <= 0 || this.closed) return;
+    let release = () => {};
+    const landed = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.fenced.add(release);
+    const timer = setTimeout(release, this.fenceMs);
+    await landed;
+    clearTimeout(timer);
+    this.fenced.delete(release);
   }
 
   setFeedConnected(connected: boolean): void {
@@ -375,6 +402,11 @@ export interface CacheLimits {
   localBytes: number;
   /** Item GETs cached too. */
   items?: boolean;
+  /**
+   * Milliseconds a write whose invalidation failed waits for the cache's reset before it is
+   * answered (VNM_CACHE_FENCE_MS; 0: answered at once, the cache bypassed until reset).
+   */
+  fenceMs?: number;
 }
 
 /** `errors` counts the operations that failed (the gateway's vnm_cache_errors_total). */

@@ -7,6 +7,7 @@
 // its own write through any gateway. A generation is known only while both connections are up
 // and tracking is on, and for at most TRUST_MS; otherwise the cache reads it from Redis.
 import { messageOf } from "@vnm/kit";
+import { keepConnecting } from "@vnm/kit/limits";
 import type { Redis } from "ioredis";
 import type { Logger } from "@vnm/kit";
 
@@ -47,6 +48,7 @@ export class TrackedGenerations {
     // redirect target its messages as "invalidate" pushes, which ioredis drops; to a RESP2 one
     // they are Pub/Sub messages on the channel.
     this.sub = main.duplicate({ protocol: 2, autoResubscribe: false, enableAutoPipelining: false, connectionName: `invalidations:${keyPrefix}` });
+    if (main.options.sentinels) keepConnecting(this.sub);
     this.sub.on("error", () => {});
     this.sub.on("messageBuffer", (_channel: Buffer, keys: unknown) => this.heard(keys));
     this.sub.on("ready", () => {

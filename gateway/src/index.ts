@@ -30,7 +30,7 @@ import {
   parsePositiveInt,
   PROTO_DIR,
 } from "@vnm/kit";
-import { rateLimiter } from "@vnm/kit/limits";
+import { rateLimiter, redisUrl } from "@vnm/kit/limits";
 import { createApp, KEEP_ALIVE_HINT_S } from "./app.ts";
 import type { EventFeed } from "./events.ts";
 import { parseTrustProxy } from "./trust.ts";
@@ -54,7 +54,7 @@ export function gatewayConfig(env: NodeJS.ProcessEnv) {
     {
       port: { env: "PORT", default: "8080", parse: parsePort },
       host: { env: "HOST", default: "127.0.0.1" },
-      redisUrl: { env: "REDIS_URL", default: "", parse: optional },
+      redisUrl: { env: "REDIS_URL", default: "", parse: redisUrl },
       natsUrl: { env: "NATS_URL", default: "", parse: optional },
       natsUser: { env: "VNM_NATS_USER", default: "", parse: optional },
       natsPassword: { env: "VNM_NATS_PASSWORD", default: "", parse: optional },
@@ -80,6 +80,8 @@ export function gatewayConfig(env: NodeJS.ProcessEnv) {
       cacheKindBytes: { env: "VNM_CACHE_KIND_BYTES", default: String(32 * 1024 * 1024), parse: parsePositiveInt },
       cacheLocalBytes: { env: "VNM_CACHE_LOCAL_BYTES", default: String(16 * 1024 * 1024), parse: parsePositiveInt },
       itemCache: { env: "VNM_ITEM_CACHE", default: "true", parse: parseBool },
+      // Unset: 10 s through Sentinels (a failover moves the cache to another server), else 0.
+      cacheFenceMs: { env: "VNM_CACHE_FENCE_MS", default: "", parse: (raw: string) => (raw === "" ? undefined : parseNonNegativeInt(raw)) },
       protoDir: { env: "VNM_PROTO_DIR", default: PROTO_DIR },
       drainMs: { env: "VNM_DRAIN_MS", default: String(DEFAULT_DRAIN_MS), parse: parsePositiveInt },
       reusePort: { env: "VNM_REUSE_PORT", default: "false", parse: parseBool },
@@ -95,7 +97,8 @@ function connectEdges(cfg: Config, catalog: Catalog, log: Logger, metrics: Metri
   const standIn = together ? log.debug : log.warn;
   const redis = cfg.redisUrl ? connectRedis(cfg.redisUrl) : undefined;
   const kinds = () => catalog.resources.map((m) => m.resource!.kind);
-  const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes, items: cfg.itemCache };
+  const fenceMs = cfg.cacheFenceMs ?? (cfg.redisUrl?.startsWith("redis-sentinel://") ? 10_000 : 0);
+  const limits = { kindBytes: cfg.cacheKindBytes, localBytes: cfg.cacheLocalBytes, items: cfg.itemCache, fenceMs };
   const cache = redis ? redisCache(redis, cfg.prefix, kinds, log, metrics.cacheErrors, limits) : memoryCache(1000, cfg.itemCache);
   if (!redis) standIn("REDIS_URL not set: collection cache kept in this process (stand-in cache)");
   const bus = cfg.natsUrl ? natsBus({ url: cfg.natsUrl, user: cfg.natsUser, password: cfg.natsPassword, prefix: cfg.prefix, log, name: "vnm-gateway", replicas: cfg.busReplicas }) : localBus(cfg.prefix);

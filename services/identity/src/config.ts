@@ -1,6 +1,7 @@
 // The identity service's own configuration: every variable it reads beyond the kit's (database,
 // bus, gRPC), in one schema. A bad value stops the service at start, naming every such variable.
 import { loadConfig, optional, parseNonNegativeInt, parsePositiveInt } from "@vnm/kit";
+import { redisUrl } from "@vnm/kit/limits";
 
 /** VNM_SERVICE_CLIENTS: `name:sha256hex(credential)`, comma-separated; each part's name and the SHA-256 of its credential. */
 export function parseServiceClients(value: string): Map<string, Buffer> {
@@ -16,7 +17,7 @@ export function parseServiceClients(value: string): Map<string, Buffer> {
 export function identityConfig(env: NodeJS.ProcessEnv) {
   return loadConfig(
     {
-      redisUrl: { env: "REDIS_URL", default: "", parse: optional },
+      redisUrl: { env: "REDIS_URL", default: "", parse: redisUrl },
       busPrefix: { env: "VNM_BUS_PREFIX", default: "vnm" },
       serviceClients: { env: "VNM_SERVICE_CLIENTS", default: "", parse: parseServiceClients, secret: true },
       signingKeyDays: { env: "VNM_SIGNING_KEY_DAYS", default: "30", parse: parsePositiveInt },

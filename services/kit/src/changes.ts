@@ -1,5 +1,6 @@
 // Change notifications: written to the outbox in the same transaction as the change, then
 // relayed to the bus by OutboxRelay. Subject: <prefix>.<domain>.<kind>.<event>.
+import { hash } from "node:crypto";
 import type pg from "pg";
 import type { Bus } from "./bus.ts";
 import type { Catalog } from "./catalog.ts";
@@ -169,9 +170,20 @@ export function withOutboxRows(text: string, values: unknown[], prefix: string, 
 export const RELAY_SPACING_MS = 20;
 
 /**
+ * An outbox row's message id, by which the bus drops a row published twice: its schema, its id and
+ * a digest of its body. The id alone is not enough across a database failover: a transaction whose
+ * commit the promoted standby never received may have been seen (and published) by the relay of
+ * the old primary (Postgres shows a commit before its standby confirms it), and the new primary
+ * can hand its row's id to another change, which the bus would then drop as a repeat.
+ */
+export function messageId(schema: string, id: string, payload: unknown): string {
+  return `${schema}-${id}-${hash("sha256", JSON.stringify(payload), "base64url").slice(0, 16)}`;
+}
+
+/**
  * Publishes outbox rows in order and deletes them once the broker has acknowledged them. One
  * replica drains at a time (transaction-level advisory lock); a failed publish leaves the rows
- * for the next round, and the bus drops a re-sent message by its id (<schema>-<outbox id>).
+ * for the next round, and the bus drops a re-sent message by its id (messageId).
  * Rounds start no closer than `spacingMs` apart: changes committed meanwhile share one.
  */
 export class OutboxRelay {
@@ -276,7 +288,7 @@ export class OutboxRelay {
     if (!taken.rows[0]?.ok) return undefined;
     // A DELETE returns its rows in no set order: oldest first, by their ids (bigint, as text).
     const rows = taken.rows.filter((r): r is typeof r & { id: string } => r.id !== null).sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : 1));
-    const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, `${this.schema}-${r.id}`);
+    const publish = (r: (typeof rows)[number]) => () => this.bus.publish(r.subject, r.payload, messageId(this.schema, r.id, r.payload));
     const attributes = (r: (typeof rows)[number]) => ({ "messaging.system": "nats", "messaging.destination.name": r.subject });
     await Promise.all(rows.map((r) => traced(`publish ${r.subject}`, "producer", attributes(r), publish(r), isRecord(r.payload) ? r.payload : undefined)));
     return rows.length;

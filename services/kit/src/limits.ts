@@ -153,20 +153,83 @@ export function loginLimits(limit: number, windowSeconds: number, redis: Redis |
 }
 
 /**
+ * Where REDIS_URL says Redis is: `redis://[user:password@]host:port[/db]` (one server), or
+ * `redis-sentinel://[user:password@]host:port,host:port,.../<name>` (the Sentinels that know the
+ * primary called <name>; the credentials are the data servers'). Through Sentinels a client asks
+ * for the primary at every connection, checks it is one, and drops its connection when the
+ * Sentinels announce another (ioredis's failover detector): a connection to a primary that was
+ * cut off and replaced is not kept.
+ */
+export function redisTarget(url: string): { url: string } | { sentinels: { host: string; port: number }[]; name: string; username?: string; password?: string } {
+  if (!url.startsWith("redis-sentinel://")) return { url };
+  const m = /^redis-sentinel:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/@]+)\/([A-Za-z0-9._-]+)$/.exec(url);
+  if (!m) throw new Error("a Sentinel URL is redis-sentinel://[user:password@]host:port,host:port/<primary name>");
+  const sentinels = m[3]!.split(",").map((hp) => {
+    const at = hp.lastIndexOf(":");
+    const port = at < 0 ? 26379 : Number(hp.slice(at + 1));
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`not a Sentinel address: ${hp}`);
+    return { host: at < 0 ? hp : hp.slice(0, at), port };
+  });
+  const decode = (v: string | undefined) => (v ? decodeURIComponent(v) : undefined);
+  return { sentinels, name: m[4]!, username: decode(m[1]), password: decode(m[2]) };
+}
+
+/**
+ * Connects a client through Sentinels again whenever it ends without being closed on purpose.
+ * ioredis (6.0) ends such a client for good ("Connection is closed.") when a reconnection starts
+ * while it is still asking the Sentinels (a host with the primary and a Sentinel gone at once:
+ * "All sentinels are unreachable"), and its cache would be bypassed from then on. Duplicates
+ * (ioredis's duplicate()) need it too.
+ */
+export function keepConnecting(redis: Redis): void {
+  let closing = false;
+  const disconnect = redis.disconnect.bind(redis);
+  redis.disconnect = (reconnect = false) => {
+    if (!reconnect) closing = true;
+    disconnect(reconnect);
+  };
+  const quit = redis.quit.bind(redis) as () => Promise<"OK">;
+  redis.quit = (() => {
+    closing = true;
+    return quit();
+  }) as typeof redis.quit;
+  redis.on("end", () => {
+    if (closing) return;
+    setTimeout(() => {
+      if (!closing && redis.status === "end") redis.connect().catch(() => {});
+    }, 500).unref();
+  });
+}
+
+/** REDIS_URL as configuration reads it: "" for none, either form checked (redisTarget). */
+export function redisUrl(raw: string): string | undefined {
+  if (raw === "") return undefined;
+  redisTarget(raw);
+  return raw;
+}
+
+/**
  * A Redis client that fails fast instead of queueing while Redis is away; commands issued in
  * one turn of the event loop go out in one write, but for those named in `sentPerTurn`.
+ * `url`: REDIS_URL, either form (redisTarget).
  */
 export function connectRedis(url: string, sentPerTurn: string[] = []): Redis {
-  const redis = new Redis(url, {
+  const options = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 500,
     connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    retryStrategy: (times: number) => Math.min(times * 200, 2_000),
     lazyConnect: false,
     enableAutoPipelining: true,
     autoPipeliningIgnoredCommands: sentPerTurn,
-  });
+  };
+  const target = redisTarget(url);
+  const redis =
+    "url" in target
+      ? new Redis(target.url, options)
+      : new Redis({ ...options, ...target, role: "master", failoverDetector: true, sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000), sentinelCommandTimeout: 1_000 });
+  if (!("url" in target)) keepConnecting(redis);
   redis.on("error", () => {});
   return redis;
 }

@@ -45,6 +45,13 @@ export type Handler = (request: any, ctx: CallContext) => Promise<unknown>;
 export type Handlers = Record<string, Handler>;
 
 /** Reads and transactional writes on the service's own schema. */
+/**
+ * What a write whose connection was lost while it committed tells its client (503): whether it
+ * was applied is not known here. It is never sent again by any part; the client reads before
+ * it decides to write again (docs/operations.md, "Losing a host").
+ */
+export const IN_DOUBT = "The database was lost while this write was committing: it may have been applied; read the item before trying again";
+
 export class Store {
   readonly pool: pg.Pool;
   private readonly domain: string;
@@ -85,14 +92,26 @@ export class Store {
       changes.push(c);
     };
     const dry = isDryRun(ctx);
-    const ending = () => (dry ? DRY_RUN_END : commitStatements(client, this.prefix, this.domain, changes, ctx?.requestId));
+    // Set once the statement that commits is on its way: a connection lost from then on leaves
+    // the outcome unknown (the commit may have reached the primary and its standby). A dry run
+    // commits nothing.
+    let committing = false;
+    const ending = () => {
+      if (dry) return DRY_RUN_END;
+      committing = true;
+      return commitStatements(client, this.prefix, this.domain, changes, ctx?.requestId);
+    };
+    const alone = (text: string, values: unknown[]) => () => {
+      committing = true;
+      return withOutboxRows(text, values, this.prefix, this.domain, changes, ctx?.requestId);
+    };
     try {
       const result = await inTransaction(
         client,
         (q, end) =>
           fn(q, emit, (text, values) => {
             finished = true;
-            return end.last(text, values, ending, dry ? undefined : () => withOutboxRows(text, values, this.prefix, this.domain, changes, ctx?.requestId));
+            return end.last(text, values, ending, dry ? undefined : alone(text, values));
           }),
         { commit: (q) => q.query(ending()) },
       );
@@ -100,6 +119,9 @@ export class Store {
       for (const c of changes) ctx?.changed.add(`${this.domain}.${c.kind}:${c.event}`);
       if (changes.length > 0) this.onCommit();
       return result;
+    } catch (err) {
+      if (committing && ApiError.from(err).code === grpc.status.UNAVAILABLE) throw new ApiError(grpc.status.UNAVAILABLE, IN_DOUBT, [], { cause: err });
+      throw err;
     } finally {
       client.release();
     }

@@ -6,9 +6,10 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
 import { localBus, natsBus, streamName } from "../src/bus.ts";
-import { type Change, commitStatements, OutboxRelay, withOutboxRows } from "../src/changes.ts";
+import { type Change, commitStatements, messageId, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
+import { ApiError } from "../src/errors.ts";
 import { Store } from "../src/service.ts";
 import { deleteStreams, startProcess, waitFor } from "../src/testing.ts";
 import { DRY_RUN_KEY } from "../src/upstream.ts";
@@ -233,9 +234,34 @@ describe("outbox relay", () => {
 
     // A re-sent message (a relay that crashed after publishing, before deleting) is dropped.
     const jsm = await nc.jetstreamManager();
-    const before = (await jsm.streams.info(streamName(prefix))).state.messages;
-    await bus.publish(`${prefix}.demo.Thing.created`, { again: true }, `${schema}-1`);
-    expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(before);
+    const { state } = await jsm.streams.info(streamName(prefix));
+    const first = await jsm.streams.getMessage(streamName(prefix), { seq: state.first_seq });
+    const row = first.json<Record<string, unknown>>();
+    await bus.publish(first.subject, row, messageId(schema, "1", row));
+    expect((await jsm.streams.info(streamName(prefix))).state.messages).toBe(state.messages);
+    await bus.close();
+  });
+
+  it("a row id handed out again with another change (a promoted standby's sequence) is announced, not dropped as a repeat", async () => {
+    const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-test" });
+    await connected(bus);
+    const announce = async (thing: string) => {
+      const c = await pool.connect();
+      await c.query(`SET search_path = ${schema}`);
+      await c.query("BEGIN");
+      await c.query(commitStatements(c, prefix, "demo", [{ kind: "Thing", event: "created", id: thing, path: `/things/${thing}`, tenantId: null }]));
+      c.release();
+      await new OutboxRelay(pool, schema, bus, log).flush();
+    };
+    const jsm = await nc.jetstreamManager();
+    await announce("a");
+    const { last_seq } = (await jsm.streams.info(streamName(prefix))).state;
+    // The next change gets the id the last one had, as on a new primary that never saw it.
+    await pool.query(`SELECT setval('${schema}.outbox_id_seq', (SELECT last_value FROM ${schema}.outbox_id_seq) - 1)`);
+    await announce("b");
+    const after = (await jsm.streams.info(streamName(prefix))).state.last_seq;
+    expect(after).toBe(last_seq + 1);
+    expect((await jsm.streams.getMessage(streamName(prefix), { seq: after })).json<{ id: string }>().id).toBe("b");
     await bus.close();
   });
 
@@ -451,5 +477,34 @@ describe("Store.tx dry run (DRY_RUN_KEY, the API's ?dryRun=All)", () => {
     await expect(taken(ctxOf(false))).rejects.toMatchObject({ code: "23505" });
     await expect(taken(ctxOf(true))).rejects.toMatchObject({ code: "23505" });
     expect(await count("SELECT count(*) AS n FROM items WHERE name = 'same'")).toBe(0);
+  });
+});
+
+describe("a write whose database connection is lost", () => {
+  const sleeping = (stage: string) =>
+    waitFor(`a backend asleep ${stage}`, async () => {
+      const r = await pool.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event = 'PgSleep'", [`vnm-${schema}`]);
+      if (r.rowCount === 0) return false;
+      await pool.query("SELECT pg_terminate_backend($1)", [r.rows[0].pid]);
+      return true;
+    });
+  const failure = (p: Promise<unknown>) => p.then(() => ApiError.badRequest("it succeeded"), (err: unknown) => ApiError.from(err));
+
+  it("while it commits is answered as perhaps applied; before, as the database being unavailable", async () => {
+    const store = new Store(pool, "demo", `vnm${id}`, () => {});
+    await pool.query(`CREATE TABLE ${schema}.slow_commit (v text)`);
+    // Its commit takes long (a deferred trigger sleeps), so the connection can be lost during it.
+    await pool.query(`CREATE FUNCTION ${schema}.sleep_at_commit() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN PERFORM pg_sleep(60); RETURN NULL; END'`);
+    await pool.query(`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ${schema}.slow_commit DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${schema}.sleep_at_commit()`);
+
+    const committing = failure(store.tx(undefined, (q) => q.query(`INSERT INTO ${schema}.slow_commit VALUES ('a')`)));
+    await sleeping("in the commit");
+    expect((await committing).message).toMatch(/may have been applied/);
+
+    const working = failure(store.tx(undefined, (q) => q.query("SELECT pg_sleep(60)")));
+    await sleeping("before the commit");
+    const before = await working;
+    expect(before.code).toBe(14);
+    expect(before.message).toBe("The database is unavailable; try again later");
   });
 });
