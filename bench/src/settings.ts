@@ -45,6 +45,8 @@ if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FRO
  * measured side by side meet the same machine.
  */
 export const SYNC = setting("SYNC");
+/** The stack's log level: npm start's default, info (a line per request), unless BENCH_LOG_LEVEL names another, to see what the log costs. */
+export const LOG_LEVEL = setting("LOG_LEVEL") ?? "info";
 /** Node flags for the gateway and the services on top of the project's (space-separated). */
 export const EXTRA_FLAGS = (setting("NODE_FLAGS") ?? "").split(" ").filter(Boolean);
 /** The sizes of the bridges table the growth rows run at: 1,000, then BENCH_GROWTH_TO (100,000), then 1,000 again. */

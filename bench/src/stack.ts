@@ -8,7 +8,7 @@ import { Stack } from "@vnm/e2e/stack";
 import { allocatorEnv, NODE_FLAGS } from "@vnm/kit/repo";
 import { dropSchema, type Proc, ROOT, serviceDomains, startProcess } from "@vnm/kit/testing";
 import { build, linkModules } from "../../deploy/build.ts";
-import { CPU_PROF, EXTRA_FLAGS, FROM, MEM_PROBE, PROF_DIR, TMP } from "./settings.ts";
+import { CPU_PROF, EXTRA_FLAGS, FROM, LOG_LEVEL, MEM_PROBE, PROF_DIR, TMP } from "./settings.ts";
 
 /** Where the compiled stack is built (BENCH_FROM=compiled). */
 const BUILD = join(TMP, "build");
@@ -54,7 +54,7 @@ export class BenchStack {
     // The bench measures the API, not the limiter: one token sends every request. Otherwise the
     // defaults `npm start` has, its log level (info: a line per request) included; each
     // process's output goes to a file of the run (logFile), as a launcher's redirected would.
-    { VNM_RATE_LIMIT: "0", LOG_LEVEL: "info" },
+    { VNM_RATE_LIMIT: "0", LOG_LEVEL },
     (script, env) => this.launch(script, env),
   );
   /** The admin token every request carries, once the first gateway is up. */

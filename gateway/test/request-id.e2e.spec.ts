@@ -1,10 +1,10 @@
 // A request id follows a write end to end: the client's X-Request-Id (kept when well-formed) is
-// in the gateway's access line, in the service's line for the call it made, and in the change
-// notification (payload and X-Request-Id header).
+// in the gateway's access line, in the service's line for the call it made (both at debug), and
+// in the change notification (payload and X-Request-Id header).
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type ChangeSeen, httpClient, Stack, waitFor } from "@vnm/e2e/harness";
 
-const stack = new Stack({ LOG_LEVEL: "info" });
+const stack = new Stack({ LOG_LEVEL: "debug" });
 let gw = "";
 let events: ChangeSeen[] = [];
 const http = httpClient(() => gw, "application/json", () => stack.adminToken);
