@@ -309,6 +309,9 @@ describe("as an administrator", () => {
       await page.goto(`${fx.gw}/#/item/tunnel.Vtep/${encodeURIComponent(`/vteps/${vtep.id}`)}`);
       await page.getByRole("region", { name: "Bindings" }).getByRole("cell", { name: bridge.id, exact: true }).waitFor();
       const learned = page.getByRole("region", { name: "Learned MACs" });
+      // The device is programmed in its own transaction after the binding's 201: a MAC can only be
+      // learned on a logical switch the device already has.
+      await waitFor("the device's logical switch", async () => device.ctl("list-ls").split("\n").includes(`mn-${bridge.id}`), 10_000);
       device.ctl("add-ucast-local", `mn-${bridge.id}`, "00:AA:BB:CC:DD:01", "10.0.0.9");
       await learned.getByRole("row").filter({ hasText: "00:aa:bb:cc:dd:01" }).getByRole("link", { name: bridge.id }).waitFor({ timeout: 5_000 });
       device.ctl("set", "Ucast_Macs_Local", device.ctl("--bare", "--columns=_uuid", "list", "Ucast_Macs_Local").trim(), "ipaddr=10.1.2.3");
