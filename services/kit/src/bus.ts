@@ -1,6 +1,7 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
 import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { RING_SIZE, Tail } from "./bus-tail.ts";
 import type { Logger } from "./log.ts";
 import { isJsonObject } from "./json.ts";
 import { isUuid } from "./validate.ts";
@@ -67,6 +68,8 @@ export function subjectMatches(filter: string, subject: string): boolean {
 }
 
 const REDELIVER_MS = 1_000;
+/** Messages a follower takes from the tail at once. */
+const FOLLOW_BATCH = 64;
 /**
  * How long a change delivered to a durable consumer may go unacknowledged before it is delivered
  * again: a consumer takes one change at a time, so a process killed while handling one (SIGKILL,
@@ -90,6 +93,8 @@ export interface NatsBusOptions {
   name: string;
   /** Copies of each stream JetStream keeps (1 on one server; 3 on a cluster of three). */
   replicas?: number;
+  /** The newest messages this process keeps for its followers (bus-tail.ts); RING_SIZE. */
+  followRing?: number;
 }
 
 export function streamName(prefix: string): string {
@@ -163,6 +168,7 @@ class NatsBus implements Bus {
   private readonly handling = new Set<Promise<void>>();
   private current: BusState = "disconnected";
   private streamReady = false;
+  private tailStarting: Promise<Tail> | undefined;
   private readonly handlers: { subjects: string[]; handler: (msg: BusMessage) => void }[] = [];
   private readonly stateListeners: ((s: BusState) => void)[] = [];
   private readonly opts: NatsBusOptions;
@@ -275,12 +281,67 @@ class NatsBus implements Bus {
     return { first: Math.max(first_seq, 1), last: last_seq };
   }
 
+  /**
+   * From the process's tail (bus-tail.ts) while it holds the messages after the cursor; else,
+   * and once it no longer does, from a consumer of the follower's own.
+   */
   async follow(afterSeq: number | undefined, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
     if (!this.js) throw new Error("NATS is not connected");
     if (!this.streamReady) await this.ensureStream();
+    const tail = await this.tail();
+    // Following from now: after the newest message the stream holds as the follower starts, so
+    // a change published once follow has returned is always delivered.
+    let cursor = afterSeq ?? (await this.kept()).last;
+    let stopped = false;
+    let stopAlone: (() => void) | undefined;
+    void (async () => {
+      while (!stopped) {
+        const found = tail.after(cursor, FOLLOW_BATCH);
+        if ("gone" in found) {
+          stopAlone = await this.followAlone(cursor, handler);
+          if (stopped) stopAlone();
+          return;
+        }
+        if (found.messages.length === 0) await tail.next();
+        for (const k of found.messages) {
+          if (stopped) return;
+          await handler(k.seq, k.msg);
+          cursor = k.seq;
+        }
+      }
+    })().catch((err) => this.opts.log.warn("event follower stopped", { err: messageOf(err) }));
+    return () => {
+      stopped = true;
+      stopAlone?.();
+    };
+  }
+
+  /** The process's tail of the stream (started by its first follower; again if it ended). */
+  private tail(): Promise<Tail> {
+    const current = this.tailStarting;
+    if (current) return current.then((t) => (t.isEnded() ? this.newTail() : t));
+    return this.newTail();
+  }
+
+  private newTail(): Promise<Tail> {
+    const js = this.js!;
+    const size = this.opts.followRing ?? RING_SIZE;
+    const starting = this.kept().then(({ first, last }) => Tail.start(js, streamName(this.prefix), `${this.prefix}.>`, Math.max(first, last - size + 1), lazyMessage, size));
+    this.tailStarting = starting;
+    // A tail that could not start is not kept: the next follower tries again.
+    starting.catch(() => {
+      if (this.tailStarting === starting) this.tailStarting = undefined;
+    });
+    return starting;
+  }
+
+  /** A consumer of the follower's own, for the messages after `afterSeq`. */
+  private async followAlone(afterSeq: number, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
+    if (!this.js) throw new Error("NATS is not connected");
     const consumer = await this.js.consumers.get(streamName(this.prefix), {
       filterSubjects: `${this.prefix}.>`,
-      ...(afterSeq !== undefined ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 } : { deliver_policy: DeliverPolicy.New }),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: afterSeq + 1,
     });
     // Pulled in bounded batches; a handler that returns a promise (a slow reader) holds the next.
     const messages = await consumer.consume({ max_messages: 64 });

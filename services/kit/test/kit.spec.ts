@@ -412,6 +412,61 @@ describe("outbox relay", () => {
   });
 });
 
+describe("following the stream (a gateway's /events)", () => {
+  let nc: NatsConnection;
+  const prefix = `vnmf${id}`;
+  // The process keeps its 5 newest messages for its followers: older ones, and a follower left
+  // behind, come from a consumer of the follower's own.
+  const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-follow", followRing: 5 });
+  const publish = (n: number) => bus.publish(`${prefix}.demo.Thing.created`, { n }, `m${n}`);
+  /** Follows after `after`, collecting each message's `n`; `hold` delays the handler of the first. */
+  const follow = async (after: number | undefined, hold?: Promise<void>) => {
+    const got: number[] = [];
+    const stop = await bus.follow(after, async (_seq, msg) => {
+      if (got.length === 0 && hold) await hold;
+      got.push((msg.data as { n: number }).n);
+    });
+    return { got, stop };
+  };
+  beforeAll(async () => {
+    nc = await connect({ servers: NATS_URL });
+    await waitFor("the bus connected", async () => bus.state() === "connected");
+    for (let n = 1; n <= 12; n++) await publish(n);
+  });
+  afterAll(async () => {
+    await bus.close();
+    await deleteStreams(nc, prefix);
+    await nc.close();
+  });
+
+  it("delivers every message after the cursor, in order, whether the process still keeps it or not, then the new ones", async () => {
+    const { first } = await bus.kept();
+    const fromStart = await follow(first - 1);
+    const fromKept = await follow(first - 1 + 9);
+    const fromNow = await follow(undefined);
+    await publish(13);
+    const all = Array.from({ length: 13 }, (_, i) => i + 1);
+    await waitFor("every follower at 13", async () => [fromStart, fromKept, fromNow].every((f) => f.got.at(-1) === 13));
+    expect(fromStart.got).toEqual(all);
+    expect(fromKept.got).toEqual(all.slice(9));
+    expect(fromNow.got).toEqual([13]);
+    for (const f of [fromStart, fromKept, fromNow]) f.stop();
+  });
+
+  it("a follower left behind by what the process keeps misses nothing", async () => {
+    const { last } = await bus.kept();
+    let release!: () => void;
+    const slow = await follow(last, new Promise<void>((r) => (release = r)));
+    // Ten messages while its handler holds the first: the five kept are past what it was given.
+    for (let n = 101; n <= 110; n++) await publish(n);
+    release();
+    await publish(111);
+    await waitFor("the slow follower at 111", async () => slow.got.at(-1) === 111);
+    expect(slow.got).toEqual(Array.from({ length: 11 }, (_, i) => 101 + i));
+    slow.stop();
+  });
+});
+
 describe("Store.tx dry run (DRY_RUN_KEY, the API's ?dryRun=All)", () => {
   const drySchema = `${schema}_dry`;
   let dryPool: pg.Pool;
