@@ -4,14 +4,12 @@
 // (changes.ts' changeReader); a message that disagrees is dropped and counted. A stream ends
 // when its token expires or is revoked; a user has at most VNM_EVENT_STREAMS_PER_USER open on a
 // gateway; a replay is written with back-pressure (it waits for the client to read), and all the
-// streams of a gateway together write a bounded number of events per turn of the event loop, so
-// requests arriving meanwhile (a health probe) are read between two turns, however many replays
-// run.
+// streams of a gateway together write events for a bounded time per turn of the event loop, a
+// stream's waiting events in one write (writer), so requests arriving meanwhile (a health probe)
+// are read between two turns, however many replays run.
 import { type Bus, type Catalog, type ChangeDrop, changeReader, type FeedChange, type Identity, type Logger, messageOf, type Metrics } from "@vnm/kit";
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
-import { once } from "node:events";
 import { constants as H } from "node:http2";
-import { setTimeout as delay, setImmediate } from "node:timers/promises";
 import { LRUCache } from "lru-cache";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { EdgeError } from "./http-error.ts";
@@ -19,8 +17,12 @@ import type { CallerCheck as Revocations } from "@vnm/kit";
 
 /** A client that does not read for this long is cut off (it resumes with Last-Event-ID). */
 const DRAIN_MS = 30_000;
-/** Events all the streams of a gateway write together in one turn of the event loop. */
-const EVENTS_PER_TURN = 64;
+/** How long all the streams of a gateway make events, and write them, in one turn, at most (writer). */
+const TURN_MS = 2;
+/** The share of a gateway's time its event streams may take when they have more to write than it can. */
+const EVENTS_SHARE = 0.5;
+/** Events a stream queues before its consumer waits for them to be written. */
+const STREAM_QUEUE = 256;
 const KEEPALIVE_MS = 15_000;
 /** How soon a client reconnects after this gateway ended its stream to stop (the SSE `retry:`). */
 const RESUME_MS = 250;
@@ -117,28 +119,91 @@ function eventIds(secret: string, prefix: string): (tenantId: string) => EventId
   };
 }
 
+/** A stream's events waiting for their turn (see writer). */
+interface Pending {
+  /** Writes what is pending in one write to the socket; false when the socket is full. */
+  flush(): boolean;
+}
+
 /**
- * A share of the events written in one turn of the event loop: resolves at once while the
- * turn's budget lasts, else in the next turn (after the I/O that arrived meanwhile is read).
- * Waiters resume in the order they came, so the streams take turns.
+ * The gateway's one writer of events. A stream's events wait in its own list; in each turn the
+ * streams with events write them in turn (round robin), a stream's whole list in one write to
+ * its socket, for at most `turnMs` together, and the events waiting to be made (admit) are made
+ * for at most `turnMs` more. One write per stream per turn, not one per event: a write to a
+ * socket is a system call, and one per event made a replay to 40 clients cost the gateway about
+ * 150 us an event (issue 57). Between two turns the writer rests for as long as its last turn
+ * took, times (1 - share) / share, so however many streams replay, the events take at most
+ * `share` of the gateway's time and the rest goes to everything else (requests, health probes,
+ * new connections); a turn's time counts from its first event made to its last write, the I/O
+ * read between them included, so the busier the gateway, the longer the writer rests. A live
+ * feed's turn takes microseconds, and so does its rest.
  */
-function turns(perTurn: number): () => Promise<void> {
-  let left = perTurn;
-  let next: Promise<void> | undefined;
-  return async () => {
-    while (left <= 0) {
-      next ??= setImmediate().then(() => {
-        left = perTurn;
-        next = undefined;
-      });
-      await next;
+function writer(turnMs: number, share: number) {
+  const ready = new Set<Pending>();
+  let scheduled = false;
+  /** When this turn's first event was made (-1: none yet). */
+  let admitting = -1;
+  /** No event is made before this time (performance.now()): the writer rests. */
+  let restUntil = 0;
+  /** Events waiting to be made: in the next turn. */
+  let waiting: (() => void)[] = [];
+  const turn = () => {
+    scheduled = false;
+    const start = performance.now();
+    const until = start + turnMs;
+    for (const p of ready) {
+      ready.delete(p);
+      p.flush();
+      if (performance.now() >= until) break;
     }
-    left--;
+    const end = performance.now();
+    restUntil = end + (end - (admitting < 0 ? start : Math.min(admitting, start))) * (1 / share - 1);
+    admitting = -1;
+    // What was waiting is made after this turn's writes, in the order it came.
+    const w = waiting;
+    waiting = [];
+    for (const resume of w) resume();
+    if (ready.size > 0) schedule();
+  };
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    const rest = restUntil - performance.now();
+    if (rest >= 1) setTimeout(turn, rest);
+    else setImmediate(turn);
+  };
+  return {
+    /**
+     * Before an event is made (read, checked, formatted): at once while this turn has spent less
+     * than turnMs making them, else in the next turn. The streams' consumers deliver in bursts,
+     * and a burst for 40 streams is thousands of events: this keeps it from holding the loop.
+     */
+    admit(): Promise<void> | undefined {
+      const now = performance.now();
+      if (now >= restUntil) {
+        if (admitting < 0) admitting = now;
+        if (now - admitting < turnMs) return;
+      }
+      schedule();
+      return new Promise<void>((resume) => waiting.push(resume));
+    },
+    /** This stream has events to write: it is written in its turn. */
+    ready(p: Pending) {
+      ready.add(p);
+      schedule();
+    },
+    forget(p: Pending) {
+      ready.delete(p);
+    },
   };
 }
 
-/** Starts the SSE response; returns whether it is open, its closer and a back-pressured writer. */
-function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => void) {
+/**
+ * Starts the SSE response; returns whether it is open, its closer and a back-pressured writer:
+ * `write` resolves once the event is queued while fewer than STREAM_QUEUE wait, else once they
+ * are written (and the socket has room), so a stream that cannot keep up holds its consumer.
+ */
+function openStream(res: ApiResponse, events: ReturnType<typeof writer>, onClose: () => void) {
   // The stream's connection carries nothing after it: when the stream ends (a token expired, a
   // client too slow, the gateway stopping), the gateway closes it, so the client must not take
   // it for its next request (it would find it closed under that request). Naming Connection
@@ -146,31 +211,58 @@ function openStream(res: ApiResponse, turn: () => Promise<void>, onClose: () => 
   res.writeHead(H.HTTP_STATUS_OK, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", Connection: "close", "X-Accel-Buffering": "no" });
   res.write("retry: 2000\n\n");
   let open = true;
+  let queued: string[] = [];
+  /** Set while the socket is full: 'drain' (or the drain deadline) ends it. */
+  let draining = false;
+  /** The writes held back (queue full, socket full): released when both have room. */
+  let held: (() => void)[] = [];
+  const release = () => {
+    const h = held;
+    held = [];
+    for (const r of h) r();
+  };
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
   const close = (retryMs?: number) => {
     if (!open) return;
     open = false;
     clearInterval(keepalive);
+    events.forget(pending);
+    queued = [];
+    release();
     onClose();
     if (retryMs === undefined) return void res.end();
     // The connection goes too, so the client's next request goes to another gateway.
     const socket = res.socket;
     res.end(`retry: ${retryMs}\n\n`, () => socket?.end());
   };
+  const pending: Pending = {
+    flush() {
+      if (!open || queued.length === 0) return true;
+      const chunk = queued.length === 1 ? queued[0]! : queued.join("");
+      queued = [];
+      if (res.write(chunk)) {
+        release();
+        return true;
+      }
+      // A client that does not read within DRAIN_MS is cut off (it resumes with Last-Event-ID).
+      draining = true;
+      const timer = setTimeout(() => close(), DRAIN_MS).unref();
+      res.once("drain", () => {
+        clearTimeout(timer);
+        draining = false;
+        if (queued.length > 0) events.ready(pending);
+        else release();
+      });
+      return false;
+    },
+  };
   res.on("close", () => close());
-  /** Writes in its turn; waits for 'drain' when the socket is full (closing a client that never reads). */
-  const write = async (chunk: string): Promise<void> => {
-    await turn();
+  const write = (chunk: string): Promise<void> | undefined => {
     if (!open) return;
-    // The events of one turn leave in one write to the socket.
-    if (!res.writableCorked) {
-      res.cork();
-      process.nextTick(() => res.uncork());
-    }
-    if (!res.write(chunk)) {
-      const drained = await Promise.race([once(res, "drain").then(() => true, () => false), delay(DRAIN_MS, undefined, { ref: false }).then(() => false)]);
-      if (!drained) return close();
-    }
+    queued.push(chunk);
+    if (!draining) events.ready(pending);
+    if (queued.length < STREAM_QUEUE && !draining) return;
+    return new Promise<void>((resolve) => held.push(resolve));
   };
   return { isOpen: () => open, close, write };
 }
@@ -242,7 +334,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
   const tenantIds = eventIds(idSecret, bus.prefix);
   const reading = changeReadings(catalog, bus.prefix, log, metrics);
   const perUser = streamCounter(maxPerUser);
-  const turn = turns(EVENTS_PER_TURN);
+  const events = writer(TURN_MS, EVENTS_SHARE);
 
   const open = new Set<(retryMs?: number) => void>();
   let ending = false;
@@ -252,7 +344,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       const raw = lastEventId(req);
       const after = raw === undefined ? undefined : ids.take(raw);
       // A request that reached this gateway after closeAll: the client comes back at another one.
-      if (ending) return openStream(res, turn, () => {}).close(RESUME_MS);
+      if (ending) return openStream(res, events, () => {}).close(RESUME_MS);
       if (bus.state() !== "connected") throw EdgeError.unavailable("The change feed is unavailable; try again later");
       if (after !== undefined) await resumable(bus, after);
       perUser.take(who.userId);
@@ -266,6 +358,7 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
       try {
         stop = await bus.follow(after, async (seq, msg) => {
           await headersSent;
+          await events.admit();
           if (!stream?.isOpen()) return;
           const c = reading(seq, msg.subject, () => msg.data);
           if (!c || !visible(who, c)) return;
@@ -283,11 +376,11 @@ export function eventFeed(catalog: Catalog, bus: Bus, log: Logger, metrics: Metr
         perUser.release(who.userId);
         stop();
         opened();
-        if (ending && !res.destroyed) openStream(res, turn, () => {}).close(RESUME_MS);
+        if (ending && !res.destroyed) openStream(res, events, () => {}).close(RESUME_MS);
         return;
       }
       let untie: (() => void) | undefined;
-      stream = openStream(res, turn, () => {
+      stream = openStream(res, events, () => {
         open.delete(stream!.close);
         perUser.release(who.userId);
         metrics.eventStreams.dec();
