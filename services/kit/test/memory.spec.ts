@@ -23,6 +23,13 @@ describe("reclaimWhenQuiet", () => {
     expect(reclaimed.before).toBeGreaterThan(100);
     expect(reclaimed.after).toBeLessThan(reclaimed.before / 2);
   });
+
+  it("collects only after a whole period of unbroken quiet, not when a load comes back at a period's end", () => {
+    const fixture = join(import.meta.dirname, "fixtures", "flicker-then-quiet.mjs");
+    const out = JSON.parse(execFileSync(process.execPath, [fixture, memory], { encoding: "utf8" })) as { duringFlicker: number; afterQuiet: number };
+    expect(out.duringFlicker).toBe(0);
+    expect(out.afterQuiet).toBe(1);
+  });
 });
 
 describe("the kit's entry point", () => {
