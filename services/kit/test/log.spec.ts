@@ -1,7 +1,8 @@
 // Logs for a machine or for a person: JSON lines when stdout is not a terminal, pino-pretty's
 // lines on a terminal (a real one: util-linux's `script` gives the child a pseudo-terminal), and
 // lines written for a person (writeOut) after every log line written before them.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -40,6 +41,23 @@ describe("logs", () => {
     // Colours on a terminal; without them the line reads "[12:00:00] INFO: gateway: service ready {"port":4000}".
     expect(first.replace(ANSI_COLOUR, "")).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: gateway: service ready \{"port":4000\}$/);
     expect(out.trim().split("\n").at(-1)).toBe("SUMMARY");
+  });
+
+  it("leave a quiet process within a fraction of a second, not only at its exit", async () => {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", `
+      const { createLogger } = await import(${JSON.stringify(log)});
+      createLogger({ service: "bridge" }).info("alone");
+      setTimeout(() => {}, 5_000);
+    `]);
+    try {
+      const started = performance.now();
+      const [chunk] = (await once(child.stdout, "data")) as [Buffer];
+      expect(JSON.parse(chunk.toString())).toMatchObject({ msg: "alone" });
+      // Batched lines wait 100 ms at most; the process lives 5 s.
+      expect(performance.now() - started).toBeLessThan(4_000);
+    } finally {
+      child.kill();
+    }
   });
 
   it("stay JSON on a terminal with LOG_FORMAT=json", () => {
