@@ -113,14 +113,17 @@ export class Stack {
     const list = domains.length > 0 ? domains : serviceDomains();
     // Every address first: a service reaches the others at theirs (VNM_<DOMAIN>_ADDR).
     for (const d of list) if (!this.addrs.has(d)) this.addrs.set(d, `127.0.0.1:${await freePort()}`);
-    for (const d of list) {
+    for (const d of list) if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
+    // Each service's role and schema at once (one transaction each, under its own lock), then
+    // every process: one after another they cost a round of Postgres catalog writes apiece.
+    const envs = await Promise.all(list.map((d) => this.serviceEnv(d)));
+    list.forEach((d, i) => {
       const port = this.addrs.get(d)!.split(":")[1]!;
-      if (!this.metricsAddrs.has(d)) this.metricsAddrs.set(d, `127.0.0.1:${await freePort()}`);
       const metricsPort = this.metricsAddrs.get(d)!.split(":")[1]!;
-      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), ...this.credentialEnv(d), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, ...(await this.serviceEnv(d)) }));
+      const proc = this.launch(`services/${d}/src/main.ts`, this.env({ ...this.addressEnv(), ...this.credentialEnv(d), GRPC_PORT: port, VNM_METRICS_PORT: metricsPort, ...envs[i] }));
       this.services.set(d, proc);
       this.procs.push(proc);
-    }
+    });
   }
 
   /**
@@ -275,8 +278,11 @@ export class Stack {
     await Promise.all(this.procs.map((p) => p.stop()));
     const client = new pg.Client({ connectionString: DEPS.databaseUrl });
     await client.connect();
-    for (const d of this.addrs.keys()) await client.query(`DROP SCHEMA IF EXISTS ${this.schema(d)} CASCADE`);
-    for (const { role } of this.roles.values()) await client.query(`DROP ROLE IF EXISTS ${role}`);
+    // One statement for every schema and one for every role, not one apiece.
+    const schemas = [...this.addrs.keys()].map((d) => this.schema(d));
+    if (schemas.length > 0) await client.query(`DROP SCHEMA IF EXISTS ${schemas.join(", ")} CASCADE`);
+    const roles = [...this.roles.values()].map(({ role }) => role);
+    if (roles.length > 0) await client.query(`DROP ROLE IF EXISTS ${roles.join(", ")}`);
     await client.end();
     for (const nc of this.nats.splice(0)) await nc.close();
     // Nothing of the run stays behind: its JetStream stream and its Redis keys go too.

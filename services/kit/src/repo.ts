@@ -1,7 +1,8 @@
 // The repository's layout, for the tools that run its processes (launcher, tests, bench).
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -96,25 +97,111 @@ export function natsCredentials(env: NodeJS.ProcessEnv, user: string): NodeJS.Pr
   return password ? { VNM_NATS_USER: user, VNM_NATS_PASSWORD: password } : {};
 }
 
-/** Ports this process handed out: the kernel may give a just-closed port again. */
-const handedOut = new Set<number>();
-
-/** A TCP port on the loopback interface that was free a moment ago, never one this process handed out before. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const s = createServer();
-      s.listen(0, "127.0.0.1", () => {
-        const a = s.address();
-        const p = typeof a === "object" && a ? a.port : 0;
-        s.close(() => resolve(p));
-      });
-      s.on("error", reject);
-    });
-    if (handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
+/**
+ * The ports freePort hands out: the 12,000 below the kernel's ephemeral range
+ * (net.ipv4.ip_local_port_range, from 32768 by default), which the kernel never picks on its own,
+ * neither for a socket bound to port 0 nor as a connection's source port. A port is handed out
+ * seconds before its process binds it; picked by the kernel, the same port went meanwhile to
+ * another process's port 0 (in 2,000 such picks, 12 hit one of 25 ports handed out and not yet
+ * bound) or to a connection's source port, and the process then could not listen, or, when a
+ * process of another stack had it, that stack's process answered in its place.
+ */
+function portRange(): [number, number] {
+  let low = 32_768;
+  try {
+    low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: the kernel's ephemeral ports start higher still (49152 on macOS)
   }
+  return [Math.max(1_024, low - 12_000), low - 1];
+}
+const PORTS = portRange();
+
+/**
+ * Where every process of this machine records the ports it handed out (a file per port holding
+ * its pid, created only if absent), so two processes never hand out the same one; a dead
+ * process's ports are taken back, and a process's own go when it exits.
+ */
+const CLAIMS = join(tmpdir(), "vnm-ports");
+const claimed = new Set<number>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Whether this process now holds `port`'s claim. */
+function claim(port: number): boolean {
+  const file = join(CLAIMS, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      if (claimed.size === 0) process.once("exit", releaseClaims);
+      claimed.add(port);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(file, "utf8"));
+    } catch {
+      continue; // its holder released it meanwhile
+    }
+    if (holder > 0 && alive(holder)) return false;
+    // A dead process's claim: moved aside under a name of this process's own (only one taker's move succeeds), then removed.
+    try {
+      renameSync(file, `${file}.${process.pid}`);
+      unlinkSync(`${file}.${process.pid}`);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
+
+function releaseClaims(): void {
+  for (const port of claimed) {
+    const file = join(CLAIMS, String(port));
+    try {
+      if (readFileSync(file, "utf8") === String(process.pid)) unlinkSync(file);
+    } catch {
+      // gone already
+    }
+  }
+  claimed.clear();
+}
+
+/** Whether something can listen on 127.0.0.1:port now (nothing else does). */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A TCP port on the loopback interface that nothing listened on a moment ago, which no process of
+ * this machine was handed before while it lives (this one included), and which the kernel does
+ * not give out by itself (PORTS).
+ */
+export async function freePort(): Promise<number> {
+  mkdirSync(CLAIMS, { recursive: true });
+  const [low, high] = PORTS;
+  const size = high - low + 1;
+  const start = Math.floor(Math.random() * size);
+  for (let i = 0; i < size; i++) {
+    const port = low + ((start + i) % size);
+    if (claimed.has(port) || !claim(port)) continue;
+    // Claimed for the life of this process even when something outside listens on it: not tried again.
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port left in ${low}-${high}`);
 }
 
 /** The parts that exchange a client credential for their service token: every one but identity, which signs its own. */
