@@ -17,7 +17,11 @@ export const ETAG_KEY = "vnm-etag";
 /** Seconds to wait before trying again, on a RESOURCE_EXHAUSTED answer that says. */
 export const RETRY_AFTER_KEY = "vnm-retry-after";
 
-/** Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach. */
+/**
+ * Postgres errors (SQLSTATE, or a socket error's code) that mean the database is out of reach; so
+ * does any of class 08 (connection exception) and class 53 (insufficient resources: too many
+ * connections, out of memory, disk full), which the database answers while it cannot serve.
+ */
 const DB_DOWN = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
 const DB_DOWN_MESSAGE = /timeout exceeded when trying to connect|Connection terminated|not queryable|terminating connection/;
 /** Postgres conflicts between concurrent transactions. */
@@ -105,7 +109,7 @@ export class ApiError extends Error {
       return e;
     }
     const code = stringMember(err, "code");
-    if ((code && (DB_DOWN.has(code) || code.startsWith("08"))) || DB_DOWN_MESSAGE.test(stringMember(err, "message") ?? "")) {
+    if ((code && (DB_DOWN.has(code) || code.startsWith("08") || code.startsWith("53"))) || DB_DOWN_MESSAGE.test(stringMember(err, "message") ?? "")) {
       return new ApiError(status.UNAVAILABLE, "The database is unavailable; try again later", [], { cause: err });
     }
     if (code && DB_CONFLICT.has(code)) return new ApiError(status.ABORTED, "A concurrent change got in the way of this request; try again", [], { cause: err });

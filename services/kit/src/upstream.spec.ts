@@ -43,9 +43,11 @@ describe("errors across gRPC", () => {
     expect(ApiError.from({ ...own, message: "x", name: "Error" }, "lb").message).toBe("The database is unavailable; try again later");
   });
 
-  it("from the database: out of reach is UNAVAILABLE, a conflict between transactions ABORTED, anything else INTERNAL", () => {
+  it("from the database: out of reach or out of connections is UNAVAILABLE, a conflict between transactions ABORTED, anything else INTERNAL", () => {
     expect(ApiError.from(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })).code).toBe(status.UNAVAILABLE);
     expect(ApiError.from(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })).code).toBe(status.UNAVAILABLE);
+    // Its connection slots all taken (max_connections): a dependency that cannot serve now, not a bug.
+    expect(ApiError.from(Object.assign(new Error("sorry, too many clients already"), { code: "53300" })).code).toBe(status.UNAVAILABLE);
     expect(ApiError.from(Object.assign(new Error("deadlock detected"), { code: "40P01" })).code).toBe(status.ABORTED);
     const bug = ApiError.from(new TypeError("x is undefined"));
     expect(bug).toMatchObject({ code: status.INTERNAL, message: "An internal error occurred" });
