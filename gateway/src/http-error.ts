@@ -67,8 +67,9 @@ export class EdgeError extends ApiError {
     return new EdgeError(Code.FAILED_PRECONDITION, H.HTTP_STATUS_PRECONDITION_FAILED, message, [], { ETag: etag });
   }
   /** 413; the connection closes (the rest of the body is not read). */
-  static tooLarge(limit: number): EdgeError {
-    return new EdgeError(Code.RESOURCE_EXHAUSTED, H.HTTP_STATUS_PAYLOAD_TOO_LARGE, `Request body is larger than the limit of ${limit} bytes`, [], { Connection: "close" });
+  /** 413; the connection closes after it unless `keepOpen` (the rest of the body is drained). */
+  static tooLarge(limit: number, keepOpen = false): EdgeError {
+    return new EdgeError(Code.RESOURCE_EXHAUSTED, H.HTTP_STATUS_PAYLOAD_TOO_LARGE, `Request body is larger than the limit of ${limit} bytes`, [], keepOpen ? {} : { Connection: "close" });
   }
   static unsupportedMediaType(message: string): EdgeError {
     return new EdgeError(Code.INVALID_ARGUMENT, H.HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE, message);
