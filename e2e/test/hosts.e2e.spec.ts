@@ -443,7 +443,16 @@ describe("host-interface-port bindings", () => {
     // The gateway reaching routing again does not mean the tunnel service does: its own channel
     // reconnects within its backoff (1 s at most); until then the delete is still a 503.
     let deleted = await http("DELETE", h.uri);
-    if (deleted.status === 503) await waitFor("the tunnel service reaching routing", async () => (deleted = await http("DELETE", h.uri)).status !== 503, 10_000);
+    if (deleted.status === 503) {
+      await waitFor(
+        "the tunnel service reaching routing",
+        async () => {
+          deleted = await http("DELETE", h.uri);
+          return deleted.status !== 503;
+        },
+        10_000,
+      );
+    }
     expectError(deleted, 409);
   });
 
