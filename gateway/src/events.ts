@@ -138,7 +138,7 @@ interface Pending {
  * read between them included, so the busier the gateway, the longer the writer rests. A live
  * feed's turn takes microseconds, and so does its rest.
  */
-function writer(turnMs: number, share: number) {
+export function writer(turnMs: number, share: number) {
   const ready = new Set<Pending>();
   let scheduled = false;
   /** When this turn's first event was made (-1: none yet). */

@@ -241,9 +241,12 @@ describe("GET /events", () => {
   });
 
   it("answers a health probe while 40 clients replay the feed from its start", { timeout: 120_000 }, async () => {
-    // Enough changes that 40 replays of them take seconds: published to the bus as the services
-    // announce them (faster than 5,000 writes through the API), in one batch of acknowledgements.
-    const CHANGES = 5_000;
+    // Enough changes that 40 replays of them take seconds, and more than the gateway keeps in
+    // memory (8,192), so each replay has a consumer of its own: published to the bus as the
+    // services announce them (faster than writes through the API). This process reads the 40
+    // streams itself and handles the probe's answer between their chunks: with 5,000 changes,
+    // on a quiet CI machine, 31 replays had ended by the time it got to the answer.
+    const CHANGES = 12_000;
     const nc = await stack.natsAdmin();
     try {
       const js = nc.jetstream();
