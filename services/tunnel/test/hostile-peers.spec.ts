@@ -63,6 +63,15 @@ const linesAbout = (port: number) =>
     .split("\n")
     .filter((l) => l.includes(`127.0.0.1:${port}`));
 
+/**
+ * Expects a line about the device at this port to match: the service's log lines leave in
+ * batches (within 100 ms), so the line may follow the state it explains by that much.
+ */
+async function expectLogged(port: number, line: RegExp): Promise<void> {
+  await waitFor(`a line matching ${line}`, async () => line.test(linesAbout(port).join("\n")), 5_000).catch(() => {});
+  expect(linesAbout(port).join("\n")).toMatch(line);
+}
+
 /** GETs of one VTEP, one every 20 ms for `ms`: their durations. */
 async function getLatencies(id: string, ms: number): Promise<number[]> {
   const out: number[] = [];
@@ -116,7 +125,7 @@ describe("a peer's message over a bound ends that session in error, naming the d
     });
     const id = await createVtep(f.port);
     await stateIs(id, "error");
-    expect(linesAbout(f.port).join("\n")).toMatch(/nested deeper than 1000/);
+    await expectLogged(f.port, /nested deeper than 1000/);
     // The VTEP says why, bounded.
     const why = (await getVtep(id)).connectionError ?? "";
     expect(why).toMatch(/^session dropped: .*nested deeper than 1000.* \([a-z_]+\)$/);
@@ -131,7 +140,7 @@ describe("a peer's message over a bound ends that session in error, naming the d
       });
       const id = await createVtep(f.port);
       await stateIs(id, "error");
-      expect(linesAbout(f.port).join("\n")).toMatch(/VTEP session dropped/);
+      await expectLogged(f.port, /VTEP session dropped/);
     }
   });
 
@@ -149,7 +158,7 @@ describe("a peer's message over a bound ends that session in error, naming the d
     const peak = rss.stop();
     figures["15 MiB reply: peak RSS"] = `${peak.toFixed(0)} MiB (+${(peak - idleMiB).toFixed(0)})`;
     expect(peak - idleMiB).toBeLessThan(200);
-    expect(linesAbout(f.port).join("\n")).toMatch(/more than 200000 objects and arrays/);
+    await expectLogged(f.port, /more than 200000 objects and arrays/);
   });
 });
 
@@ -209,7 +218,7 @@ describe("peers that do not play along", () => {
     await new Promise((r) => setTimeout(r, 6_000));
     // Each try waits 3 s for an answer, then backs off: at most a few sessions in 6 s.
     expect(f.sessions.length - before).toBeLessThanOrEqual(3);
-    expect(linesAbout(f.port).join("\n")).toMatch(/no answer to list_dbs/);
+    await expectLogged(f.port, /no answer to list_dbs/);
     expect((await getVtep(id)).connectionError).toMatch(/^session dropped: .*no answer to list_dbs.*\(no_answer\)$/);
   });
 
@@ -219,7 +228,7 @@ describe("peers that do not play along", () => {
     });
     const id = await createVtep(f.port);
     await stateIs(id, "error");
-    expect(linesAbout(f.port).join("\n")).toMatch(/not a JSON object or array/);
+    await expectLogged(f.port, /not a JSON object or array/);
     expect((await getVtep(id)).connectionError).toMatch(/^session dropped: not a JSON object or array/);
   });
 
@@ -236,7 +245,7 @@ describe("peers that do not play along", () => {
     const peak = rss.stop();
     figures["a peer that does not read: peak RSS"] = `${peak.toFixed(0)} MiB (+${(peak - idleMiB).toFixed(0)})`;
     expect(peak - idleMiB).toBeLessThan(200);
-    expect(linesAbout(f.port).join("\n")).toMatch(/unread/);
+    await expectLogged(f.port, /unread/);
   });
 
   it("closing mid-message, again and again, is met with back-off, not a reconnect storm", async () => {
