@@ -319,8 +319,13 @@ class NatsBus implements Bus {
   /** The process's tail of the stream (started by its first follower; again if it ended). */
   private tail(): Promise<Tail> {
     const current = this.tailStarting;
-    if (current) return current.then((t) => (t.isEnded() ? this.newTail() : t));
-    return this.newTail();
+    if (!current) return this.newTail();
+    return current.then((t) => {
+      if (!t.isEnded()) return t;
+      // The first follower to find it ended starts the next; the others wait for that one.
+      if (this.tailStarting === current) this.newTail();
+      return this.tailStarting ?? this.newTail();
+    });
   }
 
   private newTail(): Promise<Tail> {
