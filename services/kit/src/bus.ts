@@ -68,7 +68,7 @@ export function subjectMatches(filter: string, subject: string): boolean {
 }
 
 const REDELIVER_MS = 1_000;
-/** Messages a follower takes from the tail at once. */
+/** Messages a follower takes at once: from the tail, or pulled by a consumer of its own. */
 const FOLLOW_BATCH = 64;
 /**
  * How long a change delivered to a durable consumer may go unacknowledged before it is delivered
@@ -349,9 +349,9 @@ class NatsBus implements Bus {
       opt_start_seq: afterSeq + 1,
     });
     // Pulled in bounded batches; a handler that returns a promise (a slow reader) holds the next.
-    const messages = await consumer.consume({ max_messages: 64 });
+    const messages = await consumer.consume({ max_messages: FOLLOW_BATCH });
     void (async () => {
-      for await (const m of messages) await handler(m.seq, { subject: m.subject, data: payload(() => m.json()) });
+      for await (const m of messages) await handler(m.seq, lazyMessage(m.subject, () => m.json()));
     })().catch(() => {});
     return () => {
       void messages.close().catch(() => {});
