@@ -1,6 +1,7 @@
 // vnm quota get|set|reset (issue 54) as an operator runs them: the installed bin against a real
 // stack with the quota service. set changes the limits it names, a create past one fails with the
-// 409's message, reset restores the defaults; a tenant's user may get but not set.
+// 409's message, reset restores the defaults. What a tenant's own user may do is
+// e2e/test/quotas.e2e.spec.ts's (read, not change).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

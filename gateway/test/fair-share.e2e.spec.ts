@@ -32,7 +32,7 @@ const tenantB = `B-${stack.id}`;
 
 beforeAll(async () => {
   await stack.startServices("identity", "bridge");
-  // The default 8 seats per service and 3 s wait, and a tenant's queue of 128 (64 by default):
+  // The default 8 seats per service and 10 s wait, and a tenant's queue of 128 (64 by default):
   // the deeper A's backlog, the longer its calls wait against B's, whatever the machine's load.
   fair = await stack.startGateway({ ...common, VNM_SEAT_QUEUE: "128" }, false);
   unfair = await stack.startGateway({ ...common, VNM_SEATS_PER_SERVICE: "0" }, false);
