@@ -1,7 +1,9 @@
 // The multi-host harness (deploy/hosts.ts) end to end, the short way: up, a write, the host of
 // every primary killed (Postgres, Redis, a NATS node), writes through the others until one is
 // acknowledged, the first write still there, the host restored and answering it, down leaving
-// nothing. The long check (each host killed and cut off under load) is `npm run hosts -- chaos`.
+// nothing. The long check, `npm run hosts -- chaos` (each host killed and cut off under load,
+// the primary's host killed mid-burst; 10-15 minutes), runs as the second test only when
+// VNM_CHAOS=1, and its report is held to issue 56's goals.
 // Skipped where the harness cannot run: not root, no network namespaces, an engine missing, or
 // hosts already up on this machine (their namespaces have fixed names).
 import { execFileSync, spawnSync } from "node:child_process";
@@ -33,6 +35,8 @@ chmodSync(parent, 0o755);
 const dir = join(parent, "run");
 const env = { ...process.env, VNM_HOSTS_DIR: dir };
 const hosts = (...args: string[]) => execFileSync(process.execPath, ["deploy/hosts.ts", ...args], { cwd: ROOT, env, encoding: "utf8", timeout: 400_000, stdio: ["ignore", "pipe", "inherit"] });
+/** The chaos run: 10-15 minutes, so only when asked for. */
+const chaos = process.env["VNM_CHAOS"] === "1";
 
 afterAll(() => {
   if (!why) hosts("down");
@@ -76,3 +80,80 @@ describe.skipIf(why !== undefined)(`npm run hosts${why ? ` (skipped: ${why})` : 
     expect(existsSync(dir)).toBe(false);
   });
 });
+
+describe.skipIf(why !== undefined || !chaos)(
+  `npm run hosts -- chaos${why ? ` (skipped: ${why})` : !chaos ? " (skipped: 10-15 minutes; run it as root with VNM_CHAOS=1 npx vitest run test/multi-host.e2e.spec.ts -t chaos)" : ""}`,
+  () => {
+    it("loses no acknowledged write, announces nothing twice, reads nothing stale, and writes again within 30 s of each fault", { timeout: 1_800_000 }, () => {
+      // Whatever the test before left (it takes its hosts down, unless it failed midway).
+      hosts("down");
+      hosts("up");
+      try {
+        const run = spawnSync(process.execPath, ["deploy/hosts.ts", "chaos"], { cwd: ROOT, env, encoding: "utf8", timeout: 1_500_000, maxBuffer: 64 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"] });
+        if (!run.stdout.trim()) throw new Error(`the chaos run gave no report: exit ${run.status} ${run.signal ?? ""} ${run.error?.message ?? ""}`);
+        const report = JSON.parse(run.stdout) as {
+          phases: { phase: string; secondsUntilWritesSucceed: number; cascades?: { incomplete: number } }[];
+          total: Record<string, number> & { feed: Record<string, number> };
+        };
+        const t = report.total;
+        // Every step of the issue ran: each host killed, each cut off, the primary's host mid-burst.
+        expect(report.phases.map((p) => p.phase.replace(/ \(host\d\)/, ""))).toEqual([
+          "warm-up",
+          "kill host1",
+          "kill host2",
+          "kill host3",
+          "isolate host1",
+          "isolate host2",
+          "isolate host3",
+          "kill the Postgres primary's host mid-burst",
+        ]);
+        expect(t["writesAcknowledged"]).toBeGreaterThan(1_000);
+        expect(t["cascades"]).toBeGreaterThan(10);
+        expect({
+          acknowledgedWritesLost: t["acknowledgedWritesLost"],
+          writesReportedFailedFoundApplied: t["writesReportedFailedFoundApplied"],
+          duplicateEvents: t["duplicateEvents"],
+          createsAnnouncedTwice: t["createsAnnouncedTwice"],
+          acknowledgedWritesNotAnnounced: t["acknowledgedWritesNotAnnounced"],
+          duplicateWrites: t["duplicateWrites"],
+          staleReads: t["staleReads"],
+          cascadesIncompleteAfterAStep: t["cascadesIncompleteAfterAStep"],
+          cascadesIncomplete: t["cascadesIncomplete"],
+          cascadeDeletionsAnnouncedTwice: t["cascadeDeletionsAnnouncedTwice"],
+          cascadeDeletionsNotAnnounced: t["cascadeDeletionsNotAnnounced"],
+          feedRepeats: t.feed["repeats"],
+          feedSilentGaps: t.feed["silentGaps"],
+          feedNeverHeard: t.feed["neverHeard"],
+          feedAcknowledgedNotHeard: t.feed["acknowledgedNotHeard"],
+          feedAcknowledgedHeardTwice: t.feed["acknowledgedHeardTwice"],
+          feedMismatched: t.feed["mismatched"],
+        }).toEqual({
+          acknowledgedWritesLost: 0,
+          writesReportedFailedFoundApplied: 0,
+          duplicateEvents: 0,
+          createsAnnouncedTwice: 0,
+          acknowledgedWritesNotAnnounced: 0,
+          duplicateWrites: 0,
+          staleReads: 0,
+          cascadesIncompleteAfterAStep: 0,
+          cascadesIncomplete: 0,
+          cascadeDeletionsAnnouncedTwice: 0,
+          cascadeDeletionsNotAnnounced: 0,
+          feedRepeats: 0,
+          feedSilentGaps: 0,
+          feedNeverHeard: 0,
+          feedAcknowledgedNotHeard: 0,
+          feedAcknowledgedHeardTwice: 0,
+          feedMismatched: 0,
+        });
+        // The goal: writes succeed again within 30 s of each fault.
+        expect(report.phases.filter((p) => p.secondsUntilWritesSucceed > 30).map((p) => `${p.phase}: ${p.secondsUntilWritesSucceed} s`)).toEqual([]);
+        // The run's own verdict agrees (it exits 1 when a must is not met).
+        expect(run.status).toBe(0);
+      } finally {
+        hosts("down");
+      }
+      expect(execFileSync("ip", ["netns", "list"], { encoding: "utf8" })).not.toMatch(/^vnm-/m);
+    });
+  },
+);

@@ -176,10 +176,11 @@ export function redisTarget(url: string): { url: string } | { sentinels: { host:
 
 /**
  * Connects a client through Sentinels again whenever it ends without being closed on purpose.
- * ioredis (6.0) ends such a client for good ("Connection is closed.") when a reconnection starts
- * while it is still asking the Sentinels (a host with the primary and a Sentinel gone at once:
- * "All sentinels are unreachable"), and its cache would be bypassed from then on. Duplicates
- * (ioredis's duplicate()) need it too.
+ * ioredis (6.0) ends such a client for good ("Connection is closed.") when its failover detector
+ * hears the Sentinels announce a new primary while the client is still asking them for one (a host
+ * with the primary and a Sentinel gone at once: the reconnection waits on the lost Sentinel while
+ * the others fail over), and its cache would be bypassed from then on. Duplicates (ioredis's
+ * duplicate()) need it too. test/redis-sentinel.spec.ts makes that failover.
  */
 export function keepConnecting(redis: Redis): void {
   let closing = false;
