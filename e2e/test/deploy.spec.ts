@@ -8,7 +8,7 @@ import { addressVariable, ROOT, serviceDomains } from "@vnm/kit/repo";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { generatedFiles } from "../../deploy/k8s/generate.ts";
-import { isCustomResource, strictProblems } from "./k8s-schema.ts";
+import { modelProblems, strictProblems } from "./k8s-schema.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are inspected freely
 type Loose = any;
@@ -46,38 +46,15 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
   });
 });
 
-/**
- * Each object of a rendering checked against the Kubernetes schema of its kind (kubernetes-models,
- * offline); a custom resource, of which kubernetes-models knows nothing, is left to strictProblems
- * and the schema written for it (crd-schemas.ts).
- */
-async function validateAll(docs: Doc[]): Promise<string[]> {
-  const wrong: string[] = [];
-  for (const d of docs) {
-    const { apiVersion } = d as Doc & { apiVersion: string };
-    if (isCustomResource(apiVersion, d.kind)) continue;
-    // kustomize wraps a long Secret value's base64 over lines, which the API server's decoder
-    // skips and the schema's "byte" format does not.
-    const data = (d as { data?: Record<string, string> }).data;
-    if (d.kind === "Secret" && data) for (const k of Object.keys(data)) data[k] = data[k]!.replace(/\s/g, "");
-    const models = (await import(`kubernetes-models/${apiVersion}`)) as Record<string, new (o: unknown) => { validate(): void }>;
-    try {
-      new models[d.kind]!(d).validate();
-    } catch (err) {
-      wrong.push(`${d.kind}/${d.metadata.name}: ${(err as Error).message.slice(0, 300)}`);
-    }
-  }
-  return wrong;
-}
-
 describe("Kubernetes overlays", () => {
   for (const overlay of ["base", "overlays/dev", "overlays/production"]) {
     it(`${overlay} renders, and every object is valid for its kind`, async () => {
       const rendered = execFileSync("kubectl", ["kustomize", join(ROOT, "deploy/k8s", overlay)], { encoding: "utf8" });
       const docs = parseAllDocuments(rendered).map((d) => d.toJSON() as Doc);
       expect(docs.length).toBeGreaterThan(serviceDomains().length * 5);
-      expect(await validateAll(docs)).toEqual([]);
-      // Strictly too: an unknown field anywhere (which an API server drops or refuses) is an error.
+      // Every value as its kind's published validator reads it (CloudNativePG's for a Cluster), and
+      // strictly: an unknown field anywhere (which an API server drops or refuses) is an error.
+      expect(await modelProblems(docs)).toEqual([]);
       expect(strictProblems(docs)).toEqual([]);
       for (const d of docs.filter((x) => x.kind === "Deployment")) {
         expect(d.spec["template"].spec.containers[0].securityContext, d.metadata.name).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });

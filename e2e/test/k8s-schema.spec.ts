@@ -1,7 +1,8 @@
 // The strict schema check of rendered manifests (k8s-schema.ts) refuses what an API server with
 // strict field validation refuses, and says what and where: it is not a check any object passes.
+// So do the published validators' checks of values (modelProblems).
 import { describe, expect, it } from "vitest";
-import { strictProblems } from "./k8s-schema.ts";
+import { modelProblems, strictProblems } from "./k8s-schema.ts";
 
 const policy = (spec: object) => ({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "p" }, spec });
 const selector = { matchLabels: { "app.kubernetes.io/name": "vnm-gateway" } };
@@ -31,7 +32,23 @@ describe("strict Kubernetes schema check", () => {
     expect(strictProblems([{ apiVersion: "v1", kind: "ConfigMap", data: {} }])).toEqual(['ConfigMap/undefined: /: missing required field "metadata"']);
   });
 
-  it("checks a CloudNativePG Cluster against the schema written for it, as strictly: unknown fields, wrong values and Kubernetes types inside it", () => {
+  it("reads values as the published validators do (kubernetes-models for a built-in kind), which leave objects open", async () => {
+    const secret = (data: object) => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, type: "Opaque", data });
+    expect(await modelProblems([secret({ A: "YQ==" }), deployment({ resources: { limits: { memory: "2Gi" } } })])).toEqual([]);
+    // kustomize's wrapping of a long value's base64 is read as the API server reads it.
+    expect(await modelProblems([secret({ A: "YWFh\nYQ==" })])).toEqual([]);
+    expect(await modelProblems([secret({ A: "not base64" })])).toEqual(['Secret/s: /data/A: must match format "byte"']);
+    // A quantity is a number or a string of its format (ajv names each branch of the oneOf).
+    const [quantity, ...others] = await modelProblems([deployment({ resources: { limits: { memory: "2 GB" } } })]);
+    expect(others).toEqual([]);
+    expect(quantity).toMatch(/^Deployment\/d: .*\/spec\/template\/spec\/containers\/0\/resources\/limits\/memory: must match format "quantity"/);
+    expect(await modelProblems([deployment({ imagePullPolicyy: "Always" })])).toEqual([]);
+    expect(await modelProblems([{ apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", metadata: { name: "m" } }])).toEqual([
+      'ServiceMonitor/m: no model of apiVersion "monitoring.coreos.com/v1", kind "ServiceMonitor"',
+    ]);
+  });
+
+  describe("a CloudNativePG Cluster, against the operator's own API types (@kubernetes-models/cloudnative-pg)", () => {
     const cluster = (spec: object, metadata: object = { name: "db" }) => ({ apiVersion: "postgresql.cnpg.io/v1", kind: "Cluster", metadata, spec });
     const valid = {
       instances: 3,
@@ -41,21 +58,54 @@ describe("strict Kubernetes schema check", () => {
       resources: { requests: { cpu: "250m", memory: "512Mi" } },
       storage: { size: "20Gi" },
     };
-    expect(strictProblems([cluster(valid)])).toEqual([]);
-    expect(strictProblems([cluster({ ...valid, affinity: { ...valid.affinity, podAntiAffinityTyp: "required" } })])).toEqual(['Cluster/db: /spec/affinity: unknown field "podAntiAffinityTyp"']);
-    expect(strictProblems([cluster({ ...valid, affinity: { ...valid.affinity, podAntiAffinityType: "always" } })])).toEqual(['Cluster/db: /spec/affinity/podAntiAffinityType: must be equal to one of the allowed values ["preferred","required"]']);
-    expect(strictProblems([cluster({ ...valid, postgresql: { synchronous: { number: 1 } } })])).toEqual(['Cluster/db: /spec/postgresql/synchronous: missing required field "method"']);
-    expect(strictProblems([cluster({ ...valid, instances: "3" })])).toEqual(["Cluster/db: /spec/instances: must be integer"]);
-    expect(strictProblems([cluster({ storage: valid.storage })])).toEqual(['Cluster/db: /spec: missing required field "instances"']);
-    // Kubernetes types inside it are checked as in a built-in kind.
-    expect(strictProblems([cluster({ ...valid, resources: { request: { cpu: "1" } } })])).toEqual(['Cluster/db: /spec/resources: unknown field "request"']);
-    expect(strictProblems([cluster(valid, { name: "db", label: {} })])).toEqual(['Cluster/db: /metadata: unknown field "label"']);
-    expect(strictProblems([{ ...cluster(valid), apiVersion: "postgresql.cnpg.io/v2" }])[0]).toMatch(/^Cluster\/db: no Kubernetes schema/);
+
+    it("passes a valid one, fields vnm does not set included", async () => {
+      expect(strictProblems([cluster(valid)])).toEqual([]);
+      expect(await modelProblems([cluster(valid)])).toEqual([]);
+      // The volume's claim template and LDAP authentication: the operator's, and nothing vnm writes.
+      const more = {
+        ...valid,
+        storage: { pvcTemplate: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } }, storageClassName: "ssd" } },
+        postgresql: { ...valid.postgresql, ldap: { server: "ldap.example", bindSearchAuth: { baseDN: "dc=example", searchAttribute: "uid" } } },
+      };
+      expect(strictProblems([cluster(more)])).toEqual([]);
+      expect(await modelProblems([cluster(more)])).toEqual([]);
+    });
+
+    it("refuses an unknown field at any depth, a missing required field and a value of the wrong type", () => {
+      expect(strictProblems([cluster({ ...valid, affinity: { ...valid.affinity, podAntiAffinityTyp: "required" } })])).toEqual(['Cluster/db: /spec/affinity: unknown field "podAntiAffinityTyp"']);
+      expect(strictProblems([cluster({ ...valid, storage: { pvcTemplate: { resources: { requests: { storage: "20Gi" } }, storageClass: "ssd" } } })])).toEqual([
+        'Cluster/db: /spec/storage/pvcTemplate: unknown field "storageClass"',
+      ]);
+      expect(strictProblems([cluster({ ...valid, postgresql: { ldap: { server: "ldap.example", bindSearchAuth: { baseDN: "dc=example", searchAtribute: "uid" } } } })])).toEqual([
+        'Cluster/db: /spec/postgresql/ldap/bindSearchAuth: unknown field "searchAtribute"',
+      ]);
+      expect(strictProblems([cluster({ ...valid, postgresql: { synchronous: { number: 1 } } })])).toEqual(['Cluster/db: /spec/postgresql/synchronous: missing required field "method"']);
+      expect(strictProblems([cluster({ storage: valid.storage })])).toEqual(['Cluster/db: /spec: missing required field "instances"']);
+      expect(strictProblems([cluster({ ...valid, instances: "3" })])).toEqual(["Cluster/db: /spec/instances: must be number"]);
+      expect(strictProblems([{ ...cluster(valid), metadata: undefined }])).toEqual(['Cluster/undefined: /: missing required field "metadata"']);
+      // Kubernetes types inside it are checked as in a built-in kind.
+      expect(strictProblems([cluster({ ...valid, resources: { request: { cpu: "1" } } })])).toEqual(['Cluster/db: /spec/resources: unknown field "request"']);
+      expect(strictProblems([cluster(valid, { name: "db", label: {} })])).toEqual(['Cluster/db: /metadata: unknown field "label"']);
+      expect(strictProblems([{ ...cluster(valid), apiVersion: "postgresql.cnpg.io/v2" }])[0]).toMatch(/^Cluster\/db: no Kubernetes schema/);
+      // A type of the package that is not a kind of its own.
+      expect(strictProblems([{ ...cluster(valid), kind: "ClusterSpec" }])[0]).toMatch(/^ClusterSpec\/db: no Kubernetes schema/);
+    });
+
+    it("refuses, by the package's own validator, a value the operator's API does not allow", async () => {
+      expect(await modelProblems([cluster({ ...valid, postgresql: { synchronous: { method: "all", number: 1 } } })])).toEqual([
+        'Cluster/db: /spec/postgresql/synchronous/method: must be equal to one of the allowed values ["any","first"]',
+      ]);
+      expect(await modelProblems([cluster({ ...valid, instances: 0 })])).toEqual(["Cluster/db: /spec/instances: must be >= 1"]);
+      expect(await modelProblems([cluster({ ...valid, instances: 1.5 })])).toEqual(["Cluster/db: /spec/instances: must be integer"]);
+      // The validator leaves objects open: an unknown field is strictProblems' to find.
+      expect(await modelProblems([cluster({ ...valid, storage: { sise: "20Gi" } })])).toEqual([]);
+    });
   });
 
   it("refuses a kind without a schema (a custom resource) and a kind under another group's apiVersion, naming them", () => {
     expect(strictProblems([{ apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", metadata: { name: "m" }, spec: {} }])).toEqual([
-      'ServiceMonitor/m: no Kubernetes schema for apiVersion "monitoring.coreos.com/v1", kind "ServiceMonitor" (a custom resource needs a schema of its own here)',
+      'ServiceMonitor/m: no Kubernetes schema for apiVersion "monitoring.coreos.com/v1", kind "ServiceMonitor" (a custom resource needs the package that declares its types here)',
     ]);
     expect(strictProblems([{ apiVersion: "apps/v1", kind: "NetworkPolicy", metadata: { name: "n" }, spec: {} }])[0]).toMatch(/^NetworkPolicy\/n: no Kubernetes schema/);
     expect(strictProblems([{ apiVersion: "networking.example.com/v1", kind: "NetworkPolicy", metadata: { name: "n" }, spec: { podSelector: {} } }])).toEqual([

@@ -4,73 +4,87 @@
 // An unknown field is an error (as `kubectl apply --validate=strict` and the API server's
 // strict field validation refuse it), so are a missing required field, a value of the wrong
 // type, an apiVersion or kind that does not belong together, and a kind without a schema here:
-// never skipped. A custom resource is checked against the schema written for it in
-// crd-schemas.ts (CloudNativePG's Cluster), as strictly; one without such a schema is refused.
+// never skipped. A custom resource is checked the same way against its operator's own API
+// types, as a package of kubernetes-models' family declares them (CUSTOM_RESOURCE_PACKAGES:
+// CloudNativePG's Cluster, 1.29.0's api/v1; the manifests need 1.25 or later); one of a group
+// no package here declares is refused. The values the declarations do not carry (enums,
+// minimums, formats) are modelProblems', by the same packages' published validators.
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { createGenerator, type SchemaGenerator } from "ts-json-schema-generator";
-import { CUSTOM_RESOURCE_SCHEMAS, KUBERNETES_TYPES, type KubernetesType, kubernetesTypeId } from "./crd-schemas.ts";
 
-const TYPES = dirname(createRequire(import.meta.url).resolve("kubernetes-types/package.json"));
+const require = createRequire(import.meta.url);
+const TYPES = dirname(require.resolve("kubernetes-types/package.json"));
 
-/** The declaration file of an apiVersion's types: "v1" → core/v1, "networking.k8s.io/v1" → networking/v1. */
-function typesFile(apiVersion: string): string | undefined {
-  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/", 2) : ["core", apiVersion];
-  if (!/^[a-z0-9.-]+$/.test(group!) || !/^v[0-9a-z]+$/.test(version!)) return undefined;
-  const file = join(TYPES, group!.split(".")[0]!, `${version}.d.ts`);
-  return existsSync(file) ? file : undefined;
+/**
+ * The custom resources' apiVersions whose types a package of kubernetes-models' family declares,
+ * generated from the operator's Go API types (its declaration of a kind K is <apiVersion>/K.d.ts,
+ * the interface IK; its classes validate values): the schema, as kubernetes-types' declarations
+ * are the built-in kinds'. @kubernetes-models/cloudnative-pg 2.0.0, pinned in e2e/package.json,
+ * is generated from CloudNativePG 1.29.0's api/v1.
+ */
+const CUSTOM_RESOURCE_PACKAGES: Record<string, string> = { "postgresql.cnpg.io/v1": "@kubernetes-models/cloudnative-pg" };
+
+/**
+ * The declaration file of an apiVersion's types and the name of a kind's type in it: "v1" →
+ * kubernetes-types' core/v1 (the type Pod), "networking.k8s.io/v1" → networking/v1, a custom
+ * resource's apiVersion → its package's declaration of the kind alone (the type ICluster).
+ */
+function declarationOf(apiVersion: string, kind: string): { file: string; type: string; custom: boolean } | undefined {
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind)) return undefined;
+  let found: { file: string; type: string; custom: boolean };
+  if (Object.hasOwn(CUSTOM_RESOURCE_PACKAGES, apiVersion)) {
+    const root = dirname(require.resolve(`${CUSTOM_RESOURCE_PACKAGES[apiVersion]}/package.json`));
+    found = { file: join(root, apiVersion, `${kind}.d.ts`), type: `I${kind}`, custom: true };
+  } else {
+    const [group, version] = apiVersion.includes("/") ? apiVersion.split("/", 2) : ["core", apiVersion];
+    if (!/^[a-z0-9.-]+$/.test(group!) || !/^v[0-9a-z]+$/.test(version!)) return undefined;
+    found = { file: join(TYPES, group!.split(".")[0]!, `${version}.d.ts`), type: kind, custom: false };
+  }
+  return existsSync(found.file) ? found : undefined;
 }
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const compiled = new Map<string, ValidateFunction | string>();
 // One TypeScript program per declaration file, whatever the kinds asked of it (the costly part).
 const generators = new Map<string, SchemaGenerator>();
-const generatorOf = (path: string): SchemaGenerator => {
-  const known = generators.get(path);
+const generatorOf = ({ file, type, custom }: { file: string; type: string; custom: boolean }): SchemaGenerator => {
+  const known = generators.get(file);
   if (known) return known;
-  const made = createGenerator({ path, type: "*", additionalProperties: false, expose: "all", topRef: true, jsDoc: "none", skipTypeCheck: true });
-  generators.set(path, made);
+  // A custom resource's types are inlined where they are used (none is recursive): its package
+  // and kubernetes-models, whose types it uses, both name a type IConfigMapKeySelector (two
+  // different ones), which shared definitions of every type would make one.
+  const made = createGenerator({
+    path: file,
+    type: custom ? type : "*",
+    additionalProperties: false,
+    expose: custom ? "none" : "all",
+    topRef: true,
+    jsDoc: "none",
+    skipTypeCheck: true,
+  });
+  generators.set(file, made);
   return made;
 };
-
-/** Whether a kind of an apiVersion is a custom resource with a schema of its own (crd-schemas.ts). */
-export const isCustomResource = (apiVersion: string, kind: string): boolean => Object.hasOwn(CUSTOM_RESOURCE_SCHEMAS, `${apiVersion} ${kind}`);
-
-/** The Kubernetes types the custom resources' schemas refer to, each registered once under its id. */
-let typesRegistered = false;
-function registerKubernetesTypes(): void {
-  if (typesRegistered) return;
-  for (const [type, version] of Object.entries(KUBERNETES_TYPES)) {
-    const schema = generatorOf(join(TYPES, `${version}.d.ts`)).createSchema(type);
-    ajv.addSchema(schema, kubernetesTypeId(type as KubernetesType));
-  }
-  typesRegistered = true;
-}
 
 /** The validator of one kind of one apiVersion, or why there is none. */
 function validatorOf(apiVersion: string, kind: string): ValidateFunction | string {
   const key = `${apiVersion} ${kind}`;
   const known = compiled.get(key);
   if (known) return known;
-  if (isCustomResource(apiVersion, kind)) {
-    registerKubernetesTypes();
-    const made = ajv.compile(CUSTOM_RESOURCE_SCHEMAS[key]!);
-    compiled.set(key, made);
-    return made;
-  }
-  const file = typesFile(apiVersion);
-  let found: ValidateFunction | string = `no Kubernetes schema for apiVersion ${JSON.stringify(apiVersion)}, kind ${JSON.stringify(kind)} (a custom resource needs a schema of its own here)`;
-  if (file && /^[A-Z][A-Za-z0-9]*$/.test(kind)) {
+  const declaration = declarationOf(apiVersion, kind);
+  let found: ValidateFunction | string = `no Kubernetes schema for apiVersion ${JSON.stringify(apiVersion)}, kind ${JSON.stringify(kind)} (a custom resource needs the package that declares its types here)`;
+  if (declaration) {
     let schema: { definitions?: Record<string, { required?: string[]; properties?: Record<string, unknown> }> } | undefined;
     try {
-      schema = generatorOf(file).createSchema(kind) as typeof schema;
+      schema = generatorOf(declaration).createSchema(declaration.type) as typeof schema;
     } catch {
       // No such type in that group's version.
     }
-    const root = schema?.definitions?.[kind];
-    // A kind of its own: an object that names its apiVersion and kind (kubernetes-types' literal types).
+    const root = schema?.definitions?.[declaration.type];
+    // A kind of its own: an object that names its apiVersion and kind (the declarations' literal types).
     if (root?.properties?.["apiVersion"] && root.properties["kind"]) {
       root.required = [...new Set([...(root.required ?? []), "apiVersion", "kind", "metadata"])];
       found = ajv.compile(schema!);
@@ -103,6 +117,41 @@ export function strictProblems(objects: unknown[]): string[] {
     const validate = validatorOf(apiVersion, kind);
     if (typeof validate === "string") problems.push(`${name}: ${validate}`);
     else if (!validate(o)) problems.push(`${name}: ${[...new Set(validate.errors!.map(explain))].join("; ")}`);
+  }
+  return problems;
+}
+
+/**
+ * What each object's published validator refuses, one line per object as strictProblems: the
+ * classes of kubernetes-models for the built-in kinds, of the package in CUSTOM_RESOURCE_PACKAGES
+ * for a custom resource. They check the values the declarations do not carry (an enum, a
+ * minimum, a quantity's or base64's format), and leave every object open: an unknown field is
+ * strictProblems' to find.
+ */
+export async function modelProblems(objects: unknown[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const given of objects) {
+    const o = structuredClone(given) as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown }; data?: Record<string, string> };
+    const name = `${String(o?.kind)}/${String(o?.metadata?.name)}`;
+    if (typeof o?.apiVersion !== "string" || typeof o.kind !== "string") {
+      problems.push(`${name}: no apiVersion or kind`);
+      continue;
+    }
+    // kustomize wraps a long Secret value's base64 over lines, which the API server's decoder
+    // skips and the schema's "byte" format does not.
+    if (o.apiVersion === "v1" && o.kind === "Secret" && o.data) for (const k of Object.keys(o.data)) o.data[k] = o.data[k]!.replace(/\s/g, "");
+    const module = Object.hasOwn(CUSTOM_RESOURCE_PACKAGES, o.apiVersion) ? `${CUSTOM_RESOURCE_PACKAGES[o.apiVersion]}/${o.apiVersion}` : `kubernetes-models/${o.apiVersion}`;
+    const Model = ((await import(module).catch(() => ({}))) as Record<string, new (o: unknown) => { validate(): void }>)[o.kind];
+    if (typeof Model !== "function") {
+      problems.push(`${name}: no model of apiVersion ${JSON.stringify(o.apiVersion)}, kind ${JSON.stringify(o.kind)}`);
+      continue;
+    }
+    try {
+      new Model(o).validate();
+    } catch (err) {
+      const errors = (err as { errors?: ErrorObject[] }).errors;
+      problems.push(`${name}: ${errors ? [...new Set(errors.map(explain))].join("; ") : (err as Error).message}`);
+    }
   }
   return problems;
 }
