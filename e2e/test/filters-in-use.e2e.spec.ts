@@ -212,6 +212,48 @@ describe.each(kinds)("a $name's filters", (kind) => {
   });
 });
 
+// A chain or mirror deleted while the service whose items name it is down: the DELETE does not
+// wait for that service (204), and its durable consumer clears the filter and the mirror list
+// once it is back. A consumer that only heard what was said while it ran would leave them.
+describe.each([
+  { domain: "bridge", kind: kinds[0]! },
+  { domain: "routing", kind: kinds[1]! },
+  { domain: "routing", kind: kinds[2]! },
+])("the $domain service down while a chain and a mirror are deleted", ({ domain, kind }) => {
+  it(`the ${kind.name}'s filter and mirror list are cleared within ${CLEAR_MS} ms of the service's return, announced`, async () => {
+    const c = await chain();
+    const kept = await chain();
+    const m = await mirror();
+    const made = await http("POST", await kind.collection({}), { inboundFilterId: c, outboundFilterId: kept, outboundMirrorIds: [m] });
+    expect(made.status, made.text).toBe(201);
+    const item: Item = made.json;
+    await fx.stack.stopService(domain);
+    try {
+      const since = Date.now();
+      expect((await http("DELETE", `/chains/${c}`)).status).toBe(204);
+      expect((await http("DELETE", `/mirrors/${m}`)).status).toBe(204);
+      // The policy service did not wait for the stopped one.
+      expect(Date.now() - since).toBeLessThan(CLEAR_MS);
+    } finally {
+      await fx.stack.startServices(domain);
+    }
+    await waitFor(`the ${domain} service back`, async () => (await http("GET", `${kind.items}?limit=1`)).status === 200, 20_000);
+    const back = Date.now();
+    await waitFor(
+      "the deleted chain and mirror cleared",
+      async () => {
+        const now = (await http("GET", item.uri)).json;
+        return now.inboundFilterId === null && JSON.stringify(now.outboundMirrorIds) === "[]";
+      },
+      CLEAR_MS,
+    );
+    expect(Date.now() - back).toBeLessThan(CLEAR_MS);
+    // The other chain stays; the change is announced.
+    expect((await http("GET", item.uri)).json).toMatchObject({ inboundFilterId: null, inboundFilter: null, outboundFilterId: kept, outboundMirrorIds: [] });
+    await waitFor("the update on the bus", async () => fx.events.some((e) => e.subject.endsWith(`${kind.changes}.updated`) && e.data["id"] === item.id), CLEAR_MS);
+  });
+});
+
 describe("the policy service down", () => {
   it("a bridge write naming a new chain is 503 naming it and stores nothing; one naming none, or only the chain it has, succeeds", async () => {
     const c = await chain();
