@@ -51,6 +51,11 @@ it("names each kind once, knows each list's filters and the kind of a linked col
   // docs/api.md "Filters": every scalar field shown, not a link, a list or JSON.
   expect(kind("bridge.Bridge").filters).toEqual(expect.arrayContaining(["name", "adminStateUp", "tenantId", "inboundFilterId"]));
   expect(kind("bridge.Bridge").filters).not.toContain("inboundMirrorIds");
+  // A router names mirrors as a bridge does (policy.md §4): the same two lists, offered alike.
+  const mirrorLists = (k: string) => kind(k).fields.filter((f) => f.name.endsWith("MirrorIds"));
+  expect(mirrorLists("routing.Router").map((f) => f.name)).toEqual(["inboundMirrorIds", "outboundMirrorIds"]);
+  expect(mirrorLists("routing.Router")).toEqual(mirrorLists("bridge.Bridge"));
+  expect(kind("routing.Router").filters).not.toContain("inboundMirrorIds");
   expect(kind("lb.LoadBalancer").linkedLists.find((l) => l.title === "Pools")?.kind).toBe("lb.Pool");
   expect(kind("policy.Chain").linkedLists.find((l) => l.title === "Rules")?.kind).toBe("policy.Rule");
   // The bridge service makes its Resource from its context (policy references): its defaults stay.

@@ -1,9 +1,9 @@
 // Filters and mirrors in use (policy.md §3, §4's "Relations", §8; issue 52) end to end: a
-// bridge's, router's and port's filters name the policy service's chains, and a bridge's and
-// port's mirror lists its mirrors, checked across services (the bridge and routing services ask
-// the policy service), with tenancy; a chain or mirror deleted is cleared wherever it is used,
-// within the bound docs/api.md states; and the policy service down is a 503 only for a write
-// that names a new chain.
+// bridge's, router's and port's filters name the policy service's chains, and their mirror lists
+// its mirrors, checked across services (the bridge and routing services ask the policy service),
+// with tenancy; a chain or mirror deleted is cleared wherever it is used, within the bound
+// docs/api.md states; and the policy service down is a 503 only for a write that names a new
+// chain.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
@@ -65,7 +65,7 @@ interface Kind {
 
 const kinds: Kind[] = [
   { name: "bridge", items: "/bridges", changes: "bridge.Bridge", collection: async () => "/bridges", mirrors: true },
-  { name: "router", items: "/routers", changes: "routing.Router", collection: async () => "/routers", mirrors: false },
+  { name: "router", items: "/routers", changes: "routing.Router", collection: async () => "/routers", mirrors: true },
   { name: "port", items: "/ports", changes: "routing.Port", collection: async (h) => `/routers/${(await router(h)).id}/ports`, mirrors: true },
 ];
 
@@ -171,9 +171,9 @@ describe.each(kinds)("a $name's filters", (kind) => {
     }
   });
 
-  // A router has no mirror lists.
+  // Each kind has mirror lists (policy.md §4's "Relations"); a kind without would skip these.
   if (!kind.mirrors) return;
-  it("mirrors: a missing one is 404 naming it; an existing one is stored; deleting it takes it out of the lists within the bound", async () => {
+  it("mirrors: a missing one is 404 naming it, in POST, PUT and PATCH; an existing one is stored; deleting it takes it out of the lists within the bound", async () => {
     const m = await mirror();
     const kept = await mirror();
     const missing = randomUUID();
@@ -183,6 +183,9 @@ describe.each(kinds)("a $name's filters", (kind) => {
     const item = await made({ inboundMirrorIds: [m, kept], outboundMirrorIds: [m] });
     expect(item).toMatchObject({ inboundMirrorIds: [m, kept], outboundMirrorIds: [m] });
     expectError(await http("PUT", item.uri, { outboundMirrorIds: [missing] }), 404);
+    const patch = await http("PATCH", item.uri, { outboundMirrorIds: [m, missing] }, MERGE);
+    expectError(patch, 404);
+    expect(patch.json.message).toContain(missing);
     expect((await http("GET", item.uri)).json.outboundMirrorIds).toEqual([m]);
     // A tenant's administrator cannot see mirrors: naming one is a 404.
     const a = await as("A");
@@ -206,6 +209,48 @@ describe.each(kinds)("a $name's filters", (kind) => {
     expect((await http("DELETE", `/ports/${m.port}`)).status).toBe(204);
     await waitFor("the mirror taken out of the list", async () => (await http("GET", item.uri)).json.outboundMirrorIds?.length === 0, CLEAR_MS);
     expectError(await http("GET", `/mirrors/${m.id}`), 404);
+  });
+});
+
+// A chain or mirror deleted while the service whose items name it is down: the DELETE does not
+// wait for that service (204), and its durable consumer clears the filter and the mirror list
+// once it is back. A consumer that only heard what was said while it ran would leave them.
+describe.each([
+  { domain: "bridge", kind: kinds[0]! },
+  { domain: "routing", kind: kinds[1]! },
+  { domain: "routing", kind: kinds[2]! },
+])("the $domain service down while a chain and a mirror are deleted", ({ domain, kind }) => {
+  it(`the ${kind.name}'s filter and mirror list are cleared within ${CLEAR_MS} ms of the service's return, announced`, async () => {
+    const c = await chain();
+    const kept = await chain();
+    const m = await mirror();
+    const made = await http("POST", await kind.collection({}), { inboundFilterId: c, outboundFilterId: kept, outboundMirrorIds: [m] });
+    expect(made.status, made.text).toBe(201);
+    const item: Item = made.json;
+    await fx.stack.stopService(domain);
+    try {
+      const since = Date.now();
+      expect((await http("DELETE", `/chains/${c}`)).status).toBe(204);
+      expect((await http("DELETE", `/mirrors/${m}`)).status).toBe(204);
+      // The policy service did not wait for the stopped one.
+      expect(Date.now() - since).toBeLessThan(CLEAR_MS);
+    } finally {
+      await fx.stack.startServices(domain);
+    }
+    await waitFor(`the ${domain} service back`, async () => (await http("GET", `${kind.items}?limit=1`)).status === 200, 20_000);
+    const back = Date.now();
+    await waitFor(
+      "the deleted chain and mirror cleared",
+      async () => {
+        const now = (await http("GET", item.uri)).json;
+        return now.inboundFilterId === null && JSON.stringify(now.outboundMirrorIds) === "[]";
+      },
+      CLEAR_MS,
+    );
+    expect(Date.now() - back).toBeLessThan(CLEAR_MS);
+    // The other chain stays; the change is announced.
+    expect((await http("GET", item.uri)).json).toMatchObject({ inboundFilterId: null, inboundFilter: null, outboundFilterId: kept, outboundMirrorIds: [] });
+    await waitFor("the update on the bus", async () => fx.events.some((e) => e.subject.endsWith(`${kind.changes}.updated`) && e.data["id"] === item.id), CLEAR_MS);
   });
 });
 

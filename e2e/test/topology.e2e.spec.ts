@@ -54,7 +54,7 @@ describe("routers (§1)", () => {
     expect(r.status).toBe(201);
     expect(r.headers.get("content-type")).toBe(ROUTER);
     expect(r.headers.get("location")).toBe(r.json.uri);
-    expect(r.json).toMatchObject({ name: "edge", adminStateUp: true, asNumber: 0, tenantId: null, loadBalancerId: null, inboundFilterId: null, loadBalancer: null, inboundFilter: null, outboundFilter: null });
+    expect(r.json).toMatchObject({ name: "edge", adminStateUp: true, asNumber: 0, tenantId: null, loadBalancerId: null, inboundFilterId: null, inboundMirrorIds: [], outboundMirrorIds: [], loadBalancer: null, inboundFilter: null, outboundFilter: null });
     expect(r.json.ports).toBe(`${r.json.uri}/ports`);
     expect(r.json.peerPorts).toBe(`${r.json.uri}/peer_ports`);
     expect(r.json.routes).toBe(`${r.json.uri}/routes`);
@@ -89,6 +89,8 @@ describe("routers (§1)", () => {
       [{ outboundFilterId: 7 }, "outboundFilterId"],
       [{ asNumber: "many" }, "asNumber"],
       [{ adminStateUp: "sometimes" }, "adminStateUp"],
+      [{ inboundMirrorIds: ["m"] }, "inboundMirrorIds"],
+      [{ outboundMirrorIds: Array(65).fill("0000000f-0000-4000-8000-000000000001") }, "outboundMirrorIds"],
     ];
     for (const [body, property] of cases) {
       const r = await http("POST", "/routers", body);

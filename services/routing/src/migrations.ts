@@ -221,4 +221,16 @@ export const migrations: Migration[] = [
       CREATE INDEX ports_outbound_mirrors ON ports USING gin (outbound_mirror_ids);
     `,
   },
+  {
+    version: 9,
+    name: "routers' mirror lists",
+    // A router's inboundMirrorIds and outboundMirrorIds (policy.md §4), as a port's: every
+    // existing router starts with none. The indexes find the routers naming a deleted mirror.
+    sql: `
+      ALTER TABLE routers ADD COLUMN inbound_mirror_ids uuid[] NOT NULL DEFAULT '{}';
+      ALTER TABLE routers ADD COLUMN outbound_mirror_ids uuid[] NOT NULL DEFAULT '{}';
+      CREATE INDEX routers_inbound_mirrors ON routers USING gin (inbound_mirror_ids);
+      CREATE INDEX routers_outbound_mirrors ON routers USING gin (outbound_mirror_ids);
+    `,
+  },
 ];

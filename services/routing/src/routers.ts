@@ -2,8 +2,9 @@
 // says) and keeps it from being deleted (409); deleting it deletes its ports, each as a port
 // delete, and its routes, all announced. A PUT that moves it to another tenant moves its ports.
 // A load balancer the lb service deletes is cleared from its routers (onLoadBalancerDeleted).
-// Its filters name the policy service's chains (filters.ts): a write naming a new one asks that
-// service, and a deleted one is cleared from the routers.
+// Its filters and mirror lists name the policy service's chains and mirrors (the kit's
+// PolicyReferences): a write naming a new one asks that service, and a deleted one is cleared
+// from the routers.
 // Each field's own rules are topology.proto's.
 import { announcedId, ApiError, type BusMessage, PolicyReferences, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 import { dropRouterPorts, portsOfRouterMoved } from "./ports.ts";
@@ -15,9 +16,11 @@ interface RouterRow {
   load_balancer_id: string | null;
   inbound_filter_id: string | null;
   outbound_filter_id: string | null;
+  inbound_mirror_ids: string[];
+  outbound_mirror_ids: string[];
 }
 
-/** The chains routers and ports name, and the mirrors ports name (tombstones: migration 8). */
+/** The chains and mirrors routers and ports name (tombstones: migration 8). */
 export const policyRefs = new PolicyReferences("routing");
 
 /** The calls this service makes as itself; set when the service starts (routersFor). */
@@ -54,7 +57,7 @@ export const routers = new Resource({
   tenantColumn: "tenant_id",
   filters: { tenant_id: "tenant_id" },
   // PUT replaces: what the body leaves out returns to its default.
-  defaults: { adminStateUp: true, asNumber: 0 },
+  defaults: { adminStateUp: true, asNumber: 0, inboundMirrorIds: [], outboundMirrorIds: [] },
   references: async (q, r, { ctx, current }) => {
     if (r.loadBalancerId) await requireLoadBalancer(q, r.loadBalancerId);
     await policyRefs.require(q, r, current, ctx);

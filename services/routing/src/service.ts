@@ -25,9 +25,9 @@ export const service: ServiceSpec = {
     svc.bus.consume("routing-bridge-updates", ["bridge.Bridge.updated"], onBridgeUpdated(svc));
     // A deleted load balancer is cleared from its routers.
     svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));
-    // A deleted chain is cleared from routers' and ports' filters, a deleted mirror from ports' mirror lists.
+    // A deleted chain is cleared from routers' and ports' filters, a deleted mirror from their mirror lists.
     const referrers = [
-      { table: "routers", mirrors: false, resource: routers },
+      { table: "routers", mirrors: true, resource: routers },
       { table: "ports", mirrors: true, resource: ports },
     ];
     svc.bus.consume("routing-chain-deletions", ["policy.Chain.deleted"], policyRefs.onChainDeleted(svc, referrers));

@@ -1,5 +1,6 @@
 // Migration 3 (routers, ports) on rows an earlier release wrote: every route stays, its router
-// and its Normal next-hop port adopted, and the new foreign keys hold.
+// and its Normal next-hop port adopted, and the new foreign keys hold; the later migrations keep
+// those rows (migration 9 gives each router empty mirror lists).
 import pg from "pg";
 import { DEPS, dropSchema } from "@vnm/kit/testing";
 import { afterAll, expect, it } from "vitest";
@@ -34,10 +35,10 @@ it("adopts the routers and next-hop ports of routes written before routers were 
 
   const routes = await pool.query(`SELECT id, router_id, next_hop_port FROM ${schema}.routes ORDER BY id`);
   expect(routes.rows.map((r) => [r.id, r.router_id, r.next_hop_port])).toEqual(old.map((r) => [r[0], r[1], r[4]]));
-  const routers = await pool.query(`SELECT id, tenant_id, name, admin_state_up, as_number FROM ${schema}.routers ORDER BY seq`);
+  const routers = await pool.query(`SELECT id, tenant_id, name, admin_state_up, as_number, inbound_mirror_ids, outbound_mirror_ids FROM ${schema}.routers ORDER BY seq`);
   expect(routers.rows).toEqual([
-    { id: R1, tenant_id: null, name: "adopted: routes of an earlier release named this router", admin_state_up: true, as_number: 0 },
-    { id: R2, tenant_id: null, name: "adopted: routes of an earlier release named this router", admin_state_up: true, as_number: 0 },
+    { id: R1, tenant_id: null, name: "adopted: routes of an earlier release named this router", admin_state_up: true, as_number: 0, inbound_mirror_ids: [], outbound_mirror_ids: [] },
+    { id: R2, tenant_id: null, name: "adopted: routes of an earlier release named this router", admin_state_up: true, as_number: 0, inbound_mirror_ids: [], outbound_mirror_ids: [] },
   ]);
   const ports = await pool.query(`SELECT id, type, device_id, router_id, port_address, peer_id FROM ${schema}.ports`);
   expect(ports.rows).toEqual([{ id: P1, type: "Router", device_id: R1, router_id: R1, port_address: null, peer_id: null }]);

@@ -1687,6 +1687,12 @@ export declare namespace vnm.routing.v1 {
     loadBalancerId?: string;
     /** Default 0. */
     asNumber?: number;
+    /**
+     * Existing mirrors (the policy service's; administrators' only), else a 404 naming the id. A
+     * deleted mirror leaves the lists.
+     */
+    inboundMirrorIds?: string[];
+    outboundMirrorIds?: string[];
     uri?: string;
     ports?: string;
     peerPorts?: string;
