@@ -29,15 +29,15 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 
-async function loggedIn(): Promise<{ context: BrowserContext; page: Page }> {
+async function loggedIn(user = "admin", password = fx.stack.adminPassword): Promise<{ context: BrowserContext; page: Page }> {
   const c = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   c.setDefaultTimeout(10_000);
   const p = await c.newPage();
   await p.goto(`${fx.gw}/`);
-  await p.getByLabel("User name").fill("admin");
-  await p.getByLabel("Password").fill(fx.stack.adminPassword);
+  await p.getByLabel("User name").fill(user);
+  await p.getByLabel("Password").fill(password);
   await p.getByRole("button", { name: "Log in" }).click();
-  await p.getByRole("button", { name: "Log out" }).waitFor();
+  await p.getByRole("button", { name: "Log out", exact: true }).waitFor();
   return { context: c, page: p };
 }
 
@@ -298,6 +298,32 @@ describe("failing well", () => {
       await p.getByLabel("User name").waitFor();
     } finally {
       await c.close();
+    }
+  });
+
+  it("Log out ends this tab's session only; Log out everywhere ends the person's others too, and another tab says so", async () => {
+    const user = `everywhere-${RUN}`;
+    const password = `violet-canyon-${RUN}-88`;
+    const made = await http("POST", "/users", { name: user, password, tenantId: `lo-${RUN}`, roles: ["tenant_admin"] });
+    expect(made.status, made.text).toBe(201);
+    const one = await loggedIn(user, password);
+    const two = await loggedIn(user, password);
+    try {
+      await one.page.getByRole("button", { name: "Log out", exact: true }).click();
+      await one.page.getByLabel("User name").waitFor();
+      await two.page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+      await two.page.locator("main tbody tr").first().waitFor();
+      expect(await two.page.getByRole("button", { name: "Log out", exact: true }).count()).toBe(1);
+      await one.page.getByLabel("User name").fill(user);
+      await one.page.getByLabel("Password").fill(password);
+      await one.page.getByRole("button", { name: "Log in" }).click();
+      await one.page.getByRole("button", { name: "Log out everywhere" }).click();
+      await one.page.getByLabel("User name").waitFor();
+      await two.page.goto(`${fx.gw}/#/list/routing.Router`);
+      await two.page.getByText("Your session has ended").waitFor();
+    } finally {
+      await one.context.close();
+      await two.context.close();
     }
   });
 

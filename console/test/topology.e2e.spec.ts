@@ -49,7 +49,7 @@ async function loggedIn(name: string, password: string, tenant = ""): Promise<{ 
   await p.getByLabel("Password").fill(password);
   if (tenant) await p.getByLabel("Tenant (optional)").fill(tenant);
   await p.getByRole("button", { name: "Log in" }).click();
-  await p.getByRole("button", { name: "Log out" }).waitFor();
+  await p.getByRole("button", { name: "Log out", exact: true }).waitFor();
   return { context, page: p };
 }
 
