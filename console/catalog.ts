@@ -93,17 +93,29 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
 const wordsOf = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[\s_]+/).filter(Boolean);
 const endsWith = (a: string[], b: string[]) => b.length > 0 && a.length >= b.length && b.every((w, i) => a[a.length - b.length + i] === w);
 
+/** Whether a repeated string field's items are ids: the proto says they are UUIDs, or its name ends in "Ids" (vxlanPortIds). */
+function holdsIds(f: FieldInfo): boolean {
+  const items = (f.rules?.["repeated"] as { items?: { string?: { uuid?: boolean } } } | undefined)?.items;
+  return f.uuid || items?.string?.uuid === true || wordsOf(f.name).at(-1) === "ids";
+}
+
+/** A plural word's singular, as field names spell them: ports, monitors, addresses, policies. */
+const singular = (w: string) => (w.endsWith("ies") ? `${w.slice(0, -3)}y` : w.endsWith("sses") ? w.slice(0, -2) : w.endsWith("s") ? w.slice(0, -1) : w);
+
 /**
- * The kind whose item a field holds the id of. First the message's own word for it: a link field
- * whose template is one kind's item path with this field as its only variable (a port's
- * `peer`, "/ports/{peerId}"; a router's `loadBalancer`). Else the field's name: a string field
- * whose words, less a trailing "id", end with a top-level kind's name (nextHopPort, srvPortId:
- * Port), or, within one domain, whose words end that kind's name (compat's pool_id: CompatPool);
- * only when exactly one kind fits.
+ * The kind whose item a field holds the id of, or a repeated field the ids of. First the
+ * message's own word for it: a link field whose template is one kind's item path with this field
+ * as its only variable (a port's `peer`, "/ports/{peerId}"; a router's `loadBalancer`). Else the
+ * field's name: a string field whose words, less a trailing "id", end with a top-level kind's
+ * name (nextHopPort, srvPortId: Port), or, within one domain, whose words end that kind's name
+ * (compat's pool_id: CompatPool); only when exactly one kind fits. A repeated field holding ids
+ * is read the same way, less its trailing "ids" or with its last word made singular
+ * (inboundMirrorIds: Mirror; a rule's inPorts: Port).
  */
 function referenceOf(k: KindInfo, f: FieldInfo, items: Map<string, KindInfo>, top: KindInfo[]): string | undefined {
-  if (f.link !== undefined || f.name === "id" || f.name === k.resource.tenantField || f.type !== "string" || f.repeated) return undefined;
-  for (const l of k.message.fields) {
+  if (f.link !== undefined || f.name === "id" || f.name === k.resource.tenantField || f.type !== "string") return undefined;
+  if (f.repeated && !holdsIds(f)) return undefined;
+  for (const l of f.repeated ? [] : k.message.fields) {
     const m = l.link ? /^(?:\/[^{}/]+)+\/\{(\w+)\}$/.exec(l.link) : null;
     if (m?.[1] === f.name) {
       const target = items.get(templateShape(l.link!));
@@ -111,7 +123,10 @@ function referenceOf(k: KindInfo, f: FieldInfo, items: Map<string, KindInfo>, to
     }
   }
   const words = wordsOf(f.name);
-  if (words.at(-1) === "id") words.pop();
+  if (f.repeated) {
+    if (words.at(-1) === "ids") words.pop();
+    else words.push(singular(words.pop() ?? ""));
+  } else if (words.at(-1) === "id") words.pop();
   const fits = top.filter((t) => endsWith(words, wordsOf(t.resource.name)) || (t.resource.domain === k.resource.domain && endsWith(wordsOf(t.resource.name), words)));
   const same = fits.filter((t) => t.resource.domain === k.resource.domain);
   const chosen = same.length > 0 ? same : fits;

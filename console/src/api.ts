@@ -145,10 +145,13 @@ export async function login(name: string, password: string, tenant: string): Pro
   setToken(key);
 }
 
-/** Ends this tab's token (POST /logout; the user's other sessions go on), and forgets it whatever the answer. */
-export async function logout(): Promise<void> {
+/**
+ * Ends this tab's token (POST /logout; the user's other sessions go on), or with `everywhere`
+ * every token of the user (POST /logout/all: other tabs, the CLI), and forgets it whatever the answer.
+ */
+export async function logout(everywhere = false): Promise<void> {
   try {
-    if (token) await call("POST", "/logout");
+    if (token) await call("POST", everywhere ? "/logout/all" : "/logout");
   } catch {
     // forgotten below all the same
   }

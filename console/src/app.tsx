@@ -153,6 +153,9 @@ function Shell({ who }: { who: Identity }) {
         <button type="button" onClick={() => void logout()}>
           Log out
         </button>
+        <button type="button" class="link logout-all" title="Ends every session of yours: other tabs, other browsers, the CLI" onClick={() => void logout(true)}>
+          Log out everywhere
+        </button>
       </header>
       <div class="layout">
         <nav id="nav" class={menuOpen ? "nav open" : "nav"} aria-label="Kinds">

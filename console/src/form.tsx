@@ -8,7 +8,7 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, type Identity, call, type Violation } from "./api.ts";
 import { fillPath, itemName, itemPath, KINDS, parentPathOf } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
-import { RefPicker } from "./refs.tsx";
+import { RefListPicker, RefPicker } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { ErrorNote, listing, toast, usePage } from "./ui.tsx";
 import { fieldLabel, inSentence, plainWords } from "./words.ts";
@@ -141,10 +141,15 @@ type SaveOptions = {
   current: () => Promise<Values>;
 };
 
-/** The form's fields whose value is this id: a 404 naming it is that field's dangling reference. */
+/** The form's fields whose value is this id, or holds it (a list of ids): a 404 naming it is that field's dangling reference. */
 function fieldsNaming(fields: ConsoleField[], values: Values, message: string): Violation[] {
+  const ids = (f: ConsoleField) => {
+    const v = values[f.name];
+    if (typeof v !== "string") return [];
+    return (f.repeated ? v.split(",") : [v]).map((x) => x.trim()).filter(Boolean);
+  };
   return fields
-    .filter((f) => f.ref && typeof values[f.name] === "string" && (values[f.name] as string).trim() !== "" && message.includes((values[f.name] as string).trim()))
+    .filter((f) => f.ref && ids(f).some((id) => message.includes(id)))
     .map((f) => {
       const k = KINDS.get(f.ref!);
       return { property: f.name, message: `names no ${k ? inSentence(k.singular) : "item"} you can see: it may have been deleted. Choose another.` };
@@ -430,7 +435,7 @@ function Field({ field: f, who, value, violations, onValue }: { field: ConsoleFi
   const help: string[] = [];
   if (f.name === "id" && !f.required) help.push("Optional: the service gives one when empty.");
   else if (f.createOnly) help.push("Set on create only.");
-  if (f.repeated && f.type !== "json" && !f.enumValues) help.push("Several values separated by commas.");
+  if (f.repeated && f.type !== "json" && !f.enumValues && !f.ref) help.push("Several values separated by commas.");
   if (f.type === "json") help.push("JSON.");
   const empty = f.default === "" || (Array.isArray(f.default) && f.default.length === 0);
   if (f.default !== undefined && f.type !== "boolean" && !empty) help.push(`Default: ${typeof f.default === "string" ? f.default || "(empty)" : JSON.stringify(f.default)}.`);
@@ -477,6 +482,9 @@ function Field({ field: f, who, value, violations, onValue }: { field: ConsoleFi
   } else if (f.ref && !f.repeated) {
     // Another item's id: a choice among the items of its kind the user can see.
     input = <RefPicker refKind={f.ref} who={who} common={common} value={String(value)} onValue={onValue} />;
+  } else if (f.ref) {
+    // A list of other items' ids: several chosen the same way, in order.
+    input = <RefListPicker refKind={f.ref} who={who} common={common} value={String(value)} onValue={onValue} />;
   } else if (f.type === "json") {
     input = <textarea {...common} rows={3} value={String(value)} onInput={(e) => onValue(e.currentTarget.value)} />;
   } else {

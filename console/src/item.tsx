@@ -2,7 +2,7 @@
 // a subnet's hosts) and the other collections it links to (a VTEP's ports). It follows the
 // change feed: when the item changes anywhere (a VTEP's connection state), it and those
 // collections are read again; when it is deleted, the page says so.
-import type { RefObject } from "preact";
+import { Fragment, type RefObject } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { type Identity, call } from "./api.ts";
 import { onChange } from "./events.ts";
@@ -11,7 +11,7 @@ import { ListRow, ListView } from "./list.tsx";
 import { RULE_KIND, RuleSummary, RulesTable } from "./rules.tsx";
 import { YamlView } from "./yaml.tsx";
 import type { ConsoleKind, LinkedList } from "./model.ts";
-import { kindOfPath, RefLink, refTarget } from "./refs.tsx";
+import { kindOfPath, RefLink, RefLinks, refTarget, refTargets } from "./refs.tsx";
 import { go, href } from "./route.ts";
 import { DeleteDialog, ErrorNote, Notice, show, usePage } from "./ui.tsx";
 import { QUOTA_KIND, QuotaUsage } from "./quota.tsx";
@@ -140,16 +140,22 @@ function ItemHead({ kind, path, name, heading, actions, onDelete }: { kind: Cons
   );
 }
 
-/** An item's fields, each other item it names a link by that item's name. */
+/** An item's fields, each other item it names a link by that item's name (a list of them, a list of links). */
 // biome-ignore lint/suspicious/noExplicitAny: an item of any kind
 function ItemFields({ kind, item }: { kind: ConsoleKind; item: any }) {
   const shown = kind.fields.filter((f) => !f.writeOnly && !f.link);
+  const value = (f: (typeof shown)[number]) => {
+    const one = refTarget(kind, f, item);
+    if (one) return <RefLink target={one} id={item[f.name]} />;
+    const many = refTargets(f, item);
+    return many ? <RefLinks targets={many} /> : show(f, item[f.name]);
+  };
   return (
     <dl class="fields">
       {shown.map((f) => (
         <div key={f.name}>
           <dt>{f.label}</dt>
-          <dd>{refTarget(kind, f, item) ? <RefLink target={refTarget(kind, f, item)!} id={item[f.name]} /> : show(f, item[f.name])}</dd>
+          <dd>{value(f)}</dd>
         </div>
       ))}
     </dl>
@@ -170,6 +176,18 @@ function LinkedCell({ item, column }: { item: any; column: string }) {
     const target = f.name === k.key ? { kind: k, path: new URL(item.uri, location.href).pathname } : refTarget(k, f, item);
     if (target) return <a href={href({ page: "item", kind: target.kind.kind, path: target.path })}>{value}</a>;
   }
+  const many = k && f ? refTargets(f, item) : undefined;
+  if (many && many.length > 0)
+    return (
+      <>
+        {many.map((t, i) => (
+          <Fragment key={t.id}>
+            {i > 0 && ", "}
+            <a href={href({ page: "item", kind: t.target.kind.kind, path: t.target.path })}>{t.id}</a>
+          </Fragment>
+        ))}
+      </>
+    );
   return <>{show(f, value)}</>;
 }
 

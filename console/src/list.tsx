@@ -14,7 +14,7 @@ import { ApiError, type Identity, call, isUnavailable } from "./api.ts";
 import { onChange } from "./events.ts";
 import { canWrite, fillPath, itemName, itemPath, KINDS } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
-import { listAll, RefLink, RefPicker, refTarget } from "./refs.tsx";
+import { listAll, RefLink, RefLinks, RefPicker, refTarget, refTargets } from "./refs.tsx";
 import { href } from "./route.ts";
 import { DeleteDialog, ErrorNote, listing, show } from "./ui.tsx";
 import { fieldLabel, inSentence } from "./words.ts";
@@ -326,10 +326,12 @@ function FieldFilter({ field, name, value, onValue, onRemove }: { field?: Consol
   );
 }
 
-/** A cell's value: another item's id as a link named by the item's name; else the value as text. */
+/** A cell's value: another item's id as a link named by the item's name (a list of ids, a list of such links); else the value as text. */
 function Cell({ kind, field, item }: { kind: ConsoleKind; field?: ConsoleField; item: Item }) {
   const target = field ? refTarget(kind, field, item) : undefined;
   if (field && target) return <RefLink target={target} id={String(item[field.name])} short />;
+  const targets = field ? refTargets(field, item) : undefined;
+  if (targets) return <RefLinks targets={targets} short />;
   return <>{show(field, field ? item[field.name] : undefined)}</>;
 }
 

@@ -23,9 +23,11 @@ export interface ConsoleField {
   /** A link the gateway fills (an absolute URL). */
   link: boolean;
   /**
-   * The kind whose item this field holds the id of (a port's peerId: "routing.Port"): a picker in
-   * forms, a link on an item's page. From the message's link to it (`peer` is "/ports/{peerId}"),
-   * else from the field's name ending in a top-level kind's name (nextHopPort, portId).
+   * The kind whose item this field holds the id of (a port's peerId: "routing.Port"), or a
+   * repeated field the ids of (a rule's inPorts): a picker (of several) in forms, a link (a list
+   * of links) on an item's page. From the message's link to it (`peer` is "/ports/{peerId}"),
+   * else from the field's name ending in a top-level kind's name (nextHopPort, portId;
+   * inboundMirrorIds, inPorts).
    */
   ref?: string;
 }

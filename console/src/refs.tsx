@@ -1,7 +1,9 @@
 // References between kinds: a field holding another item's id (a port's peerId, a route's
 // nextHopPort, a binding's portId; the catalog says which kind, ConsoleField.ref) is a picker of
 // the items of that kind the user can see in a form, and a link to that item on an item's page.
-import { useEffect, useState } from "preact/hooks";
+// A field holding a list of ids (a bridge's inboundMirrorIds, a rule's inPorts) is a picker of
+// several, each chosen item shown by its name with a button taking it away, and a list of links.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { type Identity, call } from "./api.ts";
 import { fillPath, itemName, KINDS, visibleTo } from "./kinds.ts";
 import type { ConsoleField, ConsoleKind } from "./model.ts";
@@ -55,67 +57,90 @@ export function refPath(k: ConsoleKind, id: string): string {
   return k.itemTemplate.replace(/\{\w+\}/, encodeURIComponent(id));
 }
 
-/** A person's word for an item in a list of choices: its name, else its kind's first columns' values. */
-export function choiceLabel(k: ConsoleKind, item: Item): string {
-  const id = typeof item?.id === "string" ? item.id : "";
-  const name = k.nameField ? item?.[k.nameField] : undefined;
-  if (typeof name === "string" && name !== "") return name;
-  const words = k.columns
-    .filter((c) => c !== "id" && typeof item?.[c] === "string" && item[c] !== "")
-    .slice(0, 2)
-    .map((c) => String(item[c]));
-  return words.length > 0 ? words.join(" · ") : id;
-}
-
 /** How many items a picker shows before anything is typed, and searches among by part of a name. */
 export const PICKER_FIRST = 500;
 
-/** The first items of a kind, read once per 30 s for every picker and keystroke. */
-const firsts = new Map<string, { at: number; items: Promise<Item[]> }>();
-function firstItems(k: ConsoleKind, path: string): Promise<Item[]> {
+/** An item found for a picker, with a person's word for it (labelOf). */
+type Found = { item: Item; label: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Items read for links and pickers, by path, for a minute: a table of twenty rows naming the same
+ * router reads it once. Undefined when it cannot be read.
+ */
+const read = new Map<string, { at: number; item: Promise<Item | undefined> }>();
+function itemAt(path: string): Promise<Item | undefined> {
+  const hit = read.get(path);
+  if (hit && Date.now() - hit.at < 60_000) return hit.item;
+  const item = call("GET", path).then(
+    (a) => a.body,
+    () => undefined,
+  );
+  read.set(path, { at: Date.now(), item });
+  return item;
+}
+
+/**
+ * A person's word for an item: its name. An item of a kind without names (a port, a mirror) is
+ * said by its kind's first columns' values, each naming another item said by that item's word in
+ * turn, two references deep (a port: "Bridge · web", its type and its device; a mirror, by the
+ * port it sends to: "Bridge · web"); else by its id, or the key of its path.
+ */
+export async function labelOf(k: ConsoleKind, item: Item, path?: string, depth = 2): Promise<string> {
+  const name = k.nameField ? item?.[k.nameField] : undefined;
+  if (typeof name === "string" && name !== "") return name;
+  const id = typeof item?.id === "string" ? item.id : undefined;
+  if (id === undefined && path) return itemName(k, item, path);
+  const columns = k.columns.filter((c) => c !== "id" && typeof item?.[c] === "string" && item[c] !== "").slice(0, 2);
+  const words = await Promise.all(
+    columns.map(async (c) => {
+      const f = k.fields.find((x) => x.name === c);
+      const target = f && depth > 0 ? refTarget(k, f, item) : undefined;
+      const other = target ? await itemAt(target.path) : undefined;
+      return target && other !== undefined ? labelOf(target.kind, other, target.path, depth - 1) : String(item[c]);
+    }),
+  );
+  return words.length > 0 ? words.join(" · ") : (id ?? "");
+}
+
+/** The items with their words. */
+const labelled = (k: ConsoleKind, items: Item[]): Promise<Found[]> => Promise.all(items.map(async (item) => ({ item, label: await labelOf(k, item) })));
+
+/** The first items of a kind with their words, read once per 30 s for every picker and keystroke. */
+const firsts = new Map<string, { at: number; items: Promise<Found[]> }>();
+function firstItems(k: ConsoleKind, path: string): Promise<Found[]> {
   const hit = firsts.get(path);
   if (hit && Date.now() - hit.at < 30_000) return hit.items;
-  const items = listAll(k, path, PICKER_FIRST).then((r) => r.items);
+  const items = listAll(k, path, PICKER_FIRST).then((r) => labelled(k, r.items));
   firsts.set(path, { at: Date.now(), items });
   items.catch(() => firsts.delete(path));
   return items;
 }
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/**
- * Names of items read for links and pickers, by path, for a minute: a table of twenty rows
- * naming the same router reads it once.
- */
-const names = new Map<string, { at: number; name: Promise<string | undefined> }>();
+/** A person's word for the item at `path` (labelOf), read once a minute; undefined when it cannot be read. */
 export function nameOf(k: ConsoleKind, path: string): Promise<string | undefined> {
-  const hit = names.get(path);
-  if (hit && Date.now() - hit.at < 60_000) return hit.name;
-  const name = call("GET", path).then(
-    (a) => itemName(k, a.body, path),
-    () => undefined,
-  );
-  names.set(path, { at: Date.now(), name });
-  return name;
+  return itemAt(path).then((i) => (i === undefined ? undefined : labelOf(k, i, path)));
 }
 
 /**
  * The items of `k` a search finds: with nothing typed, the first ones; else, asked of the API at
  * once, the items whose name is the text (`?name=`, on every page) and the item whose id it is,
- * then those of the first PICKER_FIRST (read once for 30 s) whose name or id holds it.
+ * then those of the first PICKER_FIRST (read once for 30 s) whose word (labelOf) or id holds it.
  */
-async function search(k: ConsoleKind, text: string): Promise<Item[]> {
+async function search(k: ConsoleKind, text: string): Promise<Found[]> {
   const target = fillPath(k.listTemplates, undefined);
   if (!target.path) return [];
   const t = text.trim();
   const first = firstItems(k, target.path);
   if (t === "") return first;
-  const exact = k.nameField && k.filters.includes(k.nameField) ? listAll(k, target.path, 20, { [k.nameField]: t }).then((r) => r.items, () => []) : Promise.resolve([]);
-  const byId = UUID.test(t) ? call("GET", refPath(k, t)).then((a) => [a.body], () => []) : Promise.resolve([]);
+  const exact = k.nameField && k.filters.includes(k.nameField) ? listAll(k, target.path, 20, { [k.nameField]: t }).then((r) => labelled(k, r.items), () => []) : Promise.resolve([]);
+  const byId = UUID.test(t) ? call("GET", refPath(k, t)).then((a) => labelled(k, [a.body]), () => []) : Promise.resolve([]);
   const lower = t.toLowerCase();
-  const some = (await first).filter((i) => choiceLabel(k, i).toLowerCase().includes(lower) || String(i?.id ?? "").startsWith(lower));
+  const some = (await first).filter((f) => f.label.toLowerCase().includes(lower) || String(f.item?.id ?? "").startsWith(lower));
   const seen = new Set<string>();
-  return [...(await exact), ...(await byId), ...some].filter((i) => {
-    const id = String(i?.id ?? "");
+  return [...(await exact), ...(await byId), ...some].filter((f) => {
+    const id = String(f.item?.id ?? "");
     if (seen.has(id)) return false;
     seen.add(id);
     return true;
@@ -130,9 +155,115 @@ async function search(k: ConsoleKind, text: string): Promise<Item[]> {
  */
 export function RefPicker({ refKind, who, common, value, onValue }: { refKind: string; who: Identity; common: Record<string, unknown>; value: string; onValue: (v: string) => void }) {
   const k = KINDS.get(refKind);
-  const list = `${String(common["id"])}-options`;
   const p = usePicker(k, who, value, onValue);
-  const shown = p.options ?? [];
+  return (
+    <div class="picker">
+      <Combobox k={k} common={common} p={p} />
+      {k && p.chosen && value === p.chosen && (
+        <span class="help picker-id">
+          <a href={href({ page: "item", kind: k.kind, path: refPath(k, p.chosen) })}>{p.chosen}</a>
+        </span>
+      )}
+    </div>
+  );
+}
+
+/** The ids a list field's form value holds ("a, b"). */
+const idsOf = (v: string) =>
+  v
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+/**
+ * A picker of several items of `refKind`, for a field holding a list of ids (a bridge's mirrors,
+ * a rule's ports): the items chosen, in order, each by its name with a button taking it away,
+ * then a text box searching as RefPicker's does, offering the items not chosen yet; choosing an
+ * item adds it. The form's value is
+ * the ids separated by commas, text typed and not chosen last (sent as typed, so the API names
+ * a mistake on the field).
+ */
+export function RefListPicker({ refKind, who, common, value, onValue }: { refKind: string; who: Identity; common: Record<string, unknown>; value: string; onValue: (v: string) => void }) {
+  const k = KINDS.get(refKind);
+  const [chosen, setChosen] = useState<string[]>(() => idsOf(value));
+  const typed = useRef("");
+  // What this picker last gave the form: another value comes from outside (the item edited, the
+  // current values of a conflict taken).
+  const sent = useRef(value);
+  const send = (ids: string[], text: string) => {
+    typed.current = text;
+    sent.current = [...ids, text.trim()].filter(Boolean).join(", ");
+    onValue(sent.current);
+  };
+  const p = usePicker(k, who, undefined, (t) => send(chosen, t), (f) => {
+    const id = String(f.item.id);
+    const ids = [...chosen.filter((x) => x !== id), id];
+    setChosen(ids);
+    send(ids, "");
+  });
+  useEffect(() => {
+    if (value === sent.current) return;
+    sent.current = value;
+    setChosen(idsOf(value));
+    p.setText("");
+  }, [value]);
+  const remove = (id: string) => {
+    const ids = chosen.filter((x) => x !== id);
+    setChosen(ids);
+    send(ids, typed.current);
+  };
+  const label = typeof common["id"] === "string" ? `${common["id"]}-chosen` : undefined;
+  return (
+    <div class="picker">
+      {chosen.length > 0 && (
+        <ul class="picker-chosen" id={label} aria-label={k ? `Chosen ${inSentence(k.plural)}` : "Chosen"}>
+          {chosen.map((id) => (
+            <Chosen key={id} k={k} id={id} who={who} onRemove={() => remove(id)} />
+          ))}
+        </ul>
+      )}
+      <Combobox
+        k={k}
+        common={common}
+        p={p}
+        without={chosen}
+        onBackspace={() => {
+          const last = chosen.at(-1);
+          if (last) remove(last);
+        }}
+      />
+    </div>
+  );
+}
+
+/** One item a list picker holds: its name (its id when it has none or cannot be read) and a button taking it away. */
+function Chosen({ k, id, who, onRemove }: { k: ConsoleKind | undefined; id: string; who: Identity; onRemove: () => void }) {
+  const [name, setName] = useState<string | undefined>();
+  useEffect(() => {
+    let live = true;
+    if (k && UUID.test(id) && visibleTo(k, who)) void nameOf(k, refPath(k, id)).then((n) => live && setName(n));
+    return () => {
+      live = false;
+    };
+  }, [id]);
+  const shown = name && name !== id ? name : id;
+  return (
+    <li>
+      <span title={id}>
+        {shown}
+        {k && !k.nameField && shown !== id && <span class="picker-id"> {id.slice(0, 8)}</span>}
+      </span>
+      <button type="button" class="link" aria-label={`Remove ${shown}`} onClick={onRemove}>
+        ×
+      </button>
+    </li>
+  );
+}
+
+/** The text box of a picker and the list of items found under it (an ARIA combobox). */
+function Combobox({ k, common, p, onBackspace, without = [] }: { k: ConsoleKind | undefined; common: Record<string, unknown>; p: ReturnType<typeof usePicker>; onBackspace?: () => void; without?: string[] }) {
+  const list = `${String(common["id"])}-options`;
+  const shown = (p.options ?? []).filter((f) => !without.includes(String(f.item?.id)));
   const onKeyDown = (e: KeyboardEvent) => {
     if (e.key === "ArrowDown") {
       e.preventDefault();
@@ -141,13 +272,14 @@ export function RefPicker({ refKind, who, common, value, onValue }: { refKind: s
     } else if (e.key === "ArrowUp") {
       e.preventDefault();
       p.setActive(Math.max(0, p.active - 1));
-    } else if (e.key === "Enter" && p.open && p.active >= 0 && shown[p.active]) {
+    } else if (e.key === "Enter" && p.open && shown[p.active]) {
       e.preventDefault();
-      p.pick(shown[p.active]);
+      p.pick(shown[p.active]!);
     } else if (e.key === "Escape") p.setOpen(false);
+    else if (e.key === "Backspace" && p.text === "" && onBackspace) onBackspace();
   };
   return (
-    <div class="picker">
+    <div class="picker-box">
       <input
         {...common}
         type="text"
@@ -164,25 +296,20 @@ export function RefPicker({ refKind, who, common, value, onValue }: { refKind: s
         onInput={(e) => p.type(e.currentTarget.value)}
         onKeyDown={onKeyDown}
       />
-      {k && p.chosen && value === p.chosen && (
-        <span class="help picker-id">
-          <a href={href({ page: "item", kind: k.kind, path: refPath(k, p.chosen) })}>{p.chosen}</a>
-        </span>
-      )}
       <div id={list} role="listbox" tabindex={-1} class="picker-options" hidden={!p.open || shown.length === 0} aria-label={k ? k.plural : "Choices"}>
-        {shown.map((i, n) => (
+        {shown.map((f, n) => (
           <div
-            key={i.id}
+            key={f.item.id}
             id={`${list}-${n}`}
             role="option"
             tabIndex={-1}
             aria-selected={n === p.active}
             onMouseDown={(e) => {
               e.preventDefault();
-              p.pick(i);
+              p.pick(f);
             }}
           >
-            {k ? choiceLabel(k, i) : i.id} <span class="picker-id">{i.id}</span>
+            {f.label} <span class="picker-id">{f.item.id}</span>
           </div>
         ))}
       </div>
@@ -190,21 +317,28 @@ export function RefPicker({ refKind, who, common, value, onValue }: { refKind: s
   );
 }
 
-/** A picker's state: the text shown, the items found for it, the one chosen (its id), and the searches as the text changes. */
-function usePicker(k: ConsoleKind | undefined, who: Identity, value: string, onValue: (v: string) => void) {
-  const [text, setText] = useState(value);
+/**
+ * A picker's state: the text shown, the items found for it, the one chosen (its id), and the
+ * searches as the text changes. `value` is the form's (a picker of one); undefined for a picker
+ * of several, whose `onPick` takes each item chosen, the text then emptied for the next.
+ */
+function usePicker(k: ConsoleKind | undefined, who: Identity, value: string | undefined, onValue: (v: string) => void, onPick?: (f: Found) => void) {
+  const [text, setText] = useState(value ?? "");
   const [open, setOpen] = useState(false);
-  const [options, setOptions] = useState<Item[] | undefined>();
+  const [options, setOptions] = useState<Found[] | undefined>();
   const [active, setActive] = useState(-1);
   const [chosen, setChosen] = useState<string | undefined>();
+  // The text shown for the item chosen: no search of its own (the first items are offered).
+  const [chosenText, setChosenText] = useState<string | undefined>();
   // A value from outside (the item edited, a prefilled parent): shown by its item's name.
   useEffect(() => {
-    if (value === chosen) return;
+    if (value === undefined || value === chosen) return;
     setText(value);
     if (k && UUID.test(value) && visibleTo(k, who))
       void nameOf(k, refPath(k, value)).then((n) => {
         if (n) {
           setChosen(value);
+          setChosenText(n);
           setText(n);
         }
       });
@@ -214,7 +348,7 @@ function usePicker(k: ConsoleKind | undefined, who: Identity, value: string, onV
     if (!open || !k || !visibleTo(k, who)) return;
     let live = true;
     const t = setTimeout(() => {
-      search(k, text === choiceName(options, chosen) ? "" : text).then(
+      search(k, chosen !== undefined && text === chosenText ? "" : text).then(
         (found) => {
           if (!live) return;
           setOptions(found);
@@ -228,26 +362,25 @@ function usePicker(k: ConsoleKind | undefined, who: Identity, value: string, onV
       clearTimeout(t);
     };
   }, [text, open]);
-  const pick = (i: Item) => {
-    setChosen(String(i.id));
-    setText(k ? choiceLabel(k, i) : String(i.id));
+  const pick = (f: Found) => {
     setOpen(false);
-    onValue(String(i.id));
+    if (onPick) {
+      setText("");
+      onPick(f);
+      return;
+    }
+    setChosen(String(f.item.id));
+    setChosenText(f.label);
+    setText(f.label);
+    onValue(String(f.item.id));
   };
   const type = (t: string) => {
     setText(t);
     setOpen(true);
     setChosen(undefined);
-    onValue(t.trim());
+    onValue(onPick ? t : t.trim());
   };
-  return { text, open, setOpen, options, active, setActive, chosen, pick, type };
-}
-
-/** The label of the chosen item among the options (the text is then a choice, not a search). */
-function choiceName(options: Item[] | undefined, chosen: string | undefined): string | undefined {
-  const i = options?.find((o) => o.id === chosen);
-  const k = i ? kindOfPath(new URL(String(i.uri ?? ""), location.href).pathname) : undefined;
-  return i && k ? choiceLabel(k, i) : undefined;
+  return { text, setText, open, setOpen, options, active, setActive, chosen, pick, type };
 }
 
 /**
@@ -269,6 +402,29 @@ export function refTarget(kind: ConsoleKind, f: ConsoleField, item: any): { kind
     if (target) return { kind: target, path };
   }
   return undefined;
+}
+
+/** The items a list field's ids lead to (a bridge's mirrors, a rule's ports), when the catalog says of which kind. */
+// biome-ignore lint/suspicious/noExplicitAny: an item of any kind
+export function refTargets(f: ConsoleField, item: any): { id: string; target: { kind: ConsoleKind; path: string } }[] | undefined {
+  const v = item?.[f.name];
+  const k = f.repeated && f.ref ? KINDS.get(f.ref) : undefined;
+  if (!k || !Array.isArray(v)) return undefined;
+  return v.filter((id): id is string => typeof id === "string" && id !== "").map((id) => ({ id, target: { kind: k, path: refPath(k, id) } }));
+}
+
+/** A list field's items as links named by their names (see RefLink), "—" when it holds none. */
+export function RefLinks({ targets, short }: { targets: { id: string; target: { kind: ConsoleKind; path: string } }[]; short?: boolean }) {
+  if (targets.length === 0) return <>—</>;
+  return (
+    <ul class="ref-list">
+      {targets.map((t) => (
+        <li key={t.id}>
+          <RefLink target={t.target} id={t.id} short={short} />
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 /**

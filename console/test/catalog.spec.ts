@@ -15,7 +15,7 @@ it("offers the values a field's rules in the proto allow", async () => {
   expect(values("qos.QosPolicy", "name")).toBeUndefined();
 });
 
-it("knows which kind a field holding another item's id names: from the message's link to it, else from its name", async () => {
+it("knows which kind a field holding another item's id (or a list of ids) names: from the message's link to it, else from its name", async () => {
   const c = await consoleCatalog();
   const kind = (k: string) => c.kinds.find((x) => x.kind === k)!;
   const ref = (k: string, field: string) => kind(k).fields.find((f) => f.name === field)?.ref;
@@ -34,6 +34,20 @@ it("knows which kind a field holding another item's id names: from the message's
     ["routing.Router", "tenantId"],
     ["routing.Port", "deviceId"],
     ["routing.Port", "id"],
+  ] as const)
+    expect(ref(k, f), `${k}.${f}`).toBeUndefined();
+  // Lists of ids (issue 55): a list whose items the proto says are UUIDs, or whose name ends in
+  // "Ids", named by its name less "Ids" or made singular; a list of other values names nothing.
+  expect(ref("bridge.Bridge", "inboundMirrorIds")).toBe("policy.Mirror");
+  expect(ref("routing.Port", "outboundMirrorIds")).toBe("policy.Mirror");
+  expect(ref("bridge.Bridge", "vxlanPortIds")).toBe("routing.Port");
+  expect(ref("policy.Rule", "inPorts")).toBe("routing.Port");
+  expect(ref("policy.Rule", "outPorts")).toBe("routing.Port");
+  expect(ref("compat.CompatPool", "members")).toBe("compat.CompatMember");
+  for (const [k, f] of [
+    ["identity.User", "roles"],
+    ["bridge.DhcpSubnet", "dnsServerAddrs"],
+    ["tunnel.Host", "addresses"],
   ] as const)
     expect(ref(k, f), `${k}.${f}`).toBeUndefined();
   // A port is made on a router or a bridge: both paths, each variable naming its kind.

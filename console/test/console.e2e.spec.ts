@@ -32,7 +32,7 @@ async function loggedIn(name: string, password: string, viewport = { width: 1280
   await p.getByLabel("User name").fill(name);
   await p.getByLabel("Password").fill(password);
   await p.getByRole("button", { name: "Log in" }).click();
-  await p.getByRole("button", { name: "Log out" }).waitFor();
+  await p.getByRole("button", { name: "Log out", exact: true }).waitFor();
   return { context, page: p };
 }
 
@@ -395,7 +395,7 @@ describe("as a tenant's users", () => {
     await shot(p, "phone-menu");
     const token = (await p.evaluate("sessionStorage.getItem('vnm.session')")) as string | null;
     expect(await p.evaluate("document.cookie")).toBe("");
-    await p.getByRole("button", { name: "Log out" }).click();
+    await p.getByRole("button", { name: "Log out", exact: true }).click();
     await p.getByLabel("User name").waitFor();
     expect((await p.evaluate("sessionStorage.getItem('vnm.session')")) as string | null).toBeNull();
     await waitFor("the token revoked", async () => (await http("GET", "/bridges", undefined, { "x-auth-token": token! })).status === 401, 5_000);

@@ -43,7 +43,7 @@ beforeAll(async () => {
   await page.getByLabel("User name").fill(`tu-${stack.id}`);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Log in" }).click();
-  await page.getByRole("button", { name: "Log out" }).waitFor();
+  await page.getByRole("button", { name: "Log out", exact: true }).waitFor();
 }, 180_000);
 
 afterAll(async () => {

@@ -29,15 +29,15 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 
-async function loggedIn(): Promise<{ context: BrowserContext; page: Page }> {
+async function loggedIn(user = "admin", password = fx.stack.adminPassword): Promise<{ context: BrowserContext; page: Page }> {
   const c = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   c.setDefaultTimeout(10_000);
   const p = await c.newPage();
   await p.goto(`${fx.gw}/`);
-  await p.getByLabel("User name").fill("admin");
-  await p.getByLabel("Password").fill(fx.stack.adminPassword);
+  await p.getByLabel("User name").fill(user);
+  await p.getByLabel("Password").fill(password);
   await p.getByRole("button", { name: "Log in" }).click();
-  await p.getByRole("button", { name: "Log out" }).waitFor();
+  await p.getByRole("button", { name: "Log out", exact: true }).waitFor();
   return { context: c, page: p };
 }
 
@@ -133,14 +133,31 @@ describe("relations", () => {
   it("a picker searches as you type (a chain on no first page, by its name) and shows the name, not the id", async () => {
     const chain = await http("POST", "/chains", { name: `pick-${RUN}` });
     expect(chain.status, chain.text).toBe(201);
-    await page.goto(`${fx.gw}/#/new/bridge.Bridge`);
-    await page.getByRole("textbox", { name: "Name", exact: true }).fill(`picked-${RUN}`);
-    const picker = page.getByRole("combobox", { name: "Inbound filter ID" });
-    await picker.fill(`pick-${RUN}`);
-    await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).waitFor();
-    await shot(page, "picker");
-    await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).click();
-    await poll(() => picker.inputValue()).toBe(`pick-${RUN}`);
+    // The chain on no first page: every read of the chains without a name filter answers none,
+    // as if it were past the first PICKER_FIRST; only the API's search by name can find it.
+    const unfiltered = (u: URL) => u.pathname === "/chains" && !u.searchParams.has("name");
+    await page.route(unfiltered, (route) => route.fulfill({ status: 200, contentType: "application/json", body: "[]" }));
+    try {
+      await page.goto(`${fx.gw}/#/new/bridge.Bridge`);
+      await page.reload(); // no chains the page read before
+      await page.getByRole("textbox", { name: "Name", exact: true }).fill(`picked-${RUN}`);
+      const picker = page.getByRole("combobox", { name: "Inbound filter ID" });
+      const searched = page.waitForResponse((r) => {
+        const u = new URL(r.url());
+        return u.pathname === "/chains" && u.searchParams.get("name") === `pick-${RUN}`;
+      });
+      await picker.fill(`pick-${RUN}`);
+      expect((await (await searched).json()).map((c: { id: string }) => c.id)).toEqual([chain.json.id]);
+      await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).waitFor();
+      // The list of items found is under the box, not over it.
+      const box = (await picker.boundingBox())!;
+      expect((await page.getByRole("listbox", { name: "Chains" }).boundingBox())!.y).toBeGreaterThanOrEqual(box.y + box.height);
+      await shot(page, "picker");
+      await page.getByRole("option", { name: new RegExp(`pick-${RUN}`) }).click();
+      await poll(() => picker.inputValue()).toBe(`pick-${RUN}`);
+    } finally {
+      await page.unroute(unfiltered);
+    }
     await page.getByRole("button", { name: "Create" }).click();
     await page.locator("h1 .item-name", { hasText: `picked-${RUN}` }).waitFor();
     // Stored as the id; shown as a link named by the chain.
@@ -151,6 +168,52 @@ describe("relations", () => {
     // Editing it shows the name in the picker, not the UUID.
     await page.getByRole("link", { name: "Edit" }).click();
     await poll(() => page.getByRole("combobox", { name: "Inbound filter ID" }).inputValue()).toBe(`pick-${RUN}`);
+  });
+
+  it("a list of ids (a bridge's mirrors) is a picker of several, by name, and a list of links named by their items", async () => {
+    // Mirrors have no name: each is said by the port it sends to, itself said by its type and device.
+    const mirrors: string[] = [];
+    for (const side of ["a", "b"]) {
+      const bridge = await http("POST", "/bridges", { name: `mt-${side}-${RUN}` });
+      const port = await http("POST", `/bridges/${bridge.json.id}/ports`, {});
+      const mirror = await http("POST", "/mirrors", { toPortId: port.json.id });
+      expect(mirror.status, mirror.text).toBe(201);
+      mirrors.push(mirror.json.id);
+    }
+    await page.goto(`${fx.gw}/#/new/bridge.Bridge`);
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill(`mirrored-${RUN}`);
+    const picker = page.getByRole("combobox", { name: "Inbound mirror IDs" });
+    const chosen = page.getByRole("list", { name: "Chosen mirrors" }).getByRole("listitem");
+    // Its word typed, chosen: listed by its word, and the box empties for the next.
+    await picker.fill(`mt-b-${RUN}`);
+    const options = page.getByRole("option");
+    await poll(() => options.allTextContents()).toEqual([expect.stringContaining(`Bridge · mt-b-${RUN}`)]);
+    await options.first().click();
+    await poll(() => picker.inputValue()).toBe("");
+    // Part of a word typed: the items found leave out the one chosen.
+    await picker.fill(`mt-`);
+    await poll(() => options.allTextContents()).toEqual([expect.stringContaining(`Bridge · mt-a-${RUN}`)]);
+    await shot(page, "picker-list");
+    await options.first().click();
+    await poll(() => chosen.allTextContents()).toEqual([expect.stringContaining(`Bridge · mt-b-${RUN}`), expect.stringContaining(`Bridge · mt-a-${RUN}`)]);
+    expect(await picker.inputValue()).toBe("");
+    expect(await page.locator("#field-inboundMirrorIds-help").count()).toBe(0);
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.locator("h1 .item-name", { hasText: `mirrored-${RUN}` }).waitFor();
+    // Stored as the ids, in the order chosen; shown as links named by their items.
+    const path = decodeURIComponent(String(await page.evaluate("location.hash")).replace(/^#\/item\/bridge\.Bridge\//, ""));
+    expect((await http("GET", path)).json.inboundMirrorIds).toEqual([mirrors[1], mirrors[0]]);
+    const links = page.locator(".fields > div", { hasText: "Inbound mirror IDs" }).getByRole("link");
+    await poll(() => links.allTextContents()).toEqual([`Bridge · mt-b-${RUN} (${mirrors[1]})`, `Bridge · mt-a-${RUN} (${mirrors[0]})`]);
+    expect(await links.first().getAttribute("href")).toBe(`#/item/policy.Mirror/${encodeURIComponent(`/mirrors/${mirrors[1]}`)}`);
+    // Editing lists them by their words; one taken away, the rest saved.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await poll(() => chosen.allTextContents()).toEqual([expect.stringContaining(`Bridge · mt-b-${RUN}`), expect.stringContaining(`Bridge · mt-a-${RUN}`)]);
+    await page.getByRole("button", { name: `Remove Bridge · mt-b-${RUN}` }).click();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").getByText(`Bridge “mirrored-${RUN}” saved.`).waitFor();
+    expect((await http("GET", path)).json.inboundMirrorIds).toEqual([mirrors[0]]);
+    await poll(() => links.allTextContents()).toEqual([`Bridge · mt-a-${RUN} (${mirrors[0]})`]);
   });
 
   it("a list below a parent no page gives (a router's routes) picks the parent by name", async () => {
@@ -235,6 +298,32 @@ describe("failing well", () => {
       await p.getByLabel("User name").waitFor();
     } finally {
       await c.close();
+    }
+  });
+
+  it("Log out ends this tab's session only; Log out everywhere ends the person's others too, and another tab says so", async () => {
+    const user = `everywhere-${RUN}`;
+    const password = `violet-canyon-${RUN}-88`;
+    const made = await http("POST", "/users", { name: user, password, tenantId: `lo-${RUN}`, roles: ["tenant_admin"] });
+    expect(made.status, made.text).toBe(201);
+    const one = await loggedIn(user, password);
+    const two = await loggedIn(user, password);
+    try {
+      await one.page.getByRole("button", { name: "Log out", exact: true }).click();
+      await one.page.getByLabel("User name").waitFor();
+      await two.page.goto(`${fx.gw}/#/list/bridge.Bridge`);
+      await two.page.locator("main tbody tr").first().waitFor();
+      expect(await two.page.getByRole("button", { name: "Log out", exact: true }).count()).toBe(1);
+      await one.page.getByLabel("User name").fill(user);
+      await one.page.getByLabel("Password").fill(password);
+      await one.page.getByRole("button", { name: "Log in" }).click();
+      await one.page.getByRole("button", { name: "Log out everywhere" }).click();
+      await one.page.getByLabel("User name").waitFor();
+      await two.page.goto(`${fx.gw}/#/list/routing.Router`);
+      await two.page.getByText("Your session has ended").waitFor();
+    } finally {
+      await one.context.close();
+      await two.context.close();
     }
   });
 

@@ -49,7 +49,7 @@ async function loggedIn(name: string, password: string, tenant = ""): Promise<{ 
   await p.getByLabel("Password").fill(password);
   if (tenant) await p.getByLabel("Tenant (optional)").fill(tenant);
   await p.getByRole("button", { name: "Log in" }).click();
-  await p.getByRole("button", { name: "Log out" }).waitFor();
+  await p.getByRole("button", { name: "Log out", exact: true }).waitFor();
   return { context, page: p };
 }
 
@@ -165,10 +165,11 @@ describe("references", () => {
   it("an item's page links the items its fields name; a form picks them by name, searched as typed, not an id typed in", async () => {
     const { context, page } = await loggedIn(`ta-${fx.stack.id}`, PASSWORD);
     try {
-      // A port's page: its peer and its device are links to their pages.
+      // A port's page: its peer and its device are links to their pages; a port, which has no
+      // name, is said by its type and its device's name.
       await page.goto(`${fx.gw}/#/item/routing.Port/${encodeURIComponent(`/ports/${t["b1r1"]!.id}`)}`);
       const peer = page.locator('dd a[data-ref="routing.Port"]');
-      await poll(() => peer.textContent()).toBe(t["r1b1"]!.id);
+      await poll(() => peer.textContent()).toBe(`Router · edge (${t["r1b1"]!.id})`);
       await poll(() => page.locator('dd a[data-ref="bridge.Bridge"]').textContent()).toBe(`net-b1 (${t["b1"]!.id})`);
       await peer.click();
       await poll(() => page.locator('dd a[data-ref="routing.Router"]').textContent()).toBe(`edge (${t["r1"]!.id})`);

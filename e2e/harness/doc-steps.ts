@@ -12,6 +12,7 @@
 // Other blocks (yaml, text, json) are shown, never run.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import type { Writable } from "node:stream";
 
 export interface Step {
   /** The 1-based line of the document: an sh step's opening fence, a console step's command. */
@@ -79,22 +80,38 @@ export interface StepRun {
 
 /**
  * Runs the steps in one bash session with `env`; resolves with each step's run, up to the first
- * `sh` step that failed (included).
+ * `sh` step that failed (included). `pauses` maps a step's index to what is done before it runs,
+ * the session waiting meanwhile (its variables kept): a check of the page's prose in a browser
+ * between two steps. A pause whose step is never reached is not run; what a pause throws is
+ * dropped (the caller keeps its own outcome).
  */
-export function runSteps(steps: Step[], env: NodeJS.ProcessEnv, cwd: string): Promise<StepRun[]> {
+export function runSteps(steps: Step[], env: NodeJS.ProcessEnv, cwd: string, pauses: Map<number, () => Promise<void>> = new Map()): Promise<StepRun[]> {
   const mark = `@@step-${randomBytes(6).toString("hex")}`;
+  // A pause: the session says so and reads a line from its fd 3, which the runner writes once done.
+  const pause = (n: number) => (pauses.has(n) ? `printf '%s\\n' '${mark} ${n} pause'\nread -r _ <&3\n` : "");
   const script = steps
     .map((s, n) => {
       const body = s.kind === "sh" ? `set -e\n${s.command}\nset +e` : `{\n${s.command}\n} 2>&1`;
-      return `printf '%s\\n' '${mark} ${n} start'\n${body}\nprintf '\\n%s %s\\n' '${mark} ${n} end' "$?"`;
+      return `${pause(n)}printf '%s\\n' '${mark} ${n} start'\n${body}\nprintf '\\n%s %s\\n' '${mark} ${n} end' "$?"`;
     })
     .join("\n");
-  const child = spawn("bash", ["--noprofile", "--norc", "-c", script], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("bash", ["--noprofile", "--norc", "-c", script], { cwd, env, stdio: ["ignore", "pipe", "pipe", "pipe"] });
+  const resume = child.stdio[3] as Writable;
+  resume.on("error", () => undefined); // the session ended first: nobody is waiting
   let out = "";
-  child.stdout.on("data", (d: Buffer) => {
+  const waiting = new Set(pauses.keys());
+  child.stdout!.on("data", (d: Buffer) => {
     out += d.toString();
+    for (const n of waiting) {
+      if (!out.includes(`${mark} ${n} pause\n`)) continue;
+      waiting.delete(n);
+      void pauses
+        .get(n)!()
+        .catch(() => undefined)
+        .then(() => resume.write("\n"));
+    }
   });
-  child.stderr.on("data", (d: Buffer) => {
+  child.stderr!.on("data", (d: Buffer) => {
     out += d.toString();
   });
   return new Promise((resolve, reject) => {
@@ -103,7 +120,8 @@ export function runSteps(steps: Step[], env: NodeJS.ProcessEnv, cwd: string): Pr
       const runs: StepRun[] = [];
       let open: { n: number; lines: string[] } | undefined;
       for (const l of out.split("\n")) {
-        const m = l.startsWith(mark) ? /^\S+ (\d+) (start|end)(?: (\d+))?$/.exec(l) : null;
+        const m = l.startsWith(mark) ? /^\S+ (\d+) (start|end|pause)(?: (\d+))?$/.exec(l) : null;
+        if (m?.[2] === "pause") continue;
         if (!m) {
           open?.lines.push(l);
           continue;

@@ -1,6 +1,6 @@
 // How docs/tutorial.md's test reads and runs a page (e2e/harness/doc-steps.ts): which blocks run,
 // how a shown output is matched, and that a step the page gets wrong fails. No stack needed.
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -58,5 +58,41 @@ describe("a page's steps", () => {
     ]);
     const failing = await runSteps(stepsOf("```sh\nfalse\n```\n```console\n$ echo never\nnever\n```"), { PATH: "/usr/bin:/bin" }, dir);
     expect(failing.map((r) => r.status)).toEqual([1]);
+  });
+
+  it("pause before a step while the caller does something (a browser's check), the session and its variables waiting; a pause not reached is not run", async () => {
+    const steps = stepsOf("```sh\nN=41\ntouch before-pause\n```\n```console\n$ echo $((N + 1)) $(ls *-pause)\n42 after-pause before-pause\n```");
+    let before: boolean | undefined;
+    const runs = await runSteps(
+      steps,
+      { PATH: "/usr/bin:/bin" },
+      dir,
+      new Map([
+        [
+          1,
+          async () => {
+            before = existsSync(join(dir, "before-pause"));
+            await new Promise((r) => setTimeout(r, 300));
+            writeFileSync(join(dir, "after-pause"), "");
+          },
+        ],
+      ]),
+    );
+    expect(before).toBe(true);
+    expect(runs.map((r) => [r.output, r.status])).toEqual([
+      ["", 0],
+      ["42 after-pause before-pause", 0],
+    ]);
+    let ran = false;
+    const stopped = await runSteps(stepsOf("```sh\nfalse\n```\n```sh\ntrue\n```"), { PATH: "/usr/bin:/bin" }, dir, new Map([
+        [
+          1,
+          async () => {
+            ran = true;
+          },
+        ],
+      ]));
+    expect(stopped.map((r) => r.status)).toEqual([1]);
+    expect(ran).toBe(false);
   });
 });
