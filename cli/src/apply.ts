@@ -5,9 +5,12 @@
 // key: a subnet's prefix and length). The parents' path variables are fields too (bridgeId), by
 // key or by name; so are the items a field names (inboundFilterId: web-in, a list's each
 // element), as the catalog says which kind a field names. Every document is checked before
-// anything is sent (its kind and fields, its parents and the items it names there or made by an
-// earlier document, the item it names, what cannot change): one bad document and nothing is
-// sent. Then what is missing is created, what differs is updated
+// anything is written: first with reads (its kind and fields, its parents and the items it names
+// there or made by an earlier document, the item it names, what cannot change), then each write
+// whose parents and references are already there is sent as a server dry run (?dryRun=All: field
+// values, access, quotas, names taken); one bad document and nothing is written. A document below
+// or naming an item the file itself creates cannot be sent before that item exists: it is
+// checked only when it is written. Then what is missing is created, what differs is updated
 // (If-Match the version read), the rest left alone; one line per item says which. Parents and
 // the items named go first (a kind's depth below its parents, then what a document names, then
 // file order). --dry-run=server sends each write with ?dryRun=All (the API checks, stores
@@ -430,12 +433,39 @@ const needsNew = (p: Plan) => (p.action === "create" && p.after.length > 0) || (
  */
 const unsent = (p: Plan, dryRun: DryRun) => dryRun === "client" || (dryRun === "server" && needsNew(p));
 
+/**
+ * Before the first write: every write that needs no item of this run sent as a server dry run
+ * (?dryRun=All: the API runs every check of it and stores nothing). Any refusal is said for its
+ * document, every one, then `nothing was written`, exit 1. Each is judged alone: what needs an
+ * item the file creates, and what documents do only together (two that fit a quota alone), are
+ * judged when written.
+ */
+async function precheck(api: Api, plans: Plan[]): Promise<void> {
+  let failed = false;
+  for (const p of plans) {
+    if (p.action === "unchanged" || needsNew(p)) continue;
+    try {
+      await send(api, p, "server");
+    } catch (err) {
+      if (!(err instanceof CliError) || err.exitCode === 3) throw err;
+      say(`${p.d.where}: ${err.message}\n`);
+      failed = true;
+    }
+  }
+  if (failed) {
+    say("nothing was written\n");
+    throw new CliError("", 1);
+  }
+}
+
 /** Applies every document, parents first, once all are checked; then prunes (--prune); exit 1 if any failed. */
 export async function apply(api: Api, paths: string[], opts: { dryRun?: DryRun; prune?: Prune } = {}): Promise<void> {
   const dryRun = opts.dryRun ?? "none";
   const docs = await readDocs(paths);
   if (opts.prune) checkPrunable(docs);
   const plans = await plan(api, docs);
+  // A server dry run is that check already; a client one asks the server nothing.
+  if (dryRun === "none") await precheck(api, plans);
   let failed = false;
   for (const p of plans) {
     try {

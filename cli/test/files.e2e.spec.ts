@@ -2,7 +2,7 @@
 // /tmp under the machine's Node, in real shells' pipes, against a real stack (the gateway's test
 // harness): standard input from a slow producer, a reader that leaves early, parents by name,
 // the items a field names by name (flags and files), subnets by their key, apply without ids
-// (natural keys), every document checked first, diff,
+// (natural keys), every document checked first (a bad value too, by a server dry run), diff,
 // delete -f in dependency order, -o jsonpath, --sort-by, plurals and short names, tables in a
 // pipe, a new user's password at a prompt or on standard input, and apply's --dry-run and --prune.
 import { spawn } from "node:child_process";
@@ -285,6 +285,38 @@ describe("apply, diff and delete -f", () => {
     const both = await vnm(["apply", "-f", "-"], good);
     expect(both.status, both.stderr).toBe(0);
     expect(both.stdout).toMatch(/^bridge\/\S+ created\ndhcp-subnet\/10\.7\.0\.0_24 created\n$/);
+  });
+
+  it("checks every document's values with the server before writing any: a bad value in document 2 and nothing is written", async () => {
+    await ok(["bridge", "create", "--name", "pre-old", "--tenant-id", "pre"]);
+    const names = async () => JSON.parse(await ok(["bridges", "--tenant", "pre", "-o", "json"])).map((b: { name: string }) => b.name).sort();
+    const file = [
+      "kind: bridge\nname: pre-new\ntenantId: pre",
+      "kind: bridge\nname: pre-bad\ntenantId: pre\nadminStateUp: maybe",
+      "kind: bridge\nname: pre-old\ntenantId: pre\nadminStateUp: false",
+      // A chain by a UUID no chain has: the API's 404 on the field.
+      "kind: bridge\nname: pre-filtered\ntenantId: pre\ninboundFilterId: 00000000-0000-4000-8000-000000000000",
+    ].join("\n---\n");
+    const r = await vnm(["apply", "-f", "-"], file);
+    expect([r.status, r.stdout]).toEqual([1, ""]);
+    // Every failing document is named, then nothing was written: no create, no update.
+    expect(r.stderr).toMatch(/^stdin \(document 2\): error 400: .*\n {2}adminStateUp: .*\n/);
+    expect(r.stderr).toMatch(/\nstdin \(document 4\): error 404: .*00000000-0000-4000-8000-000000000000.*\nnothing was written\n$/);
+    expect(r.stderr).not.toMatch(/document [13]/);
+    expect(await names()).toEqual(["pre-old"]);
+    expect(JSON.parse(await ok(["bridge", "get", "pre-old", "--tenant", "pre", "-o", "json"])).adminStateUp).toBe(true);
+    // Without the bad ones, all of it goes.
+    const good = file.split("\n---\n").filter((_, i) => i % 2 === 0).join("\n---\n");
+    const ok2 = await vnm(["apply", "-f", "-"], good);
+    expect([ok2.status, ok2.stderr]).toEqual([0, ""]);
+    expect(await names()).toEqual(["pre-new", "pre-old"]);
+    // Below a bridge the file creates, the server cannot judge a subnet before the bridge is
+    // there: its refusal comes when it is written, after the bridge (README, "apply").
+    const below = "kind: bridge\nname: pre-parent\ntenantId: pre\n---\nkind: dhcp-subnet\nbridgeId: pre-parent\nsubnetPrefix: 10.8.0.0\nsubnetLength: 99\n";
+    const late = await vnm(["apply", "-f", "-"], below);
+    expect(late.status).toBe(1);
+    expect(late.stdout).toMatch(/^bridge\/\S+ created\n$/);
+    expect(late.stderr).toMatch(/^stdin \(document 2\): error 400: .*\n {2}subnetLength: /);
   });
 
   it("delete -f takes children before parents and exits 0; a second time each is not found (1), unless --ignore-not-found", async () => {
