@@ -46,7 +46,7 @@ await build({
   ...common,
   entryPoints: [join(here, "src", "snapshot.ts")],
   outfile: reader,
-  plugins: [kitAs('export * from "./catalog.ts";', kit)],
+  plugins: [kitAs('export * from "./catalog.ts";\nexport * from "./references.ts";', kit)],
 });
 const snapshot = execFileSync(process.execPath, [reader, join(here, "..", "proto")], { maxBuffer: 64 << 20 }).toString();
 rmSync(reader);
@@ -55,7 +55,7 @@ await build({
   ...common,
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(dist, "vnm.js"),
-  plugins: [kitAs('export function loadCatalog() { throw new Error("the bundle carries its catalog"); }\nexport const writableFields = loadCatalog;')],
+  plugins: [kitAs('export function loadCatalog() { throw new Error("the bundle carries its catalog"); }\nexport const writableFields = loadCatalog;\nexport const references = loadCatalog;')],
   define: { __VNM_CATALOG__: snapshot },
 });
 chmodSync(join(dist, "vnm.js"), 0o755);

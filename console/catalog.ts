@@ -4,7 +4,7 @@
 // files is a new page of the console, with no console code.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, loadCatalog, ResourceSet, type ServiceSpec, templateShape, writableFields } from "@vnm/kit";
+import { type AnyResource, type Catalog, type FieldInfo, type KindInfo, loadCatalog, references, ResourceSet, type ServiceSpec, templateShape, writableFields } from "@vnm/kit";
 import { ROOT, serviceDomains } from "@vnm/kit/repo";
 import type { ConsoleCatalog, ConsoleField, ConsoleKind, FieldType, LinkedList } from "./src/model.ts";
 import { fieldLabel, inSentence, kindNames, phrase } from "./src/words.ts";
@@ -89,50 +89,6 @@ function fieldOf(f: FieldInfo, writable: Set<string>, declared: Declared | undef
   return out;
 }
 
-/** A name's words, lower case: "nextHopPort" -> next, hop, port; "pool_id" -> pool, id. */
-const wordsOf = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[\s_]+/).filter(Boolean);
-const endsWith = (a: string[], b: string[]) => b.length > 0 && a.length >= b.length && b.every((w, i) => a[a.length - b.length + i] === w);
-
-/** Whether a repeated string field's items are ids: the proto says they are UUIDs, or its name ends in "Ids" (vxlanPortIds). */
-function holdsIds(f: FieldInfo): boolean {
-  const items = (f.rules?.["repeated"] as { items?: { string?: { uuid?: boolean } } } | undefined)?.items;
-  return f.uuid || items?.string?.uuid === true || wordsOf(f.name).at(-1) === "ids";
-}
-
-/** A plural word's singular, as field names spell them: ports, monitors, addresses, policies. */
-const singular = (w: string) => (w.endsWith("ies") ? `${w.slice(0, -3)}y` : w.endsWith("sses") ? w.slice(0, -2) : w.endsWith("s") ? w.slice(0, -1) : w);
-
-/**
- * The kind whose item a field holds the id of, or a repeated field the ids of. First the
- * message's own word for it: a link field whose template is one kind's item path with this field
- * as its only variable (a port's `peer`, "/ports/{peerId}"; a router's `loadBalancer`). Else the
- * field's name: a string field whose words, less a trailing "id", end with a top-level kind's
- * name (nextHopPort, srvPortId: Port), or, within one domain, whose words end that kind's name
- * (compat's pool_id: CompatPool); only when exactly one kind fits. A repeated field holding ids
- * is read the same way, less its trailing "ids" or with its last word made singular
- * (inboundMirrorIds: Mirror; a rule's inPorts: Port).
- */
-function referenceOf(k: KindInfo, f: FieldInfo, items: Map<string, KindInfo>, top: KindInfo[]): string | undefined {
-  if (f.link !== undefined || f.name === "id" || f.name === k.resource.tenantField || f.type !== "string") return undefined;
-  if (f.repeated && !holdsIds(f)) return undefined;
-  for (const l of f.repeated ? [] : k.message.fields) {
-    const m = l.link ? /^(?:\/[^{}/]+)+\/\{(\w+)\}$/.exec(l.link) : null;
-    if (m?.[1] === f.name) {
-      const target = items.get(templateShape(l.link!));
-      if (target) return target.kind;
-    }
-  }
-  const words = wordsOf(f.name);
-  if (f.repeated) {
-    if (words.at(-1) === "ids") words.pop();
-    else words.push(singular(words.pop() ?? ""));
-  } else if (words.at(-1) === "id") words.pop();
-  const fits = top.filter((t) => endsWith(words, wordsOf(t.resource.name)) || (t.resource.domain === k.resource.domain && endsWith(wordsOf(t.resource.name), words)));
-  const same = fits.filter((t) => t.resource.domain === k.resource.domain);
-  const chosen = same.length > 0 ? same : fits;
-  return chosen.length === 1 ? chosen[0]!.kind : undefined;
-}
-
 /** The kinds the variables of a kind's create paths name: a variable closing the item path of a kind (routerId in /routers/{routerId}/ports). */
 function pathRefsOf(templates: string[], byShape: Map<string, KindInfo>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -191,11 +147,11 @@ export async function consoleCatalog(c: Catalog = loadCatalog()): Promise<Consol
   const childrenOf = (kind: string) => kinds.filter((k) => k.parent === kind).map((k) => k.kind);
   const descendants = (kind: string): string[] => childrenOf(kind).flatMap((d) => [d, ...descendants(d)]);
   const byShape = new Map(kinds.map((k) => [templateShape(k.itemTemplate), k]));
-  const top = kinds.filter((k) => !k.parent && (k.itemTemplate.match(/\{/g) ?? []).length === 1);
-  const topByShape = new Map(top.map((k) => [templateShape(k.itemTemplate), k]));
+  // What a field names, a list of ids included (the kit's references, as the CLI reads them).
+  const refOf = references(c);
   const out: ConsoleKind[] = kinds.map((k) => {
     const writable = new Set(writableFields(k.message, "create").map((f) => f.name));
-    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind), referenceOf(k, f, topByShape, top)));
+    const fields = k.message.fields.filter((f) => !f.internal).map((f) => fieldOf(f, writable, declared.get(k.kind), refOf(k, f)));
     const listTemplates = templatesOf(c, k, k.rpcs.list);
     const itemShape = templateShape(k.itemTemplate);
     const childLists = new Set(kinds.filter((d) => d.parent === k.kind).flatMap((d) => templatesOf(c, d, d.rpcs.list).map(templateShape)));

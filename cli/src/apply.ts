@@ -3,13 +3,19 @@
 // fields, and `id:` naming the item (its key: an id, a subnet 10.0.0.0_24...); without it, the
 // kind's natural key finds the item (its name within its parent, else the fields that make its
 // key: a subnet's prefix and length). The parents' path variables are fields too (bridgeId), by
-// key or by name. Every document is checked before anything is sent (its kind and fields, its
-// parents there or made by an earlier document, the item it names, what cannot change): one bad
-// document and nothing is sent. Then what is missing is created, what differs is updated
-// (If-Match the version read), the rest left alone; one line per item says which. Parents go
-// first (a kind's depth below its parents, then file order). --dry-run=server sends each write
-// with ?dryRun=All (the API checks, stores nothing), =client sends none; --prune then deletes the
-// items of the file's kinds it does not name, within its tenants and under its parents only.
+// key or by name; so are the items a field names (inboundFilterId: web-in, a list's each
+// element), as the catalog says which kind a field names. Every document is checked before
+// anything is written: first with reads (its kind and fields, its parents and the items it names
+// there or made by an earlier document, the item it names, what cannot change), then each write
+// whose parents and references are already there is sent as a server dry run (?dryRun=All: field
+// values, access, quotas, names taken); one bad document and nothing is written. A document below
+// or naming an item the file itself creates cannot be sent before that item exists: it is
+// checked only when it is written. Then what is missing is created, what differs is updated
+// (If-Match the version read), the rest left alone; one line per item says which. Parents and
+// the items named go first (a kind's depth below its parents, then what a document names, then
+// file order). --dry-run=server sends each write with ?dryRun=All (the API checks, stores
+// nothing), =client sends none; --prune then deletes the items of the file's kinds it does not
+// name, within its tenants and under its parents only.
 // vnm diff -f prints what apply would change. vnm delete -f deletes the items the documents
 // name, in the reverse order (children first).
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -20,8 +26,8 @@ import { type Api, objectOf } from "./client.ts";
 import { kept } from "./commands.ts";
 import { CliError, usage } from "./errors.ts";
 import { toJson } from "./json.ts";
-import { allKinds, type Kind, kindNamed, kindNamedBy, type PathValues, variables } from "./kinds.ts";
-import { type Found, findItem, keyForm, listItems, parentKind } from "./resolve.ts";
+import { allKinds, type Kind, kindNamed, type PathValues, variables } from "./kinds.ts";
+import { type Found, findItem, keyForm, listItems, parentKind, resolveRef } from "./resolve.ts";
 import { readStdin } from "./stdin.ts";
 import { clean, escapeJson, say } from "./text.ts";
 import { isRecord, stringMember } from "@vnm/kit/values";
@@ -73,7 +79,46 @@ export async function readDocs(paths: string[]): Promise<Doc[]> {
   }
   if (docs.length === 0) throw usage("no documents in the files given");
   // A stable sort: within a depth, the files' order.
-  return docs.map((d, i) => ({ d, i, depth: depth(d) })).sort((a, b) => a.depth - b.depth || a.i - b.i).map((x) => x.d);
+  return byReferences(docs.map((d, i) => ({ d, i, depth: depth(d) })).sort((a, b) => a.depth - b.depth || a.i - b.i).map((x) => x.d));
+}
+
+/** A field's value naming an item of another kind (one element of a list: `index`), as the document gives it. */
+interface DocRef {
+  field: string;
+  index?: number;
+  target: Kind;
+  given: string;
+}
+
+/** The values of a document's writable fields that name items (the catalog's references), by id, key or name. */
+function refsOfDoc(d: Doc): DocRef[] {
+  const writable = new Set([...d.kind.writable("create"), ...d.kind.writable("update")].map((f) => f.name));
+  return Object.entries(d.fields).flatMap(([field, v]): DocRef[] => {
+    const target = writable.has(field) ? d.kind.refOf(field) : undefined;
+    if (!target) return [];
+    if (typeof v === "string" && v !== "") return [{ field, target, given: v }];
+    return Array.isArray(v) ? v.flatMap((x, index) => (typeof x === "string" && x !== "" ? [{ field, index, target, given: x }] : [])) : [];
+  });
+}
+
+/** Whether a document makes the item a value names: of its kind, by its id:, name: or natural key. */
+const makes = (q: Doc, kind: Kind, given: string) => q.kind === kind && (q.id === given || [given, keyForm(kind, given)].includes(docKey(q) ?? ""));
+
+/**
+ * The documents with each after those that make the items it names (a bridge after the chain its
+ * inboundFilterId names), else in the order given (parents first); documents naming each other
+ * in a circle are a usage error.
+ */
+function byReferences(docs: Doc[]): Doc[] {
+  const needs = new Map(docs.map((d) => [d, new Set(refsOfDoc(d).flatMap((r) => docs.filter((q) => q !== d && makes(q, r.target, r.given))))]));
+  const out: Doc[] = [];
+  const left = [...docs];
+  while (left.length) {
+    const next = left.findIndex((d) => [...needs.get(d)!].every((q) => out.includes(q)));
+    if (next < 0) throw usage(`these documents name items each other makes, so none can be made first:\n${left.map((d) => `  ${d.where}`).join("\n")}`);
+    out.push(...left.splice(next, 1));
+  }
+  return out;
 }
 
 /** Numbers within a double's range as numbers, the rest as BigInt (as the API's JSON). */
@@ -143,8 +188,11 @@ export function naturalKey(kind: Kind, fields: Record<string, unknown>): string[
 
 const describeKey = (d: Doc, names: string[]) => names.map((n) => `${n} ${clean(toJson(d.fields[n]))}`).join(", ");
 
-/** The item a document names, with its parents' keys: by id:, else by its natural key; undefined when there is none. */
-async function existing(api: Api, d: Doc, values: PathValues): Promise<Found | undefined> {
+/**
+ * The item a document names, with its parents' keys: by id:, else by its natural key (of
+ * `fields`, the document's with the items they name as ids); undefined when there is none.
+ */
+async function existing(api: Api, d: Doc, values: PathValues, fields: Record<string, unknown> = d.fields): Promise<Found | undefined> {
   const tenantField = d.kind.info.resource.tenantField;
   const tenant = tenantField ? stringMember(d.fields, tenantField) : undefined;
   try {
@@ -153,9 +201,9 @@ async function existing(api: Api, d: Doc, values: PathValues): Promise<Found | u
       const a = await api.call("GET", path);
       return { item: objectOf(a), path, etag: a.headers.get("etag") };
     }
-    const names = naturalKey(d.kind, d.fields);
+    const names = naturalKey(d.kind, fields);
     if (!names || !d.kind.list) return undefined;
-    const matches = await listItems(api, d.kind, values, tenant, Object.fromEntries(names.map((n) => [n, d.fields[n]])));
+    const matches = await listItems(api, d.kind, values, tenant, Object.fromEntries(names.map((n) => [n, fields[n]])));
     if (matches.length > 1) {
       throw new CliError(`${matches.length} ${d.kind.command} items have ${describeKey(d, names)}: ${matches.map((i) => clean(d.kind.keyOf(i))).join(", ")}; give id:`, 1);
     }
@@ -176,6 +224,10 @@ interface Plan {
   values: PathValues;
   /** Parents an earlier document of the file makes: the variable and that document's plan. */
   after: [string, Plan][];
+  /** The document's fields, the items they name by name given as ids (but those below). */
+  fields: Record<string, unknown>;
+  /** Items the fields name that an earlier document makes: filled in once it is made. */
+  refsAfter: (DocRef & { maker: Plan })[];
   now?: Found;
   action: "create" | "update" | "unchanged";
   differs: [string, unknown][];
@@ -193,13 +245,52 @@ function docKey(d: Doc): string | undefined {
   return names ? names.map((n) => String(d.fields[n])).join("_") : undefined;
 }
 
-/** The earlier document that makes the item a parent value names (by its id:, name: or natural key). */
+/** The earlier document that makes the item a parent value or a field names (by its id:, name: or natural key). */
 function madeBy(plans: Plan[], kind: Kind, given: string): Plan | undefined {
-  return plans.find((q) => q.d.kind === kind && (q.d.id === given || [given, keyForm(kind, given)].includes(docKey(q.d) ?? "") || (q.now !== undefined && kind.keyOf(q.now.item) === keyForm(kind, given))));
+  return plans.find((q) => makes(q.d, kind, given) || (q.d.kind === kind && q.now !== undefined && kind.keyOf(q.now.item) === keyForm(kind, given)));
 }
 
-/** One document checked against what the gateway has: its parents, its item, what would change. */
-async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, string>): Promise<Plan> {
+/** The id of an item a field names (the key of a kind keyed by its id). */
+const idOf = (kind: Kind, item: Record<string, unknown>) => (typeof item["id"] === "string" ? item["id"] : kind.keyOf(item));
+
+/** Fields with one reference set to an id. */
+function withRef(fields: Record<string, unknown>, r: DocRef, id: string): Record<string, unknown> {
+  if (r.index === undefined) return { ...fields, [r.field]: id };
+  const list = [...(fields[r.field] as unknown[])];
+  list[r.index] = id;
+  return { ...fields, [r.field]: list };
+}
+
+/**
+ * The items a document's fields name, as ids: an earlier document's item (once it is made, when
+ * that document creates it), else one the gateway has (resolveRef: by key, else by its name
+ * within the document's tenant; a UUID as it is).
+ */
+async function refsOfPlan(api: Api, d: Doc, earlier: Plan[], memo: Map<string, string>, tenant: string | undefined): Promise<Pick<Plan, "fields" | "refsAfter">> {
+  let fields = d.fields;
+  const refsAfter: Plan["refsAfter"] = [];
+  for (const r of refsOfDoc(d)) {
+    const maker = madeBy(earlier, r.target, r.given);
+    if (maker && !maker.now) {
+      refsAfter.push({ ...r, maker });
+      continue;
+    }
+    if (maker?.now) {
+      fields = withRef(fields, r, idOf(r.target, maker.now.item));
+      continue;
+    }
+    try {
+      fields = withRef(fields, r, await resolveRef(api, r.target, r.given, tenant, r.field, memo));
+    } catch (err) {
+      if (err instanceof CliError && err.status === 404) throw new CliError(`${r.field}: no ${r.target.command} has the id or name ${JSON.stringify(clean(r.given))}, and no document here makes one`, 1, 404);
+      throw err;
+    }
+  }
+  return { fields, refsAfter };
+}
+
+/** One document checked against what the gateway has: its parents, the items it names, its item, what would change. */
+async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, string>, refs: Map<string, string>): Promise<Plan> {
   const route = routeOf(d);
   if (!route) {
     const given = d.kind.creates.map((r) => d.kind.parents(r).join(" and ")).join(", or ");
@@ -243,29 +334,32 @@ async function planOf(api: Api, d: Doc, earlier: Plan[], parents: Map<string, st
       throw err;
     }
   }
-  // Below a parent this file makes, the item is new.
-  const now = after.length ? undefined : await existing(api, d, values);
-  if (!now) return { d, route, values, after, action: "create", differs: [] };
+  const { fields, refsAfter } = await refsOfPlan(api, d, earlier, refs, tenant);
+  // Below a parent this file makes, or known by an item it makes (a binding by its port), the item is new.
+  const key = naturalKey(d.kind, fields);
+  const now = after.length || refsAfter.some((r) => d.id === undefined && key?.includes(r.field)) ? undefined : await existing(api, d, values, fields);
+  if (!now) return { d, route, values, after, fields, refsAfter, action: "create", differs: [] };
   // What the document says of the fields an item shows (a write-only one, a password, is never read back).
   const shown = new Set(d.kind.writable("create").filter((f) => !f.behaviors.has("INPUT_ONLY")).map((f) => f.name));
-  const differs = Object.entries(d.fields).filter(([k, v]) => shown.has(k) && !variables(d.kind.info.itemTemplate).includes(k) && !same(v, now.item[k]));
-  if (differs.length === 0) return { d, route, values, after, now, action: "unchanged", differs };
+  const differs = Object.entries(fields).filter(([k, v]) => shown.has(k) && !variables(d.kind.info.itemTemplate).includes(k) && !same(v, now.item[k]));
+  if (differs.length === 0) return { d, route, values, after, fields, refsAfter, now, action: "unchanged", differs };
   const updatable = new Set(d.kind.writable("update").map((f) => f.name));
   const fixed = differs.filter(([k]) => !updatable.has(k)).map(([k]) => k);
   if (fixed.length || !d.kind.update) {
     throw new CliError(`${d.kind.command} ${clean(d.kind.keyOf(now.item))}: ${fixed.length ? fixed.join(", ") : "it"} cannot change once created; delete it first`, 1);
   }
-  return { d, route, values, after, now, action: "update", differs };
+  return { d, route, values, after, fields, refsAfter, now, action: "update", differs };
 }
 
 /** Every document checked, in order, before anything is sent; any failing is the whole file's failure (every one said). */
 async function plan(api: Api, docs: Doc[]): Promise<Plan[]> {
   const plans: Plan[] = [];
   const parents = new Map<string, string>();
+  const refs = new Map<string, string>();
   let failed: CliError | undefined;
   for (const d of docs) {
     try {
-      plans.push(await planOf(api, d, plans, parents));
+      plans.push(await planOf(api, d, plans, parents, refs));
     } catch (err) {
       if (!(err instanceof CliError) || err.exitCode === 3) throw err;
       say(`${d.where}: ${err.message}\n`);
@@ -302,25 +396,67 @@ function valuesOf(p: Plan): PathValues {
   return values;
 }
 
+/** A plan's fields with the items earlier documents made filled in as their ids. */
+function filled(p: Plan): Record<string, unknown> {
+  let fields = p.fields;
+  for (const r of p.refsAfter) {
+    if (!r.maker.done) throw new CliError(`not applied: its ${r.field} (${r.maker.d.where}) was not`, 1);
+    fields = withRef(fields, r, idOf(r.target, r.maker.done));
+  }
+  return fields;
+}
+
 async function send(api: Api, p: Plan, dryRun: DryRun): Promise<Record<string, unknown>> {
   const { d } = p;
   if (p.action === "unchanged") return p.now!.item;
+  const fields = filled(p);
   if (p.action === "update") {
     const now = p.now!;
-    const body = { ...kept(d.kind, now.item), ...Object.fromEntries(p.differs) };
+    const body = { ...kept(d.kind, now.item), ...Object.fromEntries(p.differs.map(([k]) => [k, fields[k]])) };
     const path = d.kind.path(d.kind.update, d.kind.valuesOf(now.item), "update");
     return objectOf(await api.call("PUT", dryPath(path, dryRun), body, now.etag ? { "if-match": now.etag } : {}));
   }
-  const body = Object.fromEntries(Object.entries(d.fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
+  const body = Object.fromEntries(Object.entries(fields).filter(([k]) => d.kind.writable("create").some((f) => f.name === k)));
   return objectOf(await api.call("POST", dryPath(d.kind.path(p.route, valuesOf(p), "create"), dryRun), body));
 }
 
 /**
- * Whether a dry run can show a plan's item without asking the server: with --dry-run=client
- * always; with server, when a parent is one an earlier document makes (the server never made it,
- * so there is nothing to write below).
+ * Whether a plan's write needs an item an earlier document creates (a parent, or an item a field
+ * names): the server cannot judge it before that item exists.
  */
-const unsent = (p: Plan, dryRun: DryRun) => dryRun === "client" || (dryRun === "server" && p.action === "create" && p.after.length > 0);
+const needsNew = (p: Plan) => (p.action === "create" && p.after.length > 0) || (p.action !== "unchanged" && p.refsAfter.length > 0);
+
+/**
+ * Whether a dry run can show a plan's item without asking the server: with --dry-run=client
+ * always; with server, when it needs an item an earlier document makes (the server never made
+ * it, so there is nothing to write below or to name).
+ */
+const unsent = (p: Plan, dryRun: DryRun) => dryRun === "client" || (dryRun === "server" && needsNew(p));
+
+/**
+ * Before the first write: every write that needs no item of this run sent as a server dry run
+ * (?dryRun=All: the API runs every check of it and stores nothing). Any refusal is said for its
+ * document, every one, then `nothing was written`, exit 1. Each is judged alone: what needs an
+ * item the file creates, and what documents do only together (two that fit a quota alone), are
+ * judged when written.
+ */
+async function precheck(api: Api, plans: Plan[]): Promise<void> {
+  let failed = false;
+  for (const p of plans) {
+    if (p.action === "unchanged" || needsNew(p)) continue;
+    try {
+      await send(api, p, "server");
+    } catch (err) {
+      if (!(err instanceof CliError) || err.exitCode === 3) throw err;
+      say(`${p.d.where}: ${err.message}\n`);
+      failed = true;
+    }
+  }
+  if (failed) {
+    say("nothing was written\n");
+    throw new CliError("", 1);
+  }
+}
 
 /** Applies every document, parents first, once all are checked; then prunes (--prune); exit 1 if any failed. */
 export async function apply(api: Api, paths: string[], opts: { dryRun?: DryRun; prune?: Prune } = {}): Promise<void> {
@@ -328,13 +464,16 @@ export async function apply(api: Api, paths: string[], opts: { dryRun?: DryRun; 
   const docs = await readDocs(paths);
   if (opts.prune) checkPrunable(docs);
   const plans = await plan(api, docs);
+  // A server dry run is that check already; a client one asks the server nothing.
+  if (dryRun === "none") await precheck(api, plans);
   let failed = false;
   for (const p of plans) {
     try {
       const outcome = p.action === "create" ? "created" : p.action === "update" ? "updated" : "unchanged";
       if (unsent(p, dryRun)) {
         const key = p.now ? p.d.kind.keyOf(p.now.item) : (docKey(p.d) ?? "(new)");
-        const why = dryRun === "server" ? ` (server dry run: not sent, ${p.after.map(([v, m]) => `its ${v} is made by ${m.d.where}`).join(", ")})` : DRY_SUFFIX[dryRun];
+        const made = [...(p.action === "create" ? p.after : []), ...p.refsAfter.map((r): [string, Plan] => [r.field, r.maker])];
+        const why = dryRun === "server" ? ` (server dry run: not sent, ${[...new Set(made.map(([v, m]) => `its ${v} is made by ${m.d.where}`))].join(", ")})` : DRY_SUFFIX[dryRun];
         process.stdout.write(`${p.d.kind.command}/${clean(key)} ${outcome}${why}\n`);
         continue;
       }
@@ -450,6 +589,12 @@ async function prune(api: Api, plans: Plan[], how: Prune, dryRun: DryRun): Promi
 
 const shownValue = (v: unknown) => escapeJson(toJson(v));
 
+/** A field's value as diff shows it: as JSON; one naming an item an earlier document makes, as given, and by which. */
+function diffValue(p: Plan, k: string, v: unknown): string {
+  const made = [...new Set(p.refsAfter.filter((r) => r.field === k).map((r) => r.maker.d.where))];
+  return `${shownValue(v)}${made.length ? ` (made by ${made.join(", ")})` : ""}`;
+}
+
 /** vnm diff -f: what apply would do, item by item (- now, + after), sending nothing; exit 1 when anything would change. */
 export async function diff(api: Api, paths: string[]): Promise<void> {
   const plans = await plan(api, await readDocs(paths));
@@ -458,16 +603,33 @@ export async function diff(api: Api, paths: string[]): Promise<void> {
     if (p.action === "unchanged") continue;
     if (p.action === "update") {
       out.push(`${p.d.kind.command}/${clean(p.d.kind.keyOf(p.now!.item))} (${p.d.where}): updated`);
-      for (const [k, v] of p.differs) out.push(`-  ${clean(k)}: ${shownValue(p.now!.item[k])}`, `+  ${clean(k)}: ${shownValue(v)}`);
+      for (const [k, v] of p.differs) out.push(`-  ${clean(k)}: ${shownValue(p.now!.item[k])}`, `+  ${clean(k)}: ${diffValue(p, k, v)}`);
       continue;
     }
     const under = [...Object.entries(p.values).map(([v, x]) => `${v} ${clean(x ?? "")}`), ...p.after.map(([v, m]) => `${v} made by ${m.d.where}`)];
     out.push(`${p.d.kind.command} (${p.d.where}): created${under.length ? ` under ${under.join(", ")}` : ""}`);
-    for (const [k, v] of Object.entries(p.d.fields)) if (p.d.kind.writable("create").some((f) => f.name === k)) out.push(`+  ${clean(k)}: ${k === "password" ? '"(hidden)"' : shownValue(v)}`);
+    for (const [k, v] of Object.entries(p.fields)) if (p.d.kind.writable("create").some((f) => f.name === k)) out.push(`+  ${clean(k)}: ${k === "password" ? '"(hidden)"' : diffValue(p, k, v)}`);
   }
   if (out.length === 0) return;
   process.stdout.write(`${out.join("\n")}\n`);
   throw new CliError("", 1);
+}
+
+/**
+ * A document's fields with the items its natural key names by name as their ids (a binding's
+ * portId: web-1), for delete -f to find it; one not there is left as given (nothing will match).
+ */
+async function keyRefs(api: Api, d: Doc, tenant: string | undefined): Promise<Record<string, unknown>> {
+  const key = d.id === undefined ? naturalKey(d.kind, d.fields) : undefined;
+  let fields = d.fields;
+  for (const r of refsOfDoc(d).filter((x) => key?.includes(x.field))) {
+    try {
+      fields = withRef(fields, r, await resolveRef(api, r.target, r.given, tenant, r.field));
+    } catch (err) {
+      if (!(err instanceof CliError) || err.status !== 404) throw err;
+    }
+  }
+  return fields;
 }
 
 /**
@@ -492,7 +654,7 @@ export async function deleteFiles(api: Api, paths: string[], ignoreNotFound = fa
         return p !== undefined && d.values[v] !== undefined && deleted.has(`${p.kind.command}/${keyForm(p.kind, d.values[v]!)}`);
       }) ||
       Object.entries(d.fields).some(([k, v]) => {
-        const named = /[a-z]Id$/.test(k) && typeof v === "string" ? kindNamedBy("", k) : undefined;
+        const named = typeof v === "string" ? d.kind.refOf(k) : undefined;
         return named !== undefined && named !== d.kind && deleted.has(`${named.command}/${v}`);
       });
     try {
@@ -511,7 +673,7 @@ export async function deleteFiles(api: Api, paths: string[], ignoreNotFound = fa
           for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = values[theirs];
           values[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, tenant && p.kind.info.resource.tenantField ? tenant : undefined)).item);
         }
-        found = await existing(api, d, values);
+        found = await existing(api, d, values, await keyRefs(api, d, tenant));
         if (!found) throw new CliError(`error 404: no such ${d.kind.command}${d.id !== undefined ? ` ${clean(d.id)}` : ` with ${describeKey(d, naturalKey(d.kind, d.fields)!)}`}`, 1, 404);
         await api.call("DELETE", d.kind.path(d.kind.delete, d.kind.valuesOf(found.item), "delete"), undefined, found.etag ? { "if-match": found.etag } : {});
       } catch (err) {

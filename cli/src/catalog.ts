@@ -4,12 +4,15 @@
 // reads no proto file and does not rebuild the catalog each time it starts; run from the
 // sources (the unit tests), it is taken from the proto files the same way.
 import type { Catalog, FieldInfo, KindInfo, ResourceInfo, Route } from "@vnm/kit";
-import { loadCatalog, writableFields } from "@vnm/kit";
+import { loadCatalog, references, writableFields } from "@vnm/kit";
 
 /** A template with its variables as "{}" (the kit's templateShape; the bundle carries no kit). */
 const templateShape = (t: string) => t.replace(/[^/]*\{[^/]*/g, "{}");
 
-export type Field = Pick<FieldInfo, "name" | "type" | "repeated" | "behaviors" | "link" | "internal" | "jsonObject" | "jsonValue">;
+export type Field = Pick<FieldInfo, "name" | "type" | "repeated" | "behaviors" | "link" | "internal" | "jsonObject" | "jsonValue"> & {
+  /** The kind whose item (or, repeated, items) the field holds the id of ("policy.Chain"): the kit's references, as the console's. */
+  ref?: string;
+};
 
 export interface CliKind extends Pick<KindInfo, "kind" | "service" | "rpcs" | "itemTemplate" | "parent"> {
   message: { name: string; fields: Field[]; byName: Map<string, Field> };
@@ -73,6 +76,7 @@ function actionsOf(c: Catalog, k: KindInfo, taken: Set<string>): CliAction[] {
 
 export function snapshot(c: Catalog): Snapshot {
   const kinds = [...c.kinds.values()];
+  const refOf = references(c);
   const creates = new Map(kinds.map((k) => [k.kind, createsOf(c, k)]));
   const taken = new Set(kinds.flatMap((k) => [...Object.values(k.rpcs), ...creates.get(k.kind)!].map((rpc) => `${k.service}/${rpc}`)));
   const actions = new Map(kinds.map((k) => [k.kind, actionsOf(c, k, taken)]));
@@ -96,6 +100,7 @@ export function snapshot(c: Catalog): Snapshot {
           internal: f.internal,
           jsonObject: f.jsonObject,
           jsonValue: f.jsonValue,
+          ...(refOf(k, f) ? { ref: refOf(k, f) } : {}),
         })),
       },
       resource: { displayName: k.resource.displayName, mediaType: k.resource.mediaType, tenantField: k.resource.tenantField },

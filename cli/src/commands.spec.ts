@@ -26,6 +26,24 @@ describe("names", () => {
     expect(bridge.valuesBelow({ id: "b1", uri: "http://h/bridges/b1" }, "/bridges/{bridgeId}/dhcp")).toEqual({ bridgeId: "b1" });
     expect(bridge.valuesBelow({ id: "b1", uri: "http://h/bridges/b1" }, "/vteps/{id}/bindings")).toBeUndefined();
   });
+
+  it("know which kind a field names from the catalog (the kit's references, as the console's): single and list fields", () => {
+    const ref = (kind: string, field: string) => kindNamed(kind)!.refOf(field)?.command;
+    expect(ref("bridge", "inboundFilterId")).toBe("chain");
+    expect(ref("bridge", "inboundMirrorIds")).toBe("mirror");
+    expect(ref("rule", "jumpChainId")).toBe("chain");
+    expect(ref("rule", "inPorts")).toBe("port");
+    expect(ref("router", "loadBalancerId")).toBe("load-balancer");
+    expect(ref("port", "peerId")).toBe("port");
+    expect(ref("route", "nextHopPort")).toBe("port");
+    for (const [k, f] of [
+      ["bridge", "tenantId"],
+      ["bridge", "name"],
+      ["bridge", "id"],
+      ["port", "deviceId"],
+    ])
+      expect(ref(k!, f!), `${k}.${f}`).toBeUndefined();
+  });
 });
 
 describe("commands from the catalog", () => {

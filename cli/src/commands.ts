@@ -1,7 +1,8 @@
 // One command per kind of the catalog (the proto files the gateway serves from), children
 // included: `vnm <kind> list|get|describe|create|update|delete`, with flags from the proto fields
 // (types, required, POST-only), the parents' path variables as options, and the item named by
-// its key or its unique name. Nothing here names a kind: a new proto is a new command.
+// its key or its unique name, as are the parents and the items a field names (--bridge web,
+// --inbound-filter-id web-in). Nothing here names a kind: a new proto is a new command.
 import { type Command, Option } from "commander";
 import type { CliRoute, Field } from "./catalog.ts";
 import { Api } from "./client.ts";
@@ -9,10 +10,10 @@ import { target } from "./config.ts";
 import { CliError, usage } from "./errors.ts";
 import { watchList } from "./events.ts";
 import { parseExact } from "./json.ts";
-import { aliasesOf, allKinds, camel, type Kind, kebab, kindNamedBy, optionOf, type PathValues, variables } from "./kinds.ts";
+import { aliasesOf, allKinds, camel, type Kind, kebab, optionOf, type PathValues, variables } from "./kinds.ts";
 import { describeLines, FORMATS, parseFormat, render, sortBy } from "./output.ts";
 import { askSecret } from "./prompt.ts";
-import { findItem, listItems, resolveParents } from "./resolve.ts";
+import { findItem, listItems, resolveParents, resolveRef, resolveRefs } from "./resolve.ts";
 import { clean, say } from "./text.ts";
 import { isRecord, messageOf } from "@vnm/kit/values";
 
@@ -95,6 +96,18 @@ function parentsOf(api: Api, route: CliRoute | undefined, names: string[], opts:
   return route ? resolveParents(api, route.template, values, textOpt(opts, "tenant")) : Promise.resolve(values);
 }
 
+/** The tenant of an item (or a body): its tenant field's value. */
+const tenantOf = (kind: Kind, item: Record<string, unknown>) => {
+  const v = item[kind.info.resource.tenantField ?? ""];
+  return typeof v === "string" && v !== "" ? v : undefined;
+};
+
+/**
+ * A body's fields naming other items (--inbound-filter-id web-in, --inbound-mirror-ids m1,m2) by
+ * name as their ids, looked up within the tenant the item has (its body's, else `tenant`).
+ */
+const refsOf = (api: Api, kind: Kind, body: Record<string, unknown>, tenant?: string) => resolveRefs(api, kind, body, tenantOf(kind, body) ?? tenant, (f) => `--${kebab(f)}`);
+
 const withOutput = (c: Command) => c.option("-o, --output <format>", FORMATS);
 const withTenant = (c: Command, kind: Kind, what = "a name is looked up in this tenant's items") =>
   kind.info.resource.tenantField ? c.option("--tenant <tenant>", what) : c;
@@ -130,9 +143,9 @@ export function addKindCommand(program: Command, kind: Kind): void {
     const c = withOutput(addFieldFlags(addParentOptions(cmd.command("create").description("create an item"), kind.parents(kind.create)), fields, "create"));
     c.action(async (o: Opts) => {
       const format = parseFormat(textOpt(o, "output"));
-      const body = await withSecrets(kind, bodyOf(fields, o));
       const a = api();
       const values = await parentsOf(a, kind.create, kind.parents(kind.create), o);
+      const body = await withSecrets(kind, await refsOf(a, kind, bodyOf(fields, o)));
       write(render(kind, (await a.call("POST", kind.path(kind.create, values, "create"), body)).body, format));
     });
   }
@@ -144,9 +157,9 @@ export function addKindCommand(program: Command, kind: Kind): void {
     // A PUT replaces: the item as it is now, with what the flags change, if it has not changed meanwhile.
     c.action(async (arg: string, o: Opts) => {
       const format = parseFormat(textOpt(o, "output"));
-      const changes = bodyOf(fields, o);
       const a = api();
       const found = await findItem(a, kind, arg, await parentsOf(a, around, parents, o), textOpt(o, "tenant"));
+      const changes = await refsOf(a, kind, bodyOf(fields, o), tenantOf(kind, found.item) ?? textOpt(o, "tenant"));
       const body = { ...kept(kind, found.item), ...changes };
       const path = kind.path(kind.update, kind.valuesOf(found.item), "update");
       write(render(kind, (await a.call("PUT", path, body, found.etag ? { "if-match": found.etag } : {})).body, format));
@@ -230,7 +243,8 @@ function addCreateUnder(cmd: Command, kind: Kind, api: () => Api): void {
     const route = given[0]!;
     const a = api();
     const values = await parentsOf(a, route, variables(route.template), o);
-    write(render(kind, (await a.call("POST", kind.path(route, values, "create"), await withSecrets(kind, bodyOf(fields, o)))).body, format));
+    const body = await withSecrets(kind, await refsOf(a, kind, bodyOf(fields, o)));
+    write(render(kind, (await a.call("POST", kind.path(route, values, "create"), body)).body, format));
   });
 }
 
@@ -252,9 +266,9 @@ function addAction(cmd: Command, kind: Kind, a: Kind["actions"][number], keyArg:
       const found = await findItem(x, kind, arg, await parentsOf(x, kind.list ?? kind.get, parents, o), textOpt(o, "tenant"));
       const body: Record<string, unknown> = {};
       for (const [i, f] of a.args.entries()) {
-        // The argument names an item: of the kind its name says (portId: a port), else of this kind (peerId: another port).
-        const k = kindNamedBy("", f) ?? kind;
-        body[f] = k.get ? k.keyOf((await findItem(x, k, values[i]!, {}, textOpt(o, "tenant"))).item) : values[i];
+        // An argument naming an item (the item's field of that name names one: peerId, another port) is resolved as a field's value is.
+        const k = kind.refOf(f);
+        body[f] = k ? await resolveRef(x, k, values[i]!, tenantOf(kind, found.item) ?? textOpt(o, "tenant"), `<${optionOf(f)}>`) : values[i];
       }
       write(render(kind, (await x.call("POST", kind.path(a.route, kind.valuesOf(found.item), a.word), body)).body, format));
     });

@@ -61,6 +61,15 @@ export class Kind {
     return this.info.message.byName.has(field);
   }
 
+  /**
+   * The kind whose item a field holds the id of (a bridge's inboundFilterId: a chain; a list's
+   * each element, inboundMirrorIds: a mirror), as the catalog says (the kit's references).
+   */
+  refOf(field: string): Kind | undefined {
+    const ref = this.info.message.byName.get(field)?.ref;
+    return ref ? allKinds().find((k) => k.info.kind === ref) : undefined;
+  }
+
   /** The fields a create (or an update) may send. */
   writable(mode: "create" | "update"): Field[] {
     const names = new Set(this.info.writable[mode]);
@@ -143,20 +152,16 @@ export function allKinds(c: CliCatalog = cliCatalog()): Kind[] {
 }
 
 /**
- * The kind whose item a path variable or a field names: a variable closing another kind's item
- * path (routerId in /routers/{routerId}/ports: a router); a field whose name, less "Id", is a
- * kind's message name (portId: a port); else undefined.
+ * The kind whose item a path variable names: the variable closes another kind's item path
+ * (routerId in /routers/{routerId}/ports: a router); else undefined. A field naming an item is
+ * Kind.refOf's.
  */
 export function kindNamedBy(template: string, variable: string): Kind | undefined {
   const at = template.indexOf(`{${variable}}`);
-  if (at >= 0) {
-    const shape = (t: string) => t.replace(/\{\w+\}/g, "{}");
-    const prefix = shape(template.slice(0, at + variable.length + 2));
-    const k = allKinds().find((x) => shape(x.info.itemTemplate) === prefix);
-    if (k) return k;
-  }
-  const stem = variable.replace(/_?[iI]d$/, "").replace(/_/g, "").toLowerCase();
-  return allKinds().find((k) => k.info.message.name.toLowerCase() === stem);
+  if (at < 0) return undefined;
+  const shape = (t: string) => t.replace(/\{\w+\}/g, "{}");
+  const prefix = shape(template.slice(0, at + variable.length + 2));
+  return allKinds().find((x) => shape(x.info.itemTemplate) === prefix);
 }
 
 /** A kind by its command name ("dhcp-host"), alias ("dhcp-hosts", "dh"), message name ("DhcpHost") or qualified kind ("bridge.DhcpHost"). */

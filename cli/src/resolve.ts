@@ -1,6 +1,7 @@
 // An item named on the command line by its key (id, MAC, subnet) or by its unique name: the key
 // is tried first; when nothing has it, the kind's list is searched by name (within --tenant).
-// Several items of that name are an error listing their keys.
+// Several items of that name are an error listing their keys. The same for the parents of a path
+// (--bridge web) and for a field naming another item (--inbound-filter-id web-in: its id).
 import { type Api, itemsOf, objectOf } from "./client.ts";
 import { CliError } from "./errors.ts";
 import { toJson } from "./json.ts";
@@ -42,7 +43,12 @@ export async function listItems(api: Api, kind: Kind, values: PathValues, tenant
  */
 export const keyForm = (kind: Kind, arg: string) => (kind.key !== "id" ? arg.replaceAll("/", "_") : arg);
 
-export async function findItem(api: Api, kind: Kind, arg: string, values: PathValues, tenant?: string): Promise<Found> {
+/**
+ * The item an argument names, by key or else by its unique name (within the tenant, if given).
+ * `field`, when a field's value names it (--inbound-filter-id, inboundFilterId:), starts the
+ * messages.
+ */
+export async function findItem(api: Api, kind: Kind, arg: string, values: PathValues, tenant?: string, field?: string): Promise<Found> {
   let missing: CliError;
   try {
     return await fetchItem(api, kind.path(kind.get, { ...values, [kind.key]: keyForm(kind, arg) }, "get"));
@@ -52,11 +58,14 @@ export async function findItem(api: Api, kind: Kind, arg: string, values: PathVa
     missing = err;
   }
   const named = await listItems(api, kind, values, tenant, { name: arg });
-  if (named.length === 0) throw new CliError(`error 404: no ${kind.command} has the ${kind.key === "id" ? "id" : "key"} or name ${JSON.stringify(clean(arg))}`, 1, missing.status);
+  const at = field ? `${field}: ` : "";
+  if (named.length === 0) throw new CliError(`error 404: ${at}no ${kind.command} has the ${kind.key === "id" ? "id" : "key"} or name ${JSON.stringify(clean(arg))}`, 1, missing.status);
   if (named.length > 1) {
     const tenantField = kind.info.resource.tenantField;
     const lines = named.map((i) => `  ${clean(kind.keyOf(i))}${tenantField ? `  (tenant ${clean(String(i[tenantField] ?? "none"))})` : ""}`);
-    throw new CliError([`error: ${named.length} ${kind.command} items are named ${JSON.stringify(clean(arg))}; name one by id${tenantField ? " or narrow with --tenant" : ""}:`, ...lines].join("\n"), 1);
+    // A field's value is looked up within the tenant of the item it is written to: only an id narrows it further.
+    const narrow = tenantField && !field ? " or narrow with --tenant" : "";
+    throw new CliError([`error: ${at}${named.length} ${kind.command} items are named ${JSON.stringify(clean(arg))}; name one by id${narrow}:`, ...lines].join("\n"), 1);
   }
   return fetchItem(api, kind.path(kind.get, kind.valuesOf(named[0]!), "get"));
 }
@@ -89,6 +98,47 @@ export async function resolveParents(api: Api, template: string, values: PathVal
     for (const [mine, theirs] of Object.entries(p.names)) if (mine !== p.kind.key) own[mine] = out[theirs];
     const t = tenant && p.kind.info.resource.tenantField ? tenant : undefined;
     out[v] = p.kind.keyOf((await findItem(api, p.kind, given, own, t)).item);
+  }
+  return out;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A reference field's value (a bridge's inboundFilterId: a chain; one element of a port's
+ * inboundMirrorIds) given by the id, key or name of the item it names, as that item's id, looked
+ * up as an item argument is (findItem: its key, else the API's ?name= filter), within the tenant
+ * of the item written when the referenced kind has tenants. Kept as given, with no request: a
+ * UUID (the API judges it, a missing one is its 404 on the field), "" and the value of a field
+ * whose kind has no names (only its id can name it). `memo` keeps what a run has looked up.
+ */
+export async function resolveRef(api: Api, target: Kind, given: string, tenant: string | undefined, field: string, memo?: Map<string, string>): Promise<string> {
+  if (given === "" || UUID.test(given) || !target.get || (target.key === "id" && !target.has("name"))) return given;
+  const t = tenant && target.info.resource.tenantField ? tenant : undefined;
+  const at = `${target.command} ${toJson([given, t ?? null])}`;
+  const known = memo?.get(at);
+  if (known !== undefined) return known;
+  const item = (await findItem(api, target, given, {}, t, field)).item;
+  const id = typeof item["id"] === "string" ? item["id"] : target.keyOf(item);
+  memo?.set(at, id);
+  return id;
+}
+
+/**
+ * A body's reference fields (flags, --data) with each value, or each element of a list, given by
+ * name resolved to the id it names (resolveRef); `label` names a field in messages (--jump-chain-id).
+ */
+export async function resolveRefs(api: Api, kind: Kind, body: Record<string, unknown>, tenant: string | undefined, label: (field: string) => string): Promise<Record<string, unknown>> {
+  const out = { ...body };
+  for (const [name, v] of Object.entries(body)) {
+    const target = kind.refOf(name);
+    if (!target) continue;
+    if (typeof v === "string") out[name] = await resolveRef(api, target, v, tenant, label(name));
+    else if (Array.isArray(v)) {
+      const ids: unknown[] = [];
+      for (const x of v) ids.push(typeof x === "string" ? await resolveRef(api, target, x, tenant, label(name)) : x);
+      out[name] = ids;
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // The CLI's second pass (issue 55), as an operator runs it: the installed bin as a subprocess from
 // /tmp under the machine's Node, in real shells' pipes, against a real stack (the gateway's test
 // harness): standard input from a slow producer, a reader that leaves early, parents by name,
-// subnets by their key, apply without ids (natural keys), every document checked first, diff,
+// the items a field names by name (flags and files), subnets by their key, apply without ids
+// (natural keys), every document checked first (a bad value too, by a server dry run), diff,
 // delete -f in dependency order, -o jsonpath, --sort-by, plurals and short names, tables in a
 // pipe, a new user's password at a prompt or on standard input, and apply's --dry-run and --prune.
 import { spawn } from "node:child_process";
@@ -59,7 +60,8 @@ async function ok(args: string[], input = ""): Promise<string> {
 const NO_STACK = /^\s+at |Error:|node:internal|EAGAIN|EPIPE/m;
 
 beforeAll(async () => {
-  await fx.stack.startServices("bridge", "identity");
+  // The policy service: a bridge's filters name its chains.
+  await fx.stack.startServices("bridge", "identity", "policy");
   fx.gw = await fx.stack.startGateway({}, false);
   const r = await vnm(["login", "--user", "admin"], "", { VNM_PASSWORD: fx.stack.adminPassword });
   expect(r.status, r.stderr).toBe(0);
@@ -149,6 +151,66 @@ describe("names and keys", () => {
   });
 });
 
+describe("fields naming other items", () => {
+  const chain = async (name: string, tenant: string) => JSON.parse(await ok(["chain", "create", "--name", name, "--tenant-id", tenant, "-o", "json"])).id as string;
+  const bridge = async (name: string) => JSON.parse(await ok(["bridge", "get", name, "--tenant", "refs", "-o", "json"]));
+
+  const ids = { web: "", other: "" };
+  beforeAll(async () => {
+    ids.web = await chain("ref-in", "refs");
+    // Another tenant's chain of the same name is not a candidate for a bridge of tenant refs.
+    ids.other = await chain("ref-in", "refs-other");
+  });
+
+  it("takes the item's name where its id goes in a flag, within the item's tenant; a UUID as it is", async () => {
+    const { web, other } = ids;
+    const made = JSON.parse(await ok(["bridge", "create", "--name", "ref-br", "--tenant-id", "refs", "--inbound-filter-id", "ref-in", "-o", "json"]));
+    expect(made.inboundFilterId).toBe(web);
+    await ok(["bridge", "update", "ref-br", "--tenant", "refs", "--outbound-filter-id", "ref-in"]);
+    expect(await bridge("ref-br")).toMatchObject({ inboundFilterId: web, outboundFilterId: web });
+    await ok(["bridge", "update", "ref-br", "--tenant", "refs", "--outbound-filter-id", other]);
+    expect((await bridge("ref-br")).outboundFilterId).toBe(other);
+    const none = await vnm(["bridge", "create", "--name", "ref-none", "--tenant-id", "refs", "--inbound-filter-id", "no-such-chain"]);
+    expect([none.status, none.stdout, none.stderr]).toEqual([1, "", 'error 404: --inbound-filter-id: no chain has the id or name "no-such-chain"\n']);
+  });
+
+  it("takes the item's name where its id goes in an apply file, the item made first when the file makes it", async () => {
+    const { web } = ids;
+    // A file: the bridge first, the chain it names after it; apply makes the chain first, and a
+    // second apply finds the name and the id the same.
+    const file = [
+      "kind: bridge\nname: ref-file\ntenantId: refs\ninboundFilterId: ref-file-in\noutboundFilterId: ref-in",
+      "kind: chain\nname: ref-file-in\ntenantId: refs",
+    ].join("\n---\n");
+    const first = await vnm(["apply", "-f", "-"], file);
+    expect([first.status, first.stderr]).toEqual([0, ""]);
+    const fileChain = (await ok(["chain", "get", "ref-file-in", "--tenant", "refs", "-o", "jsonpath={.id}"])).trim();
+    const b = await bridge("ref-file");
+    expect(b).toMatchObject({ inboundFilterId: fileChain, outboundFilterId: web });
+    expect(first.stdout).toBe(`chain/${fileChain} created\nbridge/${b.id} created\n`);
+    const again = await vnm(["apply", "-f", "-"], file);
+    expect([again.status, again.stdout, again.stderr]).toEqual([0, `chain/${fileChain} unchanged\nbridge/${b.id} unchanged\n`, ""]);
+    const missing = await vnm(["apply", "-f", "-"], "kind: bridge\nname: ref-file\ntenantId: refs\ninboundFilterId: nope\n");
+    expect([missing.status, missing.stdout]).toEqual([1, ""]);
+    expect(missing.stderr).toBe('stdin: inboundFilterId: no chain has the id or name "nope", and no document here makes one\nnothing was sent\n');
+  });
+
+  it("refuses a name several items have, naming each, in a flag and in a file, and sends nothing", async () => {
+    const ids = [await chain("twin", "refs"), await chain("twin", "refs")];
+    const lines = (at: string) => new RegExp(`^error: ${at}: 2 chain items are named "twin"; name one by id:\n(  (${ids.join("|")})  \\(tenant refs\\)\n){2}$`);
+    const flag = await vnm(["bridge", "create", "--name", "ref-twin", "--tenant-id", "refs", "--inbound-filter-id", "twin"]);
+    expect([flag.status, flag.stdout]).toEqual([1, ""]);
+    expect(flag.stderr).toMatch(lines("--inbound-filter-id"));
+    for (const id of ids) expect(flag.stderr).toContain(id);
+    const file = await vnm(["apply", "-f", "-"], "kind: bridge\nname: ref-twin\ntenantId: refs\ninboundFilterId: twin\n");
+    expect([file.status, file.stdout]).toEqual([1, ""]);
+    expect(file.stderr.replace(/^stdin: /, "").replace(/nothing was sent\n$/, "")).toMatch(lines("inboundFilterId"));
+    expect((await vnm(["bridge", "get", "ref-twin", "--tenant", "refs"])).status).toBe(1);
+    // By id, either is taken.
+    expect(JSON.parse(await ok(["bridge", "create", "--name", "ref-twin", "--tenant-id", "refs", "--inbound-filter-id", ids[1]!, "-o", "json"])).inboundFilterId).toBe(ids[1]);
+  });
+});
+
 describe("apply, diff and delete -f", () => {
   const net = (up: boolean) =>
     [
@@ -223,6 +285,38 @@ describe("apply, diff and delete -f", () => {
     const both = await vnm(["apply", "-f", "-"], good);
     expect(both.status, both.stderr).toBe(0);
     expect(both.stdout).toMatch(/^bridge\/\S+ created\ndhcp-subnet\/10\.7\.0\.0_24 created\n$/);
+  });
+
+  it("checks every document's values with the server before writing any: a bad value in document 2 and nothing is written", async () => {
+    await ok(["bridge", "create", "--name", "pre-old", "--tenant-id", "pre"]);
+    const names = async () => JSON.parse(await ok(["bridges", "--tenant", "pre", "-o", "json"])).map((b: { name: string }) => b.name).sort();
+    const file = [
+      "kind: bridge\nname: pre-new\ntenantId: pre",
+      "kind: bridge\nname: pre-bad\ntenantId: pre\nadminStateUp: maybe",
+      "kind: bridge\nname: pre-old\ntenantId: pre\nadminStateUp: false",
+      // A chain by a UUID no chain has: the API's 404 on the field.
+      "kind: bridge\nname: pre-filtered\ntenantId: pre\ninboundFilterId: 00000000-0000-4000-8000-000000000000",
+    ].join("\n---\n");
+    const r = await vnm(["apply", "-f", "-"], file);
+    expect([r.status, r.stdout]).toEqual([1, ""]);
+    // Every failing document is named, then nothing was written: no create, no update.
+    expect(r.stderr).toMatch(/^stdin \(document 2\): error 400: .*\n {2}adminStateUp: .*\n/);
+    expect(r.stderr).toMatch(/\nstdin \(document 4\): error 404: .*00000000-0000-4000-8000-000000000000.*\nnothing was written\n$/);
+    expect(r.stderr).not.toMatch(/document [13]/);
+    expect(await names()).toEqual(["pre-old"]);
+    expect(JSON.parse(await ok(["bridge", "get", "pre-old", "--tenant", "pre", "-o", "json"])).adminStateUp).toBe(true);
+    // Without the bad ones, all of it goes.
+    const good = file.split("\n---\n").filter((_, i) => i % 2 === 0).join("\n---\n");
+    const ok2 = await vnm(["apply", "-f", "-"], good);
+    expect([ok2.status, ok2.stderr]).toEqual([0, ""]);
+    expect(await names()).toEqual(["pre-new", "pre-old"]);
+    // Below a bridge the file creates, the server cannot judge a subnet before the bridge is
+    // there: its refusal comes when it is written, after the bridge (README, "apply").
+    const below = "kind: bridge\nname: pre-parent\ntenantId: pre\n---\nkind: dhcp-subnet\nbridgeId: pre-parent\nsubnetPrefix: 10.8.0.0\nsubnetLength: 99\n";
+    const late = await vnm(["apply", "-f", "-"], below);
+    expect(late.status).toBe(1);
+    expect(late.stdout).toMatch(/^bridge\/\S+ created\n$/);
+    expect(late.stderr).toMatch(/^stdin \(document 2\): error 400: .*\n {2}subnetLength: /);
   });
 
   it("delete -f takes children before parents and exits 0; a second time each is not found (1), unless --ignore-not-found", async () => {

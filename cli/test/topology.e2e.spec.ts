@@ -125,15 +125,15 @@ describe("the topology from the command line", () => {
     expect((await vnm(["router", "get", router.id])).status).toBe(1);
   });
 
-  it("delete -f: a member that its pool's delete took (the file names the pool after it) is no failure", async () => {
+  it("delete -f: a member goes before the pool it names, whatever the file's order; alone and missing, it is a failure", async () => {
     const lb = await json(["load-balancer", "create"]);
     const pool = await json(["pool", "create", "--load-balancer-id", lb.id, "--lb-method", "ROUND_ROBIN"]);
     const member = await json(["pool-member", "create", "--pool-id", pool.id, "--address", "10.0.0.9"]);
     const file = `kind: pool-member\nid: ${member.id}\npoolId: ${pool.id}\naddress: 10.0.0.9\n---\nkind: pool\nid: ${pool.id}\nloadBalancerId: ${lb.id}\nlbMethod: ROUND_ROBIN\n`;
-    // The reverse of the file's order: the pool first, which takes its members.
+    // apply makes the pool before the member naming it (its poolId), so delete -f takes the member first.
     const del = await vnm(["delete", "-f", "-"], {}, file);
     expect([del.status, del.stderr]).toEqual([0, ""]);
-    expect(del.stdout).toBe(`pool/${pool.id} deleted\npool-member/${member.id} already deleted with its parent\n`);
+    expect(del.stdout).toBe(`pool-member/${member.id} deleted\npool/${pool.id} deleted\n`);
     // Not deleted in this run: a missing member is a failure again.
     const again = await vnm(["delete", "-f", "-"], {}, file.split("---")[0]!);
     expect(again.status).toBe(1);

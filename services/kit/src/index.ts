@@ -45,6 +45,7 @@ export { AUTH_SERVICE, type Authority, type CallerCheck, callerCheck, type Ident
 export { revocations, type Revocations } from "./revocation.ts";
 export { type CountedKind, countedKinds, parseLimits, QUOTA_CACHE_MS, QUOTA_SERVICE, USAGE_SERVICE } from "./quota.ts";
 export { type Access, accessRules, coarseDenial, maySee } from "./tenancy.ts";
+export { type References, references } from "./references.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, DRY_RUN_KEY, FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY, type Upstream } from "./upstream.ts";
 export { PATCH_KEY, type PatchPaths, patchPaths } from "./patch.ts";
