@@ -48,7 +48,11 @@ const malformedId = () => EdgeError.badRequest("Validation error(s) found", [{ p
  * answer names no sequence number: a tenant's would tell it how many changes the others made.
  */
 async function resumable(bus: Bus, after: number): Promise<void> {
-  const { first, last } = await bus.kept();
+  // JetStream not answering (a NATS server lost, its cluster electing a leader) is the feed
+  // unavailable for now, as a stream that cannot start is: a 503 the client retries.
+  const { first, last } = await bus.kept().catch(() => {
+    throw EdgeError.unavailable("The change feed is unavailable; try again later");
+  });
   if (after > last) throw neverGiven();
   if (after < first - 1) throw EdgeError.gone("The events after that Last-Event-ID are no longer kept; list again, then follow without it");
 }

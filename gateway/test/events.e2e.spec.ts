@@ -123,6 +123,28 @@ describe("GET /events", () => {
     }
   });
 
+  it("a resume while JetStream does not answer is a 503 the client may retry, then works", async () => {
+    // The bus connection stays open (no ping has failed yet) but nothing comes back: what a
+    // client resuming with Last-Event-ID meets while a NATS cluster elects a leader.
+    const proxy = new TcpProxy(await freePort(), DEPS.natsUrl);
+    await proxy.open();
+    try {
+      const slow = await stack.startGateway({ NATS_URL: `nats://127.0.0.1:${proxy.port}` });
+      const viaSlow = httpClient(() => slow, "application/json", () => stack.adminToken);
+      proxy.stall();
+      const stalled = await viaSlow("GET", "/events", undefined, { "last-event-id": "0" });
+      expectError(stalled, 503);
+      expect(stalled.json.message).toMatch(/change feed is unavailable/);
+      proxy.resume();
+      const ac = new AbortController();
+      const again = await fetch(`${slow}/events`, { headers: { "x-auth-token": stack.adminToken, accept: "text/event-stream", "last-event-id": "0" }, signal: ac.signal });
+      expect(again.status).toBe(200);
+      ac.abort();
+    } finally {
+      await proxy.cut();
+    }
+  });
+
   it("shows a tenant only its own tenant's changes, and no admin-only kinds", async () => {
     const a = await open(tokenA);
     const b = await open(tokenB);
