@@ -619,6 +619,48 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
       for (const [method, path] of made.reverse()) await http(method, path);
     }
   }, 90_000);
+
+  it("a bridge deleted before its VXLAN port exists (routing down) takes its bindings, each announced deleted, and the device its switch; routing back makes it no VXLAN port; the session does not fail on the bridge gone", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("dx"), tenantId: "A" })).json;
+    const ls = `mn-${a.id}`;
+    const pairs = [["eth0", 63], ["eth1", 64]] as const;
+    let feed: Awaited<ReturnType<typeof openFeed>> | undefined;
+    await fx.stack.stopService("routing");
+    try {
+      for (const [portName, vlanId] of pairs) expect((await http("POST", vtep.bindings, { portName, vlanId, networkId: a.id })).status).toBe(201);
+      await waitFor("the switch and both VLAN bindings", async () => bindingsOf("eth0").includes(`63 ${ls}`) && bindingsOf("eth1").includes(`64 ${ls}`), 10_000);
+      expect((await http("GET", a.uri)).json.vxlanPortIds).toEqual([]);
+      // The device learned a MAC in its switch: the session told the bridge, which it cannot tell "none" once the bridge is gone.
+      device.ctl("add-ucast-local", ls, "00:aa:bb:cc:ff:01", "10.0.0.9");
+      await waitFor("the learned MAC in the bridge", async () => ((await http("GET", `${a.uri}/mac_table`)).json as { macAddr: string }[]).some((e) => e.macAddr === "00:aa:bb:cc:ff:01"), 5_000);
+      feed = await openFeed(fx.gw, fx.stack.adminToken);
+      expect((await http("DELETE", a.uri)).status).toBe(204);
+      const at = Date.now();
+      const ofBridge = async () => ((await http("GET", vtep.bindings)).json as { networkId: string }[]).filter((b) => b.networkId === a.id);
+      await waitFor("its bindings gone", async () => (await ofBridge()).length === 0, 10_000);
+      console.log(`bridge deleted -> its bindings gone: ${Date.now() - at} ms`);
+      for (const [port, vlan] of pairs) expectError(await http("GET", `${vtep.uri}/bindings/${port}/${vlan}`), 404);
+      const announced = () => feed!.events.filter((e) => e.event === "deleted" && e.data.uri?.includes(`/vteps/${vtep.id}/bindings/`)).map((e) => e.data.uri.slice(e.data.uri.indexOf("/vteps/")));
+      await waitFor("both announced deleted", async () => announced().length === 2, 5_000);
+      expect(announced().sort()).toEqual(pairs.map(([port, vlan]) => `/vteps/${vtep.id}/bindings/${port}/${vlan}`));
+      await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
+      for (const port of ["eth0", "eth1"]) expect(bindingsOf(port)).not.toContainEqual(expect.stringContaining(ls));
+      // Its deletion handled, a binding naming it is a 404.
+      expectError(await http("POST", vtep.bindings, { portName: "eth0", vlanId: 65, networkId: a.id }), 404);
+    } finally {
+      await feed?.close();
+      await fx.stack.startServices("routing");
+    }
+    // The pairs queued for routing find the bridge gone: no VXLAN port is made for it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(((await http("GET", "/ports")).json as { type: string; deviceId: string }[]).filter((p) => p.type === "Vxlan" && p.deviceId === a.id)).toEqual([]);
+    expect(((await http("GET", vtep.bindings)).json as { networkId: string }[]).filter((b) => b.networkId === a.id)).toEqual([]);
+    // The session, which had told the bridge what the device learned, does not fail telling the
+    // bridge gone "none": the only warning naming the bridge is of its tables, unread while its
+    // bindings were still there (routing down, every reconcile of this VTEP fails anyway).
+    const warned = fx.stack.logLines().filter((l) => l["msg"] === "VTEP device not programmed; trying again" && l["vtep"] === vtep.id && JSON.stringify(l["err"]).includes(a.id));
+    expect(warned.map((l) => String(l["err"])).filter((e) => !e.startsWith(`bridge ${a.id}'s MAC and ARP tables could not be read`))).toEqual([]);
+  }, 60_000);
 });
 
 describe("a takeover between two tunnel replicas (vtep-ctl against the real ovsdb-server)", () => {
