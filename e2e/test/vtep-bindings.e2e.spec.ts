@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, httpClient, useStack, waitFor } from "../harness/harness.ts";
+import { expectError, httpClient, openFeed, useStack, waitFor } from "../harness/harness.ts";
 import { OvsdbServer } from "../harness/ovsdb-server.ts";
 
 const BINDING = "application/vnd.org.service.VTEPBinding-v2+json";
@@ -535,6 +535,132 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     for (const u of ["eth0/5", "eth1/6"]) expect((await http("DELETE", `${vtep.uri}/bindings/${u}`)).status).toBe(204);
     await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
   });
+
+  it("unbinding removes what the device taught the bridge (its MAC entries on the VXLAN port and their ARP entries), the device connected or stopped; the bridge's own entries stay, and the device keeps no row for it", async () => {
+    const zoneId = (await http("GET", vtep.uri)).json.tunnelZoneId;
+    const made: [string, string][] = []; // torn down in reverse
+    type Entry = { macAddr: string; portId: string; vlanId: number };
+    type Arp = { ip: string; mac: string };
+    const macTable = async (b: { uri: string }) => ((await http("GET", `${b.uri}/mac_table`)).json as Entry[]).map(({ macAddr, portId, vlanId }) => ({ macAddr, portId, vlanId }));
+    const arpTable = async (b: { uri: string }) => ((await http("GET", `${b.uri}/arp_table`)).json as Arp[]).map(({ ip, mac }) => ({ ip, mac }));
+    const rowsOf = (table: string, cols: string) => (JSON.parse(device.ctl(`--columns=${cols}`, "--format=json", "list", table)) as { data: unknown[][] }).data;
+    /** Rows of a table whose logical_switch is the switch with this _uuid. */
+    const inSwitch = (table: string, uuid: string) => rowsOf(table, "logical_switch").filter((r) => (r[0] as string[])[1] === uuid).length;
+    /** Binds the bridge on eth0 with this VLAN; its switch's _uuid and its VXLAN port once both exist. */
+    const bind = async (b: { id: string; uri: string }, vlanId: number) => {
+      const r = await http("POST", vtep.bindings, { portName: "eth0", vlanId, networkId: b.id });
+      expect(r.status).toBe(201);
+      made.push(["DELETE", r.json.uri]);
+      await waitFor("the switch", async () => switches().has(`mn-${b.id}`), 10_000);
+      await waitFor("the VXLAN port", async () => (await http("GET", b.uri)).json.vxlanPortIds.length === 1, 10_000);
+      return { uri: r.json.uri as string, sw: switches().get(`mn-${b.id}`)!.uuid, port: (await http("GET", b.uri)).json.vxlanPortIds[0] as string };
+    };
+    /** The device learns a MAC with an IP in the bridge's switch; both reach the bridge. */
+    const learn = async (b: { id: string; uri: string }, mac: string, ip: string, port: string) => {
+      device.ctl("add-ucast-local", `mn-${b.id}`, mac, "10.0.0.9");
+      const row = device.ctl("--bare", "--columns=_uuid", "find", "Ucast_Macs_Local", `MAC="${mac}"`).trim();
+      device.ctl("set", "Ucast_Macs_Local", row, `ipaddr=${ip}`);
+      await waitFor("the learned MAC and its ARP entry in the bridge", async () => (await macTable(b)).some((e) => e.macAddr === mac && e.portId === port) && (await arpTable(b)).some((a) => a.mac === mac && a.ip === ip), 5_000);
+    };
+    try {
+      // A zone member with a port of the bridge bound to it: the device gets a remote MAC and unknown-dst.
+      const h = (await http("POST", "/hosts", { name: unique("hu"), addresses: ["10.20.0.7"], floodingProxyWeight: 1 })).json;
+      made.push(["DELETE", `/hosts/${h.id}`]);
+      expect((await http("POST", `/tunnel_zones/${zoneId}/hosts`, { hostId: h.id, ipAddress: "10.20.0.7" })).status).toBe(201);
+      made.push(["DELETE", `/tunnel_zones/${zoneId}/hosts/${h.id}`]);
+      const a = (await http("POST", "/bridges", { name: unique("du"), tenantId: "A" })).json;
+      made.push(["DELETE", a.uri]);
+      const p = (await http("POST", a.ports, { type: "Bridge" })).json;
+      made.push(["DELETE", `/ports/${p.id}`]);
+      expect((await http("POST", `/hosts/${h.id}/ports`, { portId: p.id, interfaceName: "eth9" })).status).toBe(201);
+      made.push(["DELETE", `/hosts/${h.id}/ports/${p.id}`]);
+      expect((await http("POST", `${a.uri}/mac_table`, { macAddr: "02:00:00:00:01:0a", portId: p.id })).status).toBe(201);
+      expect((await http("POST", `${a.uri}/arp_table`, { ip: "10.30.0.11", mac: "02:00:00:00:01:0a" })).status).toBe(201);
+      const own = { mac: [{ macAddr: "02:00:00:00:01:0a", portId: p.id, vlanId: 0 }], arp: [{ ip: "10.30.0.11", mac: "02:00:00:00:01:0a" }] };
+
+      // Connected: the device learned a MAC; unbinding takes its entries and every row of the switch.
+      const x = await bind(a, 61);
+      await waitFor("the remote MAC and unknown-dst", async () => inSwitch("Ucast_Macs_Remote", x.sw) === 1 && inSwitch("Mcast_Macs_Remote", x.sw) === 1, 5_000);
+      await learn(a, "00:aa:bb:cc:ee:01", "10.0.0.21", x.port);
+      expect((await http("DELETE", x.uri)).status).toBe(204);
+      await waitFor("no VXLAN port", async () => (await http("GET", a.uri)).json.vxlanPortIds.length === 0, 5_000);
+      await waitFor("the learned entries gone", async () => !(await macTable(a)).some((e) => e.portId === x.port) && !(await arpTable(a)).some((e) => e.mac === "00:aa:bb:cc:ee:01"), 5_000);
+      await waitFor("the switch gone", async () => !switches().has(`mn-${a.id}`), 10_000);
+      for (const t of ["Ucast_Macs_Remote", "Mcast_Macs_Remote", "Ucast_Macs_Local"]) expect(inSwitch(t, x.sw), t).toBe(0);
+      expect(device.ctl("--bare", "--columns=dst_ip", "list", "Physical_Locator")).not.toContain("10.20.0.7");
+      expect(bindingsOf("eth0")).not.toContainEqual(expect.stringContaining(`mn-${a.id}`));
+      expect(await macTable(a)).toEqual(own.mac);
+      expect(await arpTable(a)).toEqual(own.arp);
+
+      // Stopped: the session cannot tell the bridge anything; the entries still go with the VXLAN port.
+      const y = await bind(a, 62);
+      await learn(a, "00:aa:bb:cc:ee:02", "10.0.0.22", y.port);
+      await device.stop();
+      await waitFor("the VTEP not connected", async () => (await http("GET", vtep.uri)).json.connectionState !== "connected", 10_000);
+      const feed = await openFeed(fx.gw, fx.stack.adminToken);
+      expect((await http("DELETE", y.uri)).status).toBe(204);
+      await waitFor("no VXLAN port", async () => (await http("GET", a.uri)).json.vxlanPortIds.length === 0, 5_000);
+      await waitFor("the learned entries gone, the device still stopped", async () => !(await macTable(a)).some((e) => e.portId === y.port) && !(await arpTable(a)).some((e) => e.mac === "00:aa:bb:cc:ee:02"), 5_000);
+      // Each deletion announced, like an API delete.
+      const deleted = () => feed.events.filter((e) => e.event === "deleted" && e.data.uri?.includes(`/bridges/${a.id}/`)).map((e) => e.data.uri.slice(e.data.uri.indexOf("/bridges/")));
+      await waitFor("both deletions announced", async () => deleted().length >= 2, 5_000);
+      await feed.close();
+      expect(deleted().sort()).toEqual([`/bridges/${a.id}/arp_table/10.0.0.22_00-aa-bb-cc-ee-02`, `/bridges/${a.id}/mac_table/00-aa-bb-cc-ee-02_${y.port}`]);
+      expect(await macTable(a)).toEqual(own.mac);
+      expect(await arpTable(a)).toEqual(own.arp);
+      // Back: its new session removes the switch (with the row it learned) and teaches the bridge nothing.
+      await device.start();
+      await waitFor("the switch gone", async () => !switches().has(`mn-${a.id}`), 15_000);
+      for (const t of ["Ucast_Macs_Remote", "Mcast_Macs_Remote", "Ucast_Macs_Local"]) expect(inSwitch(t, y.sw), t).toBe(0);
+      await waitFor("the VTEP connected", async () => (await http("GET", vtep.uri)).json.connectionState === "connected", 15_000);
+      expect(await macTable(a)).toEqual(own.mac);
+      expect(await arpTable(a)).toEqual(own.arp);
+    } finally {
+      for (const [method, path] of made.reverse()) await http(method, path);
+    }
+  }, 90_000);
+
+  it("a bridge deleted before its VXLAN port exists (routing down) takes its bindings, each announced deleted, and the device its switch; routing back makes it no VXLAN port; the session does not fail on the bridge gone", async () => {
+    const a = (await http("POST", "/bridges", { name: unique("dx"), tenantId: "A" })).json;
+    const ls = `mn-${a.id}`;
+    const pairs = [["eth0", 63], ["eth1", 64]] as const;
+    let feed: Awaited<ReturnType<typeof openFeed>> | undefined;
+    await fx.stack.stopService("routing");
+    try {
+      for (const [portName, vlanId] of pairs) expect((await http("POST", vtep.bindings, { portName, vlanId, networkId: a.id })).status).toBe(201);
+      await waitFor("the switch and both VLAN bindings", async () => bindingsOf("eth0").includes(`63 ${ls}`) && bindingsOf("eth1").includes(`64 ${ls}`), 10_000);
+      expect((await http("GET", a.uri)).json.vxlanPortIds).toEqual([]);
+      // The device learned a MAC in its switch: the session told the bridge, which it cannot tell "none" once the bridge is gone.
+      device.ctl("add-ucast-local", ls, "00:aa:bb:cc:ff:01", "10.0.0.9");
+      await waitFor("the learned MAC in the bridge", async () => ((await http("GET", `${a.uri}/mac_table`)).json as { macAddr: string }[]).some((e) => e.macAddr === "00:aa:bb:cc:ff:01"), 5_000);
+      feed = await openFeed(fx.gw, fx.stack.adminToken);
+      expect((await http("DELETE", a.uri)).status).toBe(204);
+      const at = Date.now();
+      const ofBridge = async () => ((await http("GET", vtep.bindings)).json as { networkId: string }[]).filter((b) => b.networkId === a.id);
+      await waitFor("its bindings gone", async () => (await ofBridge()).length === 0, 10_000);
+      console.log(`bridge deleted -> its bindings gone: ${Date.now() - at} ms`);
+      for (const [port, vlan] of pairs) expectError(await http("GET", `${vtep.uri}/bindings/${port}/${vlan}`), 404);
+      const announced = () => feed!.events.filter((e) => e.event === "deleted" && e.data.uri?.includes(`/vteps/${vtep.id}/bindings/`)).map((e) => e.data.uri.slice(e.data.uri.indexOf("/vteps/")));
+      await waitFor("both announced deleted", async () => announced().length === 2, 5_000);
+      expect(announced().sort()).toEqual(pairs.map(([port, vlan]) => `/vteps/${vtep.id}/bindings/${port}/${vlan}`));
+      await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
+      for (const port of ["eth0", "eth1"]) expect(bindingsOf(port)).not.toContainEqual(expect.stringContaining(ls));
+      // Its deletion handled, a binding naming it is a 404.
+      expectError(await http("POST", vtep.bindings, { portName: "eth0", vlanId: 65, networkId: a.id }), 404);
+    } finally {
+      await feed?.close();
+      await fx.stack.startServices("routing");
+    }
+    // The pairs queued for routing find the bridge gone: no VXLAN port is made for it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(((await http("GET", "/ports")).json as { type: string; deviceId: string }[]).filter((p) => p.type === "Vxlan" && p.deviceId === a.id)).toEqual([]);
+    expect(((await http("GET", vtep.bindings)).json as { networkId: string }[]).filter((b) => b.networkId === a.id)).toEqual([]);
+    // The session, which had told the bridge what the device learned, does not fail telling the
+    // bridge gone "none": the only warning naming the bridge is of its tables, unread while its
+    // bindings were still there (routing down, every reconcile of this VTEP fails anyway).
+    const warned = fx.stack.logLines().filter((l) => l["msg"] === "VTEP device not programmed; trying again" && l["vtep"] === vtep.id && JSON.stringify(l["err"]).includes(a.id));
+    expect(warned.map((l) => String(l["err"])).filter((e) => !e.startsWith(`bridge ${a.id}'s MAC and ARP tables could not be read`))).toEqual([]);
+  }, 60_000);
 });
 
 describe("a takeover between two tunnel replicas (vtep-ctl against the real ovsdb-server)", () => {

@@ -4,12 +4,15 @@
 //
 // vxlanPortIds are the routing service's VXLAN ports of the bridge (one per VTEP it is bound to),
 // set by that service when it adds or removes one (SetBridgeVxlanPorts, under its per-bridge
-// lock); a bridge with any cannot be deleted (409), as VTEP bindings hold it.
+// lock); a bridge with any cannot be deleted (409), as VTEP bindings hold it. A port that leaves
+// takes the MAC entries on it and the ARP entries its device taught (setVxlanPorts).
 //
 // Its filters and mirror lists name the policy service's chains and mirrors (the kit's
 // PolicyReferences): a write naming a new one asks that service, and a deleted one is cleared
 // from the bridges.
 import { ApiError, isUuid, PolicyReferences, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
+import { arpEntries } from "./arp-table.ts";
+import { macPorts } from "./mac-table.ts";
 
 interface BridgeRow {
   id: string;
@@ -42,7 +45,13 @@ export function bridgesFor(svc: Pick<ServiceContext, "call">) {
   return bridges;
 }
 
-/** SetBridgeVxlanPorts: the bridge's VXLAN ports as routing has them, announced when they change. */
+/**
+ * SetBridgeVxlanPorts: the bridge's VXLAN ports as routing has them, announced when they change.
+ * A port that leaves takes, in the same transaction, its MAC entries (on any VLAN) and the ARP
+ * entries of the MACs its VTEP's device taught the bridge (its VLAN 0 entries, learned-macs.ts),
+ * unless another of the bridge's VXLAN ports still has that MAC; each deletion announced. So an
+ * unbinding removes what the device taught whether or not a tunnel session is there to say so.
+ */
 export async function setVxlanPorts(store: Store, req: { id?: unknown; portIds?: unknown }): Promise<Record<string, never>> {
   const id = req.id;
   if (!isUuid(id)) throw ApiError.notFound(`There is no Bridge with ID ${String(id)}.`);
@@ -53,6 +62,22 @@ export async function setVxlanPorts(store: Store, req: { id?: unknown; portIds?:
     if (JSON.stringify([...row.vxlan_port_ids].sort()) === JSON.stringify(ids)) return;
     const now = (await q.query("UPDATE bridges SET vxlan_port_ids = $2 WHERE id = $1 RETURNING *", [row.id, ids])).rows[0];
     emit(bridges.change("updated", now));
+    const left = row.vxlan_port_ids.filter((p) => !ids.includes(p));
+    if (left.length === 0) return;
+    const up = [now];
+    const gone = (await q.query<{ id: string; bridge_id: string; vlan_id: number; mac: string; port_id: string }>("DELETE FROM mac_ports WHERE bridge_id = $1 AND port_id = ANY($2::uuid[]) RETURNING *", [row.id, left])).rows;
+    for (const r of gone) emit(macPorts.change("deleted", r, up));
+    const taught = [...new Set(gone.filter((r) => r.vlan_id === 0).map((r) => r.mac))];
+    if (taught.length === 0) return;
+    const arps = (
+      await q.query(
+        `DELETE FROM arp_entries a WHERE a.bridge_id = $1 AND a.mac = ANY($2::text[])
+           AND NOT EXISTS (SELECT 1 FROM mac_ports m WHERE m.bridge_id = $1 AND m.vlan_id = 0 AND m.mac = a.mac AND m.port_id = ANY($3::uuid[]))
+         RETURNING *`,
+        [row.id, taught, ids],
+      )
+    ).rows;
+    for (const a of arps) emit(arpEntries.change("deleted", a, up));
   });
   return {};
 }

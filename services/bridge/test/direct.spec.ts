@@ -12,8 +12,9 @@ const call = (rpc: string, req: unknown, bearer?: string | null) => svc.call("vn
 const token: DirectService["token"] = (who, key) => svc.token(who, key);
 
 beforeAll(async () => {
-  // Parts with credentials at its identity service: tracing and tunnel, which read bridges, and qos, which does not.
-  svc = await directService("bridge", {}, ["tracing", "tunnel", "qos"]);
+  // Parts with credentials at its identity service: tracing and tunnel, which read bridges, qos,
+  // which does not, and routing, which sets their VXLAN ports.
+  svc = await directService("bridge", {}, ["tracing", "tunnel", "qos", "routing"]);
 });
 
 afterAll(async () => {
@@ -168,5 +169,43 @@ describe("DHCP and MAC table fields against dhcp.proto's and mac_table.proto's r
     const ok = await mt({ bridgeId, entry: { macAddr: "02:AB:00:00:00:01", portId: "6B6D7D4E-0000-4000-8000-00000000000A" } });
     expect(ok.err).toBeNull();
     expect(ok.res).toMatchObject({ macAddr: "02:ab:00:00:00:01", portId: "6b6d7d4e-0000-4000-8000-00000000000a", vlanId: 0 });
+  });
+});
+
+describe("a VXLAN port leaving its bridge (SetBridgeVxlanPorts, as routing)", () => {
+  type Entry = { macAddr: string; portId: string; vlanId?: number };
+  type Arp = { ip: string; mac: string };
+  const macTable = async (bridgeId: string) =>
+    (((await svc.call("vnm.bridge.v1.MacTableService", "ListMacPorts", { bridgeId })).res as { items?: Entry[] }).items ?? []).map((e) => `${e.vlanId ?? 0} ${e.macAddr} ${e.portId}`).sort();
+  const arpTable = async (bridgeId: string) =>
+    (((await svc.call("vnm.bridge.v1.ArpTableService", "ListArpTable", { bridgeId })).res as { items?: Arp[] }).items ?? []).map((a) => `${a.ip} ${a.mac}`).sort();
+
+  it("takes its MAC entries (every VLAN) and the ARP entries of the MACs its device taught; a MAC another VXLAN port has keeps its ARP entry; the bridge's other entries stay", async () => {
+    const routing = await partToken("routing");
+    const tunnel = await partToken("tunnel");
+    const { id } = (await call("CreateBridge", { bridge: { name: "vxlan-left" } })).res as { id: string };
+    const [px, py, own] = ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333"];
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [px, py] }, routing)).err).toBeNull();
+    const learned = [
+      [px, [{ mac: "00:aa:00:00:00:01", ip: "10.0.0.1" }, { mac: "00:aa:00:00:00:02", ip: "10.0.0.2" }]],
+      [py, [{ mac: "00:aa:00:00:00:02", ip: "10.0.0.2" }]],
+    ] as const;
+    for (const [portId, macs] of learned) expect((await call("SetLearnedMacs", { id, portId, macs }, tunnel)).err).toBeNull();
+    const mac = (vlanId: number, macAddr: string, portId: string) => svc.call("vnm.bridge.v1.MacTableService", "CreateMacPort", { bridgeId: id, vlanId, entry: { macAddr, portId } });
+    expect((await mac(5, "02:00:00:00:00:05", px)).err).toBeNull();
+    expect((await mac(0, "02:00:00:00:00:0a", own)).err).toBeNull();
+    expect((await svc.call("vnm.bridge.v1.ArpTableService", "CreateArpEntry", { bridgeId: id, entry: { ip: "10.9.9.9", mac: "02:00:00:00:00:0a" } })).err).toBeNull();
+    expect(await arpTable(id)).toEqual(["10.0.0.1 00:aa:00:00:00:01", "10.0.0.2 00:aa:00:00:00:02", "10.9.9.9 02:00:00:00:00:0a"]);
+
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [py] }, routing)).err).toBeNull();
+    expect(await macTable(id)).toEqual([`0 00:aa:00:00:00:02 ${py}`, `0 02:00:00:00:00:0a ${own}`]);
+    expect(await arpTable(id)).toEqual(["10.0.0.2 00:aa:00:00:00:02", "10.9.9.9 02:00:00:00:00:0a"]);
+    // Unchanged ports: nothing more goes.
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [py] }, routing)).err).toBeNull();
+    expect(await macTable(id)).toHaveLength(2);
+    // The last: its MAC and that MAC's ARP entry go too.
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [] }, routing)).err).toBeNull();
+    expect(await macTable(id)).toEqual([`0 02:00:00:00:00:0a ${own}`]);
+    expect(await arpTable(id)).toEqual(["10.9.9.9 02:00:00:00:00:0a"]);
   });
 });

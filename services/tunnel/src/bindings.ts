@@ -8,8 +8,13 @@
 // two POSTs at once cannot both bind it). A bridge's first binding on any VTEP gives it a VNI
 // (bridge_vnis, a sequence from 10000 within 24 bits), which it keeps. The bridge's VXLAN port
 // for the VTEP follows, made by the routing service (vxlan-sync.ts).
+//
+// A bridge deleted takes its bindings (onBridgeDeleted, the durable consumer
+// tunnel-bridge-deletions): the bridge service refuses to delete a bridge with VXLAN ports, but
+// not one deleted after a binding's POST and before its port exists. The bridge's tombstone and
+// lock keep a POST racing the deletion from surviving it.
 import { status } from "@grpc/grpc-js";
-import { ApiError, type Queryable, Resource, type ServiceContext } from "@vnm/kit";
+import { ApiError, announcedId, type BusMessage, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 
 interface BindingRow {
   id: string;
@@ -24,8 +29,15 @@ export const DEVICE_RETRY_AFTER_S = 5;
 
 const noBridge = (id: string) => ApiError.notFound(`There is no Bridge with ID ${id}.`);
 
-/** The bridge exists, as the bridge service says (404 naming it; 503 when that service is down). */
-async function bridgeExists(svc: Pick<ServiceContext, "call">, id: string): Promise<void> {
+/** Bridges the bridge service announced deleted; their lock serialises a binding's POST and the deletion's handling. */
+export const deletedBridges = new Tombstones("deleted_bridges", "tunnel-bridge");
+
+/**
+ * The bridge exists, as the bridge service says (404 naming it; 503 when that service is down),
+ * and its deletion is not being handled: locked until the binding commits.
+ */
+async function bridgeExists(svc: Pick<ServiceContext, "call">, q: Queryable, id: string): Promise<void> {
+  if (await deletedBridges.lockedGone(q, id.toLowerCase())) throw noBridge(id);
   try {
     await svc.call("vnm.bridge.v1.BridgeService", "GetBridge", { id });
   } catch (err) {
@@ -65,7 +77,7 @@ export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
     columns: (b) => ({ port_name: b.portName, vlan_id: b.vlanId, bridge_id: b.networkId }),
     render: (r: BindingRow) => ({ portName: r.port_name, vlanId: r.vlan_id, networkId: r.bridge_id, vtepId: r.vtep_id }),
     fieldColumns: { networkId: "bridge_id" },
-    references: (_q, b) => bridgeExists(svc, b.networkId),
+    references: (q, b) => bridgeExists(svc, q, b.networkId),
     validate: (q, b, { up }) => portOfSwitch(q, up[0]!, b.portName),
     conflict: (b) => `Port ${b.portName} with VLAN ${b.vlanId} is already bound on this VTEP.`,
     // The bridge's VNI: its first binding on any VTEP gives it one, which it keeps. The pair's
@@ -97,4 +109,27 @@ export async function boundOn(q: Queryable, vtepId: string): Promise<{ bridgeId:
 export async function unbound(q: Queryable, vtepId: string): Promise<void> {
   const b = (await q.query<BindingRow>("SELECT * FROM vtep_bindings WHERE vtep_id = $1 ORDER BY id LIMIT 1", [vtepId])).rows[0];
   if (b) throw ApiError.conflict(`VTEP ${vtepId} has bindings (port ${b.port_name}, VLAN ${b.vlan_id}, to bridge ${b.bridge_id}); delete them before deleting it.`);
+}
+
+/**
+ * A bridge deleted: its bindings go, each announced (the devices' reconciles then remove its
+ * switch), with its VNI; each pair's VXLAN port is queued like an unbinding's (routing finds the
+ * bridge gone); it stays known as gone, so a binding's POST racing this is a 404.
+ */
+export function onBridgeDeleted(svc: Pick<ServiceContext, "store" | "resources">) {
+  return async (msg: BusMessage): Promise<void> => {
+    const id = announcedId(msg);
+    if (!id) return;
+    const bindings = svc.resources.of("vnm.tunnel.v1.VtepBinding");
+    await svc.store.tx(undefined, async (q, emit) => {
+      await deletedBridges.bury(q, id);
+      const gone = (await q.query<BindingRow>("DELETE FROM vtep_bindings WHERE bridge_id = $1 RETURNING *", [id])).rows;
+      for (const b of gone) {
+        const vtep = (await q.query("SELECT * FROM vteps WHERE id = $1", [b.vtep_id])).rows[0];
+        emit(bindings.change("deleted", b, vtep ? [vtep] : []));
+        await q.query("INSERT INTO vxlan_port_sync (bridge_id, vtep_id) VALUES ($1, $2) ON CONFLICT (bridge_id, vtep_id) DO UPDATE SET due = now()", [b.bridge_id, b.vtep_id]);
+      }
+      await q.query("DELETE FROM bridge_vnis WHERE bridge_id = $1", [id]);
+    });
+  };
 }

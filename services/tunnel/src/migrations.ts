@@ -150,4 +150,16 @@ export const migrations: Migration[] = [
     // Why a VTEP is in error, as its session last said (sessions.ts); null otherwise.
     sql: `ALTER TABLE vteps ADD COLUMN connection_error text;`,
   },
+  {
+    version: 9,
+    name: "deleted bridges",
+    // Bridges the bridge service announced deleted (bindings.ts): a binding POSTed for one while
+    // its deletion is handled must not survive it.
+    sql: `
+      CREATE TABLE deleted_bridges (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
 ];

@@ -12,7 +12,8 @@
 // switch's row when it changed, and only the ports added, changed or gone, so a device changing
 // one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
 // one write in flight and none queued behind it.
-import { type AnyResource, type Logger, messageOf, type ServiceContext, vxlanPortId } from "@vnm/kit";
+import { status } from "@grpc/grpc-js";
+import { type AnyResource, ApiError, type Logger, messageOf, type ServiceContext, vxlanPortId } from "@vnm/kit";
 import pg from "pg";
 import type { Counter } from "prom-client";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -313,14 +314,19 @@ export class VtepSessions {
   /**
    * Tells the bridge service what the device learned in each bound bridge's switch, when it
    * differs from what was last told; a bridge no longer bound here is told none (its entries on
-   * the VXLAN port go).
+   * the VXLAN port go; they went with its VXLAN port already, and a bridge deleted has none).
    */
   private async report(id: string, w: Watched, learned: Learned): Promise<void> {
     for (const bridge of w.told.keys()) if (!learned.has(bridge)) learned.set(bridge, []);
     for (const [bridge, macs] of learned) {
       const key = JSON.stringify(macs);
       if (w.told.get(bridge) === key) continue;
-      await this.svc.call("vnm.bridge.v1.BridgeService", "SetLearnedMacs", { id: bridge, portId: vxlanPortId(bridge, id), macs });
+      try {
+        await this.svc.call("vnm.bridge.v1.BridgeService", "SetLearnedMacs", { id: bridge, portId: vxlanPortId(bridge, id), macs });
+      } catch (err) {
+        // A bridge deleted took its entries: none is what it has.
+        if (macs.length > 0 || ApiError.from(err, "bridge").code !== status.NOT_FOUND) throw err;
+      }
       if (macs.length === 0) w.told.delete(bridge);
       else w.told.set(bridge, key);
     }
