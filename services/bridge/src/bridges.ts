@@ -11,7 +11,7 @@
 // PolicyReferences): a write naming a new one asks that service, and a deleted one is cleared
 // from the bridges.
 import { ApiError, isUuid, PolicyReferences, type Queryable, Resource, type ServiceContext, type Store } from "@vnm/kit";
-import { arpEntries } from "./arp-table.ts";
+import { forgetTaughtArp } from "./learned-macs.ts";
 import { macPorts } from "./mac-table.ts";
 
 interface BridgeRow {
@@ -67,17 +67,7 @@ export async function setVxlanPorts(store: Store, req: { id?: unknown; portIds?:
     const up = [now];
     const gone = (await q.query<{ id: string; bridge_id: string; vlan_id: number; mac: string; port_id: string }>("DELETE FROM mac_ports WHERE bridge_id = $1 AND port_id = ANY($2::uuid[]) RETURNING *", [row.id, left])).rows;
     for (const r of gone) emit(macPorts.change("deleted", r, up));
-    const taught = [...new Set(gone.filter((r) => r.vlan_id === 0).map((r) => r.mac))];
-    if (taught.length === 0) return;
-    const arps = (
-      await q.query(
-        `DELETE FROM arp_entries a WHERE a.bridge_id = $1 AND a.mac = ANY($2::text[])
-           AND NOT EXISTS (SELECT 1 FROM mac_ports m WHERE m.bridge_id = $1 AND m.vlan_id = 0 AND m.mac = a.mac AND m.port_id = ANY($3::uuid[]))
-         RETURNING *`,
-        [row.id, taught, ids],
-      )
-    ).rows;
-    for (const a of arps) emit(arpEntries.change("deleted", a, up));
+    await forgetTaughtArp(q, emit, up, row.id, [...new Set(gone.filter((r) => r.vlan_id === 0).map((r) => r.mac))], ids);
   });
   return {};
 }

@@ -3,7 +3,7 @@
 // bridge's VXLAN port on that VTEP (SetLearnedMacs, callers tunnel). The bridge's VLAN 0 MAC
 // entries on that port become exactly those MACs; a MAC's IP becomes an ARP entry; a MAC gone
 // takes its ARP entries (those with its MAC). Each change is announced like an API write.
-import { ApiError, isIpv4, isUuid, parseMac, type Store } from "@vnm/kit";
+import { ApiError, type Change, isIpv4, isUuid, parseMac, type Queryable, type Store } from "@vnm/kit";
 import { arpEntries } from "./arp-table.ts";
 import { macPorts } from "./mac-table.ts";
 
@@ -53,10 +53,24 @@ export async function setLearnedMacs(store: Store, req: { id?: unknown; portId?:
         if (row) emit(arpEntries.change("created", row, up));
       }
     }
-    if (goneMacs.length > 0) {
-      const gone = (await q.query("DELETE FROM arp_entries WHERE bridge_id = $1 AND mac = ANY($2::text[]) RETURNING *", [bridgeId, goneMacs])).rows;
-      for (const a of gone) emit(arpEntries.change("deleted", a, up));
-    }
+    await forgetTaughtArp(q, emit, up, bridgeId, goneMacs);
   });
   return {};
+}
+
+/**
+ * A device no longer has `macs` on its port: the ARP entries of those MACs go, each announced,
+ * but for a MAC still on one of `stillOn` (the bridge's other VXLAN ports, when a port leaves).
+ */
+export async function forgetTaughtArp(q: Queryable, emit: (c: Change) => void, up: Record<string, unknown>[], bridgeId: string, macs: string[], stillOn: string[] = []): Promise<void> {
+  if (macs.length === 0) return;
+  const gone = (
+    await q.query(
+      `DELETE FROM arp_entries a WHERE a.bridge_id = $1 AND a.mac = ANY($2::text[])
+         AND NOT EXISTS (SELECT 1 FROM mac_ports m WHERE m.bridge_id = $1 AND m.vlan_id = 0 AND m.mac = a.mac AND m.port_id = ANY($3::uuid[]))
+       RETURNING *`,
+      [bridgeId, macs, stillOn],
+    )
+  ).rows;
+  for (const a of gone) emit(arpEntries.change("deleted", a, up));
 }
