@@ -27,6 +27,10 @@ interface BindingRow {
 /** Seconds a client waits before binding again on a device that is not connected. */
 export const DEVICE_RETRY_AFTER_S = 5;
 
+/** The (bridge, VTEP) pair's VXLAN port made or removed by routing, after this transaction (vxlan-sync.ts). */
+const queueVxlanSync = (q: Queryable, bridgeId: string, vtepId: string) =>
+  q.query("INSERT INTO vxlan_port_sync (bridge_id, vtep_id) VALUES ($1, $2) ON CONFLICT (bridge_id, vtep_id) DO UPDATE SET due = now()", [bridgeId, vtepId]);
+
 const noBridge = (id: string) => ApiError.notFound(`There is no Bridge with ID ${id}.`);
 
 /** Bridges the bridge service announced deleted; their lock serialises a binding's POST and the deletion's handling. */
@@ -84,7 +88,7 @@ export const vtepBindings = (svc: Pick<ServiceContext, "call">) =>
     // VXLAN port is queued for the routing service (vxlan-sync.ts), in this transaction.
     changed: async (q, row, event) => {
       if (event === "created") await q.query("INSERT INTO bridge_vnis (bridge_id) SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM bridge_vnis WHERE bridge_id = $1) ON CONFLICT DO NOTHING", [row.bridge_id]);
-      await q.query("INSERT INTO vxlan_port_sync (bridge_id, vtep_id) VALUES ($1, $2) ON CONFLICT (bridge_id, vtep_id) DO UPDATE SET due = now()", [row.bridge_id, row.vtep_id]);
+      await queueVxlanSync(q, row.bridge_id, row.vtep_id);
       for (const f of bindingsChanged) f();
     },
   });
@@ -127,7 +131,7 @@ export function onBridgeDeleted(svc: Pick<ServiceContext, "store" | "resources">
       for (const b of gone) {
         const vtep = (await q.query("SELECT * FROM vteps WHERE id = $1", [b.vtep_id])).rows[0];
         emit(bindings.change("deleted", b, vtep ? [vtep] : []));
-        await q.query("INSERT INTO vxlan_port_sync (bridge_id, vtep_id) VALUES ($1, $2) ON CONFLICT (bridge_id, vtep_id) DO UPDATE SET due = now()", [b.bridge_id, b.vtep_id]);
+        await queueVxlanSync(q, b.bridge_id, b.vtep_id);
       }
       await q.query("DELETE FROM bridge_vnis WHERE bridge_id = $1", [id]);
     });
