@@ -25,16 +25,36 @@ async function dropRules(q: Queryable, emit: Emit, where: string, id: string): P
   for (const r of gone) emit(rules.change("deleted", r));
 }
 
+/**
+ * Locks a chain and every chain with jump rules into it, in id order, as rule writes lock them
+ * (rules.ts), so that neither waits for the other's locks. A jump rule inserted while the locks
+ * were awaited (its insert held the chain FOR KEY SHARE) shows only once this chain is held; its
+ * chain would then be locked out of order, against an insert holding it and waiting for this one
+ * (a deadlock, one side ABORTED). So the locks are taken again, in order, with it: they are taken
+ * under a savepoint, released by rolling back to it. Once this chain is held no insert can add a
+ * jump into it, so the second pass finds nothing new unless an insert slipped in between.
+ */
+async function lockWithJumpers(q: Queryable, id: string): Promise<void> {
+  let jumpers = await jumpingInto(q, id);
+  await q.query("SAVEPOINT chain_locks");
+  for (;;) {
+    await lockChains(q, [id, ...jumpers]);
+    const now = await jumpingInto(q, id);
+    if (now.every((c) => jumpers.includes(c))) break;
+    await q.query("ROLLBACK TO SAVEPOINT chain_locks");
+    jumpers = [...new Set([...jumpers, ...now])];
+  }
+  await q.query("RELEASE SAVEPOINT chain_locks");
+}
+
 class ChainResource extends Resource<"vnm.policy.v1.Chain", ChainRow> {
   override handlers(store: Store): Handlers {
     const out = super.handlers(store);
     const remove = this.info.rpcs.delete!;
     out[remove] = async (req: Record<string, unknown>, ctx: CallContext) => {
       await store.tx(ctx, async (q, emit) => {
-        // The chains whose jump rules go are locked with this one, in id order, as rule writes
-        // lock them (rules.ts): neither waits for the other's locks.
         const id = isUuid(req["id"]) ? req["id"].toLowerCase() : undefined;
-        if (id) await lockChains(q, [id, ...(await jumpingInto(q, id))]);
+        if (id) await lockWithJumpers(q, id);
         await this.remove(q, emit, req, ctx);
       });
       return {};
@@ -50,8 +70,8 @@ export const chains = new ChainResource({
   filters: { tenant_id: "tenant_id" },
   columns: (c) => ({ tenant_id: c.tenantId ?? null, name: c.name ?? null }),
   async cascade(q, c, emit) {
-    // A jump rule written into it since the locks were taken: its chain is locked now.
-    await lockChains(q, await jumpingInto(q, c.id));
+    // It and every chain jumping into it are locked (lockWithJumpers, in the delete's handler,
+    // its only caller): no jump into it can be added now.
     await dropRules(q, emit, "chain_id = $1", c.id);
     await dropRules(q, emit, "jump_chain_id = $1", c.id);
   },

@@ -101,3 +101,22 @@ it("writes one row per insert, wherever it goes, until two neighbours' ranks mee
     await db.end();
   }
 });
+
+it("deletes a chain while jump rules into it are inserted from chains on both sides of its id: each insert lands before the delete (and goes with it) or is NOT_FOUND, never ABORTED", async () => {
+  for (let round = 0; round < 200; round++) {
+    const target = (await call("CreateChain", { chain: { name: `raced${round}` } })).res;
+    const sources = [];
+    for (let i = 0; i < 6; i++) sources.push((await call("CreateChain", { chain: { name: `src${i}` } })).res);
+    const insert = (s: { id: string }) => call("CreateRule", { chainId: s.id, rule: { type: "jump", jumpChainId: target.id } });
+    const inserts = [];
+    for (const s of sources) inserts.push(insert(s));
+    const removed = call("DeleteChain", { id: target.id });
+    for (let n = 0; n < 2; n++) for (const s of sources) inserts.push(insert(s));
+    for (const r of await Promise.all(inserts)) expect([null, grpc.status.NOT_FOUND], r.err?.details).toContain(r.err?.code ?? null);
+    expect((await removed).err).toBeNull();
+    for (const s of sources) {
+      const left = ((await call("ListChainRules", { chainId: s.id })).res.items ?? []) as { jumpChainId?: string; position: number }[];
+      expect(left.filter((r) => r.jumpChainId === target.id)).toEqual([]);
+    }
+  }
+});
