@@ -15,6 +15,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   announcedId,
+  isJsonObject,
   ApiError,
   type BusMessage,
   type CallContext,
@@ -371,13 +372,26 @@ export function onBridgeDeleted(svc: ServiceContext) {
   };
 }
 
-/** A bridge changed: its ports' tenant follows the bridge's, as the bridge service has it now. */
+/**
+ * A bridge changed: its ports' tenant follows the bridge's, as the bridge service has it now.
+ * When every port of the bridge already has the tenant the change announces, the bridge service
+ * is not asked (most changes keep the tenant, most bridges have no port here): only the bridge
+ * service publishes its changes (deploy/nats.conf), and this consumer takes them in order, so a
+ * tenant changed since comes with a later change. The check follows the lock a port's create
+ * takes before it reads its bridge, so a port created meanwhile is either seen here or reads the
+ * bridge as changed.
+ */
 export function onBridgeUpdated(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
     const id = announcedId(msg);
     if (!id) return;
+    const announced = isJsonObject(msg.data) ? msg.data["tenantId"] : undefined;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedBridges.lock(q, id);
+      if (announced === null || typeof announced === "string") {
+        const other = await q.query("SELECT 1 FROM ports WHERE device_id = $1 AND router_id IS NULL AND tenant_id IS DISTINCT FROM $2 LIMIT 1", [id, announced]);
+        if (other.rowCount === 0) return;
+      }
       let bridge: Record<string, unknown>;
       try {
         bridge = await getBridge(svc, id);
