@@ -2,7 +2,7 @@
 // before it becomes a proto message (protobuf's lenient conversion would turn "abc" into 0);
 // responses are written with every field present (null when unset), int64 values with their
 // exact digits, and link fields resolved to absolute URLs.
-import { compileLinks, type FieldInfo, isJsonObject, isRecord, isUuid, jsonText, LosslessNumber, type MessageInfo, type Violation } from "@vnm/kit";
+import { compileLinks, type FieldInfo, isJsonObject, isRecord, isUuid, jsonText, LosslessNumber, type MessageInfo, TEXT_RULE_MESSAGE, type Violation } from "@vnm/kit";
 
 export { isJsonObject, LosslessNumber, parseJson } from "@vnm/kit";
 
@@ -70,7 +70,7 @@ function scalar(field: FieldInfo, v: unknown, violations: Violation[], path: str
       if (typeof v !== "string") return { ok: false, message: "must be a string" };
       // Postgres stores neither NUL nor lone surrogates; no field of this API means them.
       if (v.includes("\u0000") || !v.isWellFormed()) {
-        return { ok: false, message: "must be valid Unicode text without NUL characters" };
+        return { ok: false, message: TEXT_RULE_MESSAGE };
       }
       if (field.uuid && !isUuid(v)) return { ok: false, message: "must be a valid UUID" };
       return { ok: true, value: v };

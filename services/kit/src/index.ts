@@ -20,7 +20,7 @@ export { vxlanPortId } from "./ids.ts";
 export { Tombstones } from "./tombstones.ts";
 export { PolicyReferences, type PolicyNamed, type PolicyReferrer, type PolicyStored } from "./policy-refs.ts";
 export { type Contract, loadContract } from "./contract.ts";
-export type { Checked, MessageName } from "./rules.ts";
+export { type Checked, type MessageName, TEXT_RULE_MESSAGE } from "./rules.ts";
 export { isRecord, memberOf, messageOf, stringMember } from "./values.ts";
 export { buildCatalog, EVERY_PART, loadCatalog, peersOf, writableFields, type Catalog, type FieldInfo, type KindInfo, type MessageInfo, type RootDocumentInfo, type ResourceInfo, type Route } from "./catalog.ts";
 export {

@@ -1,10 +1,12 @@
 // The fields' rules as the repository's proto files state them (proto/contract.binpb): what a
 // client sending a body sees, and the one spelling a value is kept in.
+import { getOption } from "@bufbuild/protobuf";
+import { predefined } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { describe, expect, it } from "vitest";
 import { loadCatalog } from "./catalog.ts";
 import { ApiError } from "./errors.ts";
 import { PROTO_DIR } from "./proto.ts";
-import { Rules } from "./rules.ts";
+import { Rules, TEXT_RULE_MESSAGE } from "./rules.ts";
 
 const rules = Rules.load(PROTO_DIR);
 const BRIDGE = "vnm.bridge.v1.Bridge";
@@ -29,6 +31,17 @@ describe("a body checked against its fields' rules", () => {
       { property: "inboundMirrorIds", message: "must be a valid UUID" },
     ]);
     expect(violations(BRIDGE, { outboundMirrorIds: Array(65).fill(ID) })).toEqual([{ property: "outboundMirrorIds", message: "must contain no more than 64 item(s)" }]);
+  });
+
+  it("finds a NUL in text inside a list of messages, naming the list, and says the words of the proto's rule", () => {
+    const host = { macAddr: "02:00:00:00:00:01", ipAddr: "10.0.0.2", name: "h" };
+    expect(rules.check("vnm.bridge.v1.DhcpHost", { ...host, extraDhcpOpts: [{ optName: "a", optValue: "b" }] })).toBeTruthy();
+    expect(violations("vnm.bridge.v1.DhcpHost", { ...host, extraDhcpOpts: [{ optName: "a", optValue: "b" }, { optName: "c", optValue: "d\u0000" }] })).toEqual([
+      { property: "extraDhcpOpts", message: TEXT_RULE_MESSAGE },
+    ]);
+    // The kit checks `(vnm.api.text)` itself; its words are the rule's CEL program's (rules.proto).
+    const text = rules.registry.getExtension("vnm.api.text");
+    expect(text && getOption(text, predefined).cel[0]?.expression).toContain(`'${TEXT_RULE_MESSAGE}'`);
   });
 
   it("counts characters, not UTF-16 units or bytes", () => {
