@@ -97,8 +97,12 @@ export function fieldRules(f: DescField): FieldRules | undefined {
 
 /** The string rules of a string field, or of each item of a repeated one, if any. */
 export function stringRules(f: DescField): StringRules | undefined {
-  const top = fieldRules(f);
-  const own = top?.type.case === "repeated" ? top.type.value.items : top;
+  return stringRulesIn(fieldRules(f));
+}
+
+/** The string rules inside a field's rules (its own, or its items'), as objects of `rules`. */
+export function stringRulesIn(rules: FieldRules | undefined): StringRules | undefined {
+  const own = rules?.type.case === "repeated" ? rules.type.value.items : rules;
   return own?.type.case === "string" ? own.type.value : undefined;
 }
 

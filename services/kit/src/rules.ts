@@ -3,11 +3,11 @@
 // protovalidate over the descriptor set `buf` builds from the proto files (descriptors.ts). Every
 // service checks a body here, once, in the kit; what no constraint can state (one field against
 // another, against the database) stays in code beside its kind.
-import { clone, create, createFileRegistry, type DescField, type DescMessage, type FileRegistry, fromJson, getExtension, hasExtension, type Message, setExtension } from "@bufbuild/protobuf";
-import { type DescriptorProto, type FieldDescriptorProto, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { clone, create, createFileRegistry, type DescField, type DescMessage, type FileRegistry, fromJson, type Message, setExtension } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
-import { field as fieldRulesOption, type StringRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import { CONTRACT_FILE, loadDescriptors, stringRules } from "./descriptors.ts";
+import { field as fieldRulesOption } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { CONTRACT_FILE, fieldRules, loadDescriptors, stringRules, stringRulesIn } from "./descriptors.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import type { MessageFields, Messages, RequiredFields } from "./gen/messages.ts";
 import { canonicalIpv6 } from "./validate.ts";
@@ -209,26 +209,17 @@ function normalOf(f: DescField): Normal | undefined {
  * rule from the originals.
  */
 function withoutTextRule(registry: FileRegistry): FileRegistry {
-  const set = clone(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: [...registry.files].map((f) => f.proto) }));
-  const drop = (s: StringRules) => {
-    if (s.$unknown) s.$unknown = s.$unknown.filter((u) => u.no !== VNM_TEXT);
-  };
-  const visit = (fields: FieldDescriptorProto[]) => {
-    for (const f of fields) {
-      if (!f.options || !hasExtension(f.options, fieldRulesOption)) continue;
-      const rules = getExtension(f.options, fieldRulesOption);
-      const own = rules.type.case === "repeated" ? rules.type.value.items : rules;
-      if (own?.type.case !== "string") continue;
-      drop(own.type.value);
-      setExtension(f.options, fieldRulesOption, rules);
+  const copy = createFileRegistry(clone(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: [...registry.files].map((f) => f.proto) })));
+  for (const type of copy) {
+    if (type.kind !== "message") continue;
+    for (const f of type.fields) {
+      const rules = fieldRules(f);
+      const s = stringRulesIn(rules);
+      if (!rules || !f.proto.options || !s?.$unknown?.some((u) => u.no === VNM_TEXT)) continue;
+      s.$unknown = s.$unknown.filter((u) => u.no !== VNM_TEXT);
+      // The options are read again from the field's descriptor whenever asked (getOption).
+      setExtension(f.proto.options, fieldRulesOption, rules);
     }
-  };
-  const messages = (ms: DescriptorProto[]): void => {
-    for (const m of ms) {
-      visit(m.field);
-      messages(m.nestedType);
-    }
-  };
-  for (const file of set.file) messages(file.messageType);
-  return createFileRegistry(set);
+  }
+  return copy;
 }
