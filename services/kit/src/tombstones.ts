@@ -1,5 +1,6 @@
 // Items of another service that it announced deleted, kept a while as tombstones in a table of
-// this service's (`id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()`). A write naming
+// this service's (`id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()`, and an index on
+// `at`: each burial prunes the old ones, which would otherwise read them all). A write naming
 // such an item and the deletion's handling take the same transaction lock, and the write finds
 // the tombstone, so a write racing the deletion never survives it (the other service is asked
 // only once the lock is held).

@@ -233,4 +233,16 @@ export const migrations: Migration[] = [
       CREATE INDEX routers_outbound_mirrors ON routers USING gin (outbound_mirror_ids);
     `,
   },
+  {
+    version: 10,
+    name: "tombstones' age index",
+    // A tombstone's burial prunes those older than a day (kit/tombstones.ts): without an index on
+    // their age that prune read every tombstone, so each deletion cost as much as all before it.
+    sql: `
+      CREATE INDEX deleted_bridges_at ON deleted_bridges (at);
+      CREATE INDEX deleted_load_balancers_at ON deleted_load_balancers (at);
+      CREATE INDEX deleted_chains_at ON deleted_chains (at);
+      CREATE INDEX deleted_mirrors_at ON deleted_mirrors (at);
+    `,
+  },
 ];

@@ -41,4 +41,13 @@ export const migrations: Migration[] = [
     // in list order, instead of every row: trace_requests_device starts with the type.
     sql: "CREATE INDEX IF NOT EXISTS trace_requests_device_id_seq ON trace_requests (device_id, seq);",
   },
+  {
+    version: 4,
+    name: "tombstones' age index",
+    // A tombstone's burial prunes those older than a day (kit/tombstones.ts): without an index on
+    // their age that prune read every tombstone, so each deletion cost as much as all before it.
+    sql: `
+      CREATE INDEX deleted_bridges_at ON deleted_bridges (at);
+    `,
+  },
 ];

@@ -162,4 +162,13 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 10,
+    name: "tombstones' age index",
+    // A tombstone's burial prunes those older than a day (kit/tombstones.ts): without an index on
+    // their age that prune read every tombstone, so each deletion cost as much as all before it.
+    sql: `
+      CREATE INDEX deleted_bridges_at ON deleted_bridges (at);
+    `,
+  },
 ];
