@@ -30,7 +30,7 @@ export interface Result {
   /** RSS (MB) of the gateway and the bridge service right after the run. */
   rss?: { gateway?: number; bridge?: number };
   /** Measured in turns with this baseline (PAIR_ROUNDS): its rate over the same turns. */
-  paired?: { baseline: string; rps: number; p99: number; rounds: number; secondsEach: number; turns: { rps: number; baselineRps: number }[] };
+  paired?: { baseline: string; rps: number; p99: number; rounds: number; secondsEach: number; turns: { rps: number; baselineRps: number; p99: number; baselineP99: number }[] };
   /** CPU microseconds (user + system, from /proc) each process used per request while the row ran, its turns only when paired. */
   cpuUs?: Record<string, number>;
 }
@@ -172,7 +172,7 @@ export class Runner {
       mine.push(await this.measured(l, secondsEach, cpu));
       if (i % 2 === 1) theirs.push(await this.cannon(base.load, secondsEach));
     }
-    const turns = mine.map((m, i) => ({ rps: Math.round(m.rps), baselineRps: Math.round(theirs[i]!.rps) }));
+    const turns = mine.map((m, i) => ({ rps: Math.round(m.rps), baselineRps: Math.round(theirs[i]!.rps), p99: m.p99, baselineP99: theirs[i]!.p99 }));
     const together = inSequence(theirs);
     const paired = { baseline: base.result.scenario, rps: Math.round(together.rps), p99: together.p99, rounds: PAIR_ROUNDS, secondsEach, turns };
     return { r: inSequence(mine), paired };

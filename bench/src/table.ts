@@ -19,7 +19,9 @@ export function hold(r: Result, base: Result, min?: number): void {
 
 /**
  * A row of its own holding `r`'s p99 to at most `max` times `base`'s (over the same turns when
- * `r` was measured paired with it): the tail an outside harness compares, beside the rate.
+ * `r` was measured paired with it): the tail an outside harness compares, beside the rate. Each
+ * p99 is of all the requests of its turns together (wrk.ts merges them), and the note gives the
+ * turns' own p99s, the worst of which a shorter run could have met alone.
  */
 export function tailRow(r: Result, base: Result, max: number): Result {
   const baseP99 = r.paired?.baseline === base.scenario ? r.paired.p99 : base.p99;
@@ -38,7 +40,7 @@ export function tailRow(r: Result, base: Result, max: number): Result {
     timeouts: r.timeouts,
     baseline: base.scenario,
     ratio,
-    note: `${base.scenario}: p99 ${fmt(baseP99, 1)} ms`,
+    note: `${base.scenario}: p99 ${fmt(baseP99, 1)} ms${r.paired ? `; the turns' p99s ${r.paired.turns.map((t) => `${fmt(t.p99, 1)}/${fmt(t.baselineP99, 1)}`).join(", ")} ms (row/baseline)` : ""}`,
     goal: `<= ${max} x p99 of ${base.scenario}`,
     pass: ratio <= max,
   };

@@ -9,6 +9,19 @@ import { memberOf } from "@vnm/kit/values";
 /** What the wrk script's summary line (WRKJSON) holds, each a number. */
 const WRK_FIELDS = ["us", "requests", "p50", "p99", "status", "connect", "read", "write", "timeout"] as const;
 
+/**
+ * The percentiles each run reports besides p50 and p99 (every 1% to 94, every 0.1% from 95, then
+ * 99.95, 99.99 and the maximum, which wrk's percentile(100) does not give): runs of one row are merged through them into the percentiles of
+ * all their requests together, as one longer run would report them.
+ */
+const GRID = [
+  ...Array.from({ length: 94 }, (_, i) => i + 1),
+  ...Array.from({ length: 50 }, (_, i) => Math.round((95 + i / 10) * 10) / 10),
+  99.95,
+  99.99,
+  100,
+];
+
 export interface WrkRequest {
   method?: string;
   path: string;
@@ -43,6 +56,8 @@ export interface WrkResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** Latency at each percentile of GRID, ms: what merges runs (absent from a merge of runs that lack it). */
+  grid?: number[];
 }
 
 const WRK = "/usr/bin/wrk";
@@ -65,9 +80,11 @@ function script(run: WrkRun): string {
   const done = `
 function done(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('WRKJSON {"requests":%d,"us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50":%d,"p99":%d}\\n',
+  local grid = {}
+  for i, p in ipairs({${GRID.join(", ")}}) do grid[i] = string.format("%d", p < 100 and latency:percentile(p) or latency.max) end
+  io.write(string.format('WRKJSON {"requests":%d,"us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50":%d,"p99":%d,"grid":[%s]}\\n',
     summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99)))
+    latency:percentile(50), latency:percentile(99), table.concat(grid, ",")))
 end`;
   const pause = run.pauseAfter429Ms
     ? `
@@ -154,7 +171,9 @@ export function wrk(bin: string, tmpDir: string, run: WrkRun): Promise<WrkResult
       if (missing.length > 0) return reject(new Error(`wrk's summary has no ${missing.join(", ")}:\n${m[1]}`));
       const n = (k: (typeof WRK_FIELDS)[number]) => Number(memberOf(j, k));
       const secs = n("us") / 1e6;
+      const grid = memberOf(j, "grid");
       resolve({
+        ...(Array.isArray(grid) && grid.length === GRID.length ? { grid: grid.map((us) => Number(us) / 1000) } : {}),
         requests: n("requests"),
         rps: secs > 0 ? n("requests") / secs : 0,
         p50: n("p50") / 1000,
@@ -174,28 +193,62 @@ export async function wrkTogether(bin: string, tmpDir: string, runs: WrkRun[]): 
   return {
     requests: sum((r) => r.requests),
     rps: sum((r) => r.rps),
-    p50: Math.max(...all.map((r) => r.p50)),
-    p99: Math.max(...all.map((r) => r.p99)),
+    ...merged(all),
     non2xx: sum((r) => r.non2xx),
     errors: sum((r) => r.errors),
     timeouts: sum((r) => r.timeouts),
   };
 }
 
+/** The share of a run's requests (0..1) that took at most `ms`, from its GRID percentiles. */
+function shareWithin(grid: number[], ms: number): number {
+  if (ms < grid[0]!) return ((GRID[0]! / 100) * ms) / grid[0]!;
+  for (let i = 1; i < grid.length; i++) {
+    if (ms < grid[i]!) {
+      const span = grid[i]! - grid[i - 1]!;
+      return (GRID[i - 1]! + ((GRID[i]! - GRID[i - 1]!) * (ms - grid[i - 1]!)) / span) / 100;
+    }
+  }
+  return 1;
+}
+
+/** The latency (ms) under which a share `q` of all the runs' requests finished, their distributions weighted by their requests. */
+function percentileOf(all: { requests: number; grid: number[] }[], q: number): number {
+  const total = all.reduce((a, r) => a + r.requests, 0);
+  const within = (ms: number) => all.reduce((a, r) => a + r.requests * shareWithin(r.grid, ms), 0) / total;
+  let lo = 0;
+  let hi = Math.max(...all.map((r) => r.grid[r.grid.length - 1]!));
+  for (let i = 0; i < 40; i++) {
+    const mid = (lo + hi) / 2;
+    if (within(mid) >= q) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+/**
+ * The p50 and p99 of several runs' requests together, as one run of them all reports them
+ * (merged through each run's GRID percentiles); without every run's GRID, the median of their
+ * medians and the worst run's p99.
+ */
+function merged(all: WrkResult[]): { p50: number; p99: number } {
+  const withGrid = all.flatMap((r) => (r.grid && r.requests > 0 ? [{ requests: r.requests, grid: r.grid }] : []));
+  if (withGrid.length === all.length && all.length > 0) return { p50: percentileOf(withGrid, 0.5), p99: percentileOf(withGrid, 0.99) };
+  const p50s = all.map((r) => r.p50).sort((a, b) => a - b);
+  return { p50: p50s[Math.floor(p50s.length / 2)] ?? 0, p99: Math.max(...all.map((r) => r.p99)) };
+}
+
 /**
  * Runs made one after another against the same target (the chunks of a paired scenario), as
- * one: requests summed over the time they took, the median of their median latencies, the worst
- * chunk's 99th percentile.
+ * one: requests summed over the time they took, the percentiles of all their requests (merged).
  */
 export function inSequence(all: WrkResult[]): WrkResult {
   const sum = (f: (r: WrkResult) => number) => all.reduce((a, r) => a + f(r), 0);
   const seconds = sum((r) => (r.rps > 0 ? r.requests / r.rps : 0));
-  const p50s = all.map((r) => r.p50).sort((a, b) => a - b);
   return {
     requests: sum((r) => r.requests),
     rps: seconds > 0 ? sum((r) => r.requests) / seconds : 0,
-    p50: p50s[Math.floor(p50s.length / 2)] ?? 0,
-    p99: Math.max(...all.map((r) => r.p99)),
+    ...merged(all),
     non2xx: sum((r) => r.non2xx),
     errors: sum((r) => r.errors),
     timeouts: sum((r) => r.timeouts),
