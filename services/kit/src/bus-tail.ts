@@ -92,6 +92,11 @@ export class Tail {
     return !this.ended && cursor + 1 >= this.from;
   }
 
+  /** The sequence number from which the tail holds every message: a follower before it has that many before it to read elsewhere. */
+  oldestHeld(): number {
+    return this.from;
+  }
+
   /** Up to `max` messages after `cursor`, in order; none when the tail has not read past it yet. */
   after(cursor: number, max: number): After {
     if (!this.holdsAfter(cursor)) return { gone: true };
