@@ -56,8 +56,8 @@ export interface WrkResult {
   non2xx: number;
   errors: number;
   timeouts: number;
-  /** Latency at each percentile of GRID, ms: what merges runs (absent from a merge of runs that lack it). */
-  grid?: number[];
+  /** Latency at each percentile of GRID, ms: what merges runs. */
+  grid: number[];
 }
 
 const WRK = "/usr/bin/wrk";
@@ -172,8 +172,11 @@ export function wrk(bin: string, tmpDir: string, run: WrkRun): Promise<WrkResult
       const n = (k: (typeof WRK_FIELDS)[number]) => Number(memberOf(j, k));
       const secs = n("us") / 1e6;
       const grid = memberOf(j, "grid");
+      if (!Array.isArray(grid) || grid.length !== GRID.length || !grid.every((us) => typeof us === "number")) {
+        return reject(new Error(`wrk's summary has no latency at each of the ${GRID.length} percentiles:\n${m[1]}`));
+      }
       resolve({
-        ...(Array.isArray(grid) && grid.length === GRID.length ? { grid: grid.map((us) => Number(us) / 1000) } : {}),
+        grid: grid.map((us: number) => us / 1000),
         requests: n("requests"),
         rps: secs > 0 ? n("requests") / secs : 0,
         p50: n("p50") / 1000,
@@ -227,15 +230,15 @@ function percentileOf(all: { requests: number; grid: number[] }[], q: number): n
 }
 
 /**
- * The p50 and p99 of several runs' requests together, as one run of them all reports them
- * (merged through each run's GRID percentiles); without every run's GRID, the median of their
- * medians and the worst run's p99.
+ * The latency of several runs' requests together, as one run of them all reports it: each
+ * percentile of GRID, p50 and p99, merged through each run's GRID (a run without requests adds
+ * nothing).
  */
-function merged(all: WrkResult[]): { p50: number; p99: number } {
-  const withGrid = all.flatMap((r) => (r.grid && r.requests > 0 ? [{ requests: r.requests, grid: r.grid }] : []));
-  if (withGrid.length === all.length && all.length > 0) return { p50: percentileOf(withGrid, 0.5), p99: percentileOf(withGrid, 0.99) };
-  const p50s = all.map((r) => r.p50).sort((a, b) => a - b);
-  return { p50: p50s[Math.floor(p50s.length / 2)] ?? 0, p99: Math.max(...all.map((r) => r.p99)) };
+function merged(all: WrkResult[]): Pick<WrkResult, "p50" | "p99" | "grid"> {
+  const counted = all.filter((r) => r.requests > 0);
+  if (counted.length === 0) return { p50: 0, p99: 0, grid: GRID.map(() => 0) };
+  const at = (q: number) => percentileOf(counted, q);
+  return { p50: at(0.5), p99: at(0.99), grid: GRID.map((p) => at(p / 100)) };
 }
 
 /**
