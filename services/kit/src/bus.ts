@@ -353,12 +353,7 @@ class NatsBus implements Bus {
    * events behind). Each follower asks for its next batch once it has handled the last.
    */
   private async catchUp(afterSeq: number): Promise<CatchUp> {
-    if (!this.js) throw new Error("NATS is not connected");
-    const consumer = await this.js.consumers.get(streamName(this.prefix), {
-      filterSubjects: `${this.prefix}.>`,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: afterSeq + 1,
-    });
+    const consumer = await this.ownConsumer(afterSeq);
     const read = async (n: number): Promise<Kept[]> => {
       const started = performance.now();
       const got: Kept[] = [];
@@ -403,14 +398,15 @@ class NatsBus implements Bus {
     return starting;
   }
 
+  /** An ordered consumer of the changes after `afterSeq`, a follower's own. */
+  private ownConsumer(afterSeq: number) {
+    if (!this.js) throw new Error("NATS is not connected");
+    return this.js.consumers.get(streamName(this.prefix), { filterSubjects: `${this.prefix}.>`, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
+  }
+
   /** A consumer of the follower's own, for the messages after `afterSeq`. */
   private async followAlone(afterSeq: number, handler: (seq: number, msg: BusMessage) => void | Promise<void>): Promise<() => void> {
-    if (!this.js) throw new Error("NATS is not connected");
-    const consumer = await this.js.consumers.get(streamName(this.prefix), {
-      filterSubjects: `${this.prefix}.>`,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: afterSeq + 1,
-    });
+    const consumer = await this.ownConsumer(afterSeq);
     // Pulled in bounded batches; a handler that returns a promise (a slow reader) holds the next.
     const messages = await consumer.consume({ max_messages: FOLLOW_BATCH });
     void (async () => {
