@@ -2,7 +2,7 @@
 // a field), and the service refuses calls without a valid token except the password check.
 import { randomBytes } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
-import { directService } from "@vnm/kit/testing";
+import { directService, waitFor } from "@vnm/kit/testing";
 import { expect, it } from "vitest";
 
 const AUTH = "vnm.identity.v1.AuthService";
@@ -10,6 +10,8 @@ const AUTH = "vnm.identity.v1.AuthService";
 it("generates the first admin's password, prints it once, and it logs in", async () => {
   const env = { VNM_DB_SCHEMA: `identity_b${randomBytes(4).toString("hex")}`, VNM_ADMIN_USER: "root", VNM_ADMIN_PASSWORD: "" };
   const first = await directService("identity", env);
+  // The line crosses a pipe of its own: it may reach the test a moment after the service answers.
+  await waitFor("the generated password", async () => first.output().includes("Generated password"), 5_000).catch(() => {});
   const m = /Generated password for admin user 'root': (\S+)/.exec(first.output());
   expect(m).not.toBeNull();
   const password = m![1]!;

@@ -90,8 +90,13 @@ export function createLogger(base: Record<string, unknown>, level: Level = level
  * the loggers' shared buffer (pino writes asynchronously), so these join the same queue.
  */
 export function writeOut(text: string): void {
-  if (jsonStream) jsonStream.write(text);
-  else process.stdout.write(text);
+  if (!jsonStream) {
+    process.stdout.write(text);
+    return;
+  }
+  jsonStream.write(text);
+  // Lines for a person leave now, not with the next batch of log lines.
+  (jsonStream as { flush?: () => void }).flush?.();
 }
 
 /**
