@@ -122,8 +122,8 @@ export function sortBy(expr: string): (items: unknown[]) => unknown[] {
   const compare = (a: unknown, b: unknown): number => {
     const [ra, rb] = [rank(a), rank(b)];
     if (ra !== rb) return ra - rb;
-    if (ra === 0) return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
-    if (ra === 1) return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+    if ((typeof a === "number" || typeof a === "bigint") && (typeof b === "number" || typeof b === "bigint")) return a < b ? -1 : a > b ? 1 : 0;
+    if (typeof a === "string" && typeof b === "string") return a < b ? -1 : a > b ? 1 : 0;
     if (ra === 2) return toJson(a) < toJson(b) ? -1 : toJson(a) > toJson(b) ? 1 : 0;
     return 0;
   };
