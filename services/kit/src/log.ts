@@ -94,6 +94,13 @@ function batchedStdout(): ReturnType<typeof pino.destination> {
   const out = pino.destination({ dest: process.stdout.fd || 1, sync: false, minLength: LOG_BATCH_BYTES });
   let waiting = false;
   const flush = () => {
+    // sonic-boom's flush does nothing while a write is on its way (a full pipe holds it up), and
+    // once that write is done it writes what waits behind it only past minLength: flush again
+    // when it is done (its drain).
+    if (Reflect.get(out, "_writing") === true) {
+      out.once("drain", flush);
+      return;
+    }
     waiting = false;
     try {
       out.flush();

@@ -43,6 +43,40 @@ describe("logs", () => {
     expect(out.trim().split("\n").at(-1)).toBe("SUMMARY");
   });
 
+  it("a burst's last lines leave within a fraction of a second too, even when a write was held up as the burst ended", async () => {
+    // The reader holds stdout back (a full pipe: the write on its way waits) while a burst and
+    // then a last line are logged, then reads. Whatever the burst's size, what waits behind that
+    // write must leave once it is done, not at the next line or at the exit.
+    const tails = [0, 1500, 3000, 4500, 6000, 7500, 9000, 10500, 12000, 13500, 15000];
+    await Promise.all(
+      tails.map(async (tail) => {
+        const child = spawn(process.execPath, ["--input-type=module", "-e", `
+          const { createLogger } = await import(${JSON.stringify(log)});
+          const l = createLogger({ service: "bridge" });
+          for (let i = 0; i < 1000; i++) l.info("burst", { pad: "x".repeat(1000) });
+          l.info("burst", { pad: "y".repeat(${tail}) });
+          setTimeout(() => l.info("last"), 200);
+          setTimeout(() => process.stderr.write("done"), 500);
+          setTimeout(() => {}, 10_000);
+        `]);
+        try {
+          child.stdout.pause();
+          await once(child.stderr, "data");
+          let text = "";
+          child.stdout.on("data", (c: Buffer) => {
+            text += c.toString();
+          });
+          child.stdout.resume();
+          const started = performance.now();
+          while (!text.includes('"msg":"last"') && performance.now() - started < 3_000) await new Promise((r) => setTimeout(r, 20));
+          expect(text.trim().split("\n"), `tail of ${tail} B`).toHaveLength(1002);
+        } finally {
+          child.kill();
+        }
+      }),
+    );
+  });
+
   it("leave a quiet process within a fraction of a second, not only at its exit", async () => {
     const child = spawn(process.execPath, ["--input-type=module", "-e", `
       const { createLogger } = await import(${JSON.stringify(log)});
