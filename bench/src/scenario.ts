@@ -1,7 +1,7 @@
 // One row of the table: a load driven by wrk against one or more URLs, after an unrecorded
 // warm-up, with the CPU each process spent on it; optionally in turns with a baseline.
 import { setTimeout as sleep } from "node:timers/promises";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CpuAccount, sampleCpu } from "./cpu.ts";
 import { CONNECTIONS, PAIR_ROUNDS, SECONDS, SYNC, TMP, WARMUP } from "./settings.ts";
@@ -85,6 +85,42 @@ async function together(dir: string, n: number): Promise<void> {
   }
 }
 
+/**
+ * Runs `fn` in this bench's turn: with BENCH_SYNC, the loads of the two benches sharing the
+ * folder take turns, one at a time (a folder made and removed is the turn; a bench that wants it
+ * leaves a marker, and the one that gave it up asks again only once the other has taken it).
+ * Both stacks stay up, so each is measured in the same minutes on the same machine, without the
+ * other's load on the cores at once.
+ */
+async function inMyTurn<T>(fn: () => Promise<T>): Promise<T> {
+  const dir = SYNC;
+  if (!dir) return fn();
+  mkdirSync(dir, { recursive: true });
+  const turn = join(dir, "turn");
+  const mine = `waiting.${process.pid}`;
+  const othersWaiting = () => readdirSync(dir).some((f) => f.startsWith("waiting.") && f !== mine);
+  writeFileSync(join(dir, mine), "");
+  const until = Date.now() + 300_000;
+  for (;;) {
+    try {
+      mkdirSync(turn);
+      break;
+    } catch (err) {
+      if (!(err instanceof Error && "code" in err && err.code === "EEXIST")) throw err;
+      if (Date.now() > until) throw new Error(`BENCH_SYNC: the other bench has held ${turn} for 5 minutes`);
+      await sleep(2);
+    }
+  }
+  rmSync(join(dir, mine));
+  try {
+    return await fn();
+  } finally {
+    rmdirSync(turn);
+    const handOver = Date.now() + 5_000;
+    while (othersWaiting() && Date.now() < handOver) await sleep(1);
+  }
+}
+
 /** "GET /bridges/{id} on http://..." for the progress line. */
 function describeLoad(l: Load): string {
   const urls = Array.isArray(l.url) ? l.url : [l.url];
@@ -102,8 +138,12 @@ export class Runner {
     this.ctx = ctx;
   }
 
-  /** Drives `l` for `seconds`, unrecorded. */
+  /** Drives `l` for `seconds`, unrecorded, in this bench's turn. */
   cannon(l: Load, seconds: number): Promise<WrkResult> {
+    return inMyTurn(() => this.drive(l, seconds));
+  }
+
+  private drive(l: Load, seconds: number): Promise<WrkResult> {
     const urls = Array.isArray(l.url) ? l.url : [l.url];
     const conns = l.connections ?? CONNECTIONS;
     const runs = urls.map((u, i) => {
@@ -154,10 +194,12 @@ export class Runner {
 
   /** A recorded run: its figures, and the CPU each process spent on it added to `cpu`. */
   private async measured(l: Load, seconds: number, cpu: CpuAccount): Promise<WrkResult> {
-    const before = sampleCpu(this.ctx.processes());
-    const m = await this.cannon(l, seconds);
-    cpu.add(before, sampleCpu(this.ctx.processes()), m.requests);
-    return m;
+    return inMyTurn(async () => {
+      const before = sampleCpu(this.ctx.processes());
+      const m = await this.drive(l, seconds);
+      cpu.add(before, sampleCpu(this.ctx.processes()), m.requests);
+      return m;
+    });
   }
 
   /** PAIR_ROUNDS turns of the baseline and the row, SECONDS / PAIR_ROUNDS each. */

@@ -41,8 +41,9 @@ export const MEM_PROBE = setting("MEM_PROBE") === "1";
 export const FROM = setting("FROM") ?? "sources";
 if (FROM !== "compiled" && FROM !== "sources") throw new Error(`BENCH_FROM=${FROM}: compiled or sources`);
 /**
- * A folder two benches share to start each scenario together (same --only on both): two builds
- * measured side by side meet the same machine.
+ * A folder two benches share (same --only on both) to compare two builds: each scenario starts
+ * together in both, and their loads take turns (scenario.ts, inMyTurn), so both stacks are up on
+ * the same machine in the same minutes and each is measured without the other's load beside it.
  */
 export const SYNC = setting("SYNC");
 /** The stack's log level: npm start's default, info (a line per request), unless BENCH_LOG_LEVEL names another, to see what the log costs. */
