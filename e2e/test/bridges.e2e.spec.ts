@@ -379,6 +379,24 @@ describe("change notifications on NATS (architecture 4)", () => {
     ]);
     expect(mine()[0]!.data).toMatchObject({ kind: "Bridge", id, path: `/bridges/${id}`, tenantId: "tn" });
   });
+
+  it("announces a move to another tenant a second time, below its subject (updated.tenant), and no update that keeps the tenant", async () => {
+    const c = await create({ name: "mover", tenantId: "tn" });
+    const id = c.json.id as string;
+    await http("PUT", `/bridges/${id}`, { name: "mover2", tenantId: "tn" });
+    await http("PUT", `/bridges/${id}`, { name: "mover2", tenantId: "tm" });
+    const mine = () => fx.events.filter((e) => e.data["id"] === id);
+    await waitFor("four events", async () => mine().length >= 4, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mine().map((e) => e.subject)).toEqual([
+      `${stack.prefix}.bridge.Bridge.created`,
+      `${stack.prefix}.bridge.Bridge.updated`,
+      `${stack.prefix}.bridge.Bridge.updated`,
+      `${stack.prefix}.bridge.Bridge.updated.tenant`,
+    ]);
+    expect(mine()[3]!.data).toEqual(mine()[2]!.data);
+    expect(mine()[3]!.data).toMatchObject({ kind: "Bridge", event: "updated", id, tenantId: "tm" });
+  });
 });
 
 describe("Redis collection cache", () => {

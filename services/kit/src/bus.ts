@@ -2,6 +2,7 @@
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
 import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import { type Kept, RING_SIZE, Tail } from "./bus-tail.ts";
+import { feedSubjects } from "./changes.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "./log.ts";
 import { isJsonObject } from "./json.ts";
@@ -389,7 +390,7 @@ class NatsBus implements Bus {
   private newTail(): Promise<Tail> {
     const js = this.js!;
     const size = this.opts.followRing ?? RING_SIZE;
-    const starting = this.kept().then(({ first, last }) => Tail.start(js, streamName(this.prefix), `${this.prefix}.>`, Math.max(first, last - size + 1), lazyMessage, size));
+    const starting = this.kept().then(({ first, last }) => Tail.start(js, streamName(this.prefix), feedSubjects(this.prefix), Math.max(first, last - size + 1), lazyMessage, size));
     this.tailStarting = starting;
     // A tail that could not start is not kept: the next follower tries again.
     starting.catch(() => {
@@ -401,7 +402,7 @@ class NatsBus implements Bus {
   /** An ordered consumer of the changes after `afterSeq`, a follower's own. */
   private ownConsumer(afterSeq: number) {
     if (!this.js) throw new Error("NATS is not connected");
-    return this.js.consumers.get(streamName(this.prefix), { filterSubjects: `${this.prefix}.>`, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
+    return this.js.consumers.get(streamName(this.prefix), { filterSubjects: feedSubjects(this.prefix), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
   }
 
   /** A consumer of the follower's own, for the messages after `afterSeq`. */
@@ -525,10 +526,12 @@ function newLocalBus(prefix: string): Bus {
       // Like NATS: feeds and subscribers hear the change subjects only (not the audit records).
       if (!subject.startsWith(`${prefix}.`)) return;
       const msg = { subject, data };
+      for (const h of handlers) h(msg);
+      // Like a feed's NATS consumer: followers hear the change subjects, none below them.
+      if (!subjectMatches(feedSubjects(prefix), subject)) return;
       seq++;
       recent.push({ seq, msg });
       if (recent.length > 1000) recent.shift();
-      for (const h of handlers) h(msg);
       for (const f of followers) f(seq, msg);
     },
     subscribe(subjects, handler) {

@@ -26,6 +26,24 @@ export interface Change {
   path: string;
   /** Owning tenant, for filtering the event stream; null when the item has none. */
   tenantId: string | null;
+  /**
+   * Set on a change announced a second time below its subject, for the parts inside the system
+   * that act on it alone (TENANT_MOVED); feeds read the four-token change subjects only
+   * (FEED_SUBJECTS), so no client sees it twice.
+   */
+  topic?: typeof TENANT_MOVED;
+}
+
+/**
+ * The topic of an item's update that moved it to another tenant: announced again on
+ * <prefix>.<domain>.<Kind>.updated.tenant, for the parts that keep a copy of an item's tenant
+ * (the routing service's ports of a bridge), which then consume the moves instead of every update.
+ */
+export const TENANT_MOVED = "tenant";
+
+/** What a feed reads of the stream: the change subjects, <prefix>.<domain>.<Kind>.<event>, nothing below them. */
+export function feedSubjects(prefix: string): string {
+  return `${prefix}.*.*.*`;
 }
 
 /** The message carried on the bus. */
@@ -39,8 +57,8 @@ export interface ChangeMessage extends Change {
   tracestate?: string;
 }
 
-export function changeSubject(prefix: string, domain: string, kind: string, event: ChangeEvent): string {
-  return `${prefix}.${domain}.${kind}.${event}`;
+export function changeSubject(prefix: string, domain: string, kind: string, event: ChangeEvent, topic?: string): string {
+  return `${prefix}.${domain}.${kind}.${event}${topic ? `.${topic}` : ""}`;
 }
 
 /** Parses <prefix>.<domain>.<kind>.<event>; undefined for anything else. */
@@ -125,8 +143,8 @@ export function changeReader(catalog: Pick<Catalog, "kinds" | "routes">, prefix:
 /** The outbox rows of some changes: subject and JSON payload. */
 function outboxRows(prefix: string, domain: string, changes: Change[], requestId?: string): { subject: string; payload: string }[] {
   const at = new Date().toISOString();
-  return changes.map((c) => ({
-    subject: changeSubject(prefix, domain, c.kind, c.event),
+  return changes.map(({ topic, ...c }) => ({
+    subject: changeSubject(prefix, domain, c.kind, c.event, topic),
     payload: JSON.stringify({ ...c, domain, at, ...(requestId ? { requestId } : {}), ...traceFields() } satisfies ChangeMessage),
   }));
 }

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type * as grpc from "@grpc/grpc-js";
 import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
-import type { Change, ChangeEvent } from "./changes.ts";
+import { type Change, type ChangeEvent, TENANT_MOVED } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import { etagMatches, etagOf } from "./etag.ts";
@@ -763,6 +763,7 @@ export class Resource<P extends MessageName, R extends Row> {
       emit(before);
       emit({ ...after, event: "created" });
     }
+    if (before.tenantId !== after.tenantId) emit({ ...after, topic: TENANT_MOVED });
     await this.spec.changed?.(q, row, "updated", emit, body, locked);
     // What `changed` wrote may show in the item's derived columns.
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);

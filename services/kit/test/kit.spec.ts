@@ -192,6 +192,22 @@ describe("local bus", () => {
     expect(users).toEqual([`local${id}.identity.User.updated`]);
     await bus.close();
   });
+
+  it("hands a follower (a feed) the change subjects only, and a consumer of a subject below one (a tenant move) that one", async () => {
+    const prefix = `local${id}m`;
+    const bus = localBus(prefix);
+    const followed: string[] = [];
+    const consumed: string[] = [];
+    const stop = await bus.follow(undefined, (_seq, m) => void followed.push(m.subject));
+    bus.consume("moves", ["demo.Thing.updated.tenant"], async (m) => void consumed.push(m.subject));
+    await bus.publish(`${prefix}.demo.Thing.updated`, {}, "1");
+    await bus.publish(`${prefix}.demo.Thing.updated.tenant`, {}, "2");
+    await waitFor("the move consumed", async () => consumed.length === 1);
+    expect(followed).toEqual([`${prefix}.demo.Thing.updated`]);
+    expect(consumed).toEqual([`${prefix}.demo.Thing.updated.tenant`]);
+    stop();
+    await bus.close();
+  });
 });
 
 describe("outbox relay", () => {
@@ -451,6 +467,15 @@ describe("following the stream (a gateway's /events)", () => {
     expect(fromKept.got).toEqual(all.slice(9));
     expect(fromNow.got).toEqual([13]);
     for (const f of [fromStart, fromKept, fromNow]) f.stop();
+  });
+
+  it("delivers no subject below a change's (a tenant move announced again): a feed shows each change once", async () => {
+    const fromNow = await follow(undefined);
+    await bus.publish(`${prefix}.demo.Thing.updated.tenant`, { n: 50 }, "m50");
+    await publish(51);
+    await waitFor("the follower at 51", async () => fromNow.got.at(-1) === 51);
+    expect(fromNow.got).toEqual([51]);
+    fromNow.stop();
   });
 
   it("a follower left behind by what the process keeps misses nothing", async () => {

@@ -373,15 +373,16 @@ export function onBridgeDeleted(svc: ServiceContext) {
 }
 
 /**
- * A bridge changed: its ports' tenant follows the bridge's, as the bridge service has it now.
- * When every port of the bridge already has the tenant the change announces, the bridge service
- * is not asked (most changes keep the tenant, most bridges have no port here): only the bridge
- * service publishes its changes (deploy/nats.conf), and this consumer takes them in order, so a
- * tenant changed since comes with a later change. The check follows the lock a port's create
- * takes before it reads its bridge, so a port created meanwhile is either seen here or reads the
- * bridge as changed.
+ * A bridge moved to another tenant (its update announced again on bridge.Bridge.updated.tenant,
+ * TENANT_MOVED: this consumer hears the moves, not every update): its ports' tenant follows the
+ * bridge's, as the bridge service has it now. When every port of the bridge already has the
+ * tenant the move announces, the bridge service is not asked (most bridges have no port here):
+ * only the bridge service publishes its changes (deploy/nats.conf), and this consumer takes them
+ * in order, so a tenant changed since comes with a later move. The check follows the lock a
+ * port's create takes before it reads its bridge, so a port created meanwhile is either seen
+ * here or reads the bridge as changed.
  */
-export function onBridgeUpdated(svc: ServiceContext) {
+export function onBridgeMoved(svc: ServiceContext) {
   return async (msg: BusMessage): Promise<void> => {
     const id = announcedId(msg);
     if (!id) return;

@@ -6,7 +6,7 @@ import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
 import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
-import { onBridgeDeleted, onBridgeUpdated, portHandlers, ports, portsFor } from "./ports.ts";
+import { onBridgeDeleted, onBridgeMoved, portHandlers, ports, portsFor } from "./ports.ts";
 import { onLoadBalancerDeleted, policyRefs, routers, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 import { vxlanPortHandlers } from "./vxlan-ports.ts";
@@ -22,7 +22,7 @@ export const service: ServiceSpec = {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
     // A bridge's ports go with it, and follow it to another tenant.
     svc.bus.consume("routing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
-    svc.bus.consume("routing-bridge-updates", ["bridge.Bridge.updated"], onBridgeUpdated(svc));
+    svc.bus.consume("routing-bridge-tenants", ["bridge.Bridge.updated.tenant"], onBridgeMoved(svc));
     // A deleted load balancer is cleared from its routers.
     svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));
     // A deleted chain is cleared from routers' and ports' filters, a deleted mirror from their mirror lists.
