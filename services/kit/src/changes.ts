@@ -29,7 +29,7 @@ export interface Change {
   /**
    * Set on a change announced a second time below its subject, for the parts inside the system
    * that act on it alone (TENANT_MOVED); feeds read the four-token change subjects only
-   * (FEED_SUBJECTS), so no client sees it twice.
+   * (feedSubjects), so no client sees it twice.
    */
   topic?: typeof TENANT_MOVED;
 }
