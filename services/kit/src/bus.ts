@@ -519,6 +519,7 @@ function newLocalBus(prefix: string): Bus {
   // with an id from before would be taken for one that is up to date: they start at the start
   // time in microseconds.
   let seq = Date.now() * 1000;
+  const feed = feedSubjects(prefix);
   return {
     kind: "local",
     prefix,
@@ -528,7 +529,7 @@ function newLocalBus(prefix: string): Bus {
       const msg = { subject, data };
       for (const h of handlers) h(msg);
       // Like a feed's NATS consumer: followers hear the change subjects, none below them.
-      if (!subjectMatches(feedSubjects(prefix), subject)) return;
+      if (!subjectMatches(feed, subject)) return;
       seq++;
       recent.push({ seq, msg });
       if (recent.length > 1000) recent.shift();
