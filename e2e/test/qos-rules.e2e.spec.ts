@@ -229,6 +229,21 @@ describe("the policy's rules array (MidoNet's form)", () => {
     expectError(await http("GET", oldDscp!.uri), 404);
   });
 
+  it("an empty rules array deletes every rule of the policy, by PUT or by PATCH, each deletion announced", async () => {
+    for (const write of ["PUT", "PATCH"] as const) {
+      const p = (await http("POST", "/qos_policies", { name: "p", rules: [{ type: "bandwidth_limit", max_kbps: 1 }, { type: "dscp_marking", dscp_mark: 1 }] })).json;
+      const [bw] = await bwOf(p);
+      const [dscp] = await dscpOf(p);
+      const r = await http(write, p.uri, write === "PUT" ? { name: "p", rules: [] } : { rules: [] }, write === "PATCH" ? { "content-type": "application/merge-patch+json" } : {});
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toMatchObject({ id: p.id, name: "p" });
+      expect(await bwOf(p)).toEqual([]);
+      expect(await dscpOf(p)).toEqual([]);
+      const deleted = (id: string) => fx.events.some((c) => c.data["id"] === id && c.subject.endsWith(".deleted"));
+      await waitFor(`${write}: the rules' deletions announced`, async () => deleted(bw!.id) && deleted(dscp!.id), 5_000);
+    }
+  });
+
   it("a rule's type and values are checked (400), and a taken id is a 409; nothing is stored", async () => {
     for (const [rule, property] of [
       [{ type: "minimum_bandwidth" }, "rules"],

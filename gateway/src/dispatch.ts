@@ -2,7 +2,7 @@
 // path, query and body, the collection cache, the call, and the answer.
 import { constants as H } from "node:http2";
 import { gzipSync } from "node:zlib";
-import { type Access, ApiError, type Catalog, coarseDenial, DRY_RUN_KEY, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isRecord, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, stringMember, type Violation } from "@vnm/kit";
+import { type Access, ApiError, type Catalog, coarseDenial, DRY_RUN_KEY, EMPTY_LISTS_KEY, emptyLists, etagMatches, etagOf, type FieldInfo, type Identity, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isRecord, itemPath, messageOf, PATCH_KEY, type PatchPaths, type Route, stringMember, type Violation } from "@vnm/kit";
 import type { ApiRequest, ApiResponse } from "./context.ts";
 import { readBodyText } from "./body.ts";
 import { cacheKey, cacheKeyTail, cacheKeyWith } from "./cache.ts";
@@ -154,7 +154,7 @@ export function parseJsonObject(text: string, lossless: boolean): Obj {
  * The JSON body of a POST or PUT (read from the request, or `given`: a PATCH's merged
  * representation), type-checked against the proto (404 before 400 for a missing target).
  */
-async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { route, parts }: Match, token: string, given?: Obj): Promise<unknown> {
+async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { route, parts }: Match, token: string, given?: Obj): Promise<{ value: unknown; empty: string[] }> {
   const bodyType = route.bodyField!.message!;
   const json = given ?? (await readJsonObject(gw, req, route));
   const violations: Violation[] = [];
@@ -167,7 +167,7 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { ro
     throw ApiError.invalid(violations);
   }
   if (mode === "Warn" && unknown.length > 0) res.setHeader("Warning", unknownFieldWarnings(unknown));
-  return value;
+  return { value, empty: emptyLists(bodyType, json) };
 }
 
 const FIELD_VALIDATION = ["Ignore", "Warn", "Strict"] as const;
@@ -356,9 +356,11 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
   // A write whose tenant's share of the service is full is refused before its body is read.
+  // The body's lists given empty, which its protobuf cannot carry (EMPTY_LISTS_KEY).
+  let empty: string[] = [];
   if (route.bodyField) {
     gw.seats.refuseIfFull(route.domain, flowOf(identity));
-    request[route.bodyField.name] = await readJsonBody(gw, req, res, match, token, replacement?.body);
+    ({ value: request[route.bodyField.name], empty } = await readJsonBody(gw, req, res, match, token, replacement?.body));
   }
   const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = req.headers;
   const conditional = route.method === "PUT" || route.method === "DELETE";
@@ -377,6 +379,7 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
     ...(ifMatch && conditional ? { [IF_MATCH_KEY]: ifMatch } : {}),
     ...(ifNoneMatch && conditional ? { [IF_NONE_MATCH_KEY]: ifNoneMatch } : {}),
     ...(replacement ? { [PATCH_KEY]: JSON.stringify(replacement.paths) } : {}),
+    ...(empty.length > 0 ? { [EMPTY_LISTS_KEY]: JSON.stringify(empty) } : {}),
   };
   // Each call to the service in a seat of the caller's tenant (fair.ts): its share, never more
   // while others wait. Worked out only here: a cache hit has been answered already.

@@ -48,6 +48,7 @@ export { type Access, accessRules, coarseDenial, maySee } from "./tenancy.ts";
 export { type References, references } from "./references.ts";
 export { bind, compileLinks, itemPath, linkFields, parseTemplate, resolveLink, type Segment, templateShape } from "./paths.ts";
 export { addressVariable, createUpstream, DRY_RUN_KEY, FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY, type Upstream } from "./upstream.ts";
+export { EMPTY_LISTS_KEY, emptyLists } from "./empty-lists.ts";
 export { PATCH_KEY, type PatchPaths, patchPaths } from "./patch.ts";
 export { natsCredentials, natsPasswordVariable } from "./repo.ts";
 export { Metrics } from "./metrics.ts";

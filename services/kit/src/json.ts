@@ -26,6 +26,16 @@ export function parseJson(text: string, lossless: boolean): unknown {
   });
 }
 
+/** A metadata value as the JSON it should hold; undefined when it is no string or no JSON. */
+export function metadataJson(raw: unknown): unknown {
+  if (typeof raw !== "string") return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A JSON value as text: numbers kept as source text keep their digits (JSON.rawJSON), keys their order. */
 export function jsonText(v: unknown): string {
   const raw = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;

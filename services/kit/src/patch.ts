@@ -5,7 +5,7 @@
 // trace's condition) merges member by member, as RFC 7396 merges any object.
 import type { FieldInfo, MessageInfo } from "./catalog.ts";
 import { ApiError } from "./errors.ts";
-import { isJsonObject, jsonText, mergePatch, parseJson } from "./json.ts";
+import { isJsonObject, jsonText, mergePatch, metadataJson, parseJson } from "./json.ts";
 import { memberOf } from "./values.ts";
 
 /** Metadata key of a PATCH call: its PatchPaths as JSON. */
@@ -37,12 +37,7 @@ export function patchPaths(m: MessageInfo, patch: Obj, at: string[] = [], out: P
 /** A call's PatchPaths (PATCH_KEY), or undefined for a PUT; a malformed one is the caller's fault. */
 export function readPatchPaths(raw: unknown): PatchPaths | undefined {
   if (raw === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = typeof raw === "string" ? JSON.parse(raw) : undefined;
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = metadataJson(raw);
   const set = pathsOf(memberOf(parsed, "set"));
   const unset = pathsOf(memberOf(parsed, "unset"));
   if (!set || !unset) throw ApiError.badRequest("The call's patch paths are malformed");

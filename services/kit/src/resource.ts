@@ -14,6 +14,7 @@ import { ApiError, type Violation } from "./errors.ts";
 import { etagMatches, etagOf } from "./etag.ts";
 import { clientConstructor } from "./proto.ts";
 import { FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "./upstream.ts";
+import { EMPTY_LISTS_KEY, withEmptyLists } from "./empty-lists.ts";
 import { PATCH_KEY, type PatchPaths, patchedMessage, readPatchPaths } from "./patch.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
 import type { CallContext, Finish, Handlers, Store } from "./service.ts";
@@ -659,7 +660,8 @@ export class Resource<P extends MessageName, R extends Row> {
    * Parses a POST body (overridden by `fixed`, e.g. a parent from the path) and writes it,
    * with its checks, in the caller's transaction, under the parent the request names.
    */
-  async create(q: Queryable, emit: Emit, req: Req, fixed: Partial<Checked<P>> = {}, finish?: Finish, ctx?: CallContext) {
+  async create(q: Queryable, emit: Emit, asked: Req, fixed: Partial<Checked<P>> = {}, finish?: Finish, ctx?: CallContext) {
+    const req = this.withEmptyLists(asked, ctx);
     const up = await this.ancestors(q, req, "key share");
     this.spec.key?.scope?.(req); // a path that names nothing is a 404 before the body is judged
     const body: Checked<P> = { ...this.parse(req), ...fixed };
@@ -685,6 +687,14 @@ export class Resource<P extends MessageName, R extends Row> {
     await this.spec.changed?.(q, row, "created", emit, body);
     // What `changed` wrote may show in the item's derived columns.
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
+  }
+
+  /** The request with the body's lists the caller gave empty (EMPTY_LISTS_KEY) put back, which the wire cannot carry. */
+  private withEmptyLists(req: Req, ctx?: CallContext): Req {
+    const raw = ctx?.metadata.get(EMPTY_LISTS_KEY)[0];
+    const field = this.info.body;
+    if (raw === undefined || !field) return req;
+    return { ...req, [field]: withEmptyLists(this.info.message, req[field], raw) };
   }
 
   /**
@@ -735,7 +745,8 @@ export class Resource<P extends MessageName, R extends Row> {
    * Replaces the item's writable columns (a PUT), or merges a patch into them (a PATCH, PATCH_KEY);
    * a changed path is announced as a move.
    */
-  async update(q: Queryable, emit: Emit, req: Req, ctx?: CallContext) {
+  async update(q: Queryable, emit: Emit, asked: Req, ctx?: CallContext) {
+    const req = this.withEmptyLists(asked, ctx);
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
     const { row: current, up } = await this.locate(q, req);

@@ -1253,8 +1253,8 @@ export declare namespace vnm.qos.v1 {
     /**
      * The policy's rules in the original's form (the networking API's): a POST creates each; a PUT
      * that carries `rules` makes them the policy's rules (those of new ids created, those left out
-     * deleted, the others' values replaced), one without leaves them. Never shown: the rules are
-     * read at the policy's bwLimitRules and dscpRules.
+     * deleted, the others' values replaced; `[]` deletes them all), one without leaves them. Never
+     * shown: the rules are read at the policy's bwLimitRules and dscpRules.
      */
     rules?: vnm.qos.v1.QosPolicyRule[];
     uri?: string;
