@@ -131,3 +131,20 @@ migrations.push({
     CREATE INDEX deleted_mirrors_at ON deleted_mirrors (at);
   `,
 });
+
+migrations.push({
+  version: 8,
+  name: "ARP entries a device taught",
+  // An ARP entry a VTEP's device taught (learned-macs.ts) is `learned`; one written through the
+  // API is not, and a device forgetting its MAC, or its port leaving, never takes it. Entries
+  // already there count as taught where their MAC is on one of the bridge's VXLAN ports, as the
+  // service treated them until now.
+  sql: `
+    ALTER TABLE arp_entries ADD COLUMN learned boolean NOT NULL DEFAULT false;
+    UPDATE arp_entries a SET learned = true
+      FROM bridges b
+      WHERE b.id = a.bridge_id AND EXISTS (
+        SELECT 1 FROM mac_ports m WHERE m.bridge_id = a.bridge_id AND m.vlan_id = 0 AND m.mac = a.mac AND m.port_id = ANY (b.vxlan_port_ids)
+      );
+  `,
+});

@@ -208,4 +208,24 @@ describe("a VXLAN port leaving its bridge (SetBridgeVxlanPorts, as routing)", ()
     expect(await macTable(id)).toEqual([`0 02:00:00:00:00:0a ${own}`]);
     expect(await arpTable(id)).toEqual(["10.9.9.9 02:00:00:00:00:0a"]);
   });
+
+  it("leaves the operator's ARP entries of a MAC its device taught: a new IP for the MAC, the MAC forgotten and the port leaving take only what the device taught", async () => {
+    const routing = await partToken("routing");
+    const tunnel = await partToken("tunnel");
+    const { id } = (await call("CreateBridge", { bridge: { name: "vxlan-operator-arp" } })).res as { id: string };
+    const px = "44444444-4444-4444-8444-444444444444";
+    const [m1, m2] = ["00:bb:00:00:00:01", "00:bb:00:00:00:02"];
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [px] }, routing)).err).toBeNull();
+    const operator = (ip: string, mac: string) => svc.call("vnm.bridge.v1.ArpTableService", "CreateArpEntry", { bridgeId: id, entry: { ip, mac } });
+    expect((await operator("10.7.7.7", m1)).err).toBeNull();
+    expect((await operator("10.0.0.5", m2)).err).toBeNull(); // the very pair the device teaches next
+    const learn = (macs: { mac: string; ip: string }[]) => call("SetLearnedMacs", { id, portId: px, macs }, tunnel);
+    expect((await learn([{ mac: m1, ip: "10.0.0.1" }, { mac: m2, ip: "10.0.0.5" }])).err).toBeNull();
+    expect(await arpTable(id)).toEqual([`10.0.0.1 ${m1}`, `10.0.0.5 ${m2}`, `10.7.7.7 ${m1}`]);
+    // m1 moves to another IP and m2 is forgotten: the device's old pair goes, the operator's stay.
+    expect((await learn([{ mac: m1, ip: "10.0.0.9" }])).err).toBeNull();
+    expect(await arpTable(id)).toEqual([`10.0.0.5 ${m2}`, `10.0.0.9 ${m1}`, `10.7.7.7 ${m1}`]);
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [] }, routing)).err).toBeNull();
+    expect(await arpTable(id)).toEqual([`10.0.0.5 ${m2}`, `10.7.7.7 ${m1}`]);
+  });
 });
