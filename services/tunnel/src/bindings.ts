@@ -63,7 +63,7 @@ async function portOfSwitch(q: Queryable, vtep: Record<string, unknown>, portNam
 /** A VLAN path segment as a number, or undefined when it names no VLAN. */
 const vlanOf = (v: unknown): number | undefined => (typeof v === "string" && /^\d{1,4}$/.test(v) && Number(v) <= 4095 ? Number(v) : undefined);
 
-/** Called when a binding was written (before its commit): the VXLAN port worker looks soon. */
+/** Called when a binding was written (before its commit) or a deleted bridge took some: the VXLAN port worker looks soon. */
 export const bindingsChanged = new Set<() => void>();
 
 /** The bindings of VTEPs, their children, named by port and VLAN. */
@@ -125,9 +125,11 @@ export function onBridgeDeleted(svc: Pick<ServiceContext, "store" | "resources">
     const id = announcedId(msg);
     if (!id) return;
     const bindings = svc.resources.of("vnm.tunnel.v1.VtepBinding");
+    let unbound = 0;
     await svc.store.tx(undefined, async (q, emit) => {
       await deletedBridges.bury(q, id);
       const gone = (await q.query<BindingRow>("DELETE FROM vtep_bindings WHERE bridge_id = $1 RETURNING *", [id])).rows;
+      unbound = gone.length;
       for (const b of gone) {
         const vtep = (await q.query("SELECT * FROM vteps WHERE id = $1", [b.vtep_id])).rows[0];
         emit(bindings.change("deleted", b, vtep ? [vtep] : []));
@@ -135,5 +137,7 @@ export function onBridgeDeleted(svc: Pick<ServiceContext, "store" | "resources">
       }
       await q.query("DELETE FROM bridge_vnis WHERE bridge_id = $1", [id]);
     });
+    // The queued VXLAN ports and the devices' switches now, as after an unbinding through the API.
+    if (unbound > 0) for (const f of bindingsChanged) f();
   };
 }
