@@ -355,9 +355,9 @@ export async function dispatch(gw: Gateway, req: ApiRequest, res: ApiResponse, m
   const reading = route.bodyField ? undefined : readingOf(match, req, plan);
   const asked = reading?.asked ?? requestOf(match, req, plan);
   const request = asked.request;
-  // A write whose tenant's share of the service is full is refused before its body is read.
   // The body's lists given empty, which its protobuf cannot carry (EMPTY_LISTS_KEY).
   let empty: string[] = [];
+  // A write whose tenant's share of the service is full is refused before its body is read.
   if (route.bodyField) {
     gw.seats.refuseIfFull(route.domain, flowOf(identity));
     ({ value: request[route.bodyField.name], empty } = await readJsonBody(gw, req, res, match, token, replacement?.body));
