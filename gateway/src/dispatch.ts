@@ -167,7 +167,8 @@ async function readJsonBody(gw: Gateway, req: ApiRequest, res: ApiResponse, { ro
     throw ApiError.invalid(violations);
   }
   if (mode === "Warn" && unknown.length > 0) res.setHeader("Warning", unknownFieldWarnings(unknown));
-  return { value, empty: emptyLists(bodyType, json) };
+  // Named from the typed body: only the lists this write may set (fromJson left out the rest).
+  return { value, empty: emptyLists(bodyType, value) };
 }
 
 const FIELD_VALIDATION = ["Ignore", "Warn", "Strict"] as const;

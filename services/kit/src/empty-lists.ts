@@ -11,9 +11,14 @@ import { isRecord } from "./values.ts";
 /** Metadata key of a write: the JSON array of its body's top-level repeated fields given as []. */
 export const EMPTY_LISTS_KEY = "vnm-empty-lists";
 
-/** The repeated fields of `m` that `json` (a write's body as the client sent it) gives as an empty list. */
-export function emptyLists(m: MessageInfo, json: Record<string, unknown>): string[] {
-  return m.fields.filter((f) => f.repeated && !f.internal && Array.isArray(json[f.name]) && (json[f.name] as unknown[]).length === 0).map((f) => f.name);
+/** The repeated fields of `m` that `body` (a write's body, typed by its message) gives as an empty list. */
+export function emptyLists(m: MessageInfo, body: Record<string, unknown>): string[] {
+  return m.fields
+    .filter((f) => {
+      const v = body[f.name];
+      return f.repeated && !f.internal && Array.isArray(v) && v.length === 0;
+    })
+    .map((f) => f.name);
 }
 
 /**
@@ -25,9 +30,9 @@ export function emptyLists(m: MessageInfo, json: Record<string, unknown>): strin
 export function withEmptyLists(m: MessageInfo, body: unknown, raw: unknown): unknown {
   if (raw === undefined) return body;
   const names = metadataJson(raw);
-  if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) throw ApiError.badRequest("The call's empty lists are malformed");
+  if (!Array.isArray(names) || !names.every((n: unknown): n is string => typeof n === "string")) throw ApiError.badRequest("The call's empty lists are malformed");
   const out: Record<string, unknown> = isRecord(body) ? { ...body } : {};
-  for (const name of names as string[]) {
+  for (const name of names) {
     const f = m.byName.get(name);
     if (f?.repeated && !f.internal && out[name] === undefined) out[name] = [];
   }
