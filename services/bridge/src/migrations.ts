@@ -148,3 +148,16 @@ migrations.push({
       );
   `,
 });
+
+migrations.push({
+  version: 9,
+  name: "mirror lists' indexes over the lists that hold one",
+  // Most bridges name no mirror; a GIN index still wrote an entry for each empty list at every
+  // insert. The indexes now hold only the rows that name one, which is all a mirror's deletion
+  // looks for (kit/policy-refs.ts asks with the same condition).
+  sql: `
+    DROP INDEX bridges_inbound_mirrors, bridges_outbound_mirrors;
+    CREATE INDEX bridges_inbound_mirrors ON bridges USING gin (inbound_mirror_ids) WHERE inbound_mirror_ids <> '{}';
+    CREATE INDEX bridges_outbound_mirrors ON bridges USING gin (outbound_mirror_ids) WHERE outbound_mirror_ids <> '{}';
+  `,
+});

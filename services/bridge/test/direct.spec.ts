@@ -3,8 +3,9 @@
 // not name them (vnm.api.callers).
 import { generateKeyPairSync } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
-import { AUTH_SERVICE, createUpstream, loadGrpc } from "@vnm/kit";
-import { type DirectService, directService } from "@vnm/kit/testing";
+import { AUTH_SERVICE, createUpstream, loadGrpc, mirrorClearing } from "@vnm/kit";
+import { DEPS, type DirectService, directService } from "@vnm/kit/testing";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let svc: DirectService;
@@ -228,4 +229,34 @@ describe("a VXLAN port leaving its bridge (SetBridgeVxlanPorts, as routing)", ()
     expect((await call("SetBridgeVxlanPorts", { id, portIds: [] }, routing)).err).toBeNull();
     expect(await arpTable(id)).toEqual([`10.0.0.5 ${m2}`, `10.7.7.7 ${m1}`]);
   });
+});
+
+it("finds the bridges naming a deleted mirror through the mirror lists' indexes, which hold only the lists that name one", async () => {
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    const table = `"${svc.schema}".bridges`;
+    const mirror = "6d1f0b44-5b8c-4c53-9a43-2f4c8e1f7a10";
+    await db.query(`INSERT INTO ${table} (id) SELECT gen_random_uuid() FROM generate_series(1, 5000)`);
+    await db.query(`INSERT INTO ${table} (id, inbound_mirror_ids) SELECT gen_random_uuid(), ARRAY[$1::uuid] FROM generate_series(1, 3)`, [mirror]);
+    await db.query(`INSERT INTO ${table} (id, outbound_mirror_ids) VALUES (gen_random_uuid(), ARRAY[$1::uuid])`, [mirror]);
+    await db.query(`ANALYZE ${table}`);
+    await db.query(`SET search_path = "${svc.schema}"`);
+    // The statement the policy service's mirror deletion runs, planned as a prepared one is.
+    await db.query("SET plan_cache_mode = force_generic_plan");
+    await db.query(`PREPARE clearing(uuid) AS ${mirrorClearing("bridges")}`);
+    const plan = JSON.stringify((await db.query(`EXPLAIN (FORMAT JSON) EXECUTE clearing('${mirror}')`)).rows);
+    expect(plan).toContain("bridges_inbound_mirrors");
+    expect(plan).toContain("bridges_outbound_mirrors");
+    expect(plan).not.toContain("Seq Scan");
+    // The indexes leave the 5,000 empty lists out.
+    const defs = await db.query("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'bridges_%_mirrors' ORDER BY indexname", [svc.schema]);
+    expect(defs.rows.map((r) => [r.indexname, /WHERE \((\w+) <> '\{\}'::uuid\[\]\)$/.exec(r.indexdef)?.[1]])).toEqual([
+      ["bridges_inbound_mirrors", "inbound_mirror_ids"],
+      ["bridges_outbound_mirrors", "outbound_mirror_ids"],
+    ]);
+    expect((await db.query(`EXECUTE clearing('${mirror}')`)).rowCount).toBe(4);
+  } finally {
+    await db.end();
+  }
 });

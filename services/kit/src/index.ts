@@ -18,7 +18,7 @@ export { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 export { canonicalIpv6, ipv4InSubnet, isIpv4, isUuid, MAC_PATTERN, parseMac } from "./validate.ts";
 export { vxlanPortId } from "./ids.ts";
 export { Tombstones } from "./tombstones.ts";
-export { PolicyReferences, type PolicyNamed, type PolicyReferrer, type PolicyStored } from "./policy-refs.ts";
+export { mirrorClearing, PolicyReferences, type PolicyNamed, type PolicyReferrer, type PolicyStored } from "./policy-refs.ts";
 export { type Contract, loadContract } from "./contract.ts";
 export { type Checked, type MessageName, TEXT_RULE_MESSAGE } from "./rules.ts";
 export { isRecord, memberOf, messageOf, stringMember } from "./values.ts";

@@ -133,14 +133,20 @@ export class PolicyReferences {
       await svc.store.tx(undefined, async (q, emit) => {
         await this.mirrors.bury(q, id);
         for (const r of referrers.filter((x) => x.mirrors)) {
-          const cleared = await q.query(
-            `UPDATE ${assertIdentifier(r.table)} SET inbound_mirror_ids = array_remove(inbound_mirror_ids, $1::uuid), outbound_mirror_ids = array_remove(outbound_mirror_ids, $1::uuid)
-             WHERE inbound_mirror_ids @> ARRAY[$1::uuid] OR outbound_mirror_ids @> ARRAY[$1::uuid] RETURNING *`,
-            [id],
-          );
+          const cleared = await q.query(mirrorClearing(r.table), [id]);
           for (const row of cleared.rows) emit(r.resource.change("updated", row));
         }
       });
     };
   }
+}
+
+/**
+ * The statement taking a deleted mirror ($1) out of a table's mirror lists, returning the rows it
+ * changed. Each side names its index's condition (a list that is not empty), so the planner can
+ * use the partial indexes the bridge and routing migrations make, which hold only such lists.
+ */
+export function mirrorClearing(table: string): string {
+  return `UPDATE ${assertIdentifier(table)} SET inbound_mirror_ids = array_remove(inbound_mirror_ids, $1::uuid), outbound_mirror_ids = array_remove(outbound_mirror_ids, $1::uuid)
+    WHERE (inbound_mirror_ids <> '{}' AND inbound_mirror_ids @> ARRAY[$1::uuid]) OR (outbound_mirror_ids <> '{}' AND outbound_mirror_ids @> ARRAY[$1::uuid]) RETURNING *`;
 }

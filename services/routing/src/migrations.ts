@@ -245,4 +245,18 @@ export const migrations: Migration[] = [
       CREATE INDEX deleted_mirrors_at ON deleted_mirrors (at);
     `,
   },
+  {
+    version: 11,
+    name: "mirror lists' indexes over the lists that hold one",
+    // Most routers and ports name no mirror; a GIN index still wrote an entry for each empty
+    // list at every insert. The indexes now hold only the rows that name one, which is all a
+    // mirror's deletion looks for (kit/policy-refs.ts asks with the same condition).
+    sql: `
+      DROP INDEX ports_inbound_mirrors, ports_outbound_mirrors, routers_inbound_mirrors, routers_outbound_mirrors;
+      CREATE INDEX ports_inbound_mirrors ON ports USING gin (inbound_mirror_ids) WHERE inbound_mirror_ids <> '{}';
+      CREATE INDEX ports_outbound_mirrors ON ports USING gin (outbound_mirror_ids) WHERE outbound_mirror_ids <> '{}';
+      CREATE INDEX routers_inbound_mirrors ON routers USING gin (inbound_mirror_ids) WHERE inbound_mirror_ids <> '{}';
+      CREATE INDEX routers_outbound_mirrors ON routers USING gin (outbound_mirror_ids) WHERE outbound_mirror_ids <> '{}';
+    `,
+  },
 ];
