@@ -161,7 +161,12 @@ function signalPid(pid: number, signal: NodeJS.Signals): void {
 function startIn(n: number, name: string, argv: string[], opts: { user?: string; env?: NodeJS.ProcessEnv } = {}): void {
   const log = openSync(join(hostDir(n), "logs", `${name}.log`), "a");
   const as = opts.user ? ["setpriv", `--reuid=${opts.user}`, `--regid=${opts.user}`, "--init-groups", "--"] : [];
-  const child = spawn("ip", ["netns", "exec", hostNs(n), ...as, ...argv], { detached: true, stdio: ["ignore", log, log], env: opts.env ?? process.env, cwd: ROOT });
+  // A process of another user starts in its host's directory, which that user can enter (up
+  // checks it): the checkout's may not let it in (a clone under a 0700 directory, a home), and
+  // Patroni's Python then fails to start Postgres (multiprocessing goes back to its start
+  // directory), which a host waited out for 240 s.
+  const cwd = opts.user ? hostDir(n) : ROOT;
+  const child = spawn("ip", ["netns", "exec", hostNs(n), ...as, ...argv], { detached: true, stdio: ["ignore", log, log], env: opts.env ?? process.env, cwd });
   child.unref();
 }
 
