@@ -3,8 +3,7 @@
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
 // If-Match is checked against the association as it is locked, 412 when it changed). Writes
 // announce the pool and the monitor, whose derived fields change.
-import type * as grpc from "@grpc/grpc-js";
-import { ApiError, type CallContext, type Change, clientConstructor, etagMatches, etagOf, IF_MATCH_KEY, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, clientConstructor, etagMatches, etagOf, type GrpcPackage, IF_MATCH_KEY, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
 import { healthMonitors, pools } from "./lb.ts";
 
 type Emit = (c: Change) => void;
@@ -47,7 +46,7 @@ async function located(q: Queryable, req: Record<string, unknown>, lock?: "updat
  * The tag of an association as the gateway computes it from the GET's answer: the message as a
  * gRPC peer decodes it (see Resource.etagOf).
  */
-function tagOf(pkg: grpc.GrpcObject, a: Association): string {
+function tagOf(pkg: GrpcPackage, a: Association): string {
   const method = clientConstructor(pkg, pools.info.service).service["GetPoolHealthMonitor"];
   if (!method) throw new Error("compat: no GetPoolHealthMonitor in the proto files");
   return etagOf(method.responseDeserialize(method.responseSerialize(shown(a))));
@@ -82,7 +81,7 @@ export async function association(q: Queryable, req: Record<string, unknown>): P
 }
 
 /** Removes the association, when the caller's If-Match (if any) names it as it is. */
-export async function dissociate(q: Queryable, emit: Emit, pkg: grpc.GrpcObject, req: Record<string, unknown>, ctx?: CallContext): Promise<void> {
+export async function dissociate(q: Queryable, emit: Emit, pkg: GrpcPackage, req: Record<string, unknown>, ctx?: CallContext): Promise<void> {
   const a = await located(q, req, "update");
   const header = ctx?.metadata.get(IF_MATCH_KEY)[0];
   if (typeof header === "string") {

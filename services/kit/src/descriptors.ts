@@ -44,12 +44,13 @@ export function descriptorsOf(bytes: Uint8Array): FileRegistry {
 }
 
 /**
- * The part of a descriptor set that crosses the wire: the files of the services and of the
- * messages and enums their methods carry (field by field), without source information. What only
- * declares options (buf.validate, google.api, vnm.api) stays out: grpc-js's package definition
- * of the whole set held 2 MB more in every process.
+ * The part of a descriptor set that crosses the wire for the services of one proto package
+ * (`vnm.bridge.v1`), or of every package: the files of the services and of the messages and
+ * enums their methods carry (field by field), without source information. What only declares
+ * options (buf.validate, google.api, vnm.api) stays out: grpc-js's package definition of the
+ * whole set held 2 MB more in every process.
  */
-export function wireDescriptors(registry: FileRegistry): Uint8Array {
+export function wireDescriptors(registry: FileRegistry, protoPackage?: string): Uint8Array {
   const files = new Set<string>();
   const seen = new Set<DescMessage | DescEnum>();
   const visit = (d: DescMessage | DescEnum | undefined): void => {
@@ -59,6 +60,7 @@ export function wireDescriptors(registry: FileRegistry): Uint8Array {
     if (d.kind === "message") for (const f of d.fields) visit(f.message ?? f.enum);
   };
   for (const file of registry.files) {
+    if (protoPackage !== undefined && file.proto.package !== protoPackage) continue;
     for (const svc of file.services) {
       files.add(file.proto.name);
       for (const m of svc.methods) {

@@ -6,13 +6,12 @@
 // onto its key; deleting the parent deletes it, announced row by row.
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import type * as grpc from "@grpc/grpc-js";
 import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./catalog.ts";
 import { type Change, type ChangeEvent, TENANT_MOVED } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError, type Violation } from "./errors.ts";
 import { etagMatches, etagOf } from "./etag.ts";
-import { clientConstructor } from "./proto.ts";
+import { clientConstructor, type GrpcPackage } from "./proto.ts";
 import { FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "./upstream.ts";
 import { EMPTY_LISTS_KEY, withEmptyLists } from "./empty-lists.ts";
 import { PATCH_KEY, type PatchPaths, patchedMessage, readPatchPaths } from "./patch.ts";
@@ -272,7 +271,7 @@ interface Binding {
 export class ResourceSet {
   readonly catalog: Catalog;
   /** grpc-js's package of the same proto files: a write's entity tag is its GET's answer as a peer decodes it. */
-  readonly pkg: grpc.GrpcObject | undefined;
+  readonly pkg: GrpcPackage | undefined;
   /** The fields' rules of the same proto files (buf.validate), every body and filter is checked against. */
   readonly rules: Rules | undefined;
   /** The quota check of the service's creates (quota.ts); none when no quota service is configured. */
@@ -280,7 +279,7 @@ export class ResourceSet {
   private readonly byKind = new Map<string, AnyResource>();
 
   /** `pkg` and `rules` may be left out by a reader of declarations that serves nothing (the console's build). */
-  constructor(catalog: Catalog, resources: readonly AnyResource[], pkg?: grpc.GrpcObject, rules?: Rules) {
+  constructor(catalog: Catalog, resources: readonly AnyResource[], pkg?: GrpcPackage, rules?: Rules) {
     this.catalog = catalog;
     this.pkg = pkg;
     this.rules = rules;

@@ -3,7 +3,7 @@
 import { getOption } from "@bufbuild/protobuf";
 import { predefined } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "./catalog.ts";
+import { buildCatalog, loadCatalog } from "./catalog.ts";
 import { ApiError } from "./errors.ts";
 import { PROTO_DIR } from "./proto.ts";
 import { Rules, TEXT_RULE_MESSAGE } from "./rules.ts";
@@ -93,5 +93,16 @@ describe("the catalog's view of the rules", () => {
     expect(bridge.byName.get("name")?.rules).toEqual({ string: { max_len: "255", "[vnm.api.text]": true } });
     expect(bridge.byName.get("inboundFilterId")).toMatchObject({ uuid: true, rules: { string: { uuid: true } } });
     expect(bridge.byName.get("adminStateUp")?.rules).toBeUndefined();
+  });
+});
+
+describe("the descriptors the rules are checked over", () => {
+  it("stay as the proto states them once messages are checked: the catalog and OpenAPI still read the text rule from them", () => {
+    const own = Rules.load(PROTO_DIR);
+    expect(violations(BRIDGE, { name: "a\u0000" })).toEqual([{ property: "name", message: TEXT_RULE_MESSAGE }]);
+    own.check(BRIDGE, { name: "a" });
+    // dhcp.proto imports bridge.proto: its copy is checked with the original Bridge beside it.
+    expect(own.check("vnm.bridge.v1.DhcpHost", { macAddr: "02:00:00:00:00:01", ipAddr: "10.0.0.2", name: "h" })).toBeTruthy();
+    expect(buildCatalog(own.registry).kindOf(BRIDGE).message.byName.get("name")?.rules).toEqual({ string: { max_len: "255", "[vnm.api.text]": true } });
   });
 });

@@ -3,8 +3,8 @@
 // protovalidate over the descriptor set `buf` builds from the proto files (descriptors.ts). Every
 // service checks a body here, once, in the kit; what no constraint can state (one field against
 // another, against the database) stays in code beside its kind.
-import { clone, create, createFileRegistry, type DescField, type DescMessage, type FileRegistry, fromJson, type Message, setExtension } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { clone, createFileRegistry, type DescField, type DescFile, type DescMessage, type FileRegistry, fromJson, type Message, setExtension } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import { field as fieldRulesOption } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { CONTRACT_FILE, fieldRules, loadDescriptors, stringRules, stringRulesIn } from "./descriptors.ts";
@@ -43,7 +43,7 @@ export const TEXT_RULE_MESSAGE = "must be valid Unicode text without NUL charact
 /** The rules of one message: the validator's, and the spelling each string field is kept in. */
 interface MessageRules {
   schema: DescMessage;
-  /** The same message as the validator is given it (withoutTextRule). */
+  /** The same message as the validator is given it (a copy of its file without the text rule: withoutTextRule). */
   validated: DescMessage;
   /** Each string field's spelling, and each message field's own (a pool reference in a list). */
   normal: Map<string, Normal | DescMessage>;
@@ -54,14 +54,13 @@ interface MessageRules {
 export class Rules {
   readonly registry: FileRegistry;
   private readonly validator: Validator;
-  /** The descriptors the validator reads (withoutTextRule). */
-  private readonly validating: FileRegistry;
+  /** The copies of files the validator reads (withoutTextRule), by file name: made when a message of the file is first checked. */
+  private readonly validating = new Map<string, FileRegistry>();
   private readonly messages = new Map<string, MessageRules>();
 
   constructor(registry: FileRegistry) {
     this.registry = registry;
-    this.validating = withoutTextRule(registry);
-    this.validator = createValidator({ registry: this.validating });
+    this.validator = createValidator({ registry });
   }
 
   /** The rules of the proto files in `dir`, from the descriptor set built from them. */
@@ -97,7 +96,7 @@ export class Rules {
     if (!m) {
       const schema = this.registry.getMessage(typeName);
       if (!schema) throw new Error(`${typeName} is not in ${CONTRACT_FILE}: run npm run proto`);
-      m = { schema, validated: this.validating.getMessage(typeName) ?? schema, normal: new Map(), text: new Map() };
+      m = { schema, validated: this.validatedOf(schema), normal: new Map(), text: new Map() };
       this.messages.set(typeName, m);
       for (const f of schema.fields) {
         const n = normalOf(f);
@@ -108,6 +107,17 @@ export class Rules {
       }
     }
     return m;
+  }
+
+  /** The message as the validator is given it: from a copy of its file without the text rule. */
+  private validatedOf(schema: DescMessage): DescMessage {
+    const name = schema.file.proto.name;
+    let copy = this.validating.get(name);
+    if (!copy) {
+      copy = withoutTextRule(this.registry, schema.file);
+      this.validating.set(name, copy);
+    }
+    return copy.getMessage(schema.typeName) ?? schema;
   }
 
   /**
@@ -204,14 +214,17 @@ function normalOf(f: DescField): Normal | undefined {
 }
 
 /**
- * The descriptors as the validator reads them: the same, without the `(vnm.api.text)` rule,
- * which Rules checks itself (untextual). A copy: the catalog and the OpenAPI document read the
- * rule from the originals.
+ * A file's descriptors as the validator reads them: the same, without the `(vnm.api.text)` rule,
+ * which Rules checks itself (untextual). A copy of that one file (the catalog and the OpenAPI
+ * document read the rule from the originals); what its messages hold of other files stays the
+ * original, whose text rule the validator then runs as its CEL program (the same words). A copy
+ * of every file held 2 MB in each process; a service checks the messages of a file or two.
  */
-function withoutTextRule(registry: FileRegistry): FileRegistry {
-  const copy = createFileRegistry(clone(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: [...registry.files].map((f) => f.proto) })));
+function withoutTextRule(registry: FileRegistry, file: DescFile): FileRegistry {
+  const copy = createFileRegistry(clone(FileDescriptorProtoSchema, file.proto), (name) => registry.getFile(name));
+  const own = copy.getFile(file.proto.name);
   for (const type of copy) {
-    if (type.kind !== "message") continue;
+    if (type.kind !== "message" || type.file !== own) continue;
     for (const f of type.fields) {
       const rules = fieldRules(f);
       const s = stringRulesIn(rules);

@@ -18,7 +18,7 @@ import { assertIdentifier, createPool, inTransaction, type Migration, migrate, O
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { clientConstructor, PROTO_DIR } from "./proto.ts";
+import { clientConstructor, type GrpcPackage, PROTO_DIR } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, DRY_RUN_KEY, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
@@ -345,7 +345,7 @@ function contextOf(spec: ServiceSpec, base: Omit<ServiceContext, "resources">, {
  * serves it, else over gRPC from the service that does, with the caller's own token (a parent
  * it may not see answers NOT_FOUND there too; a service that is down answers UNAVAILABLE).
  */
-function ownerReader(all: Record<string, Handlers>, pkg: grpc.GrpcObject, catalog: Catalog, env: NodeJS.ProcessEnv): CallGuard["readOwner"] {
+function ownerReader(all: Record<string, Handlers>, pkg: GrpcPackage, catalog: Catalog, env: NodeJS.ProcessEnv): CallGuard["readOwner"] {
   const remote = createUpstream(pkg, catalog.services, (d) => env[addressVariable(d)] || undefined);
   return async (service, rpc, req, ctx) => {
     const h = all[service]?.[rpc];

@@ -108,3 +108,37 @@ describe("calls that never reached the service", () => {
     }
   });
 });
+
+describe("a part's gRPC package", () => {
+  it("loads a proto package when one of its services is first asked for, and no other", () => {
+    const pkg = loadGrpc();
+    expect(pkg.packages).toEqual([]);
+    const bridges = pkg.service("vnm.bridge.v1.BridgeService");
+    expect(Object.keys(bridges.service)).toContain("CreateBridge");
+    expect(pkg.service("vnm.bridge.v1.DhcpService")).toBeDefined();
+    expect(pkg.packages).toEqual(["vnm.bridge.v1"]);
+    expect(() => pkg.service("vnm.bridge.v1.NoSuchService")).toThrow(/no gRPC service vnm.bridge.v1.NoSuchService/);
+  });
+
+  it("an upstream makes a domain's clients, and loads its package, when that domain is first called", async () => {
+    const fake = await refusingServer(0);
+    const pkg = loadGrpc();
+    const up = createUpstream(
+      pkg,
+      [
+        { name: "vnm.lb.v1.PoolService", domain: "lb" },
+        { name: "vnm.qos.v1.QosPolicyService", domain: "qos" },
+      ],
+      () => fake.address,
+    );
+    try {
+      expect(pkg.packages).toEqual([]);
+      await up.call("vnm.lb.v1.PoolService", "CreatePool", { pool: { loadBalancerId: "x" } }, 2000);
+      expect(pkg.packages).toEqual(["vnm.lb.v1", "grpc.health.v1"]);
+      expect(fake.streams()).toBe(1);
+    } finally {
+      up.close();
+      fake.server.close();
+    }
+  });
+});

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { ApiError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
-import { clientConstructor } from "./proto.ts";
+import { clientConstructor, type GrpcPackage } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
 import { traced, traceFields, tracing } from "./telemetry.ts";
 import { memberOf, messageOf, stringMember } from "./values.ts";
@@ -181,29 +181,37 @@ function unary(peer: Peer, rpc: string, request: unknown, timeoutMs: number, tok
 }
 
 export function createUpstream(
-  pkg: grpc.GrpcObject,
+  pkg: GrpcPackage,
   services: { name: string; domain: string }[],
   addressOf: (domain: string) => string | undefined,
   metrics?: Metrics,
 ): Upstream {
-  const clients = new Map<string, Peer>();
-  const health = new Map<string, Peer>();
   const domainOf = new Map(services.map((s) => [s.name, s.domain]));
-  for (const domain of new Set(services.map((s) => s.domain))) {
+  // A domain's clients are made when it is first called (its proto package loaded then: a part
+  // holds only the packages of the services it calls); a domain with no address has none.
+  const domains = new Set(domainOf.values());
+  const peers = new Map<string, { clients: Map<string, Peer>; health: Peer } | undefined>();
+  let closed = false;
+  const peersOf = (domain: string) => {
+    if (closed || peers.has(domain)) return peers.get(domain);
     const address = addressOf(domain);
-    if (!address) continue;
-    const target = grpcTarget(address);
-    const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, clientConstructor(pkg, s.name)]));
-    const options = domainChannelOptions(new Map([...ctors].map(([n, c]) => [n, c.service])));
-    for (const [name, Ctor] of ctors) clients.set(name, { client: new Ctor(target, grpc.credentials.createInsecure(), options), methods: Ctor.service });
-    const H = clientConstructor(pkg, "grpc.health.v1.Health");
-    health.set(domain, { client: new H(target, grpc.credentials.createInsecure(), options), methods: H.service });
-  }
+    let made: { clients: Map<string, Peer>; health: Peer } | undefined;
+    if (address && domains.has(domain)) {
+      const target = grpcTarget(address);
+      const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, clientConstructor(pkg, s.name)]));
+      const options = domainChannelOptions(new Map([...ctors].map(([n, c]) => [n, c.service])));
+      const clients = new Map([...ctors].map(([name, Ctor]) => [name, { client: new Ctor(target, grpc.credentials.createInsecure(), options), methods: Ctor.service }]));
+      const H = clientConstructor(pkg, "grpc.health.v1.Health");
+      made = { clients, health: { client: new H(target, grpc.credentials.createInsecure(), options), methods: H.service } };
+    }
+    peers.set(domain, made);
+    return made;
+  };
 
   return {
     async call(service, rpc, request, timeoutMs, token, requestId, extra) {
-      const client = clients.get(service);
       const domain = domainOf.get(service) ?? service;
+      const client = domainOf.has(service) ? peersOf(domain)?.clients.get(service) : undefined;
       if (!client) throw ApiError.unavailable(`The ${domain} service is not deployed here (${addressVariable(domain)} is not set)`);
       const end = metrics?.grpcClientDuration.startTimer({ service, method: rpc });
       try {
@@ -232,7 +240,7 @@ export function createUpstream(
       }
     },
     async health(domain, timeoutMs) {
-      const client = health.get(domain);
+      const client = peersOf(domain)?.health;
       if (!client) return false;
       try {
         const r = await unary(client, "Check", { service: "" }, timeoutMs);
@@ -242,7 +250,9 @@ export function createUpstream(
       }
     },
     close() {
-      for (const c of [...clients.values(), ...health.values()]) c.client.close();
+      closed = true;
+      for (const p of peers.values()) for (const c of p ? [...p.clients.values(), p.health] : []) c.client.close();
+      peers.clear();
     },
   };
 }
