@@ -187,13 +187,17 @@ export function RefListPicker({ refKind, who, common, value, onValue }: { refKin
   const k = KINDS.get(refKind);
   const [chosen, setChosen] = useState<string[]>(() => idsOf(value));
   const typed = useRef("");
-  // What this picker last gave the form: another value comes from outside (the item edited, the
-  // current values of a conflict taken).
-  const sent = useRef(value);
+  // The values this picker gave the form that have not come back yet, oldest first: one coming
+  // back is its own, another is from outside (the item edited, the current values of a conflict
+  // taken). Effects run after the browser paints, so the echo of an earlier value (the text
+  // typed) can come after the picker sent a later one (the item then chosen); taken as from
+  // outside, it made the text typed a chosen item.
+  const pending = useRef([value]);
   const send = (ids: string[], text: string) => {
     typed.current = text;
-    sent.current = [...ids, text.trim()].filter(Boolean).join(", ");
-    onValue(sent.current);
+    const v = [...ids, text.trim()].filter(Boolean).join(", ");
+    pending.current = [...pending.current.slice(-99), v];
+    onValue(v);
   };
   const p = usePicker(k, who, undefined, (t) => send(chosen, t), (f) => {
     const id = String(f.item.id);
@@ -202,8 +206,12 @@ export function RefListPicker({ refKind, who, common, value, onValue }: { refKin
     send(ids, "");
   });
   useEffect(() => {
-    if (value === sent.current) return;
-    sent.current = value;
+    const own = pending.current.indexOf(value);
+    if (own >= 0) {
+      pending.current = pending.current.slice(own + 1);
+      return;
+    }
+    pending.current = [];
     setChosen(idsOf(value));
     p.setText("");
   }, [value]);
