@@ -3,7 +3,7 @@
 // HEALTHCHECK: the gRPC health service of the process on GRPC_PORT when that is set (a domain
 // service: SERVING while its database answers), else the gateway's /healthz on PORT.
 import * as grpc from "@grpc/grpc-js";
-import { clientConstructor, loadGrpc, PROTO_DIR } from "@vnm/kit";
+import { loadGrpc, PROTO_DIR } from "@vnm/kit";
 
 async function healthy(): Promise<boolean> {
   const { GRPC_PORT: grpcPort, PORT: port } = process.env;
@@ -11,7 +11,7 @@ async function healthy(): Promise<boolean> {
     const r = await fetch(`http://127.0.0.1:${port || "8080"}/healthz`, { signal: AbortSignal.timeout(2_000) });
     return r.status === 200;
   }
-  const Health = clientConstructor(loadGrpc(PROTO_DIR), "grpc.health.v1.Health");
+  const Health = loadGrpc(PROTO_DIR).service("grpc.health.v1.Health");
   const client = new Health(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
     (client as unknown as { Check: grpc.requestCallback<unknown> & ((...a: unknown[]) => void) }).Check(

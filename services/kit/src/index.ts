@@ -9,7 +9,7 @@ export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parseP
 export { type Migration, OUTBOX_MIGRATION, PG, pgCode, type Queryable } from "./db.ts";
 export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, tellPerson, writeOut } from "./log.ts";
-export { clientConstructor, type GrpcPackage, loadGrpc, PROTO_DIR } from "./proto.ts";
+export { type GrpcPackage, loadGrpc, PROTO_DIR } from "./proto.ts";
 export { CONTRACT_FILE, loadDescriptors } from "./descriptors.ts";
 export { etagMatches, etagOf } from "./etag.ts";
 export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resource.ts";

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { loadDescriptors } from "./descriptors.ts";
 import type { Messages } from "./gen/messages.ts";
 import { messageTypesSource } from "./message-types.ts";
-import { clientConstructor, loadGrpc, PROTO_DIR } from "./proto.ts";
+import { loadGrpc, PROTO_DIR } from "./proto.ts";
 import type { Checked } from "./rules.ts";
 
 const source = messageTypesSource(loadDescriptors(PROTO_DIR));
@@ -37,7 +37,7 @@ describe("the printed types", () => {
 });
 
 describe("proto-loader, with the parts' options, decodes what the types say", () => {
-  const method = clientConstructor(loadGrpc(), "vnm.tracing.v1.TraceRequestService").service["GetTraceRequest"]!;
+  const method = loadGrpc().service("vnm.tracing.v1.TraceRequestService").service["GetTraceRequest"]!;
   const roundTrip = (m: Messages["vnm.tracing.v1.TraceRequest"]): unknown => method.responseDeserialize(method.responseSerialize(m));
 
   it("int64 as the decimal string, unset and empty fields absent", () => {
@@ -46,7 +46,7 @@ describe("proto-loader, with the parts' options, decodes what the types say", ()
   });
 
   it("names a compat kind's fields in snake_case, as its type does; an empty list is absent", () => {
-    const get = (rpc: string) => clientConstructor(loadGrpc(), `vnm.compat.v1.${rpc.replace(/^Get/, "")}Service`).service[rpc]!;
+    const get = (rpc: string) => loadGrpc().service(`vnm.compat.v1.${rpc.replace(/^Get/, "")}Service`).service[rpc]!;
     const vips = get("GetCompatVip");
     const vip: Messages["vnm.compat.v1.CompatVip"] = { tenant_id: "acme", connection_limit: "-1" };
     expect(vips.responseDeserialize(vips.responseSerialize(vip))).toEqual({ tenant_id: "acme", connection_limit: "-1" });

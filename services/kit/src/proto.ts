@@ -71,8 +71,3 @@ export class GrpcPackage {
 export function loadGrpc(source: string | FileRegistry = PROTO_DIR): GrpcPackage {
   return new GrpcPackage(typeof source === "string" ? loadDescriptors(source) : source);
 }
-
-/** A service's client constructor by its full name. */
-export function clientConstructor(pkg: GrpcPackage, fullName: string): grpc.ServiceClientConstructor {
-  return pkg.service(fullName);
-}

@@ -18,7 +18,7 @@ import { assertIdentifier, createPool, inTransaction, type Migration, migrate, O
 import { ApiError } from "./errors.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { clientConstructor, type GrpcPackage, PROTO_DIR } from "./proto.ts";
+import { type GrpcPackage, PROTO_DIR } from "./proto.ts";
 import { addressVariable, CHANGED_KINDS_KEY, createUpstream, DRY_RUN_KEY, FILTERED_KEY, REQUEST_ID_KEY, type Upstream } from "./upstream.ts";
 import { announceReady, DEFAULT_DRAIN_MS, onShutdown } from "./shutdown.ts";
 import { startTelemetry, traced } from "./telemetry.ts";
@@ -369,7 +369,7 @@ function grpcServer(all: Record<string, Handlers>, { pkg, catalog }: Contract, e
   // No channelz: nothing here reads it, and it counts every call.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024, "grpc.enable_channelz": 0 });
   for (const [fullName, handlers] of Object.entries(all)) {
-    const def = clientConstructor(pkg, fullName).service;
+    const def = pkg.service(fullName).service;
     const impl: grpc.UntypedServiceImplementation = {};
     for (const method of Object.keys(def)) {
       const h = handlers[method];
@@ -516,7 +516,7 @@ export async function runService(spec: ServiceSpec, env: NodeJS.ProcessEnv = pro
   const callers = callerCheck(authority, bus, { internal: true, feedReachesIdentity: bus.kind === "nats" || spec.authority !== undefined });
   const server = grpcServer(handlers, contract, env, callers, log, metrics);
   const health = healthService(pool);
-  server.addService(clientConstructor(contract.pkg, "grpc.health.v1.Health").service, health.impl);
+  server.addService(contract.pkg.service("grpc.health.v1.Health").service, health.impl);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${cfg.host}:${cfg.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );

@@ -13,7 +13,7 @@ import { streamNames } from "./bus.ts";
 import { provisionRole, roleName, serviceDatabaseUrl } from "./db-roles.ts";
 import { type Identity, tokenClaims, USER_AUDIENCE } from "./auth.ts";
 import { CONTRACT_FILE } from "./descriptors.ts";
-import { clientConstructor, loadGrpc, PROTO_DIR } from "./proto.ts";
+import { loadGrpc, PROTO_DIR } from "./proto.ts";
 
 import { NODE_FLAGS, ROOT, runtimeEnv } from "./repo.ts";
 
@@ -183,7 +183,7 @@ function clientsOf(address: string): { clients: Map<string, grpc.Client>; client
   const clientOf = (service: string) => {
     let c = clients.get(service);
     if (!c) {
-      c = new (clientConstructor(pkg, service))(address, grpc.credentials.createInsecure());
+      c = new (pkg.service(service))(address, grpc.credentials.createInsecure());
       clients.set(service, c);
     }
     return c;

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { ApiError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
-import { clientConstructor, type GrpcPackage } from "./proto.ts";
+import type { GrpcPackage } from "./proto.ts";
 import { addressVariable } from "./repo.ts";
 import { traced, traceFields, tracing } from "./telemetry.ts";
 import { memberOf, messageOf, stringMember } from "./values.ts";
@@ -198,10 +198,10 @@ export function createUpstream(
     let made: { clients: Map<string, Peer>; health: Peer } | undefined;
     if (address && domains.has(domain)) {
       const target = grpcTarget(address);
-      const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, clientConstructor(pkg, s.name)]));
+      const ctors = new Map(services.filter((s) => s.domain === domain).map((s) => [s.name, pkg.service(s.name)]));
       const options = domainChannelOptions(new Map([...ctors].map(([n, c]) => [n, c.service])));
       const clients = new Map([...ctors].map(([name, Ctor]) => [name, { client: new Ctor(target, grpc.credentials.createInsecure(), options), methods: Ctor.service }]));
-      const H = clientConstructor(pkg, "grpc.health.v1.Health");
+      const H = pkg.service("grpc.health.v1.Health");
       made = { clients, health: { client: new H(target, grpc.credentials.createInsecure(), options), methods: H.service } };
     }
     peers.set(domain, made);

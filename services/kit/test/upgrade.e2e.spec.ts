@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { clientConstructor, loadContract, type Migration, roleName } from "../src/index.ts";
+import { loadContract, type Migration, roleName } from "../src/index.ts";
 import { DEPS, directService, dropSchema, ROOT, serviceDomains } from "../src/testing.ts";
 
 const git = (...args: string[]) => execFileSync("git", args, { cwd: ROOT, encoding: "utf8" }).trim();
@@ -139,7 +139,7 @@ async function previousHarness(dir: string): Promise<{ directService(domain: str
 async function listsAnswer(svc: Running, domain: string, proto?: string): Promise<void> {
   const { pkg, catalog } = loadContract(proto);
   for (const s of catalog.services.filter((x) => x.domain === domain)) {
-    for (const def of Object.values(clientConstructor(pkg, s.name).service)) {
+    for (const def of Object.values(pkg.service(s.name).service)) {
       const rpc = def.path.slice(def.path.lastIndexOf("/") + 1);
       if (!rpc.startsWith("List")) continue;
       const r = await svc.call(s.name, rpc, {});

@@ -5,7 +5,6 @@ import {
   addressVariable,
   ApiError,
   type CallContext,
-  clientConstructor,
   etagMatches,
   etagOf,
   IF_MATCH_KEY,
@@ -129,7 +128,7 @@ class Quotas {
     if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
     const pkg = this.svc.resources.pkg;
     if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
-    const method = clientConstructor(pkg, QUOTA_SERVICE).service["GetQuota"]!;
+    const method = pkg.service(QUOTA_SERVICE).service["GetQuota"]!;
     const etag = etagOf(method.responseDeserialize(method.responseSerialize(await this.quota(tenant, row))));
     if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
     if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
