@@ -3,7 +3,7 @@
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
 // If-Match is checked against the association as it is locked, 412 when it changed). Writes
 // announce the pool and the monitor, whose derived fields change.
-import { ApiError, type CallContext, type Change, etagMatches, etagOf, type GrpcPackage, IF_MATCH_KEY, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, etagMatches, type GrpcPackage, IF_MATCH_KEY, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
 import { healthMonitors, pools } from "./lb.ts";
 
 type Emit = (c: Change) => void;
@@ -47,9 +47,7 @@ async function located(q: Queryable, req: Record<string, unknown>, lock?: "updat
  * gRPC peer decodes it (see Resource.etagOf).
  */
 function tagOf(pkg: GrpcPackage, a: Association): string {
-  const method = pkg.service(pools.info.service).service["GetPoolHealthMonitor"];
-  if (!method) throw new Error("compat: no GetPoolHealthMonitor in the proto files");
-  return etagOf(method.responseDeserialize(method.responseSerialize(shown(a))));
+  return pkg.answerTag(pools.info.service, "GetPoolHealthMonitor", shown(a));
 }
 
 /** The body names the monitor by its id (PoolHealthMonitor's rules: present, a UUID). */

@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { FileRegistry } from "@bufbuild/protobuf";
 import { loadDescriptors, wireDescriptors } from "./descriptors.ts";
+import { etagOf } from "./etag.ts";
 
 /** The repository's proto directory: where every part reads the contract unless told otherwise. */
 export const PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -64,6 +65,17 @@ export class GrpcPackage {
     const ctor = node as grpc.ServiceClientConstructor | undefined;
     if (!ctor?.service) throw new Error(`no gRPC service ${fullName} in the proto files`);
     return ctor;
+  }
+
+  /**
+   * The entity tag of `message` answered by `rpc` of a service, as the gateway computes it from
+   * that answer: of the message as a gRPC peer decodes it (unset defaults dropped, keys in field
+   * order). A write checks If-Match with it.
+   */
+  answerTag(fullName: string, rpc: string, message: unknown): string {
+    const method = this.service(fullName).service[rpc];
+    if (!method) throw new Error(`no method ${rpc} of gRPC service ${fullName} in the proto files`);
+    return etagOf(method.responseDeserialize(method.responseSerialize(message)));
   }
 }
 

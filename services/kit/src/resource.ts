@@ -10,7 +10,7 @@ import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./c
 import { type Change, type ChangeEvent, TENANT_MOVED } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError, type Violation } from "./errors.ts";
-import { etagMatches, etagOf } from "./etag.ts";
+import { etagMatches } from "./etag.ts";
 import type { GrpcPackage } from "./proto.ts";
 import { FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "./upstream.ts";
 import { EMPTY_LISTS_KEY, withEmptyLists } from "./empty-lists.ts";
@@ -703,9 +703,8 @@ export class Resource<P extends MessageName, R extends Row> {
   etagOf(row: R, up: Row[]): string {
     const { pkg } = this.binding.set;
     if (!pkg) throw new Error(`${this.info.kind}: its ResourceSet was made without the grpc package`);
-    const method = pkg.service(this.info.service).service[this.info.rpcs.get ?? ""];
-    if (!method) throw new Error(`${this.info.kind} has no get RPC`);
-    return etagOf(method.responseDeserialize(method.responseSerialize(this.toMessage(row, up))));
+    if (!this.info.rpcs.get) throw new Error(`${this.info.kind} has no get RPC`);
+    return pkg.answerTag(this.info.service, this.info.rpcs.get, this.toMessage(row, up));
   }
 
   /**

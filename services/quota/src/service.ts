@@ -6,7 +6,6 @@ import {
   ApiError,
   type CallContext,
   etagMatches,
-  etagOf,
   IF_MATCH_KEY,
   IF_NONE_MATCH_KEY,
   PATCH_KEY, type CountedKind, countedKinds, loadConfig, QUOTA_SERVICE, type ServiceContext, type ServiceSpec, USAGE_SERVICE, type Violation } from "@vnm/kit";
@@ -128,8 +127,7 @@ class Quotas {
     if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
     const pkg = this.svc.resources.pkg;
     if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
-    const method = pkg.service(QUOTA_SERVICE).service["GetQuota"]!;
-    const etag = etagOf(method.responseDeserialize(method.responseSerialize(await this.quota(tenant, row))));
+    const etag = pkg.answerTag(QUOTA_SERVICE, "GetQuota", await this.quota(tenant, row));
     if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
     if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
   }

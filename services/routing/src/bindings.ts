@@ -12,7 +12,7 @@
 // and this service clears whatever bindings are left when it handles tunnel.Host.deleted (a
 // durable consumer: a delete made while this service is down is handled when it is back).
 // A port's delete takes its binding with it (a port delete hook announces the binding's deletion).
-import { ApiError, type BusMessage, type CallContext, type Change, etagMatches, etagOf, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isUuid, partOf, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
+import { ApiError, type BusMessage, type CallContext, type Change, etagMatches, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isUuid, partOf, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
 import { portDeleteHooks } from "./ports.ts";
 
 const BINDING = "vnm.routing.v1.HostInterfacePort";
@@ -141,8 +141,7 @@ function checkConditions(svc: ServiceContext, ctx: CallContext, row: PortRow): v
   if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
   const { pkg } = svc.resources;
   if (!pkg) throw new Error("the routing service's resources were made without the grpc package");
-  const get = pkg.service("vnm.routing.v1.BindingService").service["GetHostPort"]!;
-  const etag = etagOf(get.responseDeserialize(get.responseSerialize(bindingOf(row))) as Record<string, unknown>);
+  const etag = pkg.answerTag("vnm.routing.v1.BindingService", "GetHostPort", bindingOf(row));
   if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
   if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
 }
