@@ -678,7 +678,7 @@ export class Resource<P extends MessageName, R extends Row> {
     // A top-level item read from its table, with no hook reacting to its creation, is announced
     // from the columns written (its id and tenant are among them), before the insert: the insert
     // then ends the transaction, with the outbox row and the COMMIT in the same round trip.
-    const last = finish && !this.spec.parentColumn && !this.spec.view && !this.spec.render && !this.spec.changed ? finish : undefined;
+    const last = finish && this.announcedFromColumns ? finish : undefined;
     if (last) emit(this.change("created", cols as R, up));
     const insert = async () => ((last ? await last(sql, Object.values(cols)) : await q.query<R>(sql, Object.values(cols))).rows[0] as R | undefined);
     const row = await this.reread(q, (await this.writing(body, id, insert))!);
@@ -743,7 +743,7 @@ export class Resource<P extends MessageName, R extends Row> {
    * Replaces the item's writable columns (a PUT), or merges a patch into them (a PATCH, PATCH_KEY);
    * a changed path is announced as a move.
    */
-  async update(q: Queryable, emit: Emit, asked: Req, ctx?: CallContext) {
+  async update(q: Queryable, emit: Emit, asked: Req, ctx?: CallContext, finish?: Finish) {
     const req = this.withEmptyLists(asked, ctx);
     // A missing item is a 404 before its body is judged. References are locked before the
     // row itself, in the order a delete of what they name takes its locks.
@@ -764,29 +764,56 @@ export class Resource<P extends MessageName, R extends Row> {
     await this.checkQuota(q, cols, locked);
     const sets = Object.keys(cols).map((c, i) => `${assertIdentifier(c)} = $${i + 2}`);
     const sql = `UPDATE ${this.spec.table} SET ${sets.join(", ")} WHERE id = $1 RETURNING *`;
-    const row = await this.reread(q, (await this.writing(body, current["id"], async () => (await q.query<R>(sql, [current["id"], ...Object.values(cols)])).rows[0]))!);
-    const before = this.change("deleted", locked, up);
-    const after = this.change("updated", row, up);
-    if (before.path === after.path) emit(after);
-    else {
-      emit(before);
-      emit({ ...after, event: "created" });
-    }
-    if (before.tenantId !== after.tenantId) emit({ ...after, topic: TENANT_MOVED });
+    const values = [current["id"], ...Object.values(cols)];
+    // As a create's insert (see there), the update ends the transaction when the item's change
+    // can be told from the row as locked and the columns written: one round trip for the
+    // update, its outbox rows and the COMMIT.
+    const last = finish && this.announcedFromColumns ? finish : undefined;
+    if (last) this.announceUpdate(emit, locked, { ...locked, ...cols }, up);
+    const write = async () => ((last ? await last(sql, values) : await q.query<R>(sql, values)).rows[0] as R | undefined);
+    const row = await this.reread(q, (await this.writing(body, current["id"], write))!);
+    if (!last) this.announceUpdate(emit, locked, row, up);
     await this.spec.changed?.(q, row, "updated", emit, body, locked);
     // What `changed` wrote may show in the item's derived columns.
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
   }
 
   /** Deletes the item, its children first (each announced), then what `cascade` takes. */
-  async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext): Promise<void> {
+  async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext, finish?: Finish): Promise<void> {
     const { row, up } = await this.locate(q, req, "update");
     this.checkConditions(ctx, row, up);
     await this.spec.cascade?.(q, row, emit, ctx);
     await this.removeChildren(q, emit, row, up);
-    await q.query(`DELETE FROM ${this.spec.table} WHERE id = $1`, [row["id"]]);
+    const sql = `DELETE FROM ${this.spec.table} WHERE id = $1`;
     emit(this.change("deleted", row, up));
+    // With no hook reacting to it, the delete ends the transaction: one round trip with its outbox rows and the COMMIT.
+    if (finish && !this.spec.changed) {
+      await finish(sql, [row["id"]]);
+      return;
+    }
+    await q.query(sql, [row["id"]]);
     await this.spec.changed?.(q, row, "deleted", emit);
+  }
+
+  /**
+   * Whether a write of this kind can be announced before its statement runs, from the columns
+   * written: a top-level item (its path is its id) read from its table as written (no view, no
+   * rendering), with no hook reacting to the write. Its create and update then end the transaction.
+   */
+  private get announcedFromColumns(): boolean {
+    return !this.spec.parentColumn && !this.spec.view && !this.spec.render && !this.spec.changed;
+  }
+
+  /** An update's changes: `updated`, or `deleted` and `created` when its path changed; its tenant's move announced again (TENANT_MOVED). */
+  private announceUpdate(emit: Emit, locked: R, row: Row, up: Row[]): void {
+    const before = this.change("deleted", locked, up);
+    const after = this.change("updated", row as R, up);
+    if (before.path === after.path) emit(after);
+    else {
+      emit(before);
+      emit({ ...after, event: "created" });
+    }
+    if (before.tenantId !== after.tenantId) emit({ ...after, topic: TENANT_MOVED });
   }
 
   private async removeChildren(q: Queryable, emit: Emit, row: Row, up: Row[]): Promise<void> {
@@ -810,10 +837,10 @@ export class Resource<P extends MessageName, R extends Row> {
       return this.toMessage(row, up);
     };
     if (rpcs.create) out[rpcs.create] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.create(q, emit, req, {}, finish, ctx));
-    if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit) => this.update(q, emit, req, ctx));
+    if (rpcs.update) out[rpcs.update] = (req: Req, ctx: CallContext) => store.tx(ctx, (q, emit, finish) => this.update(q, emit, req, ctx, finish));
     if (rpcs.delete) {
       out[rpcs.delete] = async (req: Req, ctx: CallContext) => {
-        await store.tx(ctx, (q, emit) => this.remove(q, emit, req, ctx));
+        await store.tx(ctx, (q, emit, finish) => this.remove(q, emit, req, ctx, finish));
         return {};
       };
     }
