@@ -3,7 +3,7 @@
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
 // If-Match is checked against the association as it is locked, 412 when it changed). Writes
 // announce the pool and the monitor, whose derived fields change.
-import { ApiError, type CallContext, type Change, etagMatches, type GrpcPackage, IF_MATCH_KEY, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, checkConditions, type GrpcPackage, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
 import { healthMonitors, pools } from "./lb.ts";
 
 type Emit = (c: Change) => void;
@@ -78,14 +78,10 @@ export async function association(q: Queryable, req: Record<string, unknown>): P
   return shown(await located(q, req));
 }
 
-/** Removes the association, when the caller's If-Match (if any) names it as it is. */
+/** Removes the association, when the caller's If-Match (if any) names it as it is and its If-None-Match (if any) does not. */
 export async function dissociate(q: Queryable, emit: Emit, pkg: GrpcPackage, req: Record<string, unknown>, ctx?: CallContext): Promise<void> {
   const a = await located(q, req, "update");
-  const header = ctx?.metadata.get(IF_MATCH_KEY)[0];
-  if (typeof header === "string") {
-    const etag = tagOf(pkg, a);
-    if (!etagMatches(header, etag, "strong")) throw ApiError.changed(etag);
-  }
+  await checkConditions(ctx, () => tagOf(pkg, a));
   await q.query("DELETE FROM pool_monitors WHERE pool_id = $1 AND health_monitor_id = $2", [a["pool_id"], a["health_monitor_id"]]);
   await announce(q, emit, a.pool_id, a.health_monitor_id);
 }

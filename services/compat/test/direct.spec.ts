@@ -1,7 +1,7 @@
 // The compat service reached directly over gRPC (no gateway): it checks its input and keeps
 // each tenant to its own resources without the gateway's help.
 import * as grpc from "@grpc/grpc-js";
-import { etagOf, IF_MATCH_KEY } from "@vnm/kit";
+import { etagOf, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "@vnm/kit";
 import { type DirectService, directService } from "@vnm/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
@@ -117,7 +117,7 @@ it("refuses an association that names no monitor, or names one by something not 
 
 // The association's If-Match is the service's own check, in the delete's transaction: what the
 // gateway checked before may have changed by the time the delete runs.
-it("dissociates only when If-Match names the association as it is (FAILED_PRECONDITION with its tag otherwise)", async () => {
+it("dissociates only when If-Match names the association as it is and If-None-Match does not (FAILED_PRECONDITION with its tag otherwise)", async () => {
   const pool = await svc.call(`${SVC}PoolService`, "CreateCompatPool", { pool: { tenant_id: "t" } });
   const hm = await svc.call(`${SVC}HealthMonitorService`, "CreateCompatHealthMonitor", { health_monitor: { tenant_id: "t", type: "TCP", pools: [{ pool_id: pool.res.id, status: "ACTIVE" }] } });
   expect(hm.err).toBeNull();
@@ -129,6 +129,13 @@ it("dissociates only when If-Match names the association as it is (FAILED_PRECON
   expect(stale.err?.code).toBe(grpc.status.FAILED_PRECONDITION);
   expect(stale.err?.details).toContain(tag);
   expect((await svc.call(`${SVC}PoolService`, "GetPoolHealthMonitor", ref)).err).toBeNull();
-  expect((await svc.call(`${SVC}PoolService`, "DissociateHealthMonitor", ref, undefined, { [IF_MATCH_KEY]: tag })).err).toBeNull();
+  // If-None-Match, as on every DELETE: "*" or the association's tag (weakly) refuses while it is there.
+  for (const header of ["*", `W/${tag}`, `"other", ${tag}`]) {
+    const kept = await svc.call(`${SVC}PoolService`, "DissociateHealthMonitor", ref, undefined, { [IF_NONE_MATCH_KEY]: header });
+    expect(kept.err?.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(kept.err?.details).toContain(tag);
+  }
+  expect((await svc.call(`${SVC}PoolService`, "GetPoolHealthMonitor", ref)).err).toBeNull();
+  expect((await svc.call(`${SVC}PoolService`, "DissociateHealthMonitor", ref, undefined, { [IF_MATCH_KEY]: tag, [IF_NONE_MATCH_KEY]: '"not-its-tag"' })).err).toBeNull();
   expect((await svc.call(`${SVC}PoolService`, "GetPoolHealthMonitor", ref)).err?.code).toBe(grpc.status.NOT_FOUND);
 });

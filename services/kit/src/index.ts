@@ -11,6 +11,7 @@ export { ApiError, type Violation } from "./errors.ts";
 export { createLogger, holdNotices, type Logger, notice, tellPerson, writeOut } from "./log.ts";
 export { type GrpcPackage, loadGrpc, PROTO_DIR } from "./proto.ts";
 export { CONTRACT_FILE, loadDescriptors } from "./descriptors.ts";
+export { checkConditions } from "./conditions.ts";
 export { etagMatches, etagOf } from "./etag.ts";
 export { type AnyResource, mergeHandlers, Resource, ResourceSet } from "./resource.ts";
 export { type CallContext, type Handlers, runService, type ServiceContext, type ServiceSpec, Store } from "./service.ts";

@@ -10,9 +10,9 @@ import { type Catalog, type FieldInfo, type KindInfo, writableFields } from "./c
 import { type Change, type ChangeEvent, TENANT_MOVED } from "./changes.ts";
 import { assertIdentifier, PG, pgCode, preparedReads, type Queryable } from "./db.ts";
 import { ApiError, type Violation } from "./errors.ts";
-import { etagMatches } from "./etag.ts";
+import { checkConditions } from "./conditions.ts";
 import type { GrpcPackage } from "./proto.ts";
-import { FILTER_KEY, IF_MATCH_KEY, IF_NONE_MATCH_KEY } from "./upstream.ts";
+import { FILTER_KEY } from "./upstream.ts";
 import { EMPTY_LISTS_KEY, withEmptyLists } from "./empty-lists.ts";
 import { PATCH_KEY, type PatchPaths, patchedMessage, readPatchPaths } from "./patch.ts";
 import { itemPath, parseTemplate, sharedVariables } from "./paths.ts";
@@ -708,20 +708,6 @@ export class Resource<P extends MessageName, R extends Row> {
   }
 
   /**
-   * The caller's If-Match and If-None-Match (IF_MATCH_KEY, IF_NONE_MATCH_KEY; RFC 9110, 13.1),
-   * checked against the item as it is locked in the write's own transaction, with no read before
-   * it: two writes naming the same tag cannot both pass (412 for the later).
-   */
-  private checkConditions(ctx: CallContext | undefined, row: R, up: Row[]): void {
-    const ifMatch = ctx?.metadata.get(IF_MATCH_KEY)[0];
-    const ifNoneMatch = ctx?.metadata.get(IF_NONE_MATCH_KEY)[0];
-    if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
-    const etag = this.etagOf(row, up);
-    if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
-    if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
-  }
-
-  /**
    * A PATCH's body (PATCH_KEY's paths, the request's body field holding the patch's values):
    * the patch merged into the item as it is, then what a PUT of it would carry.
    */
@@ -753,7 +739,7 @@ export class Resource<P extends MessageName, R extends Row> {
     await this.spec.references?.(q, body, { ctx, current });
     const locked = await this.readRow(q, { id: current["id"] }, "update");
     if (!locked) throw this.missing(req, up);
-    this.checkConditions(ctx, locked, up);
+    await checkConditions(ctx, () => this.etagOf(locked, up));
     // A patch merges into the item as it is locked: a write that landed since it was read is kept.
     if (paths && JSON.stringify(locked) !== JSON.stringify(current)) {
       body = this.patched(req, locked, up, paths);
@@ -781,7 +767,7 @@ export class Resource<P extends MessageName, R extends Row> {
   /** Deletes the item, its children first (each announced), then what `cascade` takes. */
   async remove(q: Queryable, emit: Emit, req: Req, ctx: CallContext, finish?: Finish): Promise<void> {
     const { row, up } = await this.locate(q, req, "update");
-    this.checkConditions(ctx, row, up);
+    await checkConditions(ctx, () => this.etagOf(row, up));
     await this.spec.cascade?.(q, row, emit, ctx);
     await this.removeChildren(q, emit, row, up);
     const sql = `DELETE FROM ${this.spec.table} WHERE id = $1`;

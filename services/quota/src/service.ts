@@ -5,9 +5,7 @@ import {
   addressVariable,
   ApiError,
   type CallContext,
-  etagMatches,
-  IF_MATCH_KEY,
-  IF_NONE_MATCH_KEY,
+  checkConditions,
   PATCH_KEY, type CountedKind, countedKinds, loadConfig, QUOTA_SERVICE, type ServiceContext, type ServiceSpec, USAGE_SERVICE, type Violation } from "@vnm/kit";
 import type pg from "pg";
 import { migrations } from "./migrations.ts";
@@ -121,15 +119,12 @@ class Quotas {
    * The caller's If-Match and If-None-Match (RFC 9110, 13.1) against the quota as its GET
    * answers it now (its entity tag as the gateway computes it): 412 when they do not hold.
    */
-  async checkConditions(ctx: CallContext, tenant: string, row: Row | undefined): Promise<void> {
-    const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
-    const ifNoneMatch = ctx.metadata.get(IF_NONE_MATCH_KEY)[0];
-    if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
-    const pkg = this.svc.resources.pkg;
-    if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
-    const etag = pkg.answerTag(QUOTA_SERVICE, "GetQuota", await this.quota(tenant, row));
-    if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
-    if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
+  checkConditions(ctx: CallContext, tenant: string, row: Row | undefined): Promise<void> {
+    return checkConditions(ctx, async () => {
+      const pkg = this.svc.resources.pkg;
+      if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
+      return pkg.answerTag(QUOTA_SERVICE, "GetQuota", await this.quota(tenant, row));
+    });
   }
 
   /** Merges `limits` into the tenant's overrides; what equals its default is no override (no row when nothing is left). */

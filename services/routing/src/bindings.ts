@@ -12,7 +12,7 @@
 // and this service clears whatever bindings are left when it handles tunnel.Host.deleted (a
 // durable consumer: a delete made while this service is down is handled when it is back).
 // A port's delete takes its binding with it (a port delete hook announces the binding's deletion).
-import { ApiError, type BusMessage, type CallContext, type Change, etagMatches, type Handlers, IF_MATCH_KEY, IF_NONE_MATCH_KEY, isUuid, partOf, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
+import { ApiError, type BusMessage, type CallContext, type Change, checkConditions, type Handlers, isUuid, partOf, type Queryable, type ServiceContext, announcedId } from "@vnm/kit";
 import { portDeleteHooks } from "./ports.ts";
 
 const BINDING = "vnm.routing.v1.HostInterfacePort";
@@ -131,19 +131,11 @@ function createBinding(svc: ServiceContext, rules: Rules, req: { id?: unknown; b
   });
 }
 
-/**
- * The caller's If-Match and If-None-Match against the binding as it is locked: its tag is its GET's
- * answer as a peer decodes it (the gateway's ETag).
- */
-function checkConditions(svc: ServiceContext, ctx: CallContext, row: PortRow): void {
-  const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
-  const ifNoneMatch = ctx.metadata.get(IF_NONE_MATCH_KEY)[0];
-  if (typeof ifMatch !== "string" && typeof ifNoneMatch !== "string") return;
+/** The binding's entity tag, for the caller's conditions against it as it is locked: its GET's answer as a peer decodes it (the gateway's ETag). */
+function bindingTag(svc: ServiceContext, row: PortRow): string {
   const { pkg } = svc.resources;
   if (!pkg) throw new Error("the routing service's resources were made without the grpc package");
-  const etag = pkg.answerTag("vnm.routing.v1.BindingService", "GetHostPort", bindingOf(row));
-  if (typeof ifMatch === "string" && !etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
-  if (typeof ifNoneMatch === "string" && etagMatches(ifNoneMatch, etag)) throw ApiError.exists(etag);
+  return pkg.answerTag("vnm.routing.v1.BindingService", "GetHostPort", bindingOf(row));
 }
 
 /** DeleteHostPort: 404, and nothing changes, unless the port is bound to this host (not MidoNet: it unbinds it from any). */
@@ -155,7 +147,7 @@ async function removeBinding(svc: ServiceContext, req: { id?: unknown; portId?: 
     await lockHost(q, hostId);
     const port = (await q.query<PortRow>("SELECT * FROM ports WHERE id = $1 AND host_id = $2 FOR UPDATE", [portId, hostId])).rows[0];
     if (!port) throw notBound(req);
-    checkConditions(svc, ctx, port);
+    await checkConditions(ctx, () => bindingTag(svc, port));
     const row = (await q.query<PortRow>("UPDATE ports SET host_id = NULL, interface_name = NULL WHERE id = $1 RETURNING *", [portId])).rows[0]!;
     emit(bindingChange("deleted", hostId, portId));
     portChanged(svc, row, emit);

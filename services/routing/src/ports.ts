@@ -30,8 +30,7 @@ import {
   type ServiceContext,
   type Checked,
   type Change,
-  etagMatches,
-  IF_MATCH_KEY,
+  checkConditions,
   Tombstones,
 } from "@vnm/kit";
 import { policyRefs, routers } from "./routers.ts";
@@ -278,11 +277,7 @@ function linkHandlers(svc: ServiceContext): Handlers {
         const { row } = await ports.locate(q, { id: req["id"] });
         if (!maySee(ctx?.identity, row.tenant_id)) throw ports.notFound(String(req["id"]));
         // If-Match names the port as the caller last saw it (the link has no representation of its own).
-        const ifMatch = ctx.metadata.get(IF_MATCH_KEY)[0];
-        if (typeof ifMatch === "string") {
-          const etag = ports.etagOf(row, []);
-          if (!etagMatches(ifMatch, etag, "strong")) throw ApiError.changed(etag);
-        }
+        await checkConditions(ctx, () => ports.etagOf(row, []));
         const notLinked = () => ApiError.notFound(`Port ${row.id} is not linked.`);
         if (!row.peer_id) throw notLinked();
         const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE", [[row.id, row.peer_id]])).rows;
