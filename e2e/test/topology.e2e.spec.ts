@@ -306,6 +306,22 @@ describe("links (§3)", () => {
     expect(whole.json.adminStateUp).toBe(true);
   });
 
+  it("an unlink honours If-Match and If-None-Match against the port as its GET answers it (412 with its ETag), as every DELETE does", async () => {
+    const a = await routerPort((await router()).id);
+    const b = await routerPort((await router()).id);
+    const linked = await http("POST", `${a.uri}/link`, { peerId: b.id }, { "content-type": "application/vnd.org.service.PortLink-v1+json" });
+    expect(linked.status).toBe(201);
+    const tag = (await http("GET", a.uri)).headers.get("etag")!;
+    for (const conditions of [{ "if-match": '"not-its-tag"' }, { "if-none-match": "*" }, { "if-none-match": tag }]) {
+      const refused = await http("DELETE", `${a.uri}/link`, undefined, conditions);
+      expectError(refused, 412);
+      expect(refused.headers.get("etag")).toBe(tag);
+    }
+    expect((await http("GET", b.uri)).json.peerId).toBe(a.id);
+    expect((await http("DELETE", `${a.uri}/link`, undefined, { "if-match": tag })).status).toBe(204);
+    expect((await http("GET", b.uri)).json.peerId).toBeNull();
+  });
+
   it("refused with 409 'Ports are not linkable.' when linked, to itself, or on one device; 404 for missing ports; nothing changes", async () => {
     const r1 = await router();
     const r2 = await router();
