@@ -31,17 +31,22 @@ const created = async (path: string, body: unknown): Promise<Record<string, unkn
 const outcome = (r: HttpResult) => ({ status: r.status, type: r.headers.get("content-type"), message: r.json?.message, violations: r.json?.violations });
 
 /**
- * Runs `dry` and then `real` (a write of the same service) with the feed open, and waits for
+ * Runs `dry` and then `real` (a write of the bridge service) with the feed open, and waits for
  * `real`'s event: the service's outbox announces in commit order, so an event of the dry run
- * would have come before it. Gives every event seen.
+ * would have come before it. Gives every event seen after a marker bridge's: the changes the
+ * test made before may still be on their way to the feed when it opens (the relay publishes
+ * after the commit), and they come before the marker's, in the same order.
  */
 async function eventsAround(dry: () => Promise<void>, real: () => Promise<string>) {
   const feed = await openFeed(gw, stack.adminToken);
   try {
+    const marker = (await created("/bridges", { name: "marker", tenantId: tenant("t") })).id;
+    await waitFor("the marker's event", async () => feed.events.some((e) => e.data.id === marker), 10_000);
+    const from = feed.events.findIndex((e) => e.data.id === marker) + 1;
     await dry();
     const id = await real();
     await waitFor("the real write's event", async () => feed.events.some((e) => e.data.id === id), 10_000);
-    return feed.events;
+    return feed.events.slice(from);
   } finally {
     await feed.close();
   }
