@@ -312,7 +312,8 @@ describe("links (§3)", () => {
     const linked = await http("POST", `${a.uri}/link`, { peerId: b.id }, { "content-type": "application/vnd.org.service.PortLink-v1+json" });
     expect(linked.status).toBe(201);
     const tag = (await http("GET", a.uri)).headers.get("etag")!;
-    for (const conditions of [{ "if-match": '"not-its-tag"' }, { "if-none-match": "*" }, { "if-none-match": tag }]) {
+    const refusals: Record<string, string>[] = [{ "if-match": '"not-its-tag"' }, { "if-none-match": "*" }, { "if-none-match": tag }];
+    for (const conditions of refusals) {
       const refused = await http("DELETE", `${a.uri}/link`, undefined, conditions);
       expectError(refused, 412);
       expect(refused.headers.get("etag")).toBe(tag);
