@@ -1,8 +1,8 @@
 // A pool's health monitors: POST /compat/lb/pools/{poolId}/health_monitors {"id": <monitor>}
 // (201 with the association's Location; twice is a 409), GET of the pool's list, GET and DELETE
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
-// If-Match is checked against the association as it is locked, 412 when it changed). Writes
-// announce the pool and the monitor, whose derived fields change.
+// If-Match and If-None-Match are checked against the association as it is locked, 412 when
+// they do not hold). Writes announce the pool and the monitor, whose derived fields change.
 import { ApiError, type CallContext, type Change, checkConditions, type GrpcPackage, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
 import { healthMonitors, pools } from "./lb.ts";
 

@@ -276,7 +276,7 @@ function linkHandlers(svc: ServiceContext): Handlers {
       await store.tx(ctx, async (q, emit) => {
         const { row } = await ports.locate(q, { id: req["id"] });
         if (!maySee(ctx?.identity, row.tenant_id)) throw ports.notFound(String(req["id"]));
-        // If-Match names the port as the caller last saw it (the link has no representation of its own).
+        // If-Match and If-None-Match name the port as the caller last saw it (the link has no representation of its own).
         await checkConditions(ctx, () => ports.etagOf(row, []));
         const notLinked = () => ApiError.notFound(`Port ${row.id} is not linked.`);
         if (!row.peer_id) throw notLinked();
