@@ -534,6 +534,10 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     expect(took).toBeLessThan(10_000);
     for (const u of ["eth0/5", "eth1/6"]) expect((await http("DELETE", `${vtep.uri}/bindings/${u}`)).status).toBe(204);
     await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
+    // The tests after this one bind again, which needs the VTEP connected as its session last
+    // stored it: the session stores its state at most once a second, so the device's rows can be
+    // back before the VTEP reads connected (a bind then is the 503 a client retries after).
+    await waitFor("the VTEP connected", async () => (await http("GET", vtep.uri)).json.connectionState === "connected", 15_000);
   });
 
   it("unbinding removes what the device taught the bridge (its MAC entries on the VXLAN port and their ARP entries), the device connected or stopped; the bridge's own entries stay, and the device keeps no row for it", async () => {
@@ -549,7 +553,7 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     /** Binds the bridge on eth0 with this VLAN; its switch's _uuid and its VXLAN port once both exist. */
     const bind = async (b: { id: string; uri: string }, vlanId: number) => {
       const r = await http("POST", vtep.bindings, { portName: "eth0", vlanId, networkId: b.id });
-      expect(r.status).toBe(201);
+      expect(r.status, r.text).toBe(201);
       made.push(["DELETE", r.json.uri]);
       await waitFor("the switch", async () => switches().has(`mn-${b.id}`), 10_000);
       await waitFor("the VXLAN port", async () => (await http("GET", b.uri)).json.vxlanPortIds.length === 1, 10_000);
