@@ -3,7 +3,7 @@
 // .../health_monitors/{healthMonitorId} (404 when there is no such association; a DELETE's
 // If-Match and If-None-Match are checked against the association as it is locked, 412 when
 // they do not hold). Writes announce the pool and the monitor, whose derived fields change.
-import { ApiError, type CallContext, type Change, checkConditions, type GrpcPackage, isUuid, PG, pgCode, type Queryable, type ServiceContext } from "@vnm/kit";
+import { ApiError, type CallContext, type Change, checkConditions, isUuid, PG, pgCode, type Queryable, type ResourceSet, type ServiceContext } from "@vnm/kit";
 import { healthMonitors, pools } from "./lb.ts";
 
 type Emit = (c: Change) => void;
@@ -46,8 +46,8 @@ async function located(q: Queryable, req: Record<string, unknown>, lock?: "updat
  * The tag of an association as the gateway computes it from the GET's answer: the message as a
  * gRPC peer decodes it (see Resource.etagOf).
  */
-function tagOf(pkg: GrpcPackage, a: Association): string {
-  return pkg.answerTag(pools.info.service, "GetPoolHealthMonitor", shown(a));
+function tagOf(resources: ResourceSet, a: Association): string {
+  return resources.answerTag(pools.info.service, "GetPoolHealthMonitor", shown(a));
 }
 
 /** The body names the monitor by its id (PoolHealthMonitor's rules: present, a UUID). */
@@ -79,9 +79,9 @@ export async function association(q: Queryable, req: Record<string, unknown>): P
 }
 
 /** Removes the association, when the caller's If-Match (if any) names it as it is and its If-None-Match (if any) does not. */
-export async function dissociate(q: Queryable, emit: Emit, pkg: GrpcPackage, req: Record<string, unknown>, ctx?: CallContext): Promise<void> {
+export async function dissociate(q: Queryable, emit: Emit, resources: ResourceSet, req: Record<string, unknown>, ctx?: CallContext): Promise<void> {
   const a = await located(q, req, "update");
-  await checkConditions(ctx, () => tagOf(pkg, a));
+  await checkConditions(ctx, () => tagOf(resources, a));
   await q.query("DELETE FROM pool_monitors WHERE pool_id = $1 AND health_monitor_id = $2", [a["pool_id"], a["health_monitor_id"]]);
   await announce(q, emit, a.pool_id, a.health_monitor_id);
 }

@@ -12,15 +12,15 @@ export const service: ServiceSpec = {
   migrations,
   resources: [pools, members, vips, healthMonitors, securityGroupRules],
   services: ({ store, resources }) => {
-    const { rules, pkg } = resources;
-    if (!rules || !pkg) throw new Error("compat: its resources were made without the fields' rules or the grpc package");
+    const { rules } = resources;
+    if (!rules) throw new Error("compat: its resources were made without the fields' rules");
     return mergeHandlers({
       [pools.info.service]: {
         AssociateHealthMonitor: (req: Record<string, unknown>, ctx: CallContext) => store.tx(ctx, (q, emit) => associate(q, emit, rules, req)),
         ListPoolHealthMonitors: (req: Record<string, unknown>) => associations(store.pool, req),
         GetPoolHealthMonitor: (req: Record<string, unknown>) => association(store.pool, req),
         DissociateHealthMonitor: async (req: Record<string, unknown>, ctx: CallContext) => {
-          await store.tx(ctx, (q, emit) => dissociate(q, emit, pkg, req, ctx));
+          await store.tx(ctx, (q, emit) => dissociate(q, emit, resources, req, ctx));
           return {};
         },
       },

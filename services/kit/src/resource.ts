@@ -286,6 +286,15 @@ export class ResourceSet {
     for (const r of resources) this.byKind.set(r.bind(this).kind, r);
   }
 
+  /**
+   * The entity tag of `message` answered by `rpc` of a service (GrpcPackage.answerTag): what a
+   * write's If-Match and If-None-Match are checked against.
+   */
+  answerTag(fullName: string, rpc: string, message: unknown): string {
+    if (!this.pkg) throw new Error(`${fullName}/${rpc}: the service's resources were made without the grpc package`);
+    return this.pkg.answerTag(fullName, rpc, message);
+  }
+
   /** The Resource declared for a proto message ("vnm.tracing.v1.TraceRequest"). */
   of(proto: string): AnyResource {
     const r = this.byKind.get(this.catalog.kindOf(proto).kind);
@@ -701,10 +710,8 @@ export class Resource<P extends MessageName, R extends Row> {
    * gRPC peer decodes it (unset defaults dropped, keys in field order).
    */
   etagOf(row: R, up: Row[]): string {
-    const { pkg } = this.binding.set;
-    if (!pkg) throw new Error(`${this.info.kind}: its ResourceSet was made without the grpc package`);
     if (!this.info.rpcs.get) throw new Error(`${this.info.kind} has no get RPC`);
-    return pkg.answerTag(this.info.service, this.info.rpcs.get, this.toMessage(row, up));
+    return this.binding.set.answerTag(this.info.service, this.info.rpcs.get, this.toMessage(row, up));
   }
 
   /**

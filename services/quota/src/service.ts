@@ -115,16 +115,9 @@ class Quotas {
     return { tenantId: tenant, limits: JSON.stringify(this.merged(row)), used: JSON.stringify(await this.usage(tenant)) };
   }
 
-  /**
-   * The caller's If-Match and If-None-Match (RFC 9110, 13.1) against the quota as its GET
-   * answers it now (its entity tag as the gateway computes it): 412 when they do not hold.
-   */
-  checkConditions(ctx: CallContext, tenant: string, row: Row | undefined): Promise<void> {
-    return checkConditions(ctx, async () => {
-      const pkg = this.svc.resources.pkg;
-      if (!pkg) throw new Error("the quota service's resources were made without the grpc package");
-      return pkg.answerTag(QUOTA_SERVICE, "GetQuota", await this.quota(tenant, row));
-    });
+  /** The quota's entity tag as its GET answers it now (the gateway's ETag), for a write's If-Match and If-None-Match. */
+  async etag(tenant: string, row: Row | undefined): Promise<string> {
+    return this.svc.resources.answerTag(QUOTA_SERVICE, "GetQuota", await this.quota(tenant, row));
   }
 
   /** Merges `limits` into the tenant's overrides; what equals its default is no override (no row when nothing is left). */
@@ -133,7 +126,7 @@ class Quotas {
       // Two writes of one tenant's quotas, with or without overrides, one after the other.
       await q.query("SELECT pg_advisory_xact_lock(hashtext('quota'), hashtext($1))", [tenant]);
       const before = await this.row(q, tenant, " FOR UPDATE");
-      await this.checkConditions(ctx, tenant, before);
+      await checkConditions(ctx, () => this.etag(tenant, before));
       const next = Object.fromEntries(Object.entries({ ...(before?.limits ?? {}), ...limits }).filter(([k, v]) => this.defaults[k] !== v));
       if (JSON.stringify(next) === JSON.stringify(before?.limits ?? {})) return before;
       let after: Row | undefined;
@@ -198,7 +191,7 @@ function quotaHandlers(svc: ServiceContext) {
         await svc.store.tx(ctx, async (q, emit) => {
           const row = await quotas.row(q, tenant, " FOR UPDATE");
           if (!row) throw ApiError.notFound(`Tenant ${tenant} has no quota other than the defaults.`);
-          await quotas.checkConditions(ctx, tenant, row);
+          await checkConditions(ctx, () => quotas.etag(tenant, row));
           await q.query("DELETE FROM quota_overrides WHERE tenant_id = $1", [tenant]);
           emit(changed(tenant));
         });

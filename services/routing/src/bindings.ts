@@ -133,9 +133,7 @@ function createBinding(svc: ServiceContext, rules: Rules, req: { id?: unknown; b
 
 /** The binding's entity tag, for the caller's conditions against it as it is locked: its GET's answer as a peer decodes it (the gateway's ETag). */
 function bindingTag(svc: ServiceContext, row: PortRow): string {
-  const { pkg } = svc.resources;
-  if (!pkg) throw new Error("the routing service's resources were made without the grpc package");
-  return pkg.answerTag("vnm.routing.v1.BindingService", "GetHostPort", bindingOf(row));
+  return svc.resources.answerTag("vnm.routing.v1.BindingService", "GetHostPort", bindingOf(row));
 }
 
 /** DeleteHostPort: 404, and nothing changes, unless the port is bound to this host (not MidoNet: it unbinds it from any). */
