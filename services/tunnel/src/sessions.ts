@@ -8,10 +8,10 @@
 // The newest state wins: a session only marks its VTEP changed, and one writer per VTEP stores
 // the state as it is when the write starts: once per write interval (VNM_VTEP_WRITE_INTERVAL_MS)
 // for a device that keeps changing, after a burst of WRITE_BURST writes at once for one that was
-// quiet (a token bucket). A write stores what differs from what the database holds: the
-// switch's row when it changed, and only the ports added, changed or gone, so a device changing
-// one port of thousands writes one row. However fast a device sends updates, a VTEP has at most
-// one write in flight and none queued behind it.
+// quiet (a token bucket); a session found or lost is stored at once. A write stores what
+// differs from what the database holds: the switch's row when it changed, and only the ports
+// added, changed or gone, so a device changing one port of thousands writes one row. However
+// fast a device sends updates, a VTEP has at most one write in flight and none queued behind it.
 import { status } from "@grpc/grpc-js";
 import { type AnyResource, ApiError, type Logger, messageOf, type ServiceContext, vxlanPortId } from "@vnm/kit";
 import pg from "pg";
@@ -45,6 +45,8 @@ const lockKey = (id: string) => `vnm-vtep:${id}`;
 interface Stored {
   /** connection state, name, description, tunnel IPs, connection error, as JSON. */
   head: string;
+  /** The connection state it holds. */
+  state: DeviceState["connectionState"];
   /** Description by port name. */
   ports: Map<string, string>;
 }
@@ -76,7 +78,12 @@ interface Watched {
   /** Writes it may make now (up to WRITE_BURST, one more per interval), as of `tokensAt`. */
   tokens: number;
   tokensAt: number;
+  /** Ends the writer's wait for a token (a session found or lost does not wait). */
+  wake?: () => void;
 }
+
+/** Whether the session was found or lost since the VTEP's state was stored. */
+const moved = (w: Watched): boolean => w.stored !== undefined && w.stored.state !== w.session.connectionState;
 
 export interface SessionsConfig {
   policy: AddressPolicy;
@@ -335,7 +342,10 @@ export class VtepSessions {
   /** Marks the VTEP changed; its writer stores the newest state. */
   private changed(id: string, w: Watched): void {
     w.dirty = true;
-    if (w.writing) return;
+    if (w.writing) {
+      if (moved(w)) w.wake?.();
+      return;
+    }
     w.writing = true;
     this.write(id, w)
       .catch((err: Error) => this.log.error("VTEP state writer failed", { vtep: id, err }))
@@ -349,23 +359,38 @@ export class VtepSessions {
     const v = (await this.svc.store.query<DeviceState>("SELECT connection_state AS \"connectionState\", name, description, tunnel_ips AS \"tunnelIps\", connection_error AS \"connectionError\" FROM vteps WHERE id = $1", [id])).rows[0];
     if (!v) return undefined;
     const rows = (await this.svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [id])).rows;
-    return { head: headOf(v), ports: new Map(rows.map((r) => [r.name, r.description])) };
+    return { head: headOf(v), state: v.connectionState, ports: new Map(rows.map((r) => [r.name, r.description])) };
+  }
+
+  /**
+   * Waits for the VTEP's next write (a token of its bucket). A session found or lost is stored
+   * at once, whatever the device's port changes spent, and ends a wait under way: a bind reads
+   * it (a VTEP that reads disconnected is refused). The session's back-off bounds how often.
+   */
+  private async writeAllowed(w: Watched): Promise<void> {
+    const every = this.config.writeEveryMs;
+    const refill = () => {
+      const now = Date.now();
+      w.tokens = Math.min(WRITE_BURST, w.tokens + (now - w.tokensAt) / every);
+      w.tokensAt = now;
+    };
+    refill();
+    if (w.tokens >= 1 || moved(w)) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.ceil((1 - w.tokens) * every));
+      w.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    w.wake = undefined;
+    refill();
   }
 
   /** Stores and announces the state while it differs from what is stored; a failed write is tried again. */
   private async write(id: string, w: Watched): Promise<void> {
     while (w.dirty && this.watched.get(id) === w) {
-      const every = this.config.writeEveryMs;
-      const refill = () => {
-        const now = Date.now();
-        w.tokens = Math.min(WRITE_BURST, w.tokens + (now - w.tokensAt) / every);
-        w.tokensAt = now;
-      };
-      refill();
-      if (w.tokens < 1) {
-        await sleep(Math.ceil((1 - w.tokens) * every));
-        refill();
-      }
+      await this.writeAllowed(w);
       if (this.watched.get(id) !== w) return;
       w.dirty = false;
       try {
@@ -379,7 +404,7 @@ export class VtepSessions {
         const gone: string[] = [];
         for (const name of stored.ports.keys()) if (!s.ports.has(name)) gone.push(name);
         if (head === stored.head && changed.length === 0 && gone.length === 0) continue;
-        w.tokens -= 1;
+        w.tokens = Math.max(0, w.tokens - 1);
         // Unknown until it commits: a write whose outcome is not known is read back before the next.
         w.stored = undefined;
         const written = await this.svc.store.tx(undefined, async (q, emit) => {
@@ -417,7 +442,7 @@ export class VtepSessions {
           return true;
         });
         if (!written) return;
-        w.stored = { head, ports: s.ports };
+        w.stored = { head, state: s.connectionState, ports: s.ports };
       } catch (err) {
         this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: messageOf(err) });
         w.dirty = true;
