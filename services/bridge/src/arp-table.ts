@@ -28,4 +28,7 @@ export const arpEntries = new Resource({
   columns: (e) => ({ ip: e.ip, mac: e.mac }),
   render: (r: EntryRow) => ({ ip: r.ip, mac: r.mac, selfPath: `/bridges/${r.bridge_id}/arp_table/${r.ip}_${r.mac.replace(/:/g, "-")}` }),
   conflict: (e) => `The ARP table of this bridge already pairs ${e.ip} with ${e.mac}.`,
+  // A pair a VTEP's device taught (learned-macs.ts) becomes the operator's when written here: no
+  // device sync or unbinding takes it from then on.
+  adopts: { unique: ["bridge_id", "ip", "mac"], when: "arp_entries.learned", set: "learned = false" },
 });

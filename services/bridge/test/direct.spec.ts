@@ -229,6 +229,29 @@ describe("a VXLAN port leaving its bridge (SetBridgeVxlanPorts, as routing)", ()
     expect((await call("SetBridgeVxlanPorts", { id, portIds: [] }, routing)).err).toBeNull();
     expect(await arpTable(id)).toEqual([`10.0.0.5 ${m2}`, `10.7.7.7 ${m1}`]);
   });
+
+  it("takes over a pair its device taught when the operator writes it: created, then the operator's (a second write is a 409), kept when the device forgets the MAC", async () => {
+    const routing = await partToken("routing");
+    const tunnel = await partToken("tunnel");
+    const { id } = (await call("CreateBridge", { bridge: { name: "vxlan-adopted-arp" } })).res as { id: string };
+    const px = "55555555-5555-4555-8555-555555555555";
+    const m = "00:cc:00:00:00:01";
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [px] }, routing)).err).toBeNull();
+    const learn = (macs: { mac: string; ip: string }[]) => call("SetLearnedMacs", { id, portId: px, macs }, tunnel);
+    expect((await learn([{ mac: m, ip: "10.0.0.20" }])).err).toBeNull();
+    expect(await arpTable(id)).toEqual([`10.0.0.20 ${m}`]);
+    const operator = () => svc.call("vnm.bridge.v1.ArpTableService", "CreateArpEntry", { bridgeId: id, entry: { ip: "10.0.0.20", mac: m } });
+    const taken = await operator();
+    expect(taken.err).toBeNull();
+    expect(taken.res).toMatchObject({ ip: "10.0.0.20", mac: m });
+    const again = await operator();
+    expect(again.err?.code).toBe(grpc.status.ALREADY_EXISTS);
+    expect(again.err?.details).toContain("already pairs 10.0.0.20 with");
+    // The device forgets the MAC, then the port leaves: the pair is the operator's now.
+    expect((await learn([])).err).toBeNull();
+    expect((await call("SetBridgeVxlanPorts", { id, portIds: [] }, routing)).err).toBeNull();
+    expect(await arpTable(id)).toEqual([`10.0.0.20 ${m}`]);
+  });
 });
 
 it("finds the bridges naming a deleted mirror through the mirror lists' indexes, which hold only the lists that name one", async () => {

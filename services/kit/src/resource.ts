@@ -111,6 +111,13 @@ export interface ResourceSpec<P extends MessageName, R extends Row> {
   /** The message of a 409 for a unique constraint other than the primary key. */
   conflict?(body: Checked<P>, constraint: string): string;
   /**
+   * Rows a create takes over rather than refusing it with a 409: `unique`, the columns of the
+   * unique constraint it meets; `when`, which of the rows holding them it may take (SQL over
+   * the table's columns); `set`, what taking one writes. The taken item is announced `updated`.
+   * (An ARP pair a device taught becomes the operator's when the operator writes it.)
+   */
+  adopts?: { unique: string[]; when: string; set: string };
+  /**
    * For a kind whose items take different fields by the value of one of them (a rule's `type`):
    * that field, and the fields each of its values takes besides the fields of no value. The
    * kind's hooks hold to it (a rule drops the others sent); forms show only the chosen value's
@@ -660,8 +667,13 @@ export class Resource<P extends MessageName, R extends Row> {
       if (pgCode(err) !== PG.uniqueViolation) throw err;
       const constraint = stringMember(err, "constraint") ?? "";
       if (constraint.endsWith("_pkey")) throw ApiError.conflict(`A ${this.name} with ID ${String(id)} already exists.`);
-      throw ApiError.conflict(this.spec.conflict?.(body, constraint) ?? `A ${this.name} with these values already exists.`);
+      throw this.conflictError(body, constraint);
     }
+  }
+
+  /** The 409 of a write meeting the unique constraint `constraint` (other than the primary key). */
+  private conflictError(body: Checked<P>, constraint: string): ApiError {
+    return ApiError.conflict(this.spec.conflict?.(body, constraint) ?? `A ${this.name} with these values already exists.`);
   }
 
   /**
@@ -683,15 +695,25 @@ export class Resource<P extends MessageName, R extends Row> {
     if (this.spec.parentColumn) cols[this.spec.parentColumn] = up[0]!["id"];
     await this.checkQuota(q, cols);
     const names = Object.keys(cols).map(assertIdentifier);
-    const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING *`;
+    const { adopts } = this.spec;
+    const taking = adopts
+      ? ` ON CONFLICT (${adopts.unique.map(assertIdentifier).join(", ")}) DO UPDATE SET ${adopts.set} WHERE ${adopts.when} RETURNING *, xmax <> 0 AS "adopted?"`
+      : " RETURNING *";
+    const sql = `INSERT INTO ${this.spec.table} (${names.join(", ")}) VALUES (${names.map((_, i) => `$${i + 1}`).join(", ")})${taking}`;
     // A top-level item read from its table, with no hook reacting to its creation, is announced
     // from the columns written (its id and tenant are among them), before the insert: the insert
     // then ends the transaction, with the outbox row and the COMMIT in the same round trip.
-    const last = finish && this.announcedFromColumns ? finish : undefined;
+    const last = finish && this.announcedFromColumns && !adopts ? finish : undefined;
     if (last) emit(this.change("created", cols as R, up));
     const insert = async () => ((last ? await last(sql, Object.values(cols)) : await q.query<R>(sql, Object.values(cols))).rows[0] as R | undefined);
-    const row = await this.reread(q, (await this.writing(body, id, insert))!);
-    if (!last) emit(this.change("created", row, up));
+    const written = await this.writing(body, id, insert);
+    // Met a row it may not take (`adopts`): as a unique violation.
+    if (!written) throw this.conflictError(body, "");
+    // A row updated by ON CONFLICT has its xmax set (a new row's is 0): the item was taken over.
+    const adopted = adopts !== undefined && written["adopted?"] === true;
+    if (adopts) delete written["adopted?"];
+    const row = await this.reread(q, written);
+    if (!last) emit(this.change(adopted ? "updated" : "created", row, up));
     await this.spec.changed?.(q, row, "created", emit, body);
     // What `changed` wrote may show in the item's derived columns.
     return this.toMessage(this.spec.changed ? await this.reread(q, row) : row, up);
