@@ -407,6 +407,18 @@ describe("the device holds the bindings (vtep-ctl against the real ovsdb-server)
     at = Date.now();
     await waitFor("both gone", async () => (await macTable()).length === 0 && (await arpTable()).length === 0, 2_000);
     expect(Date.now() - at).toBeLessThan(2_000);
+    // A pair the device taught that the operator then writes is the operator's: 201, and it
+    // stays when the device forgets the MAC.
+    device.ctl("add-ucast-local", ls, "00:AA:BB:CC:DD:07", "10.0.0.9");
+    const taught = device.ctl("--bare", "--columns=_uuid", "find", "Ucast_Macs_Local", `MAC="00:AA:BB:CC:DD:07"`).trim();
+    device.ctl("set", "Ucast_Macs_Local", taught, "ipaddr=10.1.2.7");
+    await waitFor("the taught ARP entry", async () => (await arpTable()).some((e) => e.ip === "10.1.2.7"), 5_000);
+    const taken = await http("POST", `${a.uri}/arp_table`, { ip: "10.1.2.7", mac: "00:aa:bb:cc:dd:07" });
+    expect(taken.status, JSON.stringify(taken.json)).toBe(201);
+    expect((await http("POST", `${a.uri}/arp_table`, { ip: "10.1.2.7", mac: "00:aa:bb:cc:dd:07" })).status).toBe(409);
+    device.ctl("del-ucast-local", ls, "00:AA:BB:CC:DD:07");
+    await waitFor("the MAC gone", async () => (await macTable()).length === 0, 5_000);
+    expect((await arpTable()).map(({ ip, mac }) => ({ ip, mac }))).toEqual([{ ip: "10.1.2.7", mac: "00:aa:bb:cc:dd:07" }]);
     expect((await http("DELETE", b.json.uri)).status).toBe(204);
     await waitFor("the switch gone", async () => !switches().has(ls), 10_000);
   });
