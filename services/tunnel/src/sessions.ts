@@ -45,8 +45,12 @@ const lockKey = (id: string) => `vnm-vtep:${id}`;
 interface Stored {
   /** connection state, name, description, tunnel IPs, connection error, as JSON. */
   head: string;
-  /** The connection state it holds. */
-  state: DeviceState["connectionState"];
+  /**
+   * The session's phase when that state was taken (as read back: the state's connection state).
+   * A phase, not the state: a connected device's switch coming and going changes the state but
+   * not the phase, and is paced as any change of the device.
+   */
+  phase: DeviceState["connectionState"];
   /** Description by port name. */
   ports: Map<string, string>;
 }
@@ -83,7 +87,7 @@ interface Watched {
 }
 
 /** Whether the session was found or lost since the VTEP's state was stored. */
-const moved = (w: Watched): boolean => w.stored !== undefined && w.stored.state !== w.session.connectionState;
+const moved = (w: Watched): boolean => w.stored !== undefined && w.stored.phase !== w.session.connectionState;
 
 export interface SessionsConfig {
   policy: AddressPolicy;
@@ -359,7 +363,7 @@ export class VtepSessions {
     const v = (await this.svc.store.query<DeviceState>("SELECT connection_state AS \"connectionState\", name, description, tunnel_ips AS \"tunnelIps\", connection_error AS \"connectionError\" FROM vteps WHERE id = $1", [id])).rows[0];
     if (!v) return undefined;
     const rows = (await this.svc.store.query<{ name: string; description: string }>("SELECT name, description FROM vtep_ports WHERE vtep_id = $1", [id])).rows;
-    return { head: headOf(v), state: v.connectionState, ports: new Map(rows.map((r) => [r.name, r.description])) };
+    return { head: headOf(v), phase: v.connectionState, ports: new Map(rows.map((r) => [r.name, r.description])) };
   }
 
   /**
@@ -398,6 +402,7 @@ export class VtepSessions {
         const stored = w.stored;
         if (!stored) return; // deleted: the next look stops the session
         const s = w.session.state();
+        const phase = w.session.connectionState;
         const head = headOf(s);
         const changed: [string, string][] = [];
         for (const [name, description] of s.ports) if (stored.ports.get(name) !== description) changed.push([name, description]);
@@ -442,7 +447,7 @@ export class VtepSessions {
           return true;
         });
         if (!written) return;
-        w.stored = { head, state: s.connectionState, ports: s.ports };
+        w.stored = { head, phase, ports: s.ports };
       } catch (err) {
         this.log.warn("VTEP state not stored yet; trying again", { vtep: id, err: messageOf(err) });
         w.dirty = true;
