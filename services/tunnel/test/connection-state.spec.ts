@@ -23,36 +23,27 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-/** A gate a test opens. */
-function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((r) => {
-    open = r;
-  });
-  return { wait, open };
-}
-
 it("a device that spent its writes on port changes is seen going and coming back at once", async () => {
-  const chat = gate();
-  const drop = gate();
-  const back = gate();
+  const chat = Promise.withResolvers<void>();
+  const drop = Promise.withResolvers<void>();
+  const back = Promise.withResolvers<void>();
   const PORT_UUID = "00000000-0000-4000-8000-000000000000";
   const CHANGES = 5;
   let sessions = 0;
   fake = await FakeVtep.start(async (s) => {
     if (++sessions === 1) {
       await s.handshake({ name: "sw", ports: 2 });
-      await chat.wait;
+      await chat.promise;
       for (let i = 1; i <= CHANGES; i++) {
         await s.write(JSON.stringify({ id: null, method: "update", params: ["vnm", { Physical_Port: { [PORT_UUID]: { new: { name: "eth0", description: `change ${i}` } } } }] }));
         await new Promise((r) => setTimeout(r, 100));
       }
-      await drop.wait;
+      await drop.promise;
       s.socket.destroy();
       return;
     }
     // The device is back only when the test says so: until then the service's new session waits for its list_dbs answer.
-    await back.wait;
+    await back.promise;
     await s.handshake({ name: "sw", ports: 2 });
   });
   const zone = await svc.call("vnm.tunnel.v1.TunnelZoneService", "CreateTunnelZone", { tunnelZone: { name: "devices", type: "vtep" } });
@@ -64,18 +55,18 @@ it("a device that spent its writes on port changes is seen going and coming back
   await waitFor("the device connected, its ports stored", async () => (await state()) === "connected" && (await descriptions()).length === 2, 15_000);
 
   // The port changes spend the write burst: the first is stored, the newest waits for the interval.
-  chat.open();
+  chat.resolve();
   await waitFor("the first change stored", async () => (await descriptions()).includes("change 1"), SEEN_WITHIN_MS);
   await new Promise((r) => setTimeout(r, CHANGES * 100 + 500));
   expect(await descriptions()).not.toContain(`change ${CHANGES}`);
 
   // The session is lost: stored at once, though the writer was waiting for the interval.
-  drop.open();
+  drop.resolve();
   await waitFor("the VTEP reads disconnected", async () => (await state()) === "disconnected", SEEN_WITHIN_MS);
   expect(await descriptions()).toEqual([]);
 
   // The device answers again: connected at once, with its ports.
-  back.open();
+  back.resolve();
   await waitFor("the VTEP reads connected again", async () => (await state()) === "connected", SEEN_WITHIN_MS);
   await waitFor("its ports stored again", async () => (await descriptions()).length === 2, SEEN_WITHIN_MS);
 }, 60_000);
