@@ -47,7 +47,7 @@ const cnpgOperator: NetworkPolicyPeer = {
  * The gRPC calls between domain services (the gateway calls every service for its callers):
  * the services a domain's methods name among their callers (vnm.api.callers in proto/, which
  * each service also enforces on its own port). Every part asks identity (its service token, the
- * token keys, users' token generations); tracing reads bridges.
+ * token keys, users' token generations); tracing reads bridges, routers and ports.
  */
 export function peersOf(domain: string): string[] {
   contract ??= loadCatalog();

@@ -171,7 +171,7 @@ ${names.map((n) => `    option (vnm.api.callers) = "${n}";`).join("\n")}
   it("are read once or several times, and make the call graph between parts", () => {
     const c = catalogOf(callersOf(["tracing", "gateway"]));
     expect([...c.callers.get("vnm.kennel.v1.KennelService/Feed")!]).toEqual(["tracing", "gateway"]);
-    expect(peersOf(c, "tracing")).toEqual(["bridge", "identity", "kennel"]);
+    expect(peersOf(c, "tracing")).toEqual(["bridge", "identity", "kennel", "routing"]);
     expect(peersOf(c, "tunnel")).toEqual(["bridge", "identity", "routing"]);
     expect(peersOf(c, "identity")).toEqual([]);
   });

@@ -50,4 +50,21 @@ export const migrations: Migration[] = [
       CREATE INDEX deleted_bridges_at ON deleted_bridges (at);
     `,
   },
+  {
+    version: 5,
+    name: "routers' and ports' tombstones",
+    // Routers and ports the routing service announced deleted (devices.ts), as deleted_bridges.
+    sql: `
+      CREATE TABLE deleted_routers (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX deleted_routers_at ON deleted_routers (at);
+      CREATE TABLE deleted_ports (
+        id uuid PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX deleted_ports_at ON deleted_ports (at);
+    `,
+  },
 ];

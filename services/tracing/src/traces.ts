@@ -2,9 +2,9 @@
 // tracing.proto's; the condition is the client's JSON object, passed on by the gateway as text
 // and returned as is; `limit` and `creationTimestampMs` are 64-bit and travel as decimal strings
 // end to end. What no rule in the proto states is checked here, by name: that the condition is a
-// JSON object, and that a BRIDGE trace's bridge exists.
+// JSON object, and that the traced device exists (devices.ts).
 import { ApiError, type Checked, Resource, type ServiceContext } from "@vnm/kit";
-import { requireBridge } from "./bridges.ts";
+import { requireDevice } from "./devices.ts";
 
 const MAX_LIMIT = "9223372036854775807";
 
@@ -63,11 +63,10 @@ export function traceRequests(svc: Pick<ServiceContext, "call">) {
       creationTimestampMs: r.creation_timestamp_ms,
       limit: r.trace_limit,
     }),
-    // The condition must be a JSON object; a BRIDGE must exist (the bridge service says), PORT
-    // and ROUTER ids are syntax-checked only (their rules).
+    // The condition must be a JSON object; the device must exist (its service says).
     validate: async (q, t) => {
       conditionIsJsonObject(t);
-      if (t.deviceType === "BRIDGE") await requireBridge(svc, q, t.deviceId);
+      await requireDevice(svc, q, t.deviceType, t.deviceId);
     },
   });
 }

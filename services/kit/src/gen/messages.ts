@@ -1755,10 +1755,7 @@ export declare namespace vnm.tracing.v1 {
     name?: string;
     /** BRIDGE, PORT or ROUTER. */
     deviceType?: string;
-    /**
-     * The traced device. A BRIDGE trace's must name a bridge that exists (404 otherwise); PORT and
-     * ROUTER ids are not looked up.
-     */
+    /** The traced device: a bridge, router or port that exists, as deviceType says (404 otherwise). */
     deviceId?: string;
     /** The match condition: a JSON object, kept and returned as given. */
     condition?: string;
