@@ -190,17 +190,22 @@ describe("the device a trace names", () => {
     });
   }
 
-  it("a bridge and a port deleted while the tracing service is down take their traces when it is back", async () => {
-    const b = await bridge();
+  it("bridges and a port deleted while the tracing service is down take their traces when it is back", async () => {
+    // Twenty bridges: the deletions waiting for the service are handled a batch at a time.
+    const bridges = await Promise.all(Array.from({ length: 20 }, () => bridge()));
     const p = await routerPort(ROUTER_ID);
-    const onBridge = (await http("POST", "/traces", trace({ deviceType: "BRIDGE", deviceId: b }))).json.id;
+    const onBridges = await Promise.all(bridges.map(async (b) => (await http("POST", "/traces", trace({ deviceType: "BRIDGE", deviceId: b }))).json.id as string));
     const onPort = (await http("POST", "/traces", trace({ deviceId: p }))).json.id;
+    const kept = (await http("POST", "/traces", trace())).json.id;
     await fx.stack.stopService("tracing");
-    expectError(await http("GET", `/traces/${onBridge}`), 503);
-    expect((await http("DELETE", `/bridges/${b}`)).status).toBe(204);
+    expectError(await http("GET", `/traces/${onPort}`), 503);
+    for (const b of bridges) expect((await http("DELETE", `/bridges/${b}`)).status).toBe(204);
     expect((await http("DELETE", `/ports/${p}`)).status).toBe(204);
     await fx.stack.startServices("tracing");
-    await waitFor("the traces to go", async () => (await http("GET", `/traces/${onBridge}`)).status === 404 && (await http("GET", `/traces/${onPort}`)).status === 404, 20_000);
+    const traces = [...onBridges, onPort];
+    await waitFor("the traces to go", async () => (await Promise.all(traces.map(async (t) => (await http("GET", `/traces/${t}`)).status))).every((c) => c === 404), 20_000);
+    expect((await http("GET", `/traces/${kept}`)).status).toBe(200);
+    await waitFor("each deletion announced once", async () => fx.events.filter((e) => e.subject.endsWith("tracing.TraceRequest.deleted") && traces.includes(String(e.data["id"]))).length === traces.length, 10_000);
   });
 
   it("with its device's service down a trace is a 503 naming that service, and nothing is created", async () => {

@@ -1,6 +1,6 @@
 // The change bus. With NATS_URL: NATS JetStream (publishes are acknowledged and deduplicated
 // by message id). Without: an in-process stand-in, good for a single-machine run only.
-import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type JetStreamClient, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
+import { AckPolicy, connect, DeliverPolicy, headers as natsHeaders, type ConsumerMessages, type JetStreamClient, type JsMsg, nanos, type NatsConnection, RetentionPolicy, StringCodec } from "nats";
 import { type Kept, RING_SIZE, Tail } from "./bus-tail.ts";
 import { feedSubjects } from "./changes.ts";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -19,6 +19,11 @@ export interface BusMessage {
 export function announcedId(msg: BusMessage): string | undefined {
   const id = isJsonObject(msg.data) ? msg.data["id"] : undefined;
   return isUuid(id) ? id.toLowerCase() : undefined;
+}
+
+/** The UUIDs a batch of change messages announces, each once, in order (consumeBatches). */
+export function announcedIds(msgs: BusMessage[]): string[] {
+  return [...new Set(msgs.flatMap((m) => announcedId(m) ?? []))];
 }
 
 export type BusState = "connected" | "disconnected";
@@ -55,6 +60,14 @@ export interface Bus {
    * later. Several replicas with one name share the work. Handlers must be idempotent.
    */
   consume(name: string, subjects: string[], handler: (msg: BusMessage) => Promise<void>): void;
+  /**
+   * As consume, but hands over up to CONSUME_BATCH messages at once (those already delivered,
+   * never waiting for more), for a handler that handles them together, in one transaction; they
+   * are acknowledged together when it resolves, and handed over again together when it fails.
+   * Up to CONSUME_BATCH are under way at once across the replicas, so the messages are not
+   * handled in order: only for changes whose order does not matter (deletions).
+   */
+  consumeBatches(name: string, subjects: string[], handler: (msgs: BusMessage[]) => Promise<void>): void;
   close(): Promise<void>;
 }
 
@@ -70,6 +83,8 @@ export function subjectMatches(filter: string, subject: string): boolean {
 }
 
 const REDELIVER_MS = 1_000;
+/** The most messages consumeBatches hands over at once, and has under way per consumer. */
+export const CONSUME_BATCH = 64;
 /** Messages a follower takes at once: from the tail, or pulled by a consumer of its own. */
 const FOLLOW_BATCH = 64;
 /** How long a follower's batch from behind the tail waits for messages it was told exist (catchUp). */
@@ -82,11 +97,14 @@ interface CatchUp {
 }
 /**
  * How long a change delivered to a durable consumer may go unacknowledged before it is delivered
- * again: a consumer takes one change at a time, so a process killed while handling one (SIGKILL,
- * a lost host) holds back every later change of that consumer this long. A handler still at work
+ * again: a consumer has one change (or one batch, consumeBatches) under way at a time, so a
+ * process killed while handling it (SIGKILL, a lost host) holds back every later change of
+ * that consumer this long. A handler still at work
  * says so every third of it (`working`). The server's default is 30 s.
  */
 const ACK_WAIT_MS = 5_000;
+/** How long a batch consumer's changes given back at its close wait before they are delivered again (Delivered.giveBack). */
+const GIVE_BACK_MS = 250;
 /** How long closing waits for the changes being handled. */
 const CLOSE_HANDLING_MS = 5_000;
 
@@ -168,6 +186,51 @@ function credentials(opts: NatsBusOptions): { user?: string; pass?: string; inbo
  * A NATS connection that keeps trying in the background: the process starts and serves while
  * NATS is down, and publishes fail (to be retried by the outbox relay) until it is back.
  */
+/** A durable consumer's messages as they were delivered to this process, taken a batch at a time. */
+class Delivered {
+  private readonly messages: ConsumerMessages;
+  private readonly it: AsyncIterator<JsMsg>;
+  /** A take's look for one more message that found none yet: the next take starts with it. */
+  private carried: Promise<IteratorResult<JsMsg>> | undefined;
+
+  constructor(messages: ConsumerMessages) {
+    this.messages = messages;
+    this.it = messages[Symbol.asyncIterator]();
+  }
+
+  /** Waits for one message, then takes those delivered behind it (up to `max` in all); none once the messages end. */
+  async take(max: number): Promise<JsMsg[]> {
+    const first = await (this.carried ?? this.it.next());
+    this.carried = undefined;
+    return first.done ? [] : [first.value, ...(await this.waiting(max - 1))];
+  }
+
+  /** Up to `max` messages already delivered: one not there by the event loop's next turn is left for the next take. */
+  private async waiting(max: number): Promise<JsMsg[]> {
+    const got: JsMsg[] = [];
+    while (got.length < max) {
+      const next = this.carried ?? this.it.next();
+      this.carried = undefined;
+      const r = await Promise.race([next, new Promise<undefined>((res) => setImmediate(() => res(undefined)))]);
+      if (r === undefined) this.carried = next;
+      if (r === undefined || r.done) break;
+      got.push(r.value);
+    }
+    return got;
+  }
+
+  /**
+   * Gives `got` and every message delivered behind it back to the server for another instance,
+   * to be delivered again after GIVE_BACK_MS (given back at once, they could come back here
+   * before this instance stops pulling), and stops pulling.
+   */
+  async giveBack(got: JsMsg[]): Promise<void> {
+    for (const m of [...got, ...(await this.waiting(Number.POSITIVE_INFINITY))]) m.nak(GIVE_BACK_MS);
+    void this.carried?.then((r) => r.done || r.value.nak(GIVE_BACK_MS));
+    await this.messages.close().catch(() => {});
+  }
+}
+
 class NatsBus implements Bus {
   readonly kind = "nats";
   readonly prefix: string;
@@ -419,11 +482,18 @@ class NatsBus implements Bus {
   }
 
   consume(name: string, subjects: string[], handler: (msg: BusMessage) => Promise<void>): void {
-    void this.consumeLoop(name, subjects.map((s) => `${this.prefix}.${s}`), handler);
+    void this.consumeLoop(name, subjects.map((s) => `${this.prefix}.${s}`), 1, (msgs) => handler(msgs[0]!));
   }
 
-  /** Keeps the durable consumer going across outages: (re)attaches whenever NATS is back. */
-  private async consumeLoop(name: string, filters: string[], handler: (msg: BusMessage) => Promise<void>): Promise<void> {
+  consumeBatches(name: string, subjects: string[], handler: (msgs: BusMessage[]) => Promise<void>): void {
+    void this.consumeLoop(name, subjects.map((s) => `${this.prefix}.${s}`), CONSUME_BATCH, handler);
+  }
+
+  /**
+   * Keeps the durable consumer going across outages: (re)attaches whenever NATS is back. `batch`
+   * is how many changes it has under way at once (1: in order).
+   */
+  private async consumeLoop(name: string, filters: string[], batch: number, handler: (msgs: BusMessage[]) => Promise<void>): Promise<void> {
     while (!this.closed) {
       try {
         if (!this.js || this.current !== "connected") throw new Error("NATS is not connected");
@@ -435,43 +505,59 @@ class NatsBus implements Bus {
         // From the start of the stream's history: a consumer created after its service started
         // (NATS still connecting) must not miss what was announced meanwhile; handlers are
         // idempotent, so a day of history handled again is harmless.
-        const config = { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 1, ack_wait: nanos(ACK_WAIT_MS) };
+        const config = { durable_name: name, ...filter, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: batch, ack_wait: nanos(ACK_WAIT_MS) };
         try {
           await jsm.consumers.add(stream, config);
         } catch (err) {
-          // A consumer an earlier release made with the server's 30 s ack wait: given this one's.
+          // A consumer an earlier release made with another ack wait or batch: given this one's.
           if (!/already (exists|in use)/i.test(messageOf(err))) throw err;
           const { config: was } = await jsm.consumers.info(stream, name);
-          await jsm.consumers.update(stream, name, { ...was, ack_wait: config.ack_wait });
+          await jsm.consumers.update(stream, name, { ...was, ack_wait: config.ack_wait, max_ack_pending: batch });
         }
-        const messages = await (await this.js.consumers.get(stream, name)).consume();
-        for await (const m of messages) {
-          // Given back at once: the consumer's next instance gets it without waiting out its ack wait.
-          if (this.closed) {
-            m.nak();
-            break;
-          }
-          // While it is handled the change is said to be in progress, so a long handler keeps it;
-          // a process that dies with it unacknowledged holds it back one ack wait only.
-          const beat = setInterval(() => m.working(), ACK_WAIT_MS / 3);
-          const done = handler({ subject: m.subject, data: payload(() => m.json()) })
-            .then(
-              () => m.ack(),
-              (err) => {
-                this.opts.log.warn("change handler failed; redelivering", { consumer: name, subject: m.subject, err: messageOf(err) });
-                m.nak(REDELIVER_MS);
-              },
-            )
-            .finally(() => clearInterval(beat));
-          this.handling.add(done);
-          await done;
-          this.handling.delete(done);
-        }
+        await this.handleBatches(name, await (await this.js.consumers.get(stream, name)).consume({ max_messages: batch }), batch, handler);
       } catch (err) {
         // Waiting for NATS is expected; failing while connected is worth a line.
         if (!this.closed && this.current === "connected") this.opts.log.warn("change consumer not running; retrying", { consumer: name, err: messageOf(err) });
       }
       await new Promise((r) => setTimeout(r, REDELIVER_MS));
+    }
+  }
+
+  /**
+   * Hands the consumer's messages over, up to `batch` at once: those already delivered when the
+   * first is taken. Acknowledged together when the handler resolves, handed over again together
+   * a second later when it fails.
+   */
+  private async handleBatches(name: string, messages: ConsumerMessages, batch: number, handler: (msgs: BusMessage[]) => Promise<void>): Promise<void> {
+    const waiting = new Delivered(messages);
+    for (;;) {
+      const got = await waiting.take(batch);
+      if (got.length === 0) return;
+      // Given back at once, with what was delivered behind them: the consumer's next instance
+      // gets them without waiting out its ack wait.
+      if (this.closed) {
+        await waiting.giveBack(got);
+        return;
+      }
+      // While they are handled the changes are said to be in progress, so a long handler keeps
+      // them; a process that dies with them unacknowledged holds them back one ack wait only.
+      const beat = setInterval(() => {
+        for (const m of got) m.working();
+      }, ACK_WAIT_MS / 3);
+      const done = handler(got.map((m) => ({ subject: m.subject, data: payload(() => m.json()) })))
+        .then(
+          () => {
+            for (const m of got) m.ack();
+          },
+          (err) => {
+            this.opts.log.warn("change handler failed; redelivering", { consumer: name, subjects: [...new Set(got.map((m) => m.subject))], err: messageOf(err) });
+            for (const m of got) m.nak(REDELIVER_MS);
+          },
+        )
+        .finally(() => clearInterval(beat));
+      this.handling.add(done);
+      await done;
+      this.handling.delete(done);
     }
   }
 
@@ -559,6 +645,10 @@ function newLocalBus(prefix: string): Bus {
       handlers.push((msg) => {
         if (filters.some((f) => subjectMatches(f, msg.subject))) chain = chain.then(() => deliver(msg));
       });
+    },
+    // One process's changes come one at a time: each is a batch of its own.
+    consumeBatches(name, subjects, handler) {
+      this.consume(name, subjects, (msg) => handler([msg]));
     },
     async close() {
       locals.delete(prefix);

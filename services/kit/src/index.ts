@@ -2,7 +2,7 @@
 // exports are the kit's own. The limiters (limits.ts: Redis and rate-limiter-flexible, some 130
 // modules) are "@vnm/kit/limits", so only the parts that limit (the gateway, identity) load them.
 
-export { announcedId, auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
+export { announcedId, announcedIds, auditRoot, type Bus, type BusMessage, localBus, natsBus, streamNames } from "./bus.ts";
 export { provisionRole, roleName, roleOf, type ServiceRole, serviceDatabaseUrl } from "./db-roles.ts";
 export { CHANGE_EVENTS, type Change, type ChangeDrop, type ChangeEvent, type ChangeMessage, changeReader, type FeedChange, parseChangeSubject } from "./changes.ts";
 export { loadConfig, optional, parseBool, parseNonNegativeInt, parsePort, parsePositiveInt } from "./config.ts";

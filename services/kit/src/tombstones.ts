@@ -32,8 +32,20 @@ export class Tombstones {
 
   /** Locks the item and keeps it known as gone; tombstones older than a day go. */
   async bury(q: Queryable, id: string): Promise<void> {
-    await this.lock(q, id);
-    await q.query(`INSERT INTO ${this.table} (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, [id]);
+    await this.buryAll(q, [id]);
+  }
+
+  /**
+   * Locks the items, in the order of their ids (two transactions burying some of the same items
+   * never wait for each other crosswise), and keeps them known as gone; tombstones older than
+   * a day go. For a batch of deletions handled in one transaction.
+   */
+  async buryAll(q: Queryable, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const keys = ids.map((id) => `${this.lockPrefix}:${id}`).sort();
+    // The subquery's order is the order the outer query takes, and so its locks.
+    await q.query("SELECT count(pg_advisory_xact_lock(hashtext(k))) FROM (SELECT k FROM unnest($1::text[]) AS k ORDER BY k) sorted", [keys]);
+    await q.query(`INSERT INTO ${this.table} (id) SELECT unnest($1::uuid[]) ON CONFLICT (id) DO NOTHING`, [ids]);
     await q.query(`DELETE FROM ${this.table} WHERE at < now() - interval '${TOMBSTONE_DAYS} day'`);
   }
 }

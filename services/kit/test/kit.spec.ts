@@ -5,7 +5,7 @@ import { connect, type NatsConnection } from "nats";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.ts";
-import { localBus, natsBus, streamName } from "../src/bus.ts";
+import { CONSUME_BATCH, localBus, natsBus, streamName } from "../src/bus.ts";
 import { type Change, commitStatements, messageId, OutboxRelay, withOutboxRows } from "../src/changes.ts";
 import { ConfigError, loadConfig, parsePort } from "../src/config.ts";
 import { createPool, inTransaction, migrate, OUTBOX_MIGRATION, preparedReads, withLiterals } from "../src/db.ts";
@@ -310,6 +310,74 @@ describe("outbox relay", () => {
     // (30 s), and the second only after it.
     await waitFor("the second change", async () => got.some((d) => (d as { n?: number }).n === 2), 5_000);
     expect(got).toEqual([{ n: 2 }]);
+    await second.close();
+  });
+
+  it("a batch consumer takes what is waiting in batches, each handed over once when it succeeds and again when it fails", async () => {
+    const consumer = `kit-batches-${id}`;
+    const bus = natsBus({ url: NATS_URL, prefix, log, name: "kit-batches" });
+    await connected(bus);
+    // Published before the consumer exists: it starts from the stream's history, all waiting.
+    for (let n = 1; n <= 150; n++) await bus.publish(`${prefix}.batches.Thing.deleted`, { n }, `batches-${n}-${id}`);
+    const batches: number[][] = [];
+    let failed = false;
+    bus.consumeBatches(consumer, ["batches.>"], async (msgs) => {
+      const ns = msgs.map((m) => (m.data as { n: number }).n);
+      // The first batch holding 100 fails once: all of it comes again.
+      if (!failed && ns.includes(100)) {
+        failed = true;
+        throw new Error("once");
+      }
+      batches.push(ns);
+    });
+    await waitFor("every change handled", async () => batches.flat().length >= 150, 20_000);
+    const handled = batches.flat();
+    expect(new Set(handled).size).toBe(150);
+    expect(handled).toHaveLength(150);
+    expect(failed).toBe(true);
+    expect(Math.max(...batches.map((b) => b.length))).toBeGreaterThan(1);
+    expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(CONSUME_BATCH);
+    expect(batches.length).toBeLessThan(150 / 2);
+    // Acknowledged: nothing more comes.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(batches.flat()).toHaveLength(150);
+    await bus.close();
+  });
+
+  it("a batch consumer closed while it handles a batch acknowledges it, and gives back what was delivered behind it at once", async () => {
+    const consumer = `kit-batch-closing-${id}`;
+    const first = natsBus({ url: NATS_URL, prefix, log, name: "kit-batch-closing-1" });
+    await connected(first);
+    let release!: () => void;
+    const handled: number[] = [];
+    const started = new Promise<void>((begun) => {
+      first.consumeBatches(consumer, ["bclosing.>"], async (msgs) => {
+        handled.push(...msgs.map((m) => (m.data as { n: number }).n));
+        begun();
+        await new Promise<void>((r) => {
+          release = r;
+        });
+      });
+    });
+    await first.publish(`${prefix}.bclosing.Thing.deleted`, { n: 1 }, `bclosing-1-${id}`);
+    await started;
+    // Delivered to the first instance while it is busy: unacknowledged, they would wait out the ack wait (5 s).
+    for (let n = 2; n <= 5; n++) await first.publish(`${prefix}.bclosing.Thing.deleted`, { n }, `bclosing-${n}-${id}`);
+    await new Promise((r) => setTimeout(r, 300));
+    const closing = first.close();
+    setTimeout(() => release(), 200);
+    await closing;
+    expect(handled).toEqual([1]);
+    const second = natsBus({ url: NATS_URL, prefix, log, name: "kit-batch-closing-2" });
+    await connected(second);
+    const got: number[] = [];
+    const t0 = Date.now();
+    second.consumeBatches(consumer, ["bclosing.>"], async (msgs) => {
+      got.push(...msgs.map((m) => (m.data as { n: number }).n));
+    });
+    await waitFor("the changes behind the batch", async () => got.length >= 4, 10_000);
+    expect(got.sort()).toEqual([2, 3, 4, 5]);
+    expect(Date.now() - t0).toBeLessThan(3_000);
     await second.close();
   });
 

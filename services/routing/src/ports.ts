@@ -7,7 +7,7 @@
 //   the port's Local route.
 // - A bridge port's bridge must exist: the bridge service says, under a per-bridge transaction
 //   lock, and a bridge announced deleted leaves a tombstone, so a port created while its bridge
-//   is deleted never survives it (onBridgeDeleted deletes the bridge's ports as port deletes).
+//   is deleted never survives it (onBridgesDeleted deletes the bridge's ports as port deletes).
 // - A port delete unlinks its peer and deletes the routes through it, all announced.
 // - A link locks both ports in id order in one transaction: of two links of one port, one wins.
 // - Its filters and mirror lists name the policy service's chains and mirrors (filters.ts): a
@@ -15,6 +15,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   announcedId,
+  announcedIds,
   isJsonObject,
   ApiError,
   type BusMessage,
@@ -354,14 +355,14 @@ export function portHandlers(svc: ServiceContext): Record<string, Handlers> {
   return mergeHandlers({ "vnm.routing.v1.PortService": handlers }, { "vnm.routing.v1.PortService": linkHandlers(svc) });
 }
 
-/** A bridge deleted: its ports go as port deletes (each announced), and it stays known as gone. */
-export function onBridgeDeleted(svc: ServiceContext) {
-  return async (msg: BusMessage): Promise<void> => {
-    const id = announcedId(msg);
-    if (!id) return;
+/** Bridges deleted: their ports go as port deletes (each announced), and they stay known as gone. */
+export function onBridgesDeleted(svc: ServiceContext) {
+  return async (msgs: BusMessage[]): Promise<void> => {
+    const ids = announcedIds(msgs);
+    if (ids.length === 0) return;
     await svc.store.tx(undefined, async (q, emit) => {
-      await deletedBridges.bury(q, id);
-      const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE device_id = $1 AND router_id IS NULL ORDER BY id FOR UPDATE", [id])).rows;
+      await deletedBridges.buryAll(q, ids);
+      const rows = (await q.query<PortRow>("SELECT * FROM ports WHERE device_id = ANY($1::uuid[]) AND router_id IS NULL ORDER BY id FOR UPDATE", [ids])).rows;
       await dropPorts(q, rows, emit);
     });
   };

@@ -6,7 +6,7 @@ import { ipAddrGroupAddrs, ipAddrGroups } from "./ip-addr-groups.ts";
 import { l2Insertions } from "./l2-insertions.ts";
 import { migrations } from "./migrations.ts";
 import { portGroupHandlers, portGroupPorts, portGroups } from "./port-groups.ts";
-import { onBridgeDeleted, onBridgeMoved, portHandlers, ports, portsFor } from "./ports.ts";
+import { onBridgeMoved, onBridgesDeleted, portHandlers, ports, portsFor } from "./ports.ts";
 import { onLoadBalancerDeleted, policyRefs, routers, routersFor } from "./routers.ts";
 import { routes } from "./routes.ts";
 import { vxlanPortHandlers } from "./vxlan-ports.ts";
@@ -21,7 +21,7 @@ export const service: ServiceSpec = {
   onStart: async (svc) => {
     svc.bus.consume("routing-host-deletions", ["tunnel.Host.deleted"], onHostDeleted(svc));
     // A bridge's ports go with it, and follow it to another tenant.
-    svc.bus.consume("routing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
+    svc.bus.consumeBatches("routing-bridge-deletions", ["bridge.Bridge.deleted"], onBridgesDeleted(svc));
     svc.bus.consume("routing-bridge-tenants", ["bridge.Bridge.updated.tenant"], onBridgeMoved(svc));
     // A deleted load balancer is cleared from its routers.
     svc.bus.consume("routing-lb-deletions", ["lb.LoadBalancer.deleted"], onLoadBalancerDeleted(svc));

@@ -3,7 +3,7 @@
 // router's deletion announces each of its ports' too). A trace written and the deletion
 // handled for the same device take the same transaction lock, and the deletion leaves a
 // tombstone, so a trace created while its device is deleted never survives it.
-import { ApiError, type BusMessage, type Queryable, type ServiceContext, Tombstones, announcedId } from "@vnm/kit";
+import { ApiError, type BusMessage, type Queryable, type ServiceContext, Tombstones, announcedIds } from "@vnm/kit";
 
 /** A device type a trace names (tracing.proto's deviceType), and where its devices are known. */
 interface Device {
@@ -58,21 +58,24 @@ export async function requireDevice(svc: Pick<ServiceContext, "call">, q: Querya
   }
 }
 
-/** A device deleted: its traces go (each announced), and it stays known as gone. */
-function onDeviceDeleted(svc: ServiceContext, type: string, device: Device) {
+/** Devices deleted: their traces go (each announced), and they stay known as gone. */
+function onDevicesDeleted(svc: ServiceContext, type: string, device: Device) {
   const traces = svc.resources.of("vnm.tracing.v1.TraceRequest");
-  return async (msg: BusMessage): Promise<void> => {
-    const id = announcedId(msg);
-    if (!id) return;
+  return async (msgs: BusMessage[]): Promise<void> => {
+    const ids = announcedIds(msgs);
+    if (ids.length === 0) return;
     await svc.store.tx(undefined, async (q, emit) => {
-      await device.tombstones.bury(q, id);
-      const gone = await q.query("DELETE FROM trace_requests WHERE device_type = $1 AND device_id = $2 RETURNING *", [type, id]);
+      await device.tombstones.buryAll(q, ids);
+      const gone = await q.query("DELETE FROM trace_requests WHERE device_type = $1 AND device_id = ANY($2::uuid[]) RETURNING *", [type, ids]);
       for (const row of gone.rows) emit(traces.change("deleted", row));
     });
   };
 }
 
-/** Follows each device type's deletions with a durable consumer of its own. */
+/**
+ * Follows each device type's deletions with a durable consumer of its own, a batch of them in
+ * a transaction (their order does not matter: each deletes what names one device).
+ */
 export function followDeletions(svc: ServiceContext): void {
-  for (const [type, device] of Object.entries(DEVICES)) svc.bus.consume(device.consumer, [device.deleted], onDeviceDeleted(svc, type, device));
+  for (const [type, device] of Object.entries(DEVICES)) svc.bus.consumeBatches(device.consumer, [device.deleted], onDevicesDeleted(svc, type, device));
 }

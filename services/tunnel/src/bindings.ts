@@ -9,12 +9,12 @@
 // (bridge_vnis, a sequence from 10000 within 24 bits), which it keeps. The bridge's VXLAN port
 // for the VTEP follows, made by the routing service (vxlan-sync.ts).
 //
-// A bridge deleted takes its bindings (onBridgeDeleted, the durable consumer
+// A bridge deleted takes its bindings (onBridgesDeleted, the durable consumer
 // tunnel-bridge-deletions): the bridge service refuses to delete a bridge with VXLAN ports, but
 // not one deleted after a binding's POST and before its port exists. The bridge's tombstone and
 // lock keep a POST racing the deletion from surviving it.
 import { status } from "@grpc/grpc-js";
-import { ApiError, announcedId, type BusMessage, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
+import { ApiError, announcedIds, type BusMessage, type Queryable, Resource, type ServiceContext, Tombstones } from "@vnm/kit";
 
 interface BindingRow {
   id: string;
@@ -116,26 +116,26 @@ export async function unbound(q: Queryable, vtepId: string): Promise<void> {
 }
 
 /**
- * A bridge deleted: its bindings go, each announced (the devices' reconciles then remove its
- * switch), with its VNI; each pair's VXLAN port is queued like an unbinding's (routing finds the
- * bridge gone); it stays known as gone, so a binding's POST racing this is a 404.
+ * Bridges deleted: their bindings go, each announced (the devices' reconciles then remove their
+ * switches), with their VNIs; each pair's VXLAN port is queued like an unbinding's (routing finds
+ * the bridge gone); they stay known as gone, so a binding's POST racing this is a 404.
  */
-export function onBridgeDeleted(svc: Pick<ServiceContext, "store" | "resources">) {
-  return async (msg: BusMessage): Promise<void> => {
-    const id = announcedId(msg);
-    if (!id) return;
+export function onBridgesDeleted(svc: Pick<ServiceContext, "store" | "resources">) {
+  return async (msgs: BusMessage[]): Promise<void> => {
+    const ids = announcedIds(msgs);
+    if (ids.length === 0) return;
     const bindings = svc.resources.of("vnm.tunnel.v1.VtepBinding");
     let unbound = 0;
     await svc.store.tx(undefined, async (q, emit) => {
-      await deletedBridges.bury(q, id);
-      const gone = (await q.query<BindingRow>("DELETE FROM vtep_bindings WHERE bridge_id = $1 RETURNING *", [id])).rows;
+      await deletedBridges.buryAll(q, ids);
+      const gone = (await q.query<BindingRow>("DELETE FROM vtep_bindings WHERE bridge_id = ANY($1::uuid[]) RETURNING *", [ids])).rows;
       unbound = gone.length;
       for (const b of gone) {
         const vtep = (await q.query("SELECT * FROM vteps WHERE id = $1", [b.vtep_id])).rows[0];
         emit(bindings.change("deleted", b, vtep ? [vtep] : []));
         await queueVxlanSync(q, b.bridge_id, b.vtep_id);
       }
-      await q.query("DELETE FROM bridge_vnis WHERE bridge_id = $1", [id]);
+      await q.query("DELETE FROM bridge_vnis WHERE bridge_id = ANY($1::uuid[])", [ids]);
     });
     // The queued VXLAN ports and the devices' switches now, as after an unbinding through the API.
     if (unbound > 0) for (const f of bindingsChanged) f();

@@ -3,7 +3,7 @@
 // the VTEP's row and its ports' rows.
 import { ApiError, loadConfig, parsePositiveInt, type ServiceSpec } from "@vnm/kit";
 import { AddressPolicy } from "./address-policy.ts";
-import { bindingsChanged, onBridgeDeleted, vtepBindings } from "./bindings.ts";
+import { bindingsChanged, onBridgesDeleted, vtepBindings } from "./bindings.ts";
 import { hostStanding, hosts, tunnelZoneHosts } from "./hosts.ts";
 import { DEFAULT_STATE_BUDGET } from "./device.ts";
 import { tunnelZones, vtepKind } from "./kinds.ts";
@@ -71,7 +71,7 @@ export const service: ServiceSpec = {
     };
     bindingsChanged.add(kick);
     // A bridge deleted takes its bindings (one deleted before its VXLAN port existed could not be refused).
-    svc.bus.consume("tunnel-bridge-deletions", ["bridge.Bridge.deleted"], onBridgeDeleted(svc));
+    svc.bus.consumeBatches("tunnel-bridge-deletions", ["bridge.Bridge.deleted"], onBridgesDeleted(svc));
     vxlan.start();
     return async () => {
       bindingsChanged.delete(kick);
