@@ -99,8 +99,8 @@ interface CatchUp {
  * How long a change delivered to a durable consumer may go unacknowledged before it is delivered
  * again: a consumer has one change (or one batch, consumeBatches) under way at a time, so a
  * process killed while handling it (SIGKILL, a lost host) holds back every later change of
- * that consumer this long. A handler still at work
- * says so every third of it (`working`). The server's default is 30 s.
+ * that consumer this long. A handler still at work says so every third of it (`working`). The
+ * server's default is 30 s.
  */
 const ACK_WAIT_MS = 5_000;
 /** How long a batch consumer's changes given back at its close wait before they are delivered again (Delivered.giveBack). */
@@ -182,10 +182,6 @@ function credentials(opts: NatsBusOptions): { user?: string; pass?: string; inbo
   return opts.user ? { user: opts.user, pass: opts.password, inboxPrefix: `_INBOX_${opts.user}` } : {};
 }
 
-/**
- * A NATS connection that keeps trying in the background: the process starts and serves while
- * NATS is down, and publishes fail (to be retried by the outbox relay) until it is back.
- */
 /** A durable consumer's messages as they were delivered to this process, taken a batch at a time. */
 class Delivered {
   private readonly messages: ConsumerMessages;
@@ -231,6 +227,10 @@ class Delivered {
   }
 }
 
+/**
+ * A NATS connection that keeps trying in the background: the process starts and serves while
+ * NATS is down, and publishes fail (to be retried by the outbox relay) until it is back.
+ */
 class NatsBus implements Bus {
   readonly kind = "nats";
   readonly prefix: string;
@@ -533,8 +533,8 @@ class NatsBus implements Bus {
     for (;;) {
       const got = await waiting.take(batch);
       if (got.length === 0) return;
-      // Given back at once, with what was delivered behind them: the consumer's next instance
-      // gets them without waiting out its ack wait.
+      // Given back, with what was delivered behind them: the consumer's next instance gets them
+      // after GIVE_BACK_MS, without waiting out its ack wait.
       if (this.closed) {
         await waiting.giveBack(got);
         return;
@@ -563,8 +563,9 @@ class NatsBus implements Bus {
 
   /**
    * Changes being handled finish and are acknowledged first (for up to CLOSE_HANDLING_MS): a
-   * durable consumer has one change in flight at a time, so one left unacknowledged would hold
-   * back every later change from the consumer's next instance for the whole ack wait (ACK_WAIT_MS).
+   * durable consumer has one change (or batch) in flight at a time, so one left unacknowledged
+   * would hold back every later change from the consumer's next instance for the whole ack wait
+   * (ACK_WAIT_MS).
    */
   async close(): Promise<void> {
     this.closed = true;
