@@ -1,9 +1,11 @@
 // What the catalog derives from proto declarations alone: each kind's own RPCs, its parent and
 // its tenant rule, the paths links lead to that nothing serves, and the lists a change affects.
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildCatalog, domainOf, peersOf } from "./catalog.ts";
+import { buildCatalog, domainOf, loadCatalog, peersOf } from "./catalog.ts";
 import { loadDescriptors } from "./descriptors.ts";
+import { ROOT } from "./repo.ts";
 import { protoDirWith } from "./testing.ts";
 
 /** A catalog of the repository's proto files and one more, built by buf as `npm run proto` does. */
@@ -174,6 +176,21 @@ ${names.map((n) => `    option (vnm.api.callers) = "${n}";`).join("\n")}
     expect(peersOf(c, "tracing")).toEqual(["bridge", "identity", "kennel", "routing"]);
     expect(peersOf(c, "tunnel")).toEqual(["bridge", "identity", "routing"]);
     expect(peersOf(c, "identity")).toEqual([]);
+  });
+
+  it("are the rows of docs/security.md's table that name parts, method for method", () => {
+    const doc = readFileSync(join(ROOT, "docs", "security.md"), "utf8");
+    const table = doc.slice(doc.indexOf("| Method | Called as itself by |"));
+    const rows = table.slice(0, table.indexOf("\n\n")).split("\n").slice(2);
+    const documented = new Map<string, string[]>();
+    for (const row of rows) {
+      const [method = "", parts = ""] = row.split("|").slice(1).map((c) => c.trim());
+      if (/^(anyone|no part)/.test(parts)) continue;
+      const names = parts === "every part" ? ["*"] : parts.split(", ");
+      for (const [, m] of method.matchAll(/`(\w+\.\w+)`/g)) documented.set(m!, names.sort());
+    }
+    const declared = new Map([...loadCatalog().callers].map(([m, parts]) => [m.replace(/^.*\.(\w+\/\w+)$/, "$1").replace("/", "."), [...parts].sort()]));
+    expect(Object.fromEntries([...documented].sort())).toEqual(Object.fromEntries([...declared].sort()));
   });
 
   it("name only parts: a name that is none is refused when the contract is read", () => {
