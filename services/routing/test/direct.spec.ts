@@ -1,7 +1,9 @@
 // The routing service reached directly over gRPC (no gateway): it checks its input and keeps
 // its kinds to administrators without the gateway's help.
 import * as grpc from "@grpc/grpc-js";
-import { type DirectService, directService } from "@vnm/kit/testing";
+import { mirrorClearing } from "@vnm/kit";
+import { DEPS, type DirectService, directService } from "@vnm/kit/testing";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let svc: DirectService;
@@ -109,4 +111,42 @@ describe("each field against routing.proto's rules, checked here without the gat
     const found = await svc.call("vnm.routing.v1.L2InsertionService", "ListL2Insertions", { srv_port: "0000000C-0000-4000-8000-0000000000C2" });
     expect((found.res as { items: { id: string }[] }).items.map((i) => i.id)).toEqual([(made.res as { id: string }).id]);
   });
+});
+
+// A mirror deleted is taken out of routers' and ports' mirror lists (the policy service's
+// deletion, PolicyReferences): found through the lists' indexes, which hold only the lists that
+// name a mirror (migration "mirror lists' indexes hold only lists that name one").
+it("finds the routers and ports naming a deleted mirror through the mirror lists' indexes, which hold only the lists that name one", async () => {
+  const db = new pg.Client({ connectionString: DEPS.databaseUrl });
+  await db.connect();
+  try {
+    await db.query(`SET search_path = "${svc.schema}"`);
+    const mirror = "6d1f0b44-5b8c-4c53-9a43-2f4c8e1f7a11";
+    await db.query("INSERT INTO routers (id) SELECT gen_random_uuid() FROM generate_series(1, 5000)");
+    await db.query("INSERT INTO routers (id, inbound_mirror_ids) SELECT gen_random_uuid(), ARRAY[$1::uuid] FROM generate_series(1, 2)", [mirror]);
+    await db.query(`INSERT INTO ports (id, type, device_id) SELECT gen_random_uuid(), 'Router', '${ROUTER}' FROM generate_series(1, 5000)`);
+    await db.query(`INSERT INTO ports (id, type, device_id, outbound_mirror_ids) VALUES (gen_random_uuid(), 'Router', '${ROUTER}', ARRAY[$1::uuid])`, [mirror]);
+    await db.query("ANALYZE routers");
+    await db.query("ANALYZE ports");
+    // The statements the deletion runs, planned as prepared ones are.
+    await db.query("SET plan_cache_mode = force_generic_plan");
+    for (const [table, changed] of [["routers", 2], ["ports", 1]] as const) {
+      await db.query(`PREPARE clearing_${table}(uuid) AS ${mirrorClearing(table)}`);
+      const plan = JSON.stringify((await db.query(`EXPLAIN (FORMAT JSON) EXECUTE clearing_${table}('${mirror}')`)).rows);
+      expect(plan, table).toContain(`${table}_inbound_mirrors`);
+      expect(plan, table).toContain(`${table}_outbound_mirrors`);
+      expect(plan, table).not.toContain("Seq Scan");
+      expect((await db.query(`EXECUTE clearing_${table}('${mirror}')`)).rowCount, table).toBe(changed);
+    }
+    // The indexes leave the empty lists out.
+    const defs = await db.query("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE '%_mirrors' ORDER BY indexname", [svc.schema]);
+    expect(defs.rows.map((r) => [r.indexname, /WHERE \((\w+) <> '\{\}'::uuid\[\]\)$/.exec(r.indexdef)?.[1]])).toEqual([
+      ["ports_inbound_mirrors", "inbound_mirror_ids"],
+      ["ports_outbound_mirrors", "outbound_mirror_ids"],
+      ["routers_inbound_mirrors", "inbound_mirror_ids"],
+      ["routers_outbound_mirrors", "outbound_mirror_ids"],
+    ]);
+  } finally {
+    await db.end();
+  }
 });
