@@ -274,6 +274,7 @@ describe("production overlay: secrets, pod security, network", () => {
     // a bridge's VXLAN ports (routing tells bridge), a router's load balancer, a binding's host
     // (routing asks tunnel), a host's bindings and a bound bridge's VXLAN port (tunnel asks
     // routing), a load balancer's router (lb asks routing), a mirror's port (policy asks routing),
+    // a trace's router or port (tracing asks routing),
     // a device's filter chains and mirrors (bridge and routing ask policy); a tenant's usage (the
     // quota service asks the domains holding a tenant's kinds) and its limits (they ask quota).
     const CALLERS: Record<string, string[]> = {
@@ -282,7 +283,7 @@ describe("production overlay: secrets, pod security, network", () => {
       lb: ["vnm-gateway", "vnm-routing"],
       policy: ["vnm-gateway", "vnm-bridge", "vnm-quota", "vnm-routing"],
       qos: ["vnm-gateway", "vnm-quota"],
-      routing: ["vnm-gateway", "vnm-lb", "vnm-policy", "vnm-quota", "vnm-tunnel"],
+      routing: ["vnm-gateway", "vnm-lb", "vnm-policy", "vnm-quota", "vnm-tracing", "vnm-tunnel"],
       tunnel: ["vnm-gateway", "vnm-routing"],
       quota: ["vnm-gateway", "vnm-bridge", "vnm-compat", "vnm-policy", "vnm-qos", "vnm-routing"],
     };
