@@ -514,7 +514,8 @@ class NatsBus implements Bus {
           const { config: was } = await jsm.consumers.info(stream, name);
           await jsm.consumers.update(stream, name, { ...was, ack_wait: config.ack_wait, max_ack_pending: batch });
         }
-        await this.handleBatches(name, await (await this.js.consumers.get(stream, name)).consume({ max_messages: batch }), batch, handler);
+        // Pulled with nats.js's default buffer: max_ack_pending (the batch) bounds what is delivered.
+        await this.handleBatches(name, await (await this.js.consumers.get(stream, name)).consume(), batch, handler);
       } catch (err) {
         // Waiting for NATS is expected; failing while connected is worth a line.
         if (!this.closed && this.current === "connected") this.opts.log.warn("change consumer not running; retrying", { consumer: name, err: messageOf(err) });
