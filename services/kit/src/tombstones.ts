@@ -19,9 +19,14 @@ export class Tombstones {
     this.lockPrefix = lockPrefix;
   }
 
+  /** The key of the item's transaction lock. */
+  private keyOf(id: string): string {
+    return `${this.lockPrefix}:${id}`;
+  }
+
   /** Serialises the writes that concern the item, until the transaction ends. */
   async lock(q: Queryable, id: string): Promise<void> {
-    await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`${this.lockPrefix}:${id}`]);
+    await q.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.keyOf(id)]);
   }
 
   /** Locks the item; whether it was announced deleted. */
@@ -42,7 +47,7 @@ export class Tombstones {
    */
   async buryAll(q: Queryable, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    const keys = ids.map((id) => `${this.lockPrefix}:${id}`).sort();
+    const keys = ids.map((id) => this.keyOf(id)).sort();
     // The subquery's order is the order the outer query takes, and so its locks.
     await q.query("SELECT count(pg_advisory_xact_lock(hashtext(k))) FROM (SELECT k FROM unnest($1::text[]) AS k ORDER BY k) sorted", [keys]);
     await q.query(`INSERT INTO ${this.table} (id) SELECT unnest($1::uuid[]) ON CONFLICT (id) DO NOTHING`, [ids]);
